@@ -1,0 +1,228 @@
+//! Hash-table row kernels of the CPU back end.
+//!
+//! One open-addressing table (linear probing, multiplicative hash) per chunk
+//! of rows, sized for the chunk's longest row: a row with `p` products has
+//! at most `min(p, ncols)` distinct columns and uses the first
+//! `next_pow2(2 * min(p, ncols))` slots, so the load factor stays at or
+//! under one half and clearing costs O(p).
+
+use crate::error::{try_vec, Error, Result};
+use crate::plan::{RowPattern, RowWork};
+use crate::types::{Index, Scalar};
+use std::ops::Range;
+
+const EMPTY: usize = usize::MAX;
+
+/// α, β and C's index base for the numeric phase.
+pub(super) struct Scale<T> {
+    pub alpha: T,
+    pub beta: T,
+    pub base: usize,
+}
+
+/// Slots used by a row with `nprod` products and `ncols` possible columns.
+#[inline]
+fn table_size(nprod: u64, ncols: usize) -> usize {
+    let distinct = usize::try_from(nprod).unwrap_or(usize::MAX).min(ncols);
+    distinct.saturating_mul(2).next_power_of_two().max(8)
+}
+
+/// Slots needed by the longest row of `rows`.
+fn chunk_table_size(work: &RowWork, rows: &Range<usize>, ncols: usize) -> usize {
+    let longest = rows.clone().map(|i| work.row(i)).max().unwrap_or(0);
+    table_size(longest, ncols)
+}
+
+#[inline(always)]
+fn home_slot(col: usize, mask: usize) -> usize {
+    ((col as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
+}
+
+/// Inserts `col`; returns its slot and whether it was new.
+#[inline(always)]
+fn insert(keys: &mut [usize], mask: usize, col: usize) -> (usize, bool) {
+    let mut s = home_slot(col, mask);
+    loop {
+        let k = keys[s];
+        if k == col {
+            return (s, false);
+        }
+        if k == EMPTY {
+            keys[s] = col;
+            return (s, true);
+        }
+        s = (s + 1) & mask;
+    }
+}
+
+fn row_mismatch(row: usize, found: usize, expected: usize) -> Error {
+    Error::InvalidValue(format!(
+        "row {row} of C has {found} entries now but {expected} when the plan was made: \
+         the pattern of A or B changed between phases"
+    ))
+}
+
+/// Inserts every column of output row `i` into `keys[..size]`; returns the
+/// number of distinct columns.
+#[inline]
+fn insert_row<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    i: usize,
+    keys: &mut [usize],
+) -> usize {
+    let mask = keys.len() - 1;
+    let mut distinct = 0;
+    for k in a.range(i) {
+        for kk in b.range(a.col(k)) {
+            distinct += insert(keys, mask, b.col(kk)).1 as usize;
+        }
+    }
+    distinct
+}
+
+/// Counts the distinct columns of each row of `rows` into `counts`.
+pub(super) fn count_rows<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+    rows: Range<usize>,
+    counts: &mut [usize],
+) -> Result<()> {
+    let mut keys = try_vec(
+        chunk_table_size(work, &rows, b.ncols),
+        EMPTY,
+        "symbolic hash table",
+    )?;
+    for (i, count) in rows.zip(counts.iter_mut()) {
+        let nprod = work.row(i);
+        if nprod <= 1 {
+            *count = nprod as usize;
+            continue;
+        }
+        let table = &mut keys[..table_size(nprod, b.ncols)];
+        *count = insert_row(a, b, i, table);
+        table.fill(EMPTY);
+    }
+    Ok(())
+}
+
+/// Writes the sorted distinct columns (plus `base`) of each row of `rows`
+/// into `cols`, which starts at row `rows.start` of the zero-based `offsets`.
+pub(super) fn list_rows<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+    rows: Range<usize>,
+    offsets: &[usize],
+    base: usize,
+    cols: &mut [J],
+) -> Result<()> {
+    let mut keys = try_vec(
+        chunk_table_size(work, &rows, b.ncols),
+        EMPTY,
+        "symbolic hash table",
+    )?;
+    let origin = offsets[rows.start];
+    for i in rows {
+        let out = &mut cols[offsets[i] - origin..offsets[i + 1] - origin];
+        let table = &mut keys[..table_size(work.row(i), b.ncols)];
+        let distinct = insert_row(a, b, i, table);
+        if distinct != out.len() {
+            table.fill(EMPTY);
+            return Err(row_mismatch(i, distinct, out.len()));
+        }
+        let mut n = 0;
+        for key in table.iter_mut() {
+            if *key != EMPTY {
+                out[n] = J::from_usize_unchecked(*key + base);
+                n += 1;
+                *key = EMPTY;
+            }
+        }
+        out.sort_unstable();
+    }
+    Ok(())
+}
+
+/// Numeric phase for the rows `rows`: accumulates each row in the table in
+/// stored product order, sorts it by column and writes
+/// `alpha * sum + beta * old` into `vals` (and the columns into `cols`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    a_vals: &[T],
+    b: &RowPattern<'_, I, J>,
+    b_vals: &[T],
+    work: &RowWork,
+    rows: Range<usize>,
+    offsets: &[usize],
+    scale: &Scale<T>,
+    mut cols: Option<&mut [J]>,
+    vals: &mut [T],
+) -> Result<()> {
+    let size = chunk_table_size(work, &rows, b.ncols);
+    let mut keys = try_vec(size, EMPTY, "numeric hash table")?;
+    let mut acc = try_vec(size, T::zero(), "numeric accumulator")?;
+    let longest = rows
+        .clone()
+        .map(|i| offsets[i + 1] - offsets[i])
+        .max()
+        .unwrap_or(0);
+    let mut sorted: Vec<(usize, T)> = Vec::new();
+    sorted
+        .try_reserve_exact(longest)
+        .map_err(|_| Error::AllocFailed("could not allocate the row sort buffer".into()))?;
+    let origin = offsets[rows.start];
+    let beta_is_zero = scale.beta == T::zero();
+    for i in rows {
+        let out = offsets[i] - origin..offsets[i + 1] - origin;
+        let table_len = table_size(work.row(i), b.ncols);
+        let (table, sums) = (&mut keys[..table_len], &mut acc[..table_len]);
+        let mask = table_len - 1;
+        for k in a.range(i) {
+            let av = a_vals[k];
+            let r = a.col(k);
+            for kk in b.range(r) {
+                let (s, new) = insert(table, mask, b.col(kk));
+                let p = av * b_vals[kk];
+                if new {
+                    sums[s] = p;
+                } else {
+                    sums[s] += p;
+                }
+            }
+        }
+        sorted.clear();
+        let mut found = 0;
+        for (key, sum) in table.iter_mut().zip(sums.iter()) {
+            if *key != EMPTY {
+                if found < out.len() {
+                    sorted.push((*key, *sum));
+                }
+                found += 1;
+                *key = EMPTY;
+            }
+        }
+        if found != out.len() {
+            return Err(row_mismatch(i, found, out.len()));
+        }
+        sorted.sort_unstable_by_key(|e| e.0);
+        let dst = &mut vals[out.clone()];
+        if beta_is_zero {
+            for (d, &(_, v)) in dst.iter_mut().zip(sorted.iter()) {
+                *d = scale.alpha * v;
+            }
+        } else {
+            for (d, &(_, v)) in dst.iter_mut().zip(sorted.iter()) {
+                *d = scale.alpha * v + scale.beta * *d;
+            }
+        }
+        if let Some(cols) = cols.as_deref_mut() {
+            for (d, &(c, _)) in cols[out].iter_mut().zip(sorted.iter()) {
+                *d = J::from_usize_unchecked(c + scale.base);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! The execution context: which back end runs, and with how many threads.
+
+use crate::error::{Error, Result};
+use crate::types::BackendKind;
+use std::sync::Arc;
+
+/// Name of the environment variable that sets the CPU thread count of every
+/// new context (overridden by [`Context::set_num_threads`]).
+pub const NUM_THREADS_ENV: &str = "RUSPARSE_NUM_THREADS";
+
+/// Where and how products run. One context is used by one thread at a time;
+/// different contexts work concurrently and never share a thread setting.
+#[derive(Clone)]
+pub struct Context {
+    backend: BackendKind,
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("backend", &self.backend)
+            .field("threads", &self.num_threads())
+            .finish()
+    }
+}
+
+impl Context {
+    /// A context for `backend`. `Auto` and `Cpu` always work (this build has
+    /// no GPU back end, so `Auto` runs everything on the CPU). The thread
+    /// count comes from `RUSPARSE_NUM_THREADS` when set, else from rayon's
+    /// global pool (all cores, or `RAYON_NUM_THREADS`).
+    ///
+    /// # Errors
+    /// [`Error::NotSupported`] for `Cuda` and `Hip` (not built in);
+    /// [`Error::InvalidValue`] when `RUSPARSE_NUM_THREADS` is not a positive
+    /// integer.
+    pub fn new(backend: BackendKind) -> Result<Self> {
+        match backend {
+            BackendKind::Auto | BackendKind::Cpu => {}
+            BackendKind::Cuda => {
+                return Err(Error::NotSupported(
+                    "this build of rusparse has no CUDA back end".into(),
+                ))
+            }
+            BackendKind::Hip => {
+                return Err(Error::NotSupported(
+                    "this build of rusparse has no HIP back end (build with --features hip)".into(),
+                ))
+            }
+        }
+        let mut ctx = Context {
+            backend,
+            pool: None,
+        };
+        if let Ok(v) = std::env::var(NUM_THREADS_ENV) {
+            let n = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    Error::InvalidValue(format!(
+                        "{NUM_THREADS_ENV} = {v:?} is not a positive integer"
+                    ))
+                })?;
+            ctx.set_num_threads(n)?;
+        }
+        Ok(ctx)
+    }
+
+    /// A CPU context (see [`Context::new`]).
+    ///
+    /// # Errors
+    /// As [`Context::new`].
+    pub fn cpu() -> Result<Self> {
+        Context::new(BackendKind::Cpu)
+    }
+
+    /// The back end this context was created for.
+    pub fn backend(&self) -> BackendKind {
+        self.backend
+    }
+
+    /// Gives this context its own pool of `n` CPU threads; `0` returns to the
+    /// shared default pool. Cost: starting `n` threads.
+    ///
+    /// # Errors
+    /// [`Error::InternalError`] when the threads cannot be started.
+    pub fn set_num_threads(&mut self, n: usize) -> Result<()> {
+        self.pool = if n == 0 {
+            None
+        } else {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("rusparse-{i}"))
+                .build()
+                .map_err(|e| Error::InternalError(format!("could not start {n} threads: {e}")))?;
+            Some(Arc::new(pool))
+        };
+        Ok(())
+    }
+
+    /// Threads a CPU product runs on.
+    pub fn num_threads(&self) -> usize {
+        self.pool
+            .as_ref()
+            .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
+    }
+
+    /// Runs `f` inside this context's pool.
+    pub(crate) fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(p) => p.install(f),
+            None => f(),
+        }
+    }
+}

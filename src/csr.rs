@@ -1,0 +1,339 @@
+//! Compressed sparse row matrices: borrowed views and owned matrices.
+
+use crate::error::{invalid, Error, Result};
+use crate::types::{Index, IndexBase, Scalar};
+
+/// A borrowed CSR matrix whose structure has been validated.
+///
+/// `I` is the row-offset type and `J` the column-index type (each `i32` or
+/// `i64`). Columns within a row may be unsorted and may repeat (repeated
+/// entries are summed by every product).
+#[derive(Debug)]
+pub struct CsrView<'a, T, I = i32, J = I> {
+    nrows: usize,
+    ncols: usize,
+    row_offsets: &'a [I],
+    col_indices: &'a [J],
+    values: &'a [T],
+    base: IndexBase,
+}
+
+impl<T, I, J> Clone for CsrView<'_, T, I, J> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, I, J> Copy for CsrView<'_, T, I, J> {}
+
+impl<'a, T: Scalar, I: Index, J: Index> CsrView<'a, T, I, J> {
+    /// Checks the structure and builds a view.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when `row_offsets.len() != nrows + 1`, the
+    /// first offset is not `base`, offsets decrease, the last offset minus
+    /// `base` differs from `col_indices.len()`, `values.len()` differs from
+    /// `col_indices.len()`, a column is out of `base..ncols + base`, or a
+    /// dimension does not fit the index types. The message names the first
+    /// offending element. Cost: one pass over the arrays.
+    pub fn try_new(
+        nrows: usize,
+        ncols: usize,
+        row_offsets: &'a [I],
+        col_indices: &'a [J],
+        values: &'a [T],
+        base: IndexBase,
+    ) -> Result<Self> {
+        if values.len() != col_indices.len() {
+            invalid!(
+                "values has {} entries but colInd has {}",
+                values.len(),
+                col_indices.len()
+            );
+        }
+        validate_structure(nrows, ncols, row_offsets, col_indices, base)?;
+        Ok(CsrView {
+            nrows,
+            ncols,
+            row_offsets,
+            col_indices,
+            values,
+            base,
+        })
+    }
+
+    /// Builds a view of data already checked by [`validate_structure`].
+    pub(crate) fn from_checked(
+        nrows: usize,
+        ncols: usize,
+        row_offsets: &'a [I],
+        col_indices: &'a [J],
+        values: &'a [T],
+        base: IndexBase,
+    ) -> Self {
+        debug_assert_eq!(row_offsets.len(), nrows + 1);
+        debug_assert_eq!(values.len(), col_indices.len());
+        CsrView {
+            nrows,
+            ncols,
+            row_offsets,
+            col_indices,
+            values,
+            base,
+        }
+    }
+
+    /// Number of rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    /// Number of columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    /// Number of stored entries (duplicates counted).
+    pub fn nnz(&self) -> usize {
+        self.col_indices.len()
+    }
+    /// The index base.
+    pub fn base(&self) -> IndexBase {
+        self.base
+    }
+    /// Row offsets (`nrows + 1` entries, starting at `base`).
+    pub fn row_offsets(&self) -> &'a [I] {
+        self.row_offsets
+    }
+    /// Column indices.
+    pub fn col_indices(&self) -> &'a [J] {
+        self.col_indices
+    }
+    /// Values.
+    pub fn values(&self) -> &'a [T] {
+        self.values
+    }
+    /// The zero-based range of row `i` in `col_indices` / `values`.
+    #[inline]
+    pub fn row_range(&self, i: usize) -> std::ops::Range<usize> {
+        let b = self.base.offset();
+        self.row_offsets[i].to_usize() - b..self.row_offsets[i + 1].to_usize() - b
+    }
+}
+
+/// Checks the structure of a CSR matrix (see [`CsrView::try_new`]).
+pub fn validate_structure<I: Index, J: Index>(
+    nrows: usize,
+    ncols: usize,
+    row_offsets: &[I],
+    col_indices: &[J],
+    base: IndexBase,
+) -> Result<()> {
+    let b = base.offset();
+    if row_offsets.len() != nrows + 1 {
+        invalid!(
+            "rowOffsets has {} entries, expected rows + 1 = {}",
+            row_offsets.len(),
+            nrows + 1
+        );
+    }
+    if ncols as u64 + b as u64 > J::MAX + 1 {
+        invalid!(
+            "{} columns do not fit the column index type {}",
+            ncols,
+            J::INDEX_TYPE.name()
+        );
+    }
+    let first = row_offsets[0].to_i64();
+    if first != b as i64 {
+        invalid!("rowOffsets[0] = {first} but the index base is {b}");
+    }
+    for i in 0..nrows {
+        let (lo, hi) = (row_offsets[i].to_i64(), row_offsets[i + 1].to_i64());
+        if hi < lo {
+            invalid!(
+                "rowOffsets decrease at row {i}: rowOffsets[{i}] = {lo} > rowOffsets[{}] = {hi}",
+                i + 1
+            );
+        }
+    }
+    let last = row_offsets[nrows].to_i64() - b as i64;
+    if last != col_indices.len() as i64 {
+        invalid!(
+            "rowOffsets[{nrows}] - base = {last} but nnz = {}",
+            col_indices.len()
+        );
+    }
+    let hi = ncols as i64 + b as i64;
+    if let Some(k) = col_indices
+        .iter()
+        .position(|&c| c.to_i64() < b as i64 || c.to_i64() >= hi)
+    {
+        invalid!(
+            "colInd[{k}] = {} is out of range for {ncols} columns (index base {b})",
+            col_indices[k].to_i64()
+        );
+    }
+    Ok(())
+}
+
+/// An owned CSR matrix, as returned by [`crate::spgemm`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsrMatrix<T, I = i32, J = I> {
+    nrows: usize,
+    ncols: usize,
+    row_offsets: Vec<I>,
+    col_indices: Vec<J>,
+    values: Vec<T>,
+    base: IndexBase,
+}
+
+impl<T: Scalar, I: Index, J: Index> CsrMatrix<T, I, J> {
+    /// Checks the parts (as [`CsrView::try_new`]) and takes ownership.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] on a malformed structure.
+    pub fn try_from_parts(
+        nrows: usize,
+        ncols: usize,
+        row_offsets: Vec<I>,
+        col_indices: Vec<J>,
+        values: Vec<T>,
+        base: IndexBase,
+    ) -> Result<Self> {
+        CsrView::try_new(nrows, ncols, &row_offsets, &col_indices, &values, base)?;
+        Ok(CsrMatrix {
+            nrows,
+            ncols,
+            row_offsets,
+            col_indices,
+            values,
+            base,
+        })
+    }
+
+    /// Builds a matrix from a list of `(row, col, value)` triplets (zero-based),
+    /// keeping them in the given order within each row (duplicates kept).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when an index is out of range or a size does
+    /// not fit the index types.
+    pub fn from_triplets(
+        nrows: usize,
+        ncols: usize,
+        triplets: &[(usize, usize, T)],
+        base: IndexBase,
+    ) -> Result<Self> {
+        let b = base.offset();
+        let mut counts = vec![0usize; nrows + 1];
+        for (k, &(r, c, _)) in triplets.iter().enumerate() {
+            if r >= nrows || c >= ncols {
+                invalid!("triplet {k} = ({r}, {c}) is out of range for {nrows} x {ncols}");
+            }
+            counts[r + 1] += 1;
+        }
+        for i in 0..nrows {
+            counts[i + 1] += counts[i];
+        }
+        let mut next = counts.clone();
+        let mut cols = vec![J::default(); triplets.len()];
+        let mut vals = vec![T::zero(); triplets.len()];
+        let to_j = |v: usize| {
+            J::try_from_usize(v).ok_or_else(|| {
+                Error::InvalidValue(format!("index {v} does not fit the index type"))
+            })
+        };
+        for &(r, c, v) in triplets {
+            cols[next[r]] = to_j(c + b)?;
+            vals[next[r]] = v;
+            next[r] += 1;
+        }
+        let offsets = counts
+            .iter()
+            .map(|&o| {
+                I::try_from_usize(o + b).ok_or_else(|| {
+                    Error::InvalidValue(format!("offset {o} does not fit the index type"))
+                })
+            })
+            .collect::<Result<Vec<I>>>()?;
+        Self::try_from_parts(nrows, ncols, offsets, cols, vals, base)
+    }
+
+    pub(crate) fn from_parts_unchecked(
+        nrows: usize,
+        ncols: usize,
+        row_offsets: Vec<I>,
+        col_indices: Vec<J>,
+        values: Vec<T>,
+        base: IndexBase,
+    ) -> Self {
+        CsrMatrix {
+            nrows,
+            ncols,
+            row_offsets,
+            col_indices,
+            values,
+            base,
+        }
+    }
+
+    /// A borrowed view.
+    pub fn view(&self) -> CsrView<'_, T, I, J> {
+        CsrView::from_checked(
+            self.nrows,
+            self.ncols,
+            &self.row_offsets,
+            &self.col_indices,
+            &self.values,
+            self.base,
+        )
+    }
+    /// Number of rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    /// Number of columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    /// Number of stored entries.
+    pub fn nnz(&self) -> usize {
+        self.col_indices.len()
+    }
+    /// The index base.
+    pub fn base(&self) -> IndexBase {
+        self.base
+    }
+    /// Row offsets.
+    pub fn row_offsets(&self) -> &[I] {
+        &self.row_offsets
+    }
+    /// Column indices.
+    pub fn col_indices(&self) -> &[J] {
+        &self.col_indices
+    }
+    /// Values.
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+    /// Mutable values (the pattern stays fixed).
+    pub fn values_mut(&mut self) -> &mut [T] {
+        &mut self.values
+    }
+    /// Splits into `(row_offsets, col_indices, values)`.
+    pub fn into_parts(self) -> (Vec<I>, Vec<J>, Vec<T>) {
+        (self.row_offsets, self.col_indices, self.values)
+    }
+}
+
+/// Caller-owned output arrays of a product (the C API's `copy` target).
+///
+/// `row_offsets` must hold `nrows + 1` entries; `col_indices` and `values`
+/// exactly nnz(C) entries. With `beta != 0` the numeric phase reads `values`
+/// before overwriting them.
+#[derive(Debug)]
+pub struct CsrOutput<'a, T, I, J> {
+    /// Receives C's row offsets (with C's index base).
+    pub row_offsets: Option<&'a mut [I]>,
+    /// Receives C's column indices, sorted within each row.
+    pub col_indices: Option<&'a mut [J]>,
+    /// Receives C's values.
+    pub values: Option<&'a mut [T]>,
+}

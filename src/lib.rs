@@ -1,0 +1,36 @@
+//! rusparse: sparse matrix-matrix multiplication (SpGEMM),
+//! `C = alpha * op(A) * op(B)` in CSR, with a cuSPARSE-compatible C ABI.
+//!
+//! The Rust API is the core; the C ABI (`ffi`) only converts descriptors
+//! into these types and errors into statuses.
+//!
+//! ```
+//! use rusparse::{spgemm, CsrMatrix, IndexBase, SpgemmOptions};
+//! // A = [[1, 2], [0, 3]]
+//! let a = CsrMatrix::<f64, i32>::from_triplets(
+//!     2, 2, &[(0, 0, 1.0), (0, 1, 2.0), (1, 1, 3.0)], IndexBase::Zero).unwrap();
+//! let c = spgemm(&a.view(), &a.view(), &SpgemmOptions::default()).unwrap();
+//! assert_eq!(c.values(), &[1.0, 8.0, 9.0]); // A² = [[1, 8], [0, 9]]
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod backend;
+mod context;
+mod csr;
+mod error;
+pub mod ffi;
+pub mod plan;
+pub mod reference;
+mod spgemm;
+mod types;
+
+pub use context::{Context, NUM_THREADS_ENV};
+pub use csr::{validate_structure, CsrMatrix, CsrOutput, CsrView};
+pub use error::{Error, Result};
+pub use num_complex::Complex;
+pub use spgemm::{spgemm, SpgemmOptions, SpgemmPlan};
+pub use types::{Algorithm, BackendKind, DataType, Index, IndexBase, IndexType, Op, Scalar};
+
+/// The library version, from Cargo.toml.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

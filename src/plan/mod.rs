@@ -1,0 +1,14 @@
+//! Back-end independent planning of a product `op(A) * op(B)`.
+//!
+//! Everything here looks only at patterns (never at values) and is shared by
+//! every back end: the row-accessible form of each operand
+//! ([`operand`]), the work per output row and its balanced split into
+//! chunks ([`row_work`]), and the pattern fingerprint that lets later phases
+//! refuse a changed input ([`fingerprint`]).
+
+pub mod fingerprint;
+pub mod operand;
+pub mod row_work;
+
+pub use operand::{OperandPattern, RowPattern};
+pub use row_work::RowWork;

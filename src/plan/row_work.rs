@@ -1,0 +1,170 @@
+//! Work per output row (nprod: the number of scalar products that row needs)
+//! and the split of the rows into contiguous chunks of equal work.
+
+use super::operand::RowPattern;
+use crate::error::{try_vec, Result};
+use crate::types::Index;
+use rayon::prelude::*;
+
+/// Rows per parallel task when counting products.
+const COUNT_GRAIN: usize = 4096;
+
+/// Work per row of `op(A) * op(B)` and the balanced chunks it is split into.
+#[derive(Debug, Clone)]
+pub struct RowWork {
+    /// `prefix[i]` = products of rows `0..i` (so `nrows + 1` entries).
+    prefix: Vec<u64>,
+    /// Chunk boundaries: chunk `c` is rows `bounds[c]..bounds[c + 1]`.
+    bounds: Vec<usize>,
+    /// The largest nprod of a single row.
+    max_row: u64,
+}
+
+impl RowWork {
+    /// Counts the products of every row of `a * b` (both already `op`-applied)
+    /// in parallel, then splits the rows into `chunks` contiguous ranges of
+    /// about equal work. A row weighs its nprod plus one, so runs of empty
+    /// rows are not all given to one chunk.
+    ///
+    /// # Errors
+    /// [`crate::Error::AllocFailed`].
+    pub fn new<I: Index, J: Index>(
+        a: &RowPattern<'_, I, J>,
+        b: &RowPattern<'_, I, J>,
+        chunks: usize,
+    ) -> Result<Self> {
+        let m = a.nrows;
+        let mut prefix = try_vec(m + 1, 0u64, "row products")?;
+        prefix[1..]
+            .par_chunks_mut(COUNT_GRAIN)
+            .enumerate()
+            .for_each(|(c, out)| {
+                let first = c * COUNT_GRAIN;
+                for (r, slot) in out.iter_mut().enumerate() {
+                    *slot = a
+                        .range(first + r)
+                        .map(|k| {
+                            let row = b.range(a.col(k));
+                            (row.end - row.start) as u64
+                        })
+                        .sum();
+                }
+            });
+        let max_row = prefix[1..].iter().copied().max().unwrap_or(0);
+        for i in 0..m {
+            prefix[i + 1] += prefix[i];
+        }
+        let bounds = balanced_bounds(&prefix, chunks)?;
+        Ok(RowWork {
+            prefix,
+            bounds,
+            max_row,
+        })
+    }
+
+    /// Number of rows.
+    pub fn nrows(&self) -> usize {
+        self.prefix.len() - 1
+    }
+    /// Total number of products (nprod of the whole product).
+    pub fn total(&self) -> u64 {
+        self.prefix[self.nrows()]
+    }
+    /// Products of row `i`.
+    #[inline]
+    pub fn row(&self, i: usize) -> u64 {
+        self.prefix[i + 1] - self.prefix[i]
+    }
+    /// Products of the rows `range`.
+    pub fn rows(&self, range: std::ops::Range<usize>) -> u64 {
+        self.prefix[range.end] - self.prefix[range.start]
+    }
+    /// The largest nprod of one row.
+    pub fn max_row(&self) -> u64 {
+        self.max_row
+    }
+    /// The chunk boundaries (`chunks + 1` entries, first 0, last nrows).
+    pub fn bounds(&self) -> &[usize] {
+        &self.bounds
+    }
+    /// The chunks as row ranges.
+    pub fn chunks(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        self.bounds.windows(2).map(|w| w[0]..w[1])
+    }
+}
+
+/// Splits rows into at most `chunks` contiguous ranges whose weight
+/// (`nprod + 1` per row) is as equal as a binary search on the prefix allows.
+/// Empty ranges are dropped; the result always starts at 0 and ends at nrows.
+pub fn balanced_bounds(prefix: &[u64], chunks: usize) -> Result<Vec<usize>> {
+    let m = prefix.len() - 1;
+    let weight = |i: usize| prefix[i] + i as u64;
+    let total = weight(m);
+    let chunks = chunks.clamp(1, m.max(1));
+    let mut bounds = try_vec(0, 0usize, "chunk bounds")?;
+    bounds
+        .try_reserve_exact(chunks + 1)
+        .map_err(|_| crate::Error::AllocFailed("could not allocate chunk bounds".into()))?;
+    bounds.push(0);
+    for c in 1..chunks {
+        let target = (total as u128 * c as u128 / chunks as u128) as u64;
+        // First row index whose weight prefix reaches the target.
+        let mut lo = *bounds.last().unwrap_or(&0);
+        let mut hi = m;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if weight(mid) < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo > *bounds.last().unwrap_or(&0) && lo < m {
+            bounds.push(lo);
+        }
+    }
+    if m > 0 || bounds.len() == 1 {
+        bounds.push(m);
+    }
+    bounds.dedup();
+    Ok(bounds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prefix_of(rows: &[u64]) -> Vec<u64> {
+        let mut p = vec![0];
+        for &r in rows {
+            p.push(p.last().unwrap() + r);
+        }
+        p
+    }
+
+    #[test]
+    fn bounds_cover_all_rows_in_order() {
+        let p = prefix_of(&[5, 0, 0, 100, 1, 1, 1, 50, 0, 3]);
+        for chunks in 1..15 {
+            let b = balanced_bounds(&p, chunks).unwrap();
+            assert_eq!(b[0], 0);
+            assert_eq!(*b.last().unwrap(), 10);
+            assert!(b.windows(2).all(|w| w[0] < w[1]), "{b:?}");
+            assert!(b.len() - 1 <= chunks);
+        }
+    }
+
+    #[test]
+    fn bounds_balance_work_not_rows() {
+        // One heavy row at the start: it should sit alone in its chunk.
+        let mut rows = vec![1000u64];
+        rows.extend(std::iter::repeat(1).take(999));
+        let b = balanced_bounds(&prefix_of(&rows), 2).unwrap();
+        assert_eq!(b, vec![0, 1, 1000]);
+    }
+
+    #[test]
+    fn bounds_of_empty_matrix() {
+        assert_eq!(balanced_bounds(&[0], 4).unwrap(), vec![0, 0]);
+    }
+}

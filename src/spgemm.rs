@@ -1,0 +1,450 @@
+//! The SpGEMM operation of the Rust API: a one-call [`spgemm`] and the
+//! plan/execute split behind it ([`SpgemmPlan`]), which the C ABI's phases
+//! and its reuse API call.
+
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{Backend, NumericOutput, SymbolicOutput};
+use crate::context::Context;
+use crate::csr::{CsrMatrix, CsrOutput, CsrView};
+use crate::error::{invalid, try_vec, Error, Result};
+use crate::plan::fingerprint::pattern_fingerprint;
+use crate::plan::{OperandPattern, RowWork};
+use crate::types::{Algorithm, Index, IndexBase, Op, Scalar};
+
+/// Options of a product `C = alpha * op(A) * op(B)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpgemmOptions<T> {
+    /// Operation applied to A.
+    pub op_a: Op,
+    /// Operation applied to B.
+    pub op_b: Op,
+    /// Scale of the product.
+    pub alpha: T,
+    /// Algorithm (every CPU algorithm is deterministic).
+    pub algorithm: Algorithm,
+}
+
+impl<T: Scalar> Default for SpgemmOptions<T> {
+    fn default() -> Self {
+        SpgemmOptions {
+            op_a: Op::N,
+            op_b: Op::N,
+            alpha: T::one(),
+            algorithm: Algorithm::Default,
+        }
+    }
+}
+
+/// `C = alpha * op(A) * op(B)` on a default context (CPU, threads from
+/// `RUSPARSE_NUM_THREADS` or all cores). C has A's index base, sorted
+/// columns and no duplicates.
+///
+/// # Errors
+/// [`Error::InvalidValue`] when the inner dimensions differ or nnz(C) does
+/// not fit `I`; [`Error::AllocFailed`] when memory runs out.
+pub fn spgemm<T: Scalar, I: Index, J: Index>(
+    a: &CsrView<'_, T, I, J>,
+    b: &CsrView<'_, T, I, J>,
+    opts: &SpgemmOptions<T>,
+) -> Result<CsrMatrix<T, I, J>> {
+    Context::new(crate::BackendKind::Auto)?.spgemm(a, b, opts)
+}
+
+impl Context {
+    /// `C = alpha * op(A) * op(B)` on this context (see [`spgemm`]).
+    ///
+    /// # Errors
+    /// As [`spgemm`].
+    pub fn spgemm<T: Scalar, I: Index, J: Index>(
+        &self,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        opts: &SpgemmOptions<T>,
+    ) -> Result<CsrMatrix<T, I, J>> {
+        let mut plan = SpgemmPlan::new(self, a, opts.op_a, b, opts.op_b, opts.algorithm)?;
+        plan.symbolic(self, a, b)?;
+        plan.execute(self, a, b, opts.alpha)
+    }
+}
+
+/// A product planned once and executed many times with new values.
+///
+/// [`SpgemmPlan::new`] checks the shapes and counts the work per row
+/// (cuSPARSE's work estimation); [`SpgemmPlan::symbolic`] finds nnz(C) and
+/// keeps only C's row offsets (cuSPARSE's compute); the numeric calls write
+/// straight into the caller's arrays (cuSPARSE's copy and reuse compute).
+/// Every phase after the first checks that A's and B's patterns are the
+/// ones the plan was made for (a parallel hash of the index arrays, O(nnz)).
+#[derive(Debug, Clone)]
+pub struct SpgemmPlan<I, J> {
+    algorithm: Algorithm,
+    a: OperandPattern<I, J>,
+    b: OperandPattern<I, J>,
+    a_fingerprint: u64,
+    b_fingerprint: u64,
+    work: RowWork,
+    /// C's zero-based row offsets, once the symbolic phase ran.
+    c_offsets: Option<Vec<usize>>,
+}
+
+fn fingerprint<T: Scalar, I: Index, J: Index>(x: &CsrView<'_, T, I, J>) -> u64 {
+    pattern_fingerprint(x.nrows(), x.ncols(), x.row_offsets(), x.col_indices())
+}
+
+impl<I: Index, J: Index> SpgemmPlan<I, J> {
+    /// Plans `op(A) * op(B)`: checks the shapes, builds the row access to
+    /// transposed operands, and counts the products of every row.
+    /// Cost: O(nnz(A) + nnz(B) + rows), parallel.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when the inner dimensions differ;
+    /// [`Error::NotSupported`] when a transposed operand's rows do not fit
+    /// `J`; [`Error::AllocFailed`].
+    pub fn new<T: Scalar>(
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        op_a: Op,
+        b: &CsrView<'_, T, I, J>,
+        op_b: Op,
+        algorithm: Algorithm,
+    ) -> Result<Self> {
+        ctx.run(|| {
+            let pa = OperandPattern::new(a, op_a)?;
+            let pb = OperandPattern::new(b, op_b)?;
+            if pa.ncols() != pb.nrows() {
+                invalid!(
+                    "inner dimensions differ: op(A) is {} x {} but op(B) is {} x {}",
+                    pa.nrows(),
+                    pa.ncols(),
+                    pb.nrows(),
+                    pb.ncols()
+                );
+            }
+            let backend = cpu_backend(ctx);
+            let work = RowWork::new(&pa.rows(a), &pb.rows(b), backend.preferred_chunks())?;
+            Ok(SpgemmPlan {
+                algorithm,
+                a_fingerprint: fingerprint(a),
+                b_fingerprint: fingerprint(b),
+                a: pa,
+                b: pb,
+                work,
+                c_offsets: None,
+            })
+        })
+    }
+
+    /// The algorithm asked for.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+    /// `(rows, cols)` of C.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.a.nrows(), self.b.ncols())
+    }
+    /// Total number of scalar products (nprod).
+    pub fn num_products(&self) -> u64 {
+        self.work.total()
+    }
+    /// nnz(C), once [`SpgemmPlan::symbolic`] ran.
+    pub fn nnz(&self) -> Option<usize> {
+        self.c_offsets.as_ref().map(|o| o[o.len() - 1])
+    }
+    /// Bytes of metadata the plan holds (row work, C's row offsets,
+    /// transposed patterns); never a copy of C.
+    pub fn memory_bytes(&self) -> usize {
+        let rows = self.work.nrows() + 1;
+        rows * 8
+            + self.c_offsets.as_ref().map_or(0, |o| o.len() * 8)
+            + self.a.memory_bytes()
+            + self.b.memory_bytes()
+    }
+
+    fn check_inputs<T: Scalar>(
+        &self,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+    ) -> Result<()> {
+        let (ar, ac) = if self.a.op().transposes() {
+            (a.ncols(), a.nrows())
+        } else {
+            (a.nrows(), a.ncols())
+        };
+        let (br, bc) = if self.b.op().transposes() {
+            (b.ncols(), b.nrows())
+        } else {
+            (b.nrows(), b.ncols())
+        };
+        if (ar, ac, br, bc)
+            != (
+                self.a.nrows(),
+                self.a.ncols(),
+                self.b.nrows(),
+                self.b.ncols(),
+            )
+        {
+            invalid!("the shapes of A or B changed since the plan was made");
+        }
+        if fingerprint(a) != self.a_fingerprint {
+            invalid!("the pattern of A changed since the plan was made (only values may change)");
+        }
+        if fingerprint(b) != self.b_fingerprint {
+            invalid!("the pattern of B changed since the plan was made (only values may change)");
+        }
+        Ok(())
+    }
+
+    fn offsets(&self) -> Result<&[usize]> {
+        match &self.c_offsets {
+            Some(o) => Ok(o),
+            None => invalid!("the symbolic phase has not run yet"),
+        }
+    }
+
+    /// Symbolic phase: finds the exact size of every row of C and returns
+    /// nnz(C). Cost: O(nprod), parallel; memory O(rows) plus one hash table
+    /// per chunk.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when A's or B's pattern differs from the
+    /// planned one; [`Error::AllocFailed`].
+    pub fn symbolic<T: Scalar>(
+        &mut self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+    ) -> Result<usize> {
+        let offsets = ctx.run(|| -> Result<Vec<usize>> {
+            self.check_inputs(a, b)?;
+            let m = self.work.nrows();
+            let mut counts = try_vec(m + 1, 0usize, "C's row sizes")?;
+            cpu_backend(ctx).symbolic(
+                &self.a.rows(a),
+                &self.b.rows(b),
+                &self.work,
+                SymbolicOutput::Counts(&mut counts[1..]),
+            )?;
+            for i in 0..m {
+                counts[i + 1] += counts[i];
+            }
+            Ok(counts)
+        })?;
+        let nnz = offsets[offsets.len() - 1];
+        self.c_offsets = Some(offsets);
+        Ok(nnz)
+    }
+
+    /// Writes C's row offsets (with `base`) into `out` (`rows + 1` entries).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] before the symbolic phase, on a wrong length,
+    /// or when nnz(C) + base does not fit `IC`.
+    pub fn write_row_offsets<IC: Index>(&self, out: &mut [IC], base: IndexBase) -> Result<()> {
+        let offsets = self.offsets()?;
+        if out.len() != offsets.len() {
+            invalid!(
+                "C's row offsets hold {} entries, expected rows + 1 = {}",
+                out.len(),
+                offsets.len()
+            );
+        }
+        let nnz = offsets[offsets.len() - 1];
+        let b = base.offset();
+        if (nnz + b) as u64 > IC::MAX {
+            invalid!(
+                "nnz(C) = {nnz} does not fit C's row offset type {}; use 64-bit row offsets",
+                IC::INDEX_TYPE.name()
+            );
+        }
+        for (d, &o) in out.iter_mut().zip(offsets) {
+            *d = IC::from_usize_unchecked(o + b);
+        }
+        Ok(())
+    }
+
+    /// Writes C's structure (row offsets and sorted columns) without values
+    /// (cuSPARSE's `reuse_copy`). Cost: O(nprod), parallel.
+    ///
+    /// # Errors
+    /// As [`SpgemmPlan::numeric`].
+    pub fn write_structure<T: Scalar, IC: Index>(
+        &self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        row_offsets: &mut [IC],
+        col_indices: &mut [J],
+        base: IndexBase,
+    ) -> Result<()> {
+        self.check_output_sizes(Some(row_offsets.len()), Some(col_indices.len()), None)?;
+        ctx.run(|| {
+            self.check_inputs(a, b)?;
+            self.write_row_offsets(row_offsets, base)?;
+            let offsets = self.offsets()?;
+            cpu_backend(ctx).symbolic(
+                &self.a.rows(a),
+                &self.b.rows(b),
+                &self.work,
+                SymbolicOutput::Columns {
+                    offsets,
+                    cols: col_indices,
+                    base: base.offset(),
+                },
+            )
+        })
+    }
+
+    fn check_output_sizes(
+        &self,
+        offsets: Option<usize>,
+        cols: Option<usize>,
+        vals: Option<usize>,
+    ) -> Result<()> {
+        let o = self.offsets()?;
+        let nnz = o[o.len() - 1];
+        if let Some(n) = offsets {
+            if n != o.len() {
+                invalid!(
+                    "C's row offsets hold {n} entries, expected rows + 1 = {}",
+                    o.len()
+                );
+            }
+        }
+        if let Some(n) = cols {
+            if n != nnz {
+                invalid!("C's column indices hold {n} entries, expected nnz(C) = {nnz}");
+            }
+        }
+        if let Some(n) = vals {
+            if n != nnz {
+                invalid!("C's values hold {n} entries, expected nnz(C) = {nnz}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Numeric phase: `C.values = alpha * op(A) op(B) + beta * C.values` on
+    /// the planned pattern, written straight into `out` (the old values are
+    /// read only when `beta != 0`). Each array of `out` that is present is
+    /// written: row offsets, sorted columns, values. Cost: O(nprod +
+    /// nnz(C) log(row length)), parallel, with no copy of C.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] before the symbolic phase, when an output
+    /// array has the wrong length, when nnz(C) does not fit C's offset type,
+    /// or when A's or B's pattern changed; [`Error::AllocFailed`].
+    pub fn numeric<T: Scalar, IC: Index>(
+        &self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        alpha: T,
+        beta: T,
+        out: CsrOutput<'_, T, IC, J>,
+        base: IndexBase,
+    ) -> Result<()> {
+        let CsrOutput {
+            row_offsets,
+            col_indices,
+            values,
+        } = out;
+        self.check_output_sizes(
+            row_offsets.as_ref().map(|x| x.len()),
+            col_indices.as_ref().map(|x| x.len()),
+            values.as_ref().map(|x| x.len()),
+        )?;
+        ctx.run(|| {
+            self.check_inputs(a, b)?;
+            if let Some(ro) = row_offsets {
+                self.write_row_offsets(ro, base)?;
+            }
+            let offsets = self.offsets()?;
+            let (mut sa, mut sb) = (Vec::new(), Vec::new());
+            let av = self.a.values(a, &mut sa)?;
+            let bv = self.b.values(b, &mut sb)?;
+            let backend = cpu_backend(ctx);
+            match values {
+                Some(values) => backend.numeric(
+                    &self.a.rows(a),
+                    av,
+                    &self.b.rows(b),
+                    bv,
+                    &self.work,
+                    NumericOutput {
+                        offsets,
+                        cols: col_indices,
+                        values,
+                        base: base.offset(),
+                        alpha,
+                        beta,
+                    },
+                ),
+                None => match col_indices {
+                    Some(cols) => backend.symbolic(
+                        &self.a.rows(a),
+                        &self.b.rows(b),
+                        &self.work,
+                        SymbolicOutput::Columns {
+                            offsets,
+                            cols,
+                            base: base.offset(),
+                        },
+                    ),
+                    None => Ok(()),
+                },
+            }
+        })
+    }
+
+    /// Runs the numeric phase into a new matrix with A's index base.
+    ///
+    /// # Errors
+    /// As [`SpgemmPlan::numeric`].
+    pub fn execute<T: Scalar>(
+        &self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        alpha: T,
+    ) -> Result<CsrMatrix<T, I, J>> {
+        let offsets = self.offsets()?;
+        let nnz = offsets[offsets.len() - 1];
+        let mut row_offsets = try_vec(offsets.len(), I::default(), "C's row offsets")?;
+        let mut col_indices = try_vec(nnz, J::default(), "C's column indices")?;
+        let mut values = try_vec(nnz, T::zero(), "C's values")?;
+        self.numeric(
+            ctx,
+            a,
+            b,
+            alpha,
+            T::zero(),
+            CsrOutput {
+                row_offsets: Some(&mut row_offsets),
+                col_indices: Some(&mut col_indices),
+                values: Some(&mut values),
+            },
+            a.base(),
+        )?;
+        let (m, n) = self.shape();
+        Ok(CsrMatrix::from_parts_unchecked(
+            m,
+            n,
+            row_offsets,
+            col_indices,
+            values,
+            a.base(),
+        ))
+    }
+}
+
+fn cpu_backend(ctx: &Context) -> CpuBackend {
+    CpuBackend {
+        threads: ctx.num_threads(),
+    }
+}
+
+impl From<std::collections::TryReserveError> for Error {
+    fn from(e: std::collections::TryReserveError) -> Self {
+        Error::AllocFailed(e.to_string())
+    }
+}

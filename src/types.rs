@@ -1,0 +1,276 @@
+//! Value types, index types and the small enums of the Rust API.
+
+use num_complex::Complex;
+use std::fmt::Debug;
+use std::ops::{Add, AddAssign, Mul};
+
+/// The value types rusparse multiplies: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
+pub trait Scalar:
+    Copy
+    + Send
+    + Sync
+    + Debug
+    + PartialEq
+    + Default
+    + Add<Output = Self>
+    + AddAssign
+    + Mul<Output = Self>
+    + 'static
+{
+    /// The matching C `rusparseDataType_t`.
+    const DATA_TYPE: DataType;
+    /// The additive identity.
+    fn zero() -> Self;
+    /// The multiplicative identity.
+    fn one() -> Self;
+    /// The complex conjugate (identity for real types).
+    fn conj(self) -> Self;
+    /// `|self|` as an `f64`, used for error bounds in tests and checks.
+    fn magnitude(self) -> f64;
+}
+
+macro_rules! real_scalar {
+    ($t:ty, $dt:expr) => {
+        impl Scalar for $t {
+            const DATA_TYPE: DataType = $dt;
+            #[inline]
+            fn zero() -> Self {
+                0.0
+            }
+            #[inline]
+            fn one() -> Self {
+                1.0
+            }
+            #[inline]
+            fn conj(self) -> Self {
+                self
+            }
+            #[inline]
+            fn magnitude(self) -> f64 {
+                (self as f64).abs()
+            }
+        }
+    };
+}
+real_scalar!(f32, DataType::R32F);
+real_scalar!(f64, DataType::R64F);
+
+macro_rules! complex_scalar {
+    ($t:ty, $dt:expr) => {
+        impl Scalar for Complex<$t> {
+            const DATA_TYPE: DataType = $dt;
+            #[inline]
+            fn zero() -> Self {
+                Complex::new(0.0, 0.0)
+            }
+            #[inline]
+            fn one() -> Self {
+                Complex::new(1.0, 0.0)
+            }
+            #[inline]
+            fn conj(self) -> Self {
+                Complex::conj(&self)
+            }
+            #[inline]
+            fn magnitude(self) -> f64 {
+                (self.re as f64).hypot(self.im as f64)
+            }
+        }
+    };
+}
+complex_scalar!(f32, DataType::C32F);
+complex_scalar!(f64, DataType::C64F);
+
+/// The index types of row offsets and column indices: `i32` and `i64`.
+///
+/// A row-offset array and a column-index array may use different types
+/// (e.g. `i64` offsets with `i32` columns).
+pub trait Index: Copy + Send + Sync + Debug + Ord + Default + 'static {
+    /// The matching C `rusparseIndexType_t`.
+    const INDEX_TYPE: IndexType;
+    /// The largest value the type holds, as `u64`.
+    const MAX: u64;
+    /// The value as `i64` (always exact).
+    fn to_i64(self) -> i64;
+    /// Converts a non-negative `usize` known to fit (checked by the caller
+    /// against [`Index::MAX`]); truncates otherwise.
+    fn from_usize_unchecked(v: usize) -> Self;
+    /// The value as `usize`; negative values map to `usize::MAX` so that
+    /// range checks reject them.
+    #[inline]
+    fn to_usize(self) -> usize {
+        usize::try_from(self.to_i64()).unwrap_or(usize::MAX)
+    }
+    /// Converts when the value fits.
+    #[inline]
+    fn try_from_usize(v: usize) -> Option<Self> {
+        (v as u64 <= Self::MAX).then(|| Self::from_usize_unchecked(v))
+    }
+}
+
+impl Index for i32 {
+    const INDEX_TYPE: IndexType = IndexType::I32;
+    const MAX: u64 = i32::MAX as u64;
+    #[inline]
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    #[inline]
+    fn from_usize_unchecked(v: usize) -> Self {
+        v as i32
+    }
+}
+
+impl Index for i64 {
+    const INDEX_TYPE: IndexType = IndexType::I64;
+    const MAX: u64 = i64::MAX as u64;
+    #[inline]
+    fn to_i64(self) -> i64 {
+        self
+    }
+    #[inline]
+    fn from_usize_unchecked(v: usize) -> Self {
+        v as i64
+    }
+}
+
+/// The operation applied to an operand: `op(X)` is `X`, `Xᵀ` or `Xᴴ`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Op {
+    /// `op(X) = X`.
+    #[default]
+    N,
+    /// `op(X) = Xᵀ`.
+    T,
+    /// `op(X) = Xᴴ` (the conjugate transpose; `Xᵀ` for real types).
+    C,
+}
+
+impl Op {
+    /// Whether the operand's rows and columns swap.
+    pub fn transposes(self) -> bool {
+        !matches!(self, Op::N)
+    }
+}
+
+/// Whether indices count from 0 (C) or 1 (Fortran).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum IndexBase {
+    /// Indices start at 0.
+    #[default]
+    Zero,
+    /// Indices start at 1.
+    One,
+}
+
+impl IndexBase {
+    /// 0 or 1.
+    #[inline]
+    pub fn offset(self) -> usize {
+        match self {
+            IndexBase::Zero => 0,
+            IndexBase::One => 1,
+        }
+    }
+}
+
+/// Value types as numbered by `cudaDataType` / `rusparseDataType_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DataType {
+    /// `f32`.
+    R32F,
+    /// `f64`.
+    R64F,
+    /// `Complex<f32>`.
+    C32F,
+    /// `Complex<f64>`.
+    C64F,
+}
+
+impl DataType {
+    /// Size of one value in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            DataType::R32F => 4,
+            DataType::R64F | DataType::C32F => 8,
+            DataType::C64F => 16,
+        }
+    }
+    /// The C spelling, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataType::R32F => "RUSPARSE_R_32F",
+            DataType::R64F => "RUSPARSE_R_64F",
+            DataType::C32F => "RUSPARSE_C_32F",
+            DataType::C64F => "RUSPARSE_C_64F",
+        }
+    }
+}
+
+/// Index types as numbered by `rusparseIndexType_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IndexType {
+    /// `int32_t`.
+    I32,
+    /// `int64_t`.
+    I64,
+}
+
+impl IndexType {
+    /// Size of one index in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            IndexType::I32 => 4,
+            IndexType::I64 => 8,
+        }
+    }
+    /// The largest representable value.
+    pub fn max(self) -> u64 {
+        match self {
+            IndexType::I32 => i32::MAX as u64,
+            IndexType::I64 => i64::MAX as u64,
+        }
+    }
+    /// The C spelling, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexType::I32 => "RUSPARSE_INDEX_32I",
+            IndexType::I64 => "RUSPARSE_INDEX_64I",
+        }
+    }
+}
+
+/// The SpGEMM algorithms of the C API (`rusparseSpGEMMAlg_t`).
+///
+/// On the CPU back end every algorithm is deterministic: the same input gives
+/// bitwise-identical output for any thread count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Algorithm {
+    /// Let rusparse choose.
+    #[default]
+    Default,
+    /// Bitwise-identical results run to run.
+    Deterministic,
+    /// May trade determinism for speed (deterministic on the CPU).
+    NonDeterministic,
+    /// cuSPARSE's ALG1 (deterministic).
+    Alg1,
+    /// cuSPARSE's ALG2.
+    Alg2,
+    /// cuSPARSE's ALG3 (memory-bounded, honours `chunk_fraction`).
+    Alg3,
+}
+
+/// Which back end executes a product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum BackendKind {
+    /// Decide per call from where the data lives (host data runs on the CPU).
+    #[default]
+    Auto,
+    /// Multi-core CPU (rayon).
+    Cpu,
+    /// NVIDIA GPU (not built into this version).
+    Cuda,
+    /// AMD GPU / Hygon DCU (not built into this version).
+    Hip,
+}
