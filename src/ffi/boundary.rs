@@ -1,0 +1,110 @@
+//! The one boundary every `extern "C"` body runs inside, the thread-local
+//! last-error message, and the pointer helpers the bodies use.
+
+use super::types::rusparseStatus_t;
+use crate::{Error, Result};
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(message: String) {
+    // Interior NULs would truncate the C string; replace them.
+    let c = CString::new(message.replace('\0', "?")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+/// Pointer to this thread's last error message (empty when the last call
+/// succeeded); valid until the next rusparse call on this thread.
+pub(crate) fn last_error_ptr() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// Runs `body` for the C function `function`: catches panics (reported as
+/// INTERNAL_ERROR), turns an [`Error`] into its status, and records the
+/// message `function: reason` for `rusparseGetLastErrorMessage`. A success
+/// clears the message.
+pub(crate) fn boundary(function: &str, body: impl FnOnce() -> Result<()>) -> rusparseStatus_t {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => {
+            LAST_ERROR.with(|e| *e.borrow_mut() = CString::default());
+            rusparseStatus_t::RUSPARSE_STATUS_SUCCESS
+        }
+        Ok(Err(e)) => {
+            set_last_error(format!("{function}: {}", e.message()));
+            rusparseStatus_t::of(&e)
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            set_last_error(format!(
+                "{function}: internal error (please report): {what}"
+            ));
+            rusparseStatus_t::RUSPARSE_STATUS_INTERNAL_ERROR
+        }
+    }
+}
+
+/// Like [`boundary`] for functions that return a value instead of a status
+/// (the error-name getters): a panic yields `fallback`.
+pub(crate) fn boundary_value<R>(fallback: R, body: impl FnOnce() -> R) -> R {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+}
+
+/// `&mut *p`, or INVALID_VALUE naming `what` when `p` is NULL.
+///
+/// # Safety
+/// `p` must be NULL or valid for writes of a `T` for `'a`.
+pub(crate) unsafe fn out_ref<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
+    p.as_mut()
+        .ok_or_else(|| Error::InvalidValue(format!("{what} is NULL")))
+}
+
+/// Ties an opaque C type to the Rust value behind it.
+pub(crate) trait Opaque: Sized {
+    /// The Rust object behind the C pointer.
+    type Inner;
+    /// The error for a NULL pointer of this type.
+    fn null_error() -> Error;
+
+    /// Moves `inner` to the heap and returns the C pointer.
+    fn into_raw(inner: Self::Inner) -> *mut Self {
+        Box::into_raw(Box::new(inner)).cast()
+    }
+
+    /// Borrows the object behind `p`.
+    ///
+    /// # Safety
+    /// `p` must be NULL or come from [`Opaque::into_raw`] and not be freed.
+    unsafe fn get<'a>(p: *const Self) -> Result<&'a Self::Inner> {
+        p.cast::<Self::Inner>()
+            .as_ref()
+            .ok_or_else(Self::null_error)
+    }
+
+    /// Mutably borrows the object behind `p`.
+    ///
+    /// # Safety
+    /// As [`Opaque::get`], and no other reference to it may be live.
+    unsafe fn get_mut<'a>(p: *mut Self) -> Result<&'a mut Self::Inner> {
+        p.cast::<Self::Inner>()
+            .as_mut()
+            .ok_or_else(Self::null_error)
+    }
+
+    /// Frees the object behind `p`; NULL is a no-op.
+    ///
+    /// # Safety
+    /// `p` must be NULL or come from [`Opaque::into_raw`] and not be freed.
+    unsafe fn free(p: *mut Self) {
+        if !p.is_null() {
+            drop(Box::from_raw(p.cast::<Self::Inner>()));
+        }
+    }
+}

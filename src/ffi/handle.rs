@@ -1,0 +1,201 @@
+//! Handle functions: create, destroy, stream, pointer mode, version, back
+//! end, threads.
+
+use super::boundary::{boundary, out_ref, Opaque};
+use super::types::*;
+use crate::{Context, Error};
+use std::ffi::{c_int, c_void};
+
+/// What a `rusparseHandle_t` points to.
+pub(crate) struct Handle {
+    pub(crate) ctx: Context,
+    pub(crate) stream: *mut c_void,
+    /// true: alpha/beta in device memory (read as host memory on the CPU).
+    pub(crate) device_pointers: bool,
+}
+
+impl Opaque for rusparseContext {
+    type Inner = Handle;
+    fn null_error() -> Error {
+        Error::NotInitialized("handle is NULL (create it with rusparseCreate)".into())
+    }
+}
+
+fn create(handle: *mut rusparseHandle_t, backend: BackendArg) -> crate::Result<()> {
+    // SAFETY: the caller passes NULL or a writable handle slot.
+    let slot = unsafe { out_ref(handle, "handle") }?;
+    *slot = std::ptr::null_mut();
+    let ctx = Context::new(super::types::backend(backend)?)?;
+    *slot = rusparseContext::into_raw(Handle {
+        ctx,
+        stream: std::ptr::null_mut(),
+        device_pointers: false,
+    });
+    Ok(())
+}
+
+/// Creates a handle with the AUTO back end (host data runs on the CPU).
+/// The CPU thread count comes from `RUSPARSE_NUM_THREADS` when set (an
+/// invalid value is INVALID_VALUE), else all cores.
+#[no_mangle]
+pub extern "C" fn rusparseCreate(handle: *mut rusparseHandle_t) -> rusparseStatus_t {
+    boundary("rusparseCreate", || create(handle, 0))
+}
+
+/// Creates a handle for one back end. CUDA and HIP give NOT_SUPPORTED in a
+/// build without them; `*handle` is NULL after any failure.
+#[no_mangle]
+pub extern "C" fn rusparseCreateWithBackend(
+    handle: *mut rusparseHandle_t,
+    backend: BackendArg,
+) -> rusparseStatus_t {
+    boundary("rusparseCreateWithBackend", || create(handle, backend))
+}
+
+/// Destroys a handle and its thread pool. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rusparseDestroy(handle: rusparseHandle_t) -> rusparseStatus_t {
+    // SAFETY: NULL or a handle from rusparseCreate*, destroyed once.
+    boundary("rusparseDestroy", || unsafe {
+        rusparseContext::free(handle);
+        Ok(())
+    })
+}
+
+/// Sets the stream later GPU work is queued on (stored; the CPU ignores it).
+#[no_mangle]
+pub extern "C" fn rusparseSetStream(
+    handle: rusparseHandle_t,
+    stream_id: *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseSetStream", || {
+        // SAFETY: NULL or a live handle.
+        unsafe { rusparseContext::get_mut(handle) }?.stream = stream_id;
+        Ok(())
+    })
+}
+
+/// Returns the stream set by `rusparseSetStream` (NULL: the default stream).
+#[no_mangle]
+pub extern "C" fn rusparseGetStream(
+    handle: rusparseHandle_t,
+    stream_id: *mut *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseGetStream", || {
+        // SAFETY: NULL or a live handle; NULL or a writable slot.
+        let h = unsafe { rusparseContext::get(handle) }?;
+        *unsafe { out_ref(stream_id, "streamId") }? = h.stream;
+        Ok(())
+    })
+}
+
+/// Sets where alpha and beta live (HOST or DEVICE; on a CPU handle both are host memory).
+#[no_mangle]
+pub extern "C" fn rusparseSetPointerMode(
+    handle: rusparseHandle_t,
+    mode: PointerModeArg,
+) -> rusparseStatus_t {
+    boundary("rusparseSetPointerMode", || {
+        // SAFETY: NULL or a live handle.
+        let h = unsafe { rusparseContext::get_mut(handle) }?;
+        h.device_pointers = match mode {
+            0 => false,
+            1 => true,
+            _ => {
+                return Err(Error::InvalidValue(format!(
+                    "mode = {mode} is not a rusparsePointerMode_t"
+                )))
+            }
+        };
+        Ok(())
+    })
+}
+
+/// Returns the pointer mode.
+#[no_mangle]
+pub extern "C" fn rusparseGetPointerMode(
+    handle: rusparseHandle_t,
+    mode: *mut PointerModeArg,
+) -> rusparseStatus_t {
+    boundary("rusparseGetPointerMode", || {
+        // SAFETY: NULL or a live handle; NULL or a writable slot.
+        let h = unsafe { rusparseContext::get(handle) }?;
+        *unsafe { out_ref(mode, "mode") }? = c_int::from(h.device_pointers);
+        Ok(())
+    })
+}
+
+/// The library version as `major * 1000 + minor * 100 + patch` (as
+/// cuSPARSE counts), equal to `RUSPARSE_VERSION` in the header.
+#[no_mangle]
+pub extern "C" fn rusparseGetVersion(
+    handle: rusparseHandle_t,
+    version: *mut c_int,
+) -> rusparseStatus_t {
+    boundary("rusparseGetVersion", || {
+        // SAFETY: NULL or a live handle; NULL or a writable slot.
+        unsafe { rusparseContext::get(handle) }?;
+        *unsafe { out_ref(version, "version") }? = version_number();
+        Ok(())
+    })
+}
+
+/// The version from Cargo.toml as a number.
+pub(crate) fn version_number() -> c_int {
+    let part = |s: &str| s.parse::<c_int>().unwrap_or(0);
+    part(env!("CARGO_PKG_VERSION_MAJOR")) * 1000
+        + part(env!("CARGO_PKG_VERSION_MINOR")) * 100
+        + part(env!("CARGO_PKG_VERSION_PATCH"))
+}
+
+/// The back end the handle was created for.
+#[no_mangle]
+pub extern "C" fn rusparseGetBackend(
+    handle: rusparseHandle_t,
+    backend: *mut BackendArg,
+) -> rusparseStatus_t {
+    boundary("rusparseGetBackend", || {
+        // SAFETY: NULL or a live handle; NULL or a writable slot.
+        let h = unsafe { rusparseContext::get(handle) }?;
+        *unsafe { out_ref(backend, "backend") }? = backend_number(h.ctx.backend());
+        Ok(())
+    })
+}
+
+/// Gives this handle its own pool of `num_threads` CPU threads (0: back to
+/// the default, all cores or `RUSPARSE_NUM_THREADS`). Other handles are not
+/// affected. Negative values are INVALID_VALUE.
+#[no_mangle]
+pub extern "C" fn rusparseSetNumThreads(
+    handle: rusparseHandle_t,
+    num_threads: c_int,
+) -> rusparseStatus_t {
+    boundary("rusparseSetNumThreads", || {
+        // SAFETY: NULL or a live handle.
+        let h = unsafe { rusparseContext::get_mut(handle) }?;
+        let n = usize::try_from(num_threads)
+            .map_err(|_| Error::InvalidValue(format!("numThreads = {num_threads} is negative")))?;
+        if n == 0 {
+            // Back to the default of a new handle (which reads the environment).
+            h.ctx = Context::new(h.ctx.backend())?;
+            Ok(())
+        } else {
+            h.ctx.set_num_threads(n)
+        }
+    })
+}
+
+/// The number of CPU threads this handle's products run on.
+#[no_mangle]
+pub extern "C" fn rusparseGetNumThreads(
+    handle: rusparseHandle_t,
+    num_threads: *mut c_int,
+) -> rusparseStatus_t {
+    boundary("rusparseGetNumThreads", || {
+        // SAFETY: NULL or a live handle; NULL or a writable slot.
+        let h = unsafe { rusparseContext::get(handle) }?;
+        *unsafe { out_ref(num_threads, "numThreads") }? =
+            c_int::try_from(h.ctx.num_threads()).unwrap_or(c_int::MAX);
+        Ok(())
+    })
+}

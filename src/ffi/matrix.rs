@@ -1,0 +1,506 @@
+//! Sparse matrix descriptors (CSR): create, destroy, query, set pointers.
+//!
+//! A descriptor only records pointers, sizes and types, as cuSPARSE's does:
+//! creating one never reads the arrays (C is created before its arrays
+//! exist, and callers may fill A's arrays after creating its descriptor).
+//! The arrays are checked by the first SpGEMM phase that reads them.
+
+use super::boundary::{boundary, out_ref, Opaque};
+use super::types::*;
+use crate::types::{DataType, IndexBase, IndexType};
+use crate::{CsrView, Error, Index, Result, Scalar};
+use std::ffi::c_void;
+
+/// What a `rusparseSpMatDescr_t` points to.
+#[derive(Debug)]
+pub(crate) struct SpMat {
+    pub(crate) rows: i64,
+    pub(crate) cols: i64,
+    pub(crate) nnz: i64,
+    pub(crate) offsets: *mut c_void,
+    pub(crate) col_ind: *mut c_void,
+    pub(crate) values: *mut c_void,
+    pub(crate) offset_type: IndexType,
+    pub(crate) col_type: IndexType,
+    pub(crate) base: IndexBase,
+    pub(crate) value_type: DataType,
+    /// Created by `rusparseCreateConstCsr`: rusparse never writes its arrays.
+    pub(crate) constant: bool,
+}
+
+impl Opaque for rusparseSpMatDescr {
+    type Inner = SpMat;
+    fn null_error() -> Error {
+        Error::InvalidValue("the matrix descriptor is NULL".into())
+    }
+}
+
+/// Checks that `p` can hold `len` elements of `X`: non-NULL unless `len`
+/// is 0, and aligned.
+fn check_array<X>(p: *const c_void, len: usize, what: &str) -> Result<bool> {
+    if p.is_null() {
+        if len == 0 {
+            return Ok(false);
+        }
+        return Err(Error::InvalidValue(format!("{what} is NULL")));
+    }
+    if p.align_offset(std::mem::align_of::<X>()) != 0 {
+        return Err(Error::InvalidValue(format!(
+            "{what} = {p:p} is not aligned to {} bytes",
+            std::mem::align_of::<X>()
+        )));
+    }
+    Ok(true)
+}
+
+/// A shared slice of `len` elements at `p` (checked by [`check_array`]).
+///
+/// # Safety
+/// `p` must be NULL or point to `len` readable elements of `X` that are not
+/// written during `'a`.
+pub(crate) unsafe fn slice_at<'a, X>(p: *const c_void, len: usize, what: &str) -> Result<&'a [X]> {
+    if !check_array::<X>(p, len, what)? {
+        return Ok(&[]);
+    }
+    Ok(std::slice::from_raw_parts(p.cast::<X>(), len))
+}
+
+/// A mutable slice of `len` elements at `p` (checked by [`check_array`]).
+///
+/// # Safety
+/// `p` must be NULL or point to `len` writable elements of `X` that nothing
+/// else accesses during `'a`.
+pub(crate) unsafe fn slice_at_mut<'a, X>(
+    p: *mut c_void,
+    len: usize,
+    what: &str,
+) -> Result<&'a mut [X]> {
+    if !check_array::<X>(p, len, what)? {
+        return Ok(&mut []);
+    }
+    Ok(std::slice::from_raw_parts_mut(p.cast::<X>(), len))
+}
+
+impl SpMat {
+    pub(crate) fn nrows(&self) -> usize {
+        self.rows as usize
+    }
+    pub(crate) fn ncols(&self) -> usize {
+        self.cols as usize
+    }
+    pub(crate) fn nnz_usize(&self) -> usize {
+        self.nnz as usize
+    }
+
+    /// A view of the arrays; with `validate`, the whole structure is checked
+    /// (O(nnz)); without, only the pointers (the caller compares a
+    /// fingerprint before trusting the contents).
+    ///
+    /// # Safety
+    /// The descriptor's arrays must hold the sizes it states.
+    pub(crate) unsafe fn view<'a, T: Scalar, I: Index, J: Index>(
+        &'a self,
+        name: &str,
+        validate: bool,
+    ) -> Result<CsrView<'a, T, I, J>> {
+        debug_assert_eq!(T::DATA_TYPE, self.value_type);
+        debug_assert_eq!(I::INDEX_TYPE, self.offset_type);
+        debug_assert_eq!(J::INDEX_TYPE, self.col_type);
+        if self.offsets.is_null() {
+            return Err(Error::InvalidValue(format!("{name} rowOffsets is NULL")));
+        }
+        let (m, nnz) = (self.nrows(), self.nnz_usize());
+        let offsets: &[I] = slice_at(self.offsets, m + 1, &format!("{name} rowOffsets"))?;
+        let cols: &[J] = slice_at(self.col_ind, nnz, &format!("{name} colInd"))?;
+        let vals: &[T] = slice_at(self.values, nnz, &format!("{name} values"))?;
+        if validate {
+            CsrView::try_new(m, self.ncols(), offsets, cols, vals, self.base)
+                .map_err(|e| e.context(name))
+        } else {
+            Ok(CsrView::from_checked(
+                m,
+                self.ncols(),
+                offsets,
+                cols,
+                vals,
+                self.base,
+            ))
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn create(
+    descr: *mut rusparseSpMatDescr_t,
+    rows: i64,
+    cols: i64,
+    nnz: i64,
+    offsets: *mut c_void,
+    col_ind: *mut c_void,
+    values: *mut c_void,
+    offset_type: IndexTypeArg,
+    col_type: IndexTypeArg,
+    base: IndexBaseArg,
+    value_type: DataTypeArg,
+    constant: bool,
+) -> Result<()> {
+    // SAFETY: NULL or a writable descriptor slot.
+    let slot = unsafe { out_ref(descr, "spMatDescr") }?;
+    *slot = std::ptr::null_mut();
+    for (v, what) in [(rows, "rows"), (cols, "cols"), (nnz, "nnz")] {
+        if v < 0 {
+            return Err(Error::InvalidValue(format!("{what} = {v} is negative")));
+        }
+    }
+    let offset_type = index_type(offset_type, "csrRowOffsetsType")?;
+    let col_type = index_type(col_type, "csrColIndType")?;
+    let base = index_base(base, "idxBase")?;
+    let value_type = data_type(value_type, "valueType")?;
+    let b = base.offset() as u64;
+    if nnz as u64 + b > offset_type.max() {
+        return Err(Error::InvalidValue(format!(
+            "nnz = {nnz} does not fit csrRowOffsetsType {}",
+            offset_type.name()
+        )));
+    }
+    if cols as u64 > col_type.max() + 1 - b {
+        return Err(Error::InvalidValue(format!(
+            "cols = {cols} does not fit csrColIndType {}",
+            col_type.name()
+        )));
+    }
+    // The arrays must be addressable: (rows + 1) offsets and nnz entries.
+    let addressable = |n: i64, size: usize| {
+        (n as u64)
+            .checked_mul(size as u64)
+            .is_some_and(|b| b <= isize::MAX as u64)
+    };
+    if !addressable(rows.saturating_add(1), offset_type.size())
+        || !addressable(nnz, value_type.size().max(col_type.size()))
+    {
+        return Err(Error::InvalidValue(format!(
+            "rows = {rows}, nnz = {nnz} describe arrays larger than the address space"
+        )));
+    }
+    if nnz > 0 && col_ind.is_null() {
+        return Err(Error::InvalidValue(format!(
+            "csrColInd is NULL but nnz = {nnz}"
+        )));
+    }
+    if nnz > 0 && values.is_null() {
+        return Err(Error::InvalidValue(format!(
+            "csrValues is NULL but nnz = {nnz}"
+        )));
+    }
+    *slot = rusparseSpMatDescr::into_raw(SpMat {
+        rows,
+        cols,
+        nnz,
+        offsets,
+        col_ind,
+        values,
+        offset_type,
+        col_type,
+        base,
+        value_type,
+        constant,
+    });
+    Ok(())
+}
+
+/// Creates a CSR descriptor (cuSPARSE's parameter order). The arrays are
+/// not read here: `csrRowOffsets` may be NULL for a C to be filled by
+/// SpGEMM; `csrColInd` and `csrValues` may be NULL only when `nnz == 0`.
+/// Errors: INVALID_VALUE for a NULL `spMatDescr`, negative sizes, sizes that
+/// do not fit the index types, bad enum values; NOT_SUPPORTED for 16-bit
+/// index or value types.
+#[no_mangle]
+pub extern "C" fn rusparseCreateCsr(
+    spMatDescr: *mut rusparseSpMatDescr_t,
+    rows: i64,
+    cols: i64,
+    nnz: i64,
+    csrRowOffsets: *mut c_void,
+    csrColInd: *mut c_void,
+    csrValues: *mut c_void,
+    csrRowOffsetsType: IndexTypeArg,
+    csrColIndType: IndexTypeArg,
+    idxBase: IndexBaseArg,
+    valueType: DataTypeArg,
+) -> rusparseStatus_t {
+    boundary("rusparseCreateCsr", || {
+        create(
+            spMatDescr,
+            rows,
+            cols,
+            nnz,
+            csrRowOffsets,
+            csrColInd,
+            csrValues,
+            csrRowOffsetsType,
+            csrColIndType,
+            idxBase,
+            valueType,
+            false,
+        )
+    })
+}
+
+/// Creates a read-only CSR descriptor (usable as A or B, not as C).
+#[no_mangle]
+pub extern "C" fn rusparseCreateConstCsr(
+    spMatDescr: *mut rusparseConstSpMatDescr_t,
+    rows: i64,
+    cols: i64,
+    nnz: i64,
+    csrRowOffsets: *const c_void,
+    csrColInd: *const c_void,
+    csrValues: *const c_void,
+    csrRowOffsetsType: IndexTypeArg,
+    csrColIndType: IndexTypeArg,
+    idxBase: IndexBaseArg,
+    valueType: DataTypeArg,
+) -> rusparseStatus_t {
+    boundary("rusparseCreateConstCsr", || {
+        create(
+            spMatDescr.cast(),
+            rows,
+            cols,
+            nnz,
+            csrRowOffsets.cast_mut(),
+            csrColInd.cast_mut(),
+            csrValues.cast_mut(),
+            csrRowOffsetsType,
+            csrColIndType,
+            idxBase,
+            valueType,
+            true,
+        )
+    })
+}
+
+/// Destroys a descriptor (never the arrays it points to). NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rusparseDestroySpMat(spMatDescr: rusparseConstSpMatDescr_t) -> rusparseStatus_t {
+    // SAFETY: NULL or a descriptor from rusparseCreate(Const)Csr, destroyed once.
+    boundary("rusparseDestroySpMat", || unsafe {
+        rusparseSpMatDescr::free(spMatDescr.cast_mut());
+        Ok(())
+    })
+}
+
+/// Rows, columns and nnz (for C: nnz(C) once `rusparseSpGEMM_compute` or
+/// `rusparseSpGEMMreuse_nnz` ran).
+#[no_mangle]
+pub extern "C" fn rusparseSpMatGetSize(
+    spMatDescr: rusparseConstSpMatDescr_t,
+    rows: *mut i64,
+    cols: *mut i64,
+    nnz: *mut i64,
+) -> rusparseStatus_t {
+    boundary("rusparseSpMatGetSize", || {
+        // SAFETY: NULL or live descriptor; NULL or writable slots.
+        let m = unsafe { rusparseSpMatDescr::get(spMatDescr) }?;
+        let (r, c, n) = unsafe {
+            (
+                out_ref(rows, "rows")?,
+                out_ref(cols, "cols")?,
+                out_ref(nnz, "nnz")?,
+            )
+        };
+        (*r, *c, *n) = (m.rows, m.cols, m.nnz);
+        Ok(())
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn csr_get(
+    descr: rusparseConstSpMatDescr_t,
+    rows: *mut i64,
+    cols: *mut i64,
+    nnz: *mut i64,
+    offsets: *mut *mut c_void,
+    col_ind: *mut *mut c_void,
+    values: *mut *mut c_void,
+    offset_type: *mut IndexTypeArg,
+    col_type: *mut IndexTypeArg,
+    base: *mut IndexBaseArg,
+    value_type: *mut DataTypeArg,
+) -> Result<()> {
+    // SAFETY: NULL or live descriptor; NULL or writable slots.
+    unsafe {
+        let m = rusparseSpMatDescr::get(descr)?;
+        *out_ref(rows, "rows")? = m.rows;
+        *out_ref(cols, "cols")? = m.cols;
+        *out_ref(nnz, "nnz")? = m.nnz;
+        *out_ref(offsets, "csrRowOffsets")? = m.offsets;
+        *out_ref(col_ind, "csrColInd")? = m.col_ind;
+        *out_ref(values, "csrValues")? = m.values;
+        *out_ref(offset_type, "csrRowOffsetsType")? = index_type_number(m.offset_type);
+        *out_ref(col_type, "csrColIndType")? = index_type_number(m.col_type);
+        *out_ref(base, "idxBase")? = m.base.offset() as IndexBaseArg;
+        *out_ref(value_type, "valueType")? = data_type_number(m.value_type);
+    }
+    Ok(())
+}
+
+/// Everything a CSR descriptor records. Every output pointer is required.
+#[no_mangle]
+pub extern "C" fn rusparseCsrGet(
+    spMatDescr: rusparseSpMatDescr_t,
+    rows: *mut i64,
+    cols: *mut i64,
+    nnz: *mut i64,
+    csrRowOffsets: *mut *mut c_void,
+    csrColInd: *mut *mut c_void,
+    csrValues: *mut *mut c_void,
+    csrRowOffsetsType: *mut IndexTypeArg,
+    csrColIndType: *mut IndexTypeArg,
+    idxBase: *mut IndexBaseArg,
+    valueType: *mut DataTypeArg,
+) -> rusparseStatus_t {
+    boundary("rusparseCsrGet", || {
+        csr_get(
+            spMatDescr,
+            rows,
+            cols,
+            nnz,
+            csrRowOffsets,
+            csrColInd,
+            csrValues,
+            csrRowOffsetsType,
+            csrColIndType,
+            idxBase,
+            valueType,
+        )
+    })
+}
+
+/// `rusparseCsrGet` for a read-only descriptor.
+#[no_mangle]
+pub extern "C" fn rusparseConstCsrGet(
+    spMatDescr: rusparseConstSpMatDescr_t,
+    rows: *mut i64,
+    cols: *mut i64,
+    nnz: *mut i64,
+    csrRowOffsets: *mut *const c_void,
+    csrColInd: *mut *const c_void,
+    csrValues: *mut *const c_void,
+    csrRowOffsetsType: *mut IndexTypeArg,
+    csrColIndType: *mut IndexTypeArg,
+    idxBase: *mut IndexBaseArg,
+    valueType: *mut DataTypeArg,
+) -> rusparseStatus_t {
+    boundary("rusparseConstCsrGet", || {
+        csr_get(
+            spMatDescr,
+            rows,
+            cols,
+            nnz,
+            csrRowOffsets.cast(),
+            csrColInd.cast(),
+            csrValues.cast(),
+            csrRowOffsetsType,
+            csrColIndType,
+            idxBase,
+            valueType,
+        )
+    })
+}
+
+fn writable<'a>(descr: rusparseSpMatDescr_t) -> Result<&'a mut SpMat> {
+    // SAFETY: NULL or a live descriptor not otherwise borrowed during the call.
+    let m = unsafe { rusparseSpMatDescr::get_mut(descr) }?;
+    if m.constant {
+        return Err(Error::InvalidValue(
+            "the descriptor was created with rusparseCreateConstCsr and is read-only".into(),
+        ));
+    }
+    Ok(m)
+}
+
+/// Sets the three arrays (used for C after `compute` told its nnz).
+/// `csrColInd` and `csrValues` may be NULL only when nnz is 0.
+#[no_mangle]
+pub extern "C" fn rusparseCsrSetPointers(
+    spMatDescr: rusparseSpMatDescr_t,
+    csrRowOffsets: *mut c_void,
+    csrColInd: *mut c_void,
+    csrValues: *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseCsrSetPointers", || {
+        let m = writable(spMatDescr)?;
+        if csrRowOffsets.is_null() {
+            return Err(Error::InvalidValue("csrRowOffsets is NULL".into()));
+        }
+        if m.nnz > 0 && (csrColInd.is_null() || csrValues.is_null()) {
+            return Err(Error::InvalidValue(format!(
+                "csrColInd or csrValues is NULL but nnz = {}",
+                m.nnz
+            )));
+        }
+        (m.offsets, m.col_ind, m.values) = (csrRowOffsets, csrColInd, csrValues);
+        Ok(())
+    })
+}
+
+/// The values pointer.
+#[no_mangle]
+pub extern "C" fn rusparseSpMatGetValues(
+    spMatDescr: rusparseSpMatDescr_t,
+    values: *mut *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseSpMatGetValues", || {
+        // SAFETY: NULL or live descriptor; NULL or writable slot.
+        let m = unsafe { rusparseSpMatDescr::get(spMatDescr) }?;
+        *unsafe { out_ref(values, "values") }? = m.values;
+        Ok(())
+    })
+}
+
+/// The values pointer of a read-only descriptor.
+#[no_mangle]
+pub extern "C" fn rusparseConstSpMatGetValues(
+    spMatDescr: rusparseConstSpMatDescr_t,
+    values: *mut *const c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseConstSpMatGetValues", || {
+        // SAFETY: NULL or live descriptor; NULL or writable slot.
+        let m = unsafe { rusparseSpMatDescr::get(spMatDescr) }?;
+        *unsafe { out_ref(values, "values") }? = m.values;
+        Ok(())
+    })
+}
+
+/// Replaces the values pointer (NULL only when nnz is 0).
+#[no_mangle]
+pub extern "C" fn rusparseSpMatSetValues(
+    spMatDescr: rusparseSpMatDescr_t,
+    values: *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseSpMatSetValues", || {
+        let m = writable(spMatDescr)?;
+        if values.is_null() && m.nnz > 0 {
+            return Err(Error::InvalidValue(format!(
+                "values is NULL but nnz = {}",
+                m.nnz
+            )));
+        }
+        m.values = values;
+        Ok(())
+    })
+}
+
+/// The index base.
+#[no_mangle]
+pub extern "C" fn rusparseSpMatGetIndexBase(
+    spMatDescr: rusparseConstSpMatDescr_t,
+    idxBase: *mut IndexBaseArg,
+) -> rusparseStatus_t {
+    boundary("rusparseSpMatGetIndexBase", || {
+        // SAFETY: NULL or live descriptor; NULL or writable slot.
+        let m = unsafe { rusparseSpMatDescr::get(spMatDescr) }?;
+        *unsafe { out_ref(idxBase, "idxBase") }? = m.base.offset() as IndexBaseArg;
+        Ok(())
+    })
+}

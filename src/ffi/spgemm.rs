@@ -1,0 +1,877 @@
+//! The SpGEMM phases of the C ABI (cuSPARSE 12's parameter lists) and the
+//! reuse API.
+//!
+//! Phase map onto the Rust plan ([`crate::SpgemmPlan`]):
+//! `workEstimation` validates A and B and counts the work per row;
+//! `compute` (or `reuse_nnz`) runs the symbolic phase and sets nnz(C) in
+//! matC; `copy` runs the numeric phase straight into C's arrays;
+//! `reuse_copy` writes C's structure and `reuse_compute` its values (again
+//! and again with new values of A and B).
+//!
+//! Memory: the CPU back end keeps its O(rows) metadata in the SpGEMM
+//! descriptor (freed by `rusparseSpGEMM_destroyDescr`) and never stores C
+//! twice; the external buffers are requested at a small fixed size
+//! ([`CPU_BUFFER_BYTES`]) so the cuSPARSE call sequence works unchanged.
+
+use super::boundary::{boundary, out_ref, Opaque};
+use super::handle::Handle;
+use super::matrix::{slice_at_mut, SpMat};
+use super::types::*;
+use crate::plan::fingerprint::pattern_fingerprint;
+use crate::types::{Algorithm, DataType, IndexType, Op};
+use crate::{Complex, CsrOutput, Error, Index, Result, Scalar, SpgemmPlan};
+use std::any::Any;
+use std::ffi::c_void;
+
+/// Bytes each external buffer is asked for on the CPU back end (never 0,
+/// as cuSPARSE's protocol requires).
+pub(crate) const CPU_BUFFER_BYTES: usize = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    Compute,
+    Reuse,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    WorkEstimated,
+    Sized,
+    Copied,
+}
+
+/// The arguments that must stay the same across the phases of one product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Call {
+    op_a: Op,
+    op_b: Op,
+    alg: Algorithm,
+    a: *const SpMat,
+    b: *const SpMat,
+    c: *const SpMat,
+}
+
+struct Planned {
+    flow: Flow,
+    phase: Phase,
+    call: Call,
+    num_products: u64,
+    /// A `SpgemmPlan<I, J>` for the index types of A and B.
+    plan: Box<dyn Any + Send>,
+    /// Fingerprint of C's structure after `reuse_copy`.
+    c_fingerprint: Option<u64>,
+}
+
+/// What a `rusparseSpGEMMDescr_t` points to.
+#[derive(Default)]
+pub(crate) struct SpgemmDescr {
+    planned: Option<Planned>,
+}
+
+impl Opaque for rusparseSpGEMMDescr {
+    type Inner = SpgemmDescr;
+    fn null_error() -> Error {
+        Error::InvalidValue(
+            "spgemmDescr is NULL (create it with rusparseSpGEMM_createDescr)".into(),
+        )
+    }
+}
+
+/// The checked arguments of one phase call.
+struct Args<'a> {
+    h: &'a Handle,
+    call: Call,
+    a: &'a SpMat,
+    b: &'a SpMat,
+    c: &'a mut SpMat,
+    descr: &'a mut SpgemmDescr,
+}
+
+impl Args<'_> {
+    fn value_type(&self) -> DataType {
+        self.a.value_type
+    }
+    fn index_types(&self) -> (IndexType, IndexType) {
+        (self.a.offset_type, self.a.col_type)
+    }
+}
+
+fn dims(m: &SpMat, op: Op) -> (i64, i64) {
+    if op.transposes() {
+        (m.cols, m.rows)
+    } else {
+        (m.rows, m.cols)
+    }
+}
+
+/// Checks the handle, the descriptors, their types and shapes.
+#[allow(clippy::too_many_arguments)]
+fn args<'a>(
+    handle: rusparseHandle_t,
+    op_a: OperationArg,
+    op_b: OperationArg,
+    mat_a: rusparseConstSpMatDescr_t,
+    mat_b: rusparseConstSpMatDescr_t,
+    mat_c: rusparseSpMatDescr_t,
+    compute_type: Option<DataTypeArg>,
+    alg: SpGEMMAlgArg,
+    descr: rusparseSpGEMMDescr_t,
+) -> Result<Args<'a>> {
+    // SAFETY: each pointer is NULL or a live object of its type, and no
+    // other reference to the mutable ones exists during the call (matC is
+    // checked to differ from matA and matB below before it is borrowed).
+    let h = unsafe { rusparseContext::get(handle) }?;
+    let op_a = operation(op_a, "opA")?;
+    let op_b = operation(op_b, "opB")?;
+    let alg = algorithm(alg)?;
+    let a = unsafe { rusparseSpMatDescr::get(mat_a) }.map_err(|e| e.context("matA"))?;
+    let b = unsafe { rusparseSpMatDescr::get(mat_b) }.map_err(|e| e.context("matB"))?;
+    if std::ptr::eq(mat_c, mat_a) || std::ptr::eq(mat_c, mat_b) {
+        return Err(Error::InvalidValue(
+            "matC must be a descriptor of its own, not matA or matB".into(),
+        ));
+    }
+    let c = unsafe { rusparseSpMatDescr::get_mut(mat_c) }.map_err(|e| e.context("matC"))?;
+    let descr = unsafe { rusparseSpGEMMDescr::get_mut(descr) }?;
+    if c.constant {
+        return Err(Error::InvalidValue(
+            "matC was created with rusparseCreateConstCsr; the product needs a writable descriptor"
+                .into(),
+        ));
+    }
+    if b.value_type != a.value_type || c.value_type != a.value_type {
+        return Err(Error::NotSupported(format!(
+            "matA, matB and matC must have the same value type (got {}, {}, {})",
+            a.value_type.name(),
+            b.value_type.name(),
+            c.value_type.name()
+        )));
+    }
+    if let Some(ct) = compute_type {
+        let ct = data_type(ct, "computeType")?;
+        if ct != a.value_type {
+            return Err(Error::NotSupported(format!(
+                "computeType {} differs from the value type {}; rusparse computes in the value type",
+                ct.name(),
+                a.value_type.name()
+            )));
+        }
+    }
+    if (b.offset_type, b.col_type) != (a.offset_type, a.col_type) {
+        return Err(Error::NotSupported(format!(
+            "matA and matB must have the same index types (matA: {}/{}, matB: {}/{})",
+            a.offset_type.name(),
+            a.col_type.name(),
+            b.offset_type.name(),
+            b.col_type.name()
+        )));
+    }
+    if c.col_type != a.col_type {
+        return Err(Error::NotSupported(format!(
+            "matC's column index type {} must equal matA's {} (its row offset type may differ)",
+            c.col_type.name(),
+            a.col_type.name()
+        )));
+    }
+    let (ma, ka) = dims(a, op_a);
+    let (kb, nb) = dims(b, op_b);
+    if ka != kb {
+        return Err(Error::InvalidValue(format!(
+            "inner dimensions differ: op(A) is {ma} x {ka} but op(B) is {kb} x {nb}"
+        )));
+    }
+    if (c.rows, c.cols) != (ma, nb) {
+        return Err(Error::InvalidValue(format!(
+            "matC is {} x {} but op(A) * op(B) is {ma} x {nb}",
+            c.rows, c.cols
+        )));
+    }
+    let call = Call {
+        op_a,
+        op_b,
+        alg,
+        a,
+        b,
+        c: &*c,
+    };
+    Ok(Args {
+        h,
+        call,
+        a,
+        b,
+        c,
+        descr,
+    })
+}
+
+/// Runs `f` on the plan of an earlier phase, checked for flow, order and
+/// arguments. The plan stays in the descriptor whatever `f` returns.
+fn with_planned<R>(
+    x: &mut Args<'_>,
+    flow: Flow,
+    after: Phase,
+    what: &str,
+    f: impl FnOnce(&mut Args<'_>, &mut Planned) -> Result<R>,
+) -> Result<R> {
+    let before = match (flow, after) {
+        (Flow::Compute, Phase::WorkEstimated) => "rusparseSpGEMM_workEstimation",
+        (Flow::Compute, _) => "rusparseSpGEMM_compute",
+        (Flow::Reuse, Phase::WorkEstimated) => "rusparseSpGEMMreuse_workEstimation",
+        (Flow::Reuse, Phase::Sized) => "rusparseSpGEMMreuse_nnz",
+        (Flow::Reuse, Phase::Copied) => "rusparseSpGEMMreuse_copy",
+    };
+    let mut p = match x.descr.planned.take() {
+        Some(p) if p.flow == flow && p.phase >= after => p,
+        other => {
+            x.descr.planned = other;
+            return Err(Error::InvalidValue(format!(
+                "called before {before} on this spgemmDescr (phases must run in order)"
+            )));
+        }
+    };
+    let result = if p.call != x.call {
+        Err(Error::InvalidValue(format!(
+            "{what} must get the same opA, opB, alg, matA, matB and matC as {before}"
+        )))
+    } else {
+        f(x, &mut p)
+    };
+    x.descr.planned = Some(p);
+    result
+}
+
+/// cuSPARSE's buffer protocol: a NULL buffer asks for the size; otherwise
+/// the given size must be at least what was asked for. Returns whether the
+/// call must do the work.
+fn buffer_protocol(size: *mut usize, buffer: *mut c_void, name: &str) -> Result<bool> {
+    // SAFETY: NULL or a writable size slot.
+    let size = unsafe { out_ref(size, name) }?;
+    if buffer.is_null() {
+        *size = CPU_BUFFER_BYTES;
+        return Ok(false);
+    }
+    if *size < CPU_BUFFER_BYTES {
+        return Err(Error::InvalidValue(format!(
+            "{name} = {} is smaller than the {CPU_BUFFER_BYTES} bytes the size query returned",
+            *size
+        )));
+    }
+    Ok(true)
+}
+
+/// Reads a scalar argument.
+fn scalar<T: Scalar>(p: *const c_void, name: &str) -> Result<T> {
+    if p.is_null() {
+        return Err(Error::InvalidValue(format!("{name} is NULL")));
+    }
+    // SAFETY: non-NULL and, per the API, points to one value of the compute type.
+    Ok(unsafe { p.cast::<T>().read_unaligned() })
+}
+
+/// Calls `$f::<T, I, J>($args)` for the value type and index types given.
+macro_rules! dispatch {
+    ($dt:expr, $it:expr, $f:ident($($arg:expr),*)) => {
+        match $dt {
+            DataType::R32F => dispatch!(@index f32, $it, $f($($arg),*)),
+            DataType::R64F => dispatch!(@index f64, $it, $f($($arg),*)),
+            DataType::C32F => dispatch!(@index Complex<f32>, $it, $f($($arg),*)),
+            DataType::C64F => dispatch!(@index Complex<f64>, $it, $f($($arg),*)),
+        }
+    };
+    (@index $t:ty, $it:expr, $f:ident($($arg:expr),*)) => {
+        match $it {
+            (IndexType::I32, IndexType::I32) => $f::<$t, i32, i32>($($arg),*),
+            (IndexType::I32, IndexType::I64) => $f::<$t, i32, i64>($($arg),*),
+            (IndexType::I64, IndexType::I32) => $f::<$t, i64, i32>($($arg),*),
+            (IndexType::I64, IndexType::I64) => $f::<$t, i64, i64>($($arg),*),
+        }
+    };
+}
+
+fn plan_mut<I: Index, J: Index>(plan: &mut (dyn Any + Send)) -> Result<&mut SpgemmPlan<I, J>> {
+    plan.downcast_mut().ok_or_else(|| {
+        Error::InvalidValue("the index types of matA or matB changed since work estimation".into())
+    })
+}
+
+/// Work estimation: validates A and B fully and plans the product.
+fn plan_new<T: Scalar, I: Index, J: Index>(x: &Args<'_>) -> Result<(Box<dyn Any + Send>, u64)> {
+    // SAFETY: the descriptors' arrays hold the sizes they state (API contract).
+    let a = unsafe { x.a.view::<T, I, J>("matA", true) }?;
+    let b = unsafe { x.b.view::<T, I, J>("matB", true) }?;
+    let plan = SpgemmPlan::new(&x.h.ctx, &a, x.call.op_a, &b, x.call.op_b, x.call.alg)?;
+    let n = plan.num_products();
+    Ok((Box::new(plan), n))
+}
+
+/// Symbolic phase: returns nnz(C).
+fn symbolic<T: Scalar, I: Index, J: Index>(
+    x: &Args<'_>,
+    plan: &mut (dyn Any + Send),
+) -> Result<usize> {
+    // SAFETY: as in `plan_new`; the plan checks the patterns' fingerprints.
+    let a = unsafe { x.a.view::<T, I, J>("matA", false) }?;
+    let b = unsafe { x.b.view::<T, I, J>("matB", false) }?;
+    plan_mut::<I, J>(plan)?.symbolic(&x.h.ctx, &a, &b)
+}
+
+/// Which of C's arrays a numeric call writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// `copy`: row offsets, columns and values.
+    All,
+    /// `reuse_copy`: row offsets and columns.
+    Structure,
+    /// `reuse_compute`: values on the structure `reuse_copy` wrote.
+    Values,
+}
+
+struct Numeric {
+    fill: Fill,
+    alpha: *const c_void,
+    beta: *const c_void,
+    /// For `Values`: the fingerprint of C's structure written by `reuse_copy`.
+    c_fingerprint: Option<u64>,
+}
+
+/// Numeric phases into C's arrays; returns the fingerprint of C's structure.
+fn numeric<T: Scalar, I: Index, J: Index>(
+    x: &mut Args<'_>,
+    plan: &mut (dyn Any + Send),
+    job: &Numeric,
+) -> Result<u64> {
+    match x.c.offset_type {
+        IndexType::I32 => numeric_into::<T, I, J, i32>(x, plan, job),
+        IndexType::I64 => numeric_into::<T, I, J, i64>(x, plan, job),
+    }
+}
+
+fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
+    x: &mut Args<'_>,
+    plan: &mut (dyn Any + Send),
+    job: &Numeric,
+) -> Result<u64> {
+    let plan = plan_mut::<I, J>(plan)?;
+    let (alpha, beta) = if job.fill == Fill::Structure {
+        (T::one(), T::zero())
+    } else {
+        (
+            scalar::<T>(job.alpha, "alpha")?,
+            scalar::<T>(job.beta, "beta")?,
+        )
+    };
+    // SAFETY: as in `plan_new`.
+    let a = unsafe { x.a.view::<T, I, J>("matA", false) }?;
+    let b = unsafe { x.b.view::<T, I, J>("matB", false) }?;
+    let c = &*x.c;
+    let (rows, nnz) = (c.nrows(), c.nnz_usize());
+    // SAFETY: C's arrays were set by the caller for nnz(C) entries and are
+    // not accessed by anything else during the call.
+    let offsets = unsafe { slice_at_mut::<IC>(c.offsets, rows + 1, "matC rowOffsets") }?;
+    let cols = unsafe { slice_at_mut::<J>(c.col_ind, nnz, "matC colInd") }?;
+    let fingerprint = |o: &[IC], k: &[J]| pattern_fingerprint(rows, c.ncols(), o, k);
+    match job.fill {
+        Fill::All => {
+            let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
+            let out = CsrOutput {
+                row_offsets: Some(&mut *offsets),
+                col_indices: Some(&mut *cols),
+                values: Some(values),
+            };
+            plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out, c.base)?;
+            Ok(0)
+        }
+        Fill::Structure => {
+            plan.write_structure(&x.h.ctx, &a, &b, offsets, cols, c.base)?;
+            Ok(fingerprint(offsets, cols))
+        }
+        Fill::Values => {
+            let now = fingerprint(offsets, cols);
+            if Some(now) != job.c_fingerprint {
+                return Err(Error::InvalidValue(
+                    "matC's row offsets or column indices changed since rusparseSpGEMMreuse_copy wrote them".into(),
+                ));
+            }
+            let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
+            let out = CsrOutput::<T, IC, J> {
+                row_offsets: None,
+                col_indices: None,
+                values: Some(values),
+            };
+            plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out, c.base)?;
+            Ok(now)
+        }
+    }
+}
+
+/// Runs work estimation for `flow` and stores the plan in the descriptor.
+fn estimate_work(x: &mut Args<'_>, flow: Flow) -> Result<()> {
+    x.descr.planned = None;
+    let (plan, num_products) = dispatch!(x.value_type(), x.index_types(), plan_new(x))?;
+    x.descr.planned = Some(Planned {
+        flow,
+        phase: Phase::WorkEstimated,
+        call: x.call,
+        num_products,
+        plan,
+        c_fingerprint: None,
+    });
+    Ok(())
+}
+
+/// Runs the symbolic phase and publishes nnz(C) in matC.
+fn size_output(x: &mut Args<'_>, flow: Flow, what: &str) -> Result<()> {
+    let (dt, it) = (x.value_type(), x.index_types());
+    with_planned(x, flow, Phase::WorkEstimated, what, |x, p| {
+        let nnz = dispatch!(dt, it, symbolic(x, p.plan.as_mut()))?;
+        let base = x.c.base.offset() as u64;
+        if nnz as u64 + base > x.c.offset_type.max() {
+            return Err(Error::InvalidValue(format!(
+                "nnz(C) = {nnz} does not fit matC's row offset type {}; \
+                 create matC with RUSPARSE_INDEX_64I row offsets",
+                x.c.offset_type.name()
+            )));
+        }
+        x.c.nnz = nnz as i64;
+        p.phase = Phase::Sized;
+        p.c_fingerprint = None;
+        Ok(())
+    })
+}
+
+/// Runs a numeric phase after `after` and moves to `Copied`.
+fn fill_output(
+    x: &mut Args<'_>,
+    flow: Flow,
+    after: Phase,
+    what: &str,
+    mut job: Numeric,
+) -> Result<()> {
+    let (dt, it) = (x.value_type(), x.index_types());
+    with_planned(x, flow, after, what, |x, p| {
+        if x.c.nnz < 0 || p.phase < Phase::Sized {
+            return Err(Error::InternalError("plan without nnz(C)".into()));
+        }
+        job.c_fingerprint = p.c_fingerprint;
+        let print = dispatch!(dt, it, numeric(x, p.plan.as_mut(), &job))?;
+        if job.fill == Fill::Structure {
+            p.c_fingerprint = Some(print);
+        }
+        p.phase = Phase::Copied;
+        Ok(())
+    })
+}
+
+fn descr_ref<'a>(descr: rusparseSpGEMMDescr_t) -> Result<&'a mut SpgemmDescr> {
+    // SAFETY: NULL or a live descriptor not otherwise borrowed during the call.
+    unsafe { rusparseSpGEMMDescr::get_mut(descr) }
+}
+
+/// Creates an SpGEMM descriptor (holds the plan between phases).
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMM_createDescr(
+    descr: *mut rusparseSpGEMMDescr_t,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_createDescr", || {
+        // SAFETY: NULL or a writable slot.
+        *unsafe { out_ref(descr, "descr") }? =
+            rusparseSpGEMMDescr::into_raw(SpgemmDescr::default());
+        Ok(())
+    })
+}
+
+/// Destroys an SpGEMM descriptor and the metadata it holds. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMM_destroyDescr(descr: rusparseSpGEMMDescr_t) -> rusparseStatus_t {
+    // SAFETY: NULL or a descriptor from rusparseSpGEMM_createDescr, destroyed once.
+    boundary("rusparseSpGEMM_destroyDescr", || unsafe {
+        rusparseSpGEMMDescr::free(descr);
+        Ok(())
+    })
+}
+
+/// Phase 1 of `C = alpha op(A) op(B) + beta C`. With `externalBuffer1 ==
+/// NULL` it only writes `*bufferSize1`; with a buffer of at least that size
+/// it checks A and B completely (offsets, column ranges) and counts the
+/// products of every row. Cost O(nnz(A) + nnz(B) + rows). `alpha` and `beta`
+/// must not be NULL; their values are read by `rusparseSpGEMM_copy`.
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMM_workEstimation(
+    handle: rusparseHandle_t,
+    opA: OperationArg,
+    opB: OperationArg,
+    alpha: *const c_void,
+    matA: rusparseConstSpMatDescr_t,
+    matB: rusparseConstSpMatDescr_t,
+    beta: *const c_void,
+    matC: rusparseSpMatDescr_t,
+    computeType: DataTypeArg,
+    alg: SpGEMMAlgArg,
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    bufferSize1: *mut usize,
+    externalBuffer1: *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_workEstimation", || {
+        let mut x = args(
+            handle,
+            opA,
+            opB,
+            matA,
+            matB,
+            matC,
+            Some(computeType),
+            alg,
+            spgemmDescr,
+        )?;
+        non_null_scalars(alpha, beta)?;
+        if !buffer_protocol(bufferSize1, externalBuffer1, "bufferSize1")? {
+            return Ok(());
+        }
+        estimate_work(&mut x, Flow::Compute)
+    })
+}
+
+fn non_null_scalars(alpha: *const c_void, beta: *const c_void) -> Result<()> {
+    if alpha.is_null() {
+        return Err(Error::InvalidValue("alpha is NULL".into()));
+    }
+    if beta.is_null() {
+        return Err(Error::InvalidValue("beta is NULL".into()));
+    }
+    Ok(())
+}
+
+/// The number of scalar products of the planned product (after work estimation).
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMM_getNumProducts(
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    num_prods: *mut i64,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_getNumProducts", || {
+        let d = descr_ref(spgemmDescr)?;
+        let p = d.planned.as_ref().ok_or_else(|| {
+            Error::InvalidValue(
+                "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
+            )
+        })?;
+        *unsafe { out_ref(num_prods, "num_prods") }? =
+            i64::try_from(p.num_products).unwrap_or(i64::MAX);
+        Ok(())
+    })
+}
+
+/// ALG3's memory estimate, between work estimation and compute. With
+/// `externalBuffer3 == NULL` it writes `*bufferSize3`; with a buffer it
+/// writes the size `compute` will ask for into `*bufferSize2`.
+/// `chunk_fraction` must be in (0, 1]. On the CPU the product is already
+/// memory-bounded (metadata O(rows), no copy of C), so the estimate is the
+/// small fixed buffer size.
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMM_estimateMemory(
+    handle: rusparseHandle_t,
+    opA: OperationArg,
+    opB: OperationArg,
+    alpha: *const c_void,
+    matA: rusparseConstSpMatDescr_t,
+    matB: rusparseConstSpMatDescr_t,
+    beta: *const c_void,
+    matC: rusparseSpMatDescr_t,
+    computeType: DataTypeArg,
+    alg: SpGEMMAlgArg,
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    chunk_fraction: f32,
+    bufferSize3: *mut usize,
+    externalBuffer3: *mut c_void,
+    bufferSize2: *mut usize,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_estimateMemory", || {
+        let mut x = args(
+            handle,
+            opA,
+            opB,
+            matA,
+            matB,
+            matC,
+            Some(computeType),
+            alg,
+            spgemmDescr,
+        )?;
+        non_null_scalars(alpha, beta)?;
+        if !(chunk_fraction > 0.0 && chunk_fraction <= 1.0) {
+            return Err(Error::InvalidValue(format!(
+                "chunk_fraction = {chunk_fraction} is not in (0, 1]"
+            )));
+        }
+        with_planned(
+            &mut x,
+            Flow::Compute,
+            Phase::WorkEstimated,
+            "rusparseSpGEMM_estimateMemory",
+            |_, _| {
+                if buffer_protocol(bufferSize3, externalBuffer3, "bufferSize3")? {
+                    // SAFETY: NULL or a writable size slot.
+                    *unsafe { out_ref(bufferSize2, "bufferSize2") }? = CPU_BUFFER_BYTES;
+                }
+                Ok(())
+            },
+        )
+    })
+}
+
+/// Phase 2: the symbolic product. With `externalBuffer2 == NULL` it only
+/// writes `*bufferSize2`; with the buffer it finds the exact size of every
+/// row of C and sets nnz(C) in matC (read it with `rusparseSpMatGetSize`).
+/// Only C's row metadata is kept. INVALID_VALUE when nnz(C) does not fit
+/// matC's row offset type, or when A's or B's pattern changed since work
+/// estimation.
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMM_compute(
+    handle: rusparseHandle_t,
+    opA: OperationArg,
+    opB: OperationArg,
+    alpha: *const c_void,
+    matA: rusparseConstSpMatDescr_t,
+    matB: rusparseConstSpMatDescr_t,
+    beta: *const c_void,
+    matC: rusparseSpMatDescr_t,
+    computeType: DataTypeArg,
+    alg: SpGEMMAlgArg,
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    bufferSize2: *mut usize,
+    externalBuffer2: *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_compute", || {
+        let mut x = args(
+            handle,
+            opA,
+            opB,
+            matA,
+            matB,
+            matC,
+            Some(computeType),
+            alg,
+            spgemmDescr,
+        )?;
+        non_null_scalars(alpha, beta)?;
+        with_planned(
+            &mut x,
+            Flow::Compute,
+            Phase::WorkEstimated,
+            "rusparseSpGEMM_compute",
+            |_, _| Ok(()),
+        )?;
+        if !buffer_protocol(bufferSize2, externalBuffer2, "bufferSize2")? {
+            return Ok(());
+        }
+        size_output(&mut x, Flow::Compute, "rusparseSpGEMM_compute")
+    })
+}
+
+/// Phase 3: the numeric product, straight into the arrays set on matC with
+/// `rusparseCsrSetPointers`: row offsets (matC's base), sorted columns
+/// without duplicates, and values `alpha * op(A) op(B) + beta * values`,
+/// where the old values are read only when `*beta != 0`.
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMM_copy(
+    handle: rusparseHandle_t,
+    opA: OperationArg,
+    opB: OperationArg,
+    alpha: *const c_void,
+    matA: rusparseConstSpMatDescr_t,
+    matB: rusparseConstSpMatDescr_t,
+    beta: *const c_void,
+    matC: rusparseSpMatDescr_t,
+    computeType: DataTypeArg,
+    alg: SpGEMMAlgArg,
+    spgemmDescr: rusparseSpGEMMDescr_t,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_copy", || {
+        let mut x = args(
+            handle,
+            opA,
+            opB,
+            matA,
+            matB,
+            matC,
+            Some(computeType),
+            alg,
+            spgemmDescr,
+        )?;
+        let job = Numeric {
+            fill: Fill::All,
+            alpha,
+            beta,
+            c_fingerprint: None,
+        };
+        fill_output(
+            &mut x,
+            Flow::Compute,
+            Phase::Sized,
+            "rusparseSpGEMM_copy",
+            job,
+        )
+    })
+}
+
+/// Reuse phase 1: as `rusparseSpGEMM_workEstimation`, without scalars.
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMMreuse_workEstimation(
+    handle: rusparseHandle_t,
+    opA: OperationArg,
+    opB: OperationArg,
+    matA: rusparseConstSpMatDescr_t,
+    matB: rusparseConstSpMatDescr_t,
+    matC: rusparseSpMatDescr_t,
+    alg: SpGEMMAlgArg,
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    bufferSize1: *mut usize,
+    externalBuffer1: *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMMreuse_workEstimation", || {
+        let mut x = args(handle, opA, opB, matA, matB, matC, None, alg, spgemmDescr)?;
+        if !buffer_protocol(bufferSize1, externalBuffer1, "bufferSize1")? {
+            return Ok(());
+        }
+        estimate_work(&mut x, Flow::Reuse)
+    })
+}
+
+/// Reuse phase 2: the symbolic product; sets nnz(C) in matC. With all three
+/// buffers NULL it only writes the three sizes; with all three given it does
+/// the work; a mix is INVALID_VALUE.
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMMreuse_nnz(
+    handle: rusparseHandle_t,
+    opA: OperationArg,
+    opB: OperationArg,
+    matA: rusparseConstSpMatDescr_t,
+    matB: rusparseConstSpMatDescr_t,
+    matC: rusparseSpMatDescr_t,
+    alg: SpGEMMAlgArg,
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    bufferSize2: *mut usize,
+    externalBuffer2: *mut c_void,
+    bufferSize3: *mut usize,
+    externalBuffer3: *mut c_void,
+    bufferSize4: *mut usize,
+    externalBuffer4: *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMMreuse_nnz", || {
+        let mut x = args(handle, opA, opB, matA, matB, matC, None, alg, spgemmDescr)?;
+        with_planned(
+            &mut x,
+            Flow::Reuse,
+            Phase::WorkEstimated,
+            "rusparseSpGEMMreuse_nnz",
+            |_, _| Ok(()),
+        )?;
+        let given = [externalBuffer2, externalBuffer3, externalBuffer4].map(|b| !b.is_null());
+        if given.iter().any(|&g| g) && !given.iter().all(|&g| g) {
+            return Err(Error::InvalidValue(
+                "externalBuffer2, externalBuffer3 and externalBuffer4 must be all NULL (size query) or all given".into(),
+            ));
+        }
+        let mut work = true;
+        for (size, buffer, name) in [
+            (bufferSize2, externalBuffer2, "bufferSize2"),
+            (bufferSize3, externalBuffer3, "bufferSize3"),
+            (bufferSize4, externalBuffer4, "bufferSize4"),
+        ] {
+            work &= buffer_protocol(size, buffer, name)?;
+        }
+        if !work {
+            return Ok(());
+        }
+        size_output(&mut x, Flow::Reuse, "rusparseSpGEMMreuse_nnz")
+    })
+}
+
+/// Reuse phase 3: writes C's structure (row offsets and sorted columns)
+/// into the arrays set on matC. With `externalBuffer5 == NULL` it only
+/// writes `*bufferSize5`.
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMMreuse_copy(
+    handle: rusparseHandle_t,
+    opA: OperationArg,
+    opB: OperationArg,
+    matA: rusparseConstSpMatDescr_t,
+    matB: rusparseConstSpMatDescr_t,
+    matC: rusparseSpMatDescr_t,
+    alg: SpGEMMAlgArg,
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    bufferSize5: *mut usize,
+    externalBuffer5: *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMMreuse_copy", || {
+        let mut x = args(handle, opA, opB, matA, matB, matC, None, alg, spgemmDescr)?;
+        with_planned(
+            &mut x,
+            Flow::Reuse,
+            Phase::Sized,
+            "rusparseSpGEMMreuse_copy",
+            |_, _| Ok(()),
+        )?;
+        if !buffer_protocol(bufferSize5, externalBuffer5, "bufferSize5")? {
+            return Ok(());
+        }
+        let job = Numeric {
+            fill: Fill::Structure,
+            alpha: std::ptr::null(),
+            beta: std::ptr::null(),
+            c_fingerprint: None,
+        };
+        fill_output(
+            &mut x,
+            Flow::Reuse,
+            Phase::Sized,
+            "rusparseSpGEMMreuse_copy",
+            job,
+        )
+    })
+}
+
+/// Reuse phase 4: C's values `alpha * op(A) op(B) + beta * values` on the
+/// structure written by `rusparseSpGEMMreuse_copy`, for the current values
+/// of A and B. Call it again whenever A's or B's values change (their
+/// patterns must not: INVALID_VALUE).
+#[no_mangle]
+pub extern "C" fn rusparseSpGEMMreuse_compute(
+    handle: rusparseHandle_t,
+    opA: OperationArg,
+    opB: OperationArg,
+    alpha: *const c_void,
+    matA: rusparseConstSpMatDescr_t,
+    matB: rusparseConstSpMatDescr_t,
+    beta: *const c_void,
+    matC: rusparseSpMatDescr_t,
+    computeType: DataTypeArg,
+    alg: SpGEMMAlgArg,
+    spgemmDescr: rusparseSpGEMMDescr_t,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMMreuse_compute", || {
+        let mut x = args(
+            handle,
+            opA,
+            opB,
+            matA,
+            matB,
+            matC,
+            Some(computeType),
+            alg,
+            spgemmDescr,
+        )?;
+        let job = Numeric {
+            fill: Fill::Values,
+            alpha,
+            beta,
+            c_fingerprint: None,
+        };
+        fill_output(
+            &mut x,
+            Flow::Reuse,
+            Phase::Copied,
+            "rusparseSpGEMMreuse_compute",
+            job,
+        )
+    })
+}

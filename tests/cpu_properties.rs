@@ -1,0 +1,1436 @@
+//! Property tests of the CPU back end against `rusparse::reference::spgemm`
+//! (and, for integer-valued inputs, against an independent dense product).
+//!
+//! Every property runs for every value type (`f32`, `f64`, `Complex<f32>`,
+//! `Complex<f64>`) and every index combination (`i32/i32`, `i64/i64`,
+//! `i64` offsets with `i32` columns, `i32` offsets with `i64` columns): the
+//! `combinations!` macro at the end makes one module per combination.
+//!
+//! Inputs are generated with both index bases, every `op_a` / `op_b` in
+//! `N`, `T`, `C`, shapes from 0x0 up to 40 (rectangular, with zero rows or
+//! columns), empty rows and runs of empty rows, an optional dense row,
+//! duplicate entries and unsorted columns within a row. Values are small
+//! integers, so sums are exact and results are compared with `assert_eq`,
+//! except in the tolerance and determinism properties, which use random
+//! non-integer values.
+
+use proptest::prelude::*;
+use proptest::sample::Index as Pick;
+use proptest::test_runner::TestCaseError;
+use rusparse::{
+    reference, validate_structure, Algorithm, Complex, Context, CsrMatrix, CsrOutput, Error, Index,
+    IndexBase, Op, Scalar, SpgemmOptions, SpgemmPlan,
+};
+use std::fmt::Debug;
+use std::sync::OnceLock;
+
+type TestResult = Result<(), TestCaseError>;
+
+/// Largest dimension of a generated operand.
+const MAX_DIM: usize = 40;
+
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        // Keep the working tree clean: a failure prints its minimal case.
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Value types
+// ---------------------------------------------------------------------------
+
+/// What the tests need of a value type beyond [`Scalar`].
+trait TestScalar: Scalar {
+    /// Machine epsilon of the component type.
+    const EPS: f64;
+    /// Builds a value (the imaginary part is dropped for real types).
+    fn from_parts(re: f64, im: f64) -> Self;
+    /// The value as a `Complex<f64>` (exact).
+    fn to_c64(self) -> Complex<f64>;
+    /// The bit patterns of the components.
+    fn bits(self) -> (u64, u64);
+}
+
+impl TestScalar for f32 {
+    const EPS: f64 = f32::EPSILON as f64;
+    fn from_parts(re: f64, _im: f64) -> Self {
+        re as f32
+    }
+    fn to_c64(self) -> Complex<f64> {
+        Complex::new(self as f64, 0.0)
+    }
+    fn bits(self) -> (u64, u64) {
+        (self.to_bits() as u64, 0)
+    }
+}
+
+impl TestScalar for f64 {
+    const EPS: f64 = f64::EPSILON;
+    fn from_parts(re: f64, _im: f64) -> Self {
+        re
+    }
+    fn to_c64(self) -> Complex<f64> {
+        Complex::new(self, 0.0)
+    }
+    fn bits(self) -> (u64, u64) {
+        (self.to_bits(), 0)
+    }
+}
+
+impl TestScalar for Complex<f32> {
+    const EPS: f64 = f32::EPSILON as f64;
+    fn from_parts(re: f64, im: f64) -> Self {
+        Complex::new(re as f32, im as f32)
+    }
+    fn to_c64(self) -> Complex<f64> {
+        Complex::new(self.re as f64, self.im as f64)
+    }
+    fn bits(self) -> (u64, u64) {
+        (self.re.to_bits() as u64, self.im.to_bits() as u64)
+    }
+}
+
+impl TestScalar for Complex<f64> {
+    const EPS: f64 = f64::EPSILON;
+    fn from_parts(re: f64, im: f64) -> Self {
+        Complex::new(re, im)
+    }
+    fn to_c64(self) -> Complex<f64> {
+        self
+    }
+    fn bits(self) -> (u64, u64) {
+        (self.re.to_bits(), self.im.to_bits())
+    }
+}
+
+/// A generated value, independent of the value type under test.
+trait Val: Clone + Debug + 'static {
+    fn to<T: TestScalar>(&self) -> T;
+}
+
+/// A small integer-valued (complex) number: sums of products are exact.
+type IntV = (i8, i8);
+/// A random non-integer (complex) number.
+type FltV = (f64, f64);
+
+impl Val for IntV {
+    fn to<T: TestScalar>(&self) -> T {
+        T::from_parts(self.0 as f64, self.1 as f64)
+    }
+}
+
+impl Val for FltV {
+    fn to<T: TestScalar>(&self) -> T {
+        T::from_parts(self.0, self.1)
+    }
+}
+
+fn int_value() -> BoxedStrategy<IntV> {
+    (-4i8..=4, -4i8..=4).boxed()
+}
+
+/// Integer alpha, including 0 (often) and negative values.
+fn int_alpha() -> BoxedStrategy<IntV> {
+    prop_oneof![1 => Just((0i8, 0i8)), 1 => Just((-1, 0)), 4 => (-3i8..=3, -3i8..=3)].boxed()
+}
+
+/// Integer beta with a non-zero real part (so it is non-zero for every type).
+fn int_beta() -> BoxedStrategy<IntV> {
+    (-3i8..=3, -3i8..=3)
+        .prop_filter("beta must be non-zero", |b| b.0 != 0)
+        .boxed()
+}
+
+fn float_value() -> BoxedStrategy<FltV> {
+    prop_oneof![
+        4 => (-1.0f64..1.0, -1.0f64..1.0),
+        1 => (-1e3f64..1e3, -1e-3f64..1e-3),
+    ]
+    .boxed()
+}
+
+fn float_alpha() -> BoxedStrategy<FltV> {
+    prop_oneof![1 => Just((0.0, 0.0)), 1 => Just((1.0, 0.0)), 4 => (-3.0f64..3.0, -3.0f64..3.0)]
+        .boxed()
+}
+
+// ---------------------------------------------------------------------------
+// Generated problems
+// ---------------------------------------------------------------------------
+
+/// Positions of the stored entries of one operand, in stored order within
+/// each row (so unsorted and repeated columns occur).
+#[derive(Clone, Debug)]
+struct Pattern {
+    nrows: usize,
+    ncols: usize,
+    entries: Vec<(usize, usize)>,
+}
+
+fn dim() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        1 => Just(0usize),
+        1 => Just(1usize),
+        4 => 2..=8usize,
+        2 => 9..=MAX_DIM,
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![Just(Op::N), Just(Op::T), Just(Op::C)]
+}
+
+fn base() -> impl Strategy<Value = IndexBase> {
+    prop_oneof![Just(IndexBase::Zero), Just(IndexBase::One)]
+}
+
+fn algorithm() -> impl Strategy<Value = Algorithm> {
+    prop::sample::select(vec![
+        Algorithm::Default,
+        Algorithm::Deterministic,
+        Algorithm::NonDeterministic,
+        Algorithm::Alg1,
+        Algorithm::Alg2,
+        Algorithm::Alg3,
+    ])
+}
+
+/// The stored shape of an operand whose `op` is `rows x cols`.
+fn stored(op: Op, rows: usize, cols: usize) -> (usize, usize) {
+    if op.transposes() {
+        (cols, rows)
+    } else {
+        (rows, cols)
+    }
+}
+
+/// A random pattern: random positions (unsorted, possibly repeated), an
+/// optional dense row (columns in decreasing order), extra copies of some
+/// entries, an optional run of emptied rows, sometimes sorted.
+fn pattern(nrows: usize, ncols: usize) -> BoxedStrategy<Pattern> {
+    if nrows == 0 || ncols == 0 {
+        return Just(Pattern {
+            nrows,
+            ncols,
+            entries: Vec::new(),
+        })
+        .boxed();
+    }
+    let max_random = (nrows * ncols).min(2 * (nrows + ncols)).min(100);
+    (
+        prop::collection::vec((0..nrows, 0..ncols), 0..=max_random),
+        prop::option::weighted(0.25, 0..nrows),
+        prop::collection::vec(any::<Pick>(), 0..4),
+        prop::option::weighted(0.3, (any::<Pick>(), any::<Pick>())),
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(move |(mut entries, dense, dups, empty, sort)| {
+            if let Some((lo, hi)) = empty {
+                let (lo, hi) = (lo.index(nrows), hi.index(nrows));
+                let (lo, hi) = (lo.min(hi), lo.max(hi));
+                entries.retain(|&(r, _)| r < lo || r > hi);
+            }
+            if let Some(r) = dense {
+                entries.extend((0..ncols).rev().map(|c| (r, c)));
+            }
+            if !entries.is_empty() {
+                for d in dups {
+                    let e = entries[d.index(entries.len())];
+                    entries.push(e);
+                }
+            }
+            if sort {
+                entries.sort_unstable();
+            }
+            Pattern {
+                nrows,
+                ncols,
+                entries,
+            }
+        })
+        .boxed()
+}
+
+/// `alpha * op_a(A) * op_b(B)` with `op_a(A)` of shape `m x ka` and
+/// `op_b(B)` of shape `kb x n` (`ka == kb` except in the mismatch property),
+/// two value sets on the same pattern, and a beta.
+#[derive(Clone, Debug)]
+struct Problem<V> {
+    m: usize,
+    ka: usize,
+    kb: usize,
+    n: usize,
+    op_a: Op,
+    op_b: Op,
+    base: IndexBase,
+    algorithm: Algorithm,
+    a: Pattern,
+    b: Pattern,
+    a_vals: Vec<V>,
+    b_vals: Vec<V>,
+    a_vals2: Vec<V>,
+    b_vals2: Vec<V>,
+    alpha: V,
+    beta: V,
+}
+
+type Header = (usize, usize, usize, usize, Op, Op, IndexBase, Algorithm);
+
+fn problem_from<V: Val>(
+    header: BoxedStrategy<Header>,
+    val: BoxedStrategy<V>,
+    alpha: BoxedStrategy<V>,
+    beta: BoxedStrategy<V>,
+) -> BoxedStrategy<Problem<V>> {
+    header
+        .prop_flat_map(|h| {
+            let (m, ka, kb, n, op_a, op_b, _, _) = h;
+            let (ar, ac) = stored(op_a, m, ka);
+            let (br, bc) = stored(op_b, kb, n);
+            (Just(h), pattern(ar, ac), pattern(br, bc))
+        })
+        .prop_flat_map(move |(h, a, b)| {
+            let (la, lb) = (a.entries.len(), b.entries.len());
+            (
+                Just(h),
+                Just(a),
+                Just(b),
+                prop::collection::vec(val.clone(), la),
+                prop::collection::vec(val.clone(), lb),
+                prop::collection::vec(val.clone(), la),
+                prop::collection::vec(val.clone(), lb),
+                alpha.clone(),
+                beta.clone(),
+            )
+        })
+        .prop_map(|(h, a, b, a_vals, b_vals, a_vals2, b_vals2, alpha, beta)| {
+            let (m, ka, kb, n, op_a, op_b, base, algorithm) = h;
+            Problem {
+                m,
+                ka,
+                kb,
+                n,
+                op_a,
+                op_b,
+                base,
+                algorithm,
+                a,
+                b,
+                a_vals,
+                b_vals,
+                a_vals2,
+                b_vals2,
+                alpha,
+                beta,
+            }
+        })
+        .boxed()
+}
+
+/// Shapes whose inner dimensions agree.
+fn matching_header() -> BoxedStrategy<Header> {
+    (dim(), dim(), dim(), op(), op(), base(), algorithm())
+        .prop_map(|(m, k, n, op_a, op_b, base, alg)| (m, k, k, n, op_a, op_b, base, alg))
+        .boxed()
+}
+
+/// Shapes whose inner dimensions differ.
+fn mismatched_header() -> BoxedStrategy<Header> {
+    (
+        dim(),
+        dim(),
+        1..=3usize,
+        any::<bool>(),
+        dim(),
+        op(),
+        op(),
+        base(),
+    )
+        .prop_map(|(m, k, d, a_larger, n, op_a, op_b, base)| {
+            let (ka, kb) = if a_larger { (k + d, k) } else { (k, k + d) };
+            (m, ka, kb, n, op_a, op_b, base, Algorithm::Default)
+        })
+        .boxed()
+}
+
+fn int_problem() -> BoxedStrategy<Problem<IntV>> {
+    problem_from(matching_header(), int_value(), int_alpha(), int_beta())
+}
+
+fn float_problem() -> BoxedStrategy<Problem<FltV>> {
+    problem_from(
+        matching_header(),
+        float_value(),
+        float_alpha(),
+        float_value(),
+    )
+}
+
+fn mismatched_problem() -> BoxedStrategy<Problem<IntV>> {
+    problem_from(mismatched_header(), int_value(), int_alpha(), int_beta())
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+fn ok<X>(r: rusparse::Result<X>) -> Result<X, TestCaseError> {
+    r.map_err(|e| TestCaseError::fail(format!("unexpected error: {e:?}")))
+}
+
+fn is_invalid<X>(r: &rusparse::Result<X>) -> bool {
+    matches!(r, Err(Error::InvalidValue(_)))
+}
+
+fn describe<X: Debug>(r: &rusparse::Result<X>) -> String {
+    match r {
+        Ok(_) => "Ok(..)".to_string(),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+fn build<T: TestScalar, I: Index, J: Index, V: Val>(
+    p: &Pattern,
+    vals: &[V],
+    base: IndexBase,
+) -> CsrMatrix<T, I, J> {
+    assert_eq!(p.entries.len(), vals.len());
+    let triplets: Vec<(usize, usize, T)> = p
+        .entries
+        .iter()
+        .zip(vals)
+        .map(|(&(r, c), v)| (r, c, v.to::<T>()))
+        .collect();
+    CsrMatrix::from_triplets(p.nrows, p.ncols, &triplets, base).expect("generated triplets")
+}
+
+fn reference_product<T: TestScalar, I: Index, J: Index>(
+    a: &CsrMatrix<T, I, J>,
+    op_a: Op,
+    b: &CsrMatrix<T, I, J>,
+    op_b: Op,
+    alpha: T,
+) -> CsrMatrix<T, I, J> {
+    reference::spgemm(&a.view(), op_a, &b.view(), op_b, alpha).expect("reference product")
+}
+
+fn other_base(b: IndexBase) -> IndexBase {
+    match b {
+        IndexBase::Zero => IndexBase::One,
+        IndexBase::One => IndexBase::Zero,
+    }
+}
+
+fn conjugated<T: TestScalar, I: Index, J: Index>(x: &CsrMatrix<T, I, J>) -> CsrMatrix<T, I, J> {
+    let mut y = x.clone();
+    for v in y.values_mut() {
+        *v = v.conj();
+    }
+    y
+}
+
+/// The shared CPU contexts with 1, 2, 3 and 7 threads (pools are started once).
+fn contexts() -> &'static [(usize, Context)] {
+    static CONTEXTS: OnceLock<Vec<(usize, Context)>> = OnceLock::new();
+    CONTEXTS.get_or_init(|| {
+        [1usize, 2, 3, 7]
+            .iter()
+            .map(|&n| {
+                let mut ctx = Context::cpu().expect("CPU context");
+                ctx.set_num_threads(n).expect("thread pool");
+                (n, ctx)
+            })
+            .collect()
+    })
+}
+
+/// A context chosen by the problem, so each property sees several thread counts.
+fn context_for<V>(p: &Problem<V>) -> &'static Context {
+    let all = contexts();
+    &all[(p.a.entries.len() + 3 * p.b.entries.len()) % all.len()].1
+}
+
+/// Number of scalar products of `op(A) * op(B)`, counted from the patterns.
+fn count_products<V>(p: &Problem<V>) -> u64 {
+    let mut row_len_b = vec![0u64; p.kb];
+    for &(r, c) in &p.b.entries {
+        row_len_b[if p.op_b.transposes() { c } else { r }] += 1;
+    }
+    p.a.entries
+        .iter()
+        .map(|&(r, c)| row_len_b[if p.op_a.transposes() { r } else { c }])
+        .sum()
+}
+
+/// Checks what every output must satisfy: shape, base, offsets starting at
+/// the base and ending at nnz + base, strictly increasing in-range columns.
+fn check_output<T: TestScalar, I: Index, J: Index>(
+    c: &CsrMatrix<T, I, J>,
+    m: usize,
+    n: usize,
+    base: IndexBase,
+) -> TestResult {
+    prop_assert_eq!((c.nrows(), c.ncols()), (m, n));
+    prop_assert_eq!(c.base(), base);
+    let b = base.offset() as i64;
+    let ro = c.row_offsets();
+    prop_assert_eq!(ro.len(), m + 1);
+    prop_assert_eq!(ro[0].to_i64(), b, "row_offsets[0] must equal the base");
+    prop_assert_eq!(ro[m].to_i64() - b, c.nnz() as i64);
+    prop_assert_eq!(c.values().len(), c.nnz());
+    for i in 0..m {
+        let (lo, hi) = (ro[i].to_i64(), ro[i + 1].to_i64());
+        prop_assert!(lo <= hi, "offsets decrease at row {}", i);
+        let cols = &c.col_indices()[(lo - b) as usize..(hi - b) as usize];
+        for w in cols.windows(2) {
+            prop_assert!(
+                w[0] < w[1],
+                "row {} columns not strictly increasing: {:?}",
+                i,
+                cols
+            );
+        }
+        for col in cols {
+            let col = col.to_i64();
+            prop_assert!(
+                col >= b && col < n as i64 + b,
+                "column {} out of range",
+                col
+            );
+        }
+    }
+    prop_assert!(validate_structure(m, n, ro, c.col_indices(), base).is_ok());
+    Ok(())
+}
+
+/// A dense matrix with a structural mask (for the independent oracle).
+#[derive(Debug, PartialEq)]
+struct Dense {
+    rows: usize,
+    cols: usize,
+    present: Vec<bool>,
+    val: Vec<Complex<f64>>,
+}
+
+/// `op(x)` as a dense matrix, conjugating explicitly for `Op::C`.
+fn dense_op<T: TestScalar, I: Index, J: Index>(x: &CsrMatrix<T, I, J>, op: Op) -> Dense {
+    let (rows, cols) = stored(op, x.nrows(), x.ncols());
+    let mut d = Dense {
+        rows,
+        cols,
+        present: vec![false; rows * cols],
+        val: vec![Complex::new(0.0, 0.0); rows * cols],
+    };
+    let b = x.base().offset();
+    for i in 0..x.nrows() {
+        let lo = x.row_offsets()[i].to_usize() - b;
+        let hi = x.row_offsets()[i + 1].to_usize() - b;
+        for k in lo..hi {
+            let j = x.col_indices()[k].to_usize() - b;
+            let v = x.values()[k].to_c64();
+            let (r, c, v) = match op {
+                Op::N => (i, j, v),
+                Op::T => (j, i, v),
+                Op::C => (j, i, v.conj()),
+            };
+            d.present[r * cols + c] = true;
+            d.val[r * cols + c] += v;
+        }
+    }
+    d
+}
+
+fn dense_of<T: TestScalar, I: Index, J: Index>(x: &CsrMatrix<T, I, J>) -> Dense {
+    dense_op(x, Op::N)
+}
+
+fn dense_product(a: &Dense, b: &Dense, alpha: Complex<f64>) -> Dense {
+    assert_eq!(a.cols, b.rows);
+    let (m, n) = (a.rows, b.cols);
+    let mut c = Dense {
+        rows: m,
+        cols: n,
+        present: vec![false; m * n],
+        val: vec![Complex::new(0.0, 0.0); m * n],
+    };
+    for i in 0..m {
+        for k in 0..a.cols {
+            if !a.present[i * a.cols + k] {
+                continue;
+            }
+            let av = a.val[i * a.cols + k];
+            for j in 0..n {
+                if b.present[k * n + j] {
+                    c.present[i * n + j] = true;
+                    c.val[i * n + j] += av * b.val[k * n + j];
+                }
+            }
+        }
+    }
+    for v in &mut c.val {
+        *v *= alpha;
+    }
+    c
+}
+
+type Bits<I, J> = (Vec<I>, Vec<J>, Vec<(u64, u64)>);
+
+fn bits<T: TestScalar, I: Index, J: Index>(c: &CsrMatrix<T, I, J>) -> Bits<I, J> {
+    (
+        c.row_offsets().to_vec(),
+        c.col_indices().to_vec(),
+        c.values().iter().map(|v| v.bits()).collect(),
+    )
+}
+
+/// Fresh output arrays for a plan with `nnz` entries.
+fn outputs<T: TestScalar, I: Index, J: Index>(m: usize, nnz: usize) -> (Vec<I>, Vec<J>, Vec<T>) {
+    (
+        vec![I::default(); m + 1],
+        vec![J::default(); nnz],
+        vec![T::zero(); nnz],
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Properties (generic over the value and index types)
+// ---------------------------------------------------------------------------
+
+/// One-call `spgemm` with integer values: equal to the reference (structure,
+/// sorted columns, values), to an independent dense product with explicit
+/// conjugation, and `op = C` equal to `op = T` of the conjugated operand.
+fn prop_exact<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
+    let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
+    let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
+    let alpha: T = p.alpha.to();
+    let opts = SpgemmOptions {
+        op_a: p.op_a,
+        op_b: p.op_b,
+        alpha,
+        algorithm: p.algorithm,
+    };
+    let c = ok(rusparse::spgemm(&a.view(), &b.view(), &opts))?;
+    check_output(&c, p.m, p.n, p.base)?;
+    let r = reference_product(&a, p.op_a, &b, p.op_b, alpha);
+    prop_assert_eq!(&c, &r);
+
+    let expected = dense_product(&dense_op(&a, p.op_a), &dense_op(&b, p.op_b), alpha.to_c64());
+    prop_assert_eq!(dense_of(&c), expected, "differs from the dense oracle");
+
+    // op = C must be op = T of the conjugated operand.
+    if p.op_a == Op::C || p.op_b == Op::C {
+        let (a2, op_a2) = if p.op_a == Op::C {
+            (conjugated(&a), Op::T)
+        } else {
+            (a.clone(), p.op_a)
+        };
+        let (b2, op_b2) = if p.op_b == Op::C {
+            (conjugated(&b), Op::T)
+        } else {
+            (b.clone(), p.op_b)
+        };
+        let opts2 = SpgemmOptions {
+            op_a: op_a2,
+            op_b: op_b2,
+            ..opts
+        };
+        let c2 = ok(rusparse::spgemm(&a2.view(), &b2.view(), &opts2))?;
+        prop_assert_eq!(&c, &c2, "op C differs from op T of the conjugate");
+    }
+    Ok(())
+}
+
+/// Non-integer values: identical structure to the reference and every value
+/// within `8 eps |alpha| sum_k |a_ik| |b_kj|` of it.
+fn prop_tolerance<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
+    let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
+    let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
+    let alpha: T = p.alpha.to();
+    let opts = SpgemmOptions {
+        op_a: p.op_a,
+        op_b: p.op_b,
+        alpha,
+        algorithm: p.algorithm,
+    };
+    let c = ok(context_for(p).spgemm(&a.view(), &b.view(), &opts))?;
+    check_output(&c, p.m, p.n, p.base)?;
+    let r = reference_product(&a, p.op_a, &b, p.op_b, alpha);
+    prop_assert_eq!(c.row_offsets(), r.row_offsets());
+    prop_assert_eq!(c.col_indices(), r.col_indices());
+
+    // sum_k |a_ik| |b_kj| on the same pattern, in f64.
+    let abs = |x: &CsrMatrix<T, I, J>| {
+        CsrMatrix::<f64, I, J>::try_from_parts(
+            x.nrows(),
+            x.ncols(),
+            x.row_offsets().to_vec(),
+            x.col_indices().to_vec(),
+            x.values().iter().map(|v| v.magnitude()).collect(),
+            x.base(),
+        )
+        .expect("same structure")
+    };
+    let (aa, ab) = (abs(&a), abs(&b));
+    let s = reference::spgemm(&aa.view(), p.op_a, &ab.view(), p.op_b, 1.0).expect("bound");
+    prop_assert_eq!(s.col_indices(), r.col_indices());
+    let scale = 8.0 * T::EPS * alpha.magnitude();
+    for (k, ((cv, rv), sv)) in c
+        .values()
+        .iter()
+        .zip(r.values())
+        .zip(s.values())
+        .enumerate()
+    {
+        let diff = (cv.to_c64() - rv.to_c64()).norm();
+        prop_assert!(
+            diff <= scale * sv,
+            "entry {}: {:?} vs reference {:?}, |diff| = {} > bound {}",
+            k,
+            cv,
+            rv,
+            diff,
+            scale * sv
+        );
+    }
+    Ok(())
+}
+
+/// Plan once, numeric many times: symbolic once, numeric with two value sets
+/// on the same pattern (each equal to its reference), `execute`, and
+/// `write_structure` followed by a values-only numeric (also into 64-bit
+/// offsets with the other base). Phases out of order and wrong output
+/// lengths are refused with `InvalidValue`.
+fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
+    let ctx = context_for(p);
+    let a1 = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
+    let b1 = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
+    let a2 = build::<T, I, J, _>(&p.a, &p.a_vals2, p.base);
+    let b2 = build::<T, I, J, _>(&p.b, &p.b_vals2, p.base);
+    let alpha: T = p.alpha.to();
+    let r1 = reference_product(&a1, p.op_a, &b1, p.op_b, alpha);
+    let r2 = reference_product(&a2, p.op_a, &b2, p.op_b, alpha);
+
+    let mut plan = ok(SpgemmPlan::new(
+        ctx,
+        &a1.view(),
+        p.op_a,
+        &b1.view(),
+        p.op_b,
+        p.algorithm,
+    ))?;
+    prop_assert_eq!(plan.shape(), (p.m, p.n));
+    prop_assert_eq!(plan.algorithm(), p.algorithm);
+    prop_assert_eq!(plan.num_products(), count_products(p));
+    prop_assert_eq!(plan.nnz(), None);
+
+    // Before the symbolic phase every later phase is refused.
+    let early = plan.execute(ctx, &a1.view(), &b1.view(), alpha);
+    prop_assert!(
+        is_invalid(&early),
+        "execute before symbolic: {}",
+        describe(&early)
+    );
+    let mut v = vec![T::zero(); r1.nnz()];
+    let early = plan.numeric::<T, I>(
+        ctx,
+        &a1.view(),
+        &b1.view(),
+        alpha,
+        T::zero(),
+        CsrOutput {
+            row_offsets: None,
+            col_indices: None,
+            values: Some(&mut v),
+        },
+        p.base,
+    );
+    prop_assert!(
+        is_invalid(&early),
+        "numeric before symbolic: {}",
+        describe(&early)
+    );
+
+    // The symbolic phase only looks at the pattern: run it on the second values.
+    let nnz = ok(plan.symbolic(ctx, &a2.view(), &b2.view()))?;
+    prop_assert_eq!(nnz, r1.nnz());
+    prop_assert_eq!(plan.nnz(), Some(nnz));
+
+    for (a, b, r) in [(&a1, &b1, &r1), (&a2, &b2, &r2), (&a1, &b1, &r1)] {
+        let (mut ro, mut cols, mut vals) = outputs::<T, I, J>(p.m, nnz);
+        ok(plan.numeric(
+            ctx,
+            &a.view(),
+            &b.view(),
+            alpha,
+            T::zero(),
+            CsrOutput {
+                row_offsets: Some(&mut ro),
+                col_indices: Some(&mut cols),
+                values: Some(&mut vals),
+            },
+            p.base,
+        ))?;
+        let c = ok(CsrMatrix::try_from_parts(p.m, p.n, ro, cols, vals, p.base))?;
+        check_output(&c, p.m, p.n, p.base)?;
+        prop_assert_eq!(&c, r);
+        let e = ok(plan.execute(ctx, &a.view(), &b.view(), alpha))?;
+        prop_assert_eq!(&e, r);
+    }
+
+    // write_structure, then numeric with values only (same base, same types).
+    let (mut ro, mut cols, mut vals) = outputs::<T, I, J>(p.m, nnz);
+    ok(plan.write_structure(ctx, &a2.view(), &b2.view(), &mut ro, &mut cols, p.base))?;
+    ok(plan.numeric::<T, I>(
+        ctx,
+        &a2.view(),
+        &b2.view(),
+        alpha,
+        T::zero(),
+        CsrOutput {
+            row_offsets: None,
+            col_indices: None,
+            values: Some(&mut vals),
+        },
+        p.base,
+    ))?;
+    let c = ok(CsrMatrix::try_from_parts(p.m, p.n, ro, cols, vals, p.base))?;
+    prop_assert_eq!(&c, &r2);
+
+    // The same into 64-bit row offsets with the other base.
+    let ob = other_base(p.base);
+    let shift = ob.offset() as i64 - p.base.offset() as i64;
+    let mut ro64 = vec![-7i64; p.m + 1];
+    let mut cols = vec![J::default(); nnz];
+    ok(plan.write_structure(ctx, &a1.view(), &b1.view(), &mut ro64, &mut cols, ob))?;
+    let mut vals = vec![T::zero(); nnz];
+    ok(plan.numeric::<T, i64>(
+        ctx,
+        &a1.view(),
+        &b1.view(),
+        alpha,
+        T::zero(),
+        CsrOutput {
+            row_offsets: None,
+            col_indices: None,
+            values: Some(&mut vals),
+        },
+        ob,
+    ))?;
+    let want_ro: Vec<i64> = r1
+        .row_offsets()
+        .iter()
+        .map(|x| x.to_i64() + shift)
+        .collect();
+    let want_cols: Vec<i64> = r1
+        .col_indices()
+        .iter()
+        .map(|x| x.to_i64() + shift)
+        .collect();
+    prop_assert_eq!(ro64, want_ro);
+    prop_assert_eq!(
+        cols.iter().map(|x| x.to_i64()).collect::<Vec<_>>(),
+        want_cols
+    );
+    prop_assert_eq!(&vals[..], r1.values());
+
+    // Columns only (values None) give the sorted structure as well.
+    let mut cols_only = vec![J::default(); nnz];
+    ok(plan.numeric::<T, I>(
+        ctx,
+        &a1.view(),
+        &b1.view(),
+        alpha,
+        T::zero(),
+        CsrOutput {
+            row_offsets: None,
+            col_indices: Some(&mut cols_only),
+            values: None,
+        },
+        p.base,
+    ))?;
+    prop_assert_eq!(&cols_only[..], r1.col_indices());
+
+    // Output arrays of the wrong length are refused.
+    let mut long_vals = vec![T::zero(); nnz + 1];
+    let bad = plan.numeric::<T, I>(
+        ctx,
+        &a1.view(),
+        &b1.view(),
+        alpha,
+        T::zero(),
+        CsrOutput {
+            row_offsets: None,
+            col_indices: None,
+            values: Some(&mut long_vals),
+        },
+        p.base,
+    );
+    prop_assert!(
+        is_invalid(&bad),
+        "values of length nnz + 1: {}",
+        describe(&bad)
+    );
+    let mut long_ro = vec![I::default(); p.m + 2];
+    let mut cols = vec![J::default(); nnz];
+    let bad = plan.write_structure(ctx, &a1.view(), &b1.view(), &mut long_ro, &mut cols, p.base);
+    prop_assert!(
+        is_invalid(&bad),
+        "row offsets of length m + 2: {}",
+        describe(&bad)
+    );
+    if nnz > 0 {
+        let mut ro = vec![I::default(); p.m + 1];
+        let mut short_cols = vec![J::default(); nnz - 1];
+        let bad = plan.write_structure(
+            ctx,
+            &a1.view(),
+            &b1.view(),
+            &mut ro,
+            &mut short_cols,
+            p.base,
+        );
+        prop_assert!(
+            is_invalid(&bad),
+            "columns of length nnz - 1: {}",
+            describe(&bad)
+        );
+    }
+    Ok(())
+}
+
+/// `values = alpha * op(A) op(B) + beta * values` with beta != 0 on known old
+/// values (twice in a row), and beta == 0 never reading the old values (NaN).
+fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
+    let ctx = context_for(p);
+    let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
+    let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
+    let alpha: T = p.alpha.to();
+    let beta: T = p.beta.to();
+    prop_assert!(beta != T::zero());
+    let r = reference_product(&a, p.op_a, &b, p.op_b, alpha);
+    let mut plan = ok(SpgemmPlan::new(
+        ctx,
+        &a.view(),
+        p.op_a,
+        &b.view(),
+        p.op_b,
+        p.algorithm,
+    ))?;
+    let nnz = ok(plan.symbolic(ctx, &a.view(), &b.view()))?;
+    prop_assert_eq!(nnz, r.nnz());
+
+    let old: Vec<T> = (0..nnz)
+        .map(|k| {
+            T::from_parts(
+                ((k * 5 + 3) % 9) as f64 - 4.0,
+                ((k * 7 + 1) % 9) as f64 - 4.0,
+            )
+        })
+        .collect();
+    let (mut ro, mut cols, _) = outputs::<T, I, J>(p.m, nnz);
+    let mut vals = old.clone();
+    ok(plan.numeric(
+        ctx,
+        &a.view(),
+        &b.view(),
+        alpha,
+        beta,
+        CsrOutput {
+            row_offsets: Some(&mut ro),
+            col_indices: Some(&mut cols),
+            values: Some(&mut vals),
+        },
+        p.base,
+    ))?;
+    prop_assert_eq!(&ro[..], r.row_offsets());
+    prop_assert_eq!(&cols[..], r.col_indices());
+    let expected: Vec<T> = r
+        .values()
+        .iter()
+        .zip(&old)
+        .map(|(&rv, &o)| rv + beta * o)
+        .collect();
+    prop_assert_eq!(&vals, &expected, "alpha * ref + beta * old");
+
+    // Again on the result, values only.
+    ok(plan.numeric::<T, I>(
+        ctx,
+        &a.view(),
+        &b.view(),
+        alpha,
+        beta,
+        CsrOutput {
+            row_offsets: None,
+            col_indices: None,
+            values: Some(&mut vals),
+        },
+        p.base,
+    ))?;
+    let expected2: Vec<T> = r
+        .values()
+        .iter()
+        .zip(&expected)
+        .map(|(&rv, &o)| rv + beta * o)
+        .collect();
+    prop_assert_eq!(&vals, &expected2, "second accumulation");
+
+    // beta == 0: the old values are not read, so NaN must not leak through.
+    let mut nan_vals = vec![T::from_parts(f64::NAN, f64::NAN); nnz];
+    ok(plan.numeric::<T, I>(
+        ctx,
+        &a.view(),
+        &b.view(),
+        alpha,
+        T::zero(),
+        CsrOutput {
+            row_offsets: None,
+            col_indices: None,
+            values: Some(&mut nan_vals),
+        },
+        p.base,
+    ))?;
+    prop_assert_eq!(&nan_vals[..], r.values(), "beta = 0 must ignore old values");
+    Ok(())
+}
+
+/// The same product on 1, 2, 3 and 7 threads (one call, and plans made,
+/// run symbolically and executed on different contexts) is bitwise identical.
+fn prop_deterministic<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
+    let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
+    let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
+    let opts = SpgemmOptions {
+        op_a: p.op_a,
+        op_b: p.op_b,
+        alpha: p.alpha.to::<T>(),
+        algorithm: p.algorithm,
+    };
+    let ctxs = contexts();
+    let first = ok(ctxs[0].1.spgemm(&a.view(), &b.view(), &opts))?;
+    check_output(&first, p.m, p.n, p.base)?;
+    let want = bits(&first);
+    for (n, ctx) in ctxs {
+        prop_assert_eq!(ctx.num_threads(), *n);
+        let c = ok(ctx.spgemm(&a.view(), &b.view(), &opts))?;
+        prop_assert!(bits(&c) == want, "{} threads differ from 1 thread", n);
+    }
+    for (x, (nx, cx)) in ctxs.iter().enumerate() {
+        let (ny, cy) = &ctxs[(x + 1) % ctxs.len()];
+        let (nz, cz) = &ctxs[(x + 3) % ctxs.len()];
+        let mut plan = ok(SpgemmPlan::new(
+            cx,
+            &a.view(),
+            p.op_a,
+            &b.view(),
+            p.op_b,
+            p.algorithm,
+        ))?;
+        ok(plan.symbolic(cy, &a.view(), &b.view()))?;
+        let c = ok(plan.execute(cz, &a.view(), &b.view(), opts.alpha))?;
+        prop_assert!(
+            bits(&c) == want,
+            "plan on {} threads, symbolic on {}, execute on {} differs",
+            nx,
+            ny,
+            nz
+        );
+    }
+    Ok(())
+}
+
+/// How an operand is changed after the plan was made.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    /// One entry moves to another column of its row.
+    Move,
+    /// One entry is removed.
+    Remove,
+    /// One entry is added.
+    Add,
+    /// Two entries of one row with different columns swap places.
+    Swap,
+    /// One more (empty) row.
+    GrowRows,
+    /// One more (empty) column.
+    GrowCols,
+}
+
+/// Applies `change` to `(pattern, values)`; `None` when it does not apply.
+fn apply_change(
+    pat: &Pattern,
+    vals: &[IntV],
+    change: Change,
+    pick: Pick,
+    pick2: Pick,
+) -> Option<(Pattern, Vec<IntV>)> {
+    let mut q = pat.clone();
+    let mut v = vals.to_vec();
+    let len = q.entries.len();
+    match change {
+        Change::Move => {
+            if len == 0 || q.ncols < 2 {
+                return None;
+            }
+            let e = pick.index(len);
+            let (r, c) = q.entries[e];
+            q.entries[e] = (r, (c + 1 + pick2.index(q.ncols - 1)) % q.ncols);
+        }
+        Change::Remove => {
+            if len == 0 {
+                return None;
+            }
+            let e = pick.index(len);
+            q.entries.remove(e);
+            v.remove(e);
+        }
+        Change::Add => {
+            if q.nrows == 0 || q.ncols == 0 {
+                return None;
+            }
+            let e = (pick.index(q.nrows), pick2.index(q.ncols));
+            let at = if len == 0 { 0 } else { pick2.index(len + 1) };
+            q.entries.insert(at, e);
+            v.insert(at, (1, 1));
+        }
+        Change::Swap => {
+            let pairs: Vec<(usize, usize)> = (0..len)
+                .flat_map(|i| (i + 1..len).map(move |j| (i, j)))
+                .filter(|&(i, j)| {
+                    q.entries[i].0 == q.entries[j].0 && q.entries[i].1 != q.entries[j].1
+                })
+                .collect();
+            if pairs.is_empty() {
+                return None;
+            }
+            let (i, j) = pairs[pick.index(pairs.len())];
+            q.entries.swap(i, j);
+            v.swap(i, j);
+        }
+        Change::GrowRows => q.nrows += 1,
+        Change::GrowCols => q.ncols += 1,
+    }
+    Some((q, v))
+}
+
+/// A plan refuses operands whose pattern or shape changed since it was made
+/// (symbolic, write_structure, numeric and execute all give InvalidValue,
+/// never a wrong result or a panic), and still works with the original.
+fn prop_changed_pattern<T: TestScalar, I: Index, J: Index>(
+    p: &Problem<IntV>,
+    change_b: bool,
+    choice: Pick,
+    pick: Pick,
+    pick2: Pick,
+) -> TestResult {
+    const CHANGES: [Change; 6] = [
+        Change::Move,
+        Change::Remove,
+        Change::Add,
+        Change::Swap,
+        Change::GrowRows,
+        Change::GrowCols,
+    ];
+    // Every applicable (operand, change); growing always applies.
+    let mut candidates = Vec::new();
+    for on_b in [change_b, !change_b] {
+        let (pat, vals) = if on_b {
+            (&p.b, &p.b_vals)
+        } else {
+            (&p.a, &p.a_vals)
+        };
+        for change in CHANGES {
+            if let Some(changed) = apply_change(pat, vals, change, pick, pick2) {
+                candidates.push((on_b, change, changed));
+            }
+        }
+    }
+    let (on_b, change, (pat2, vals2)) = candidates.swap_remove(choice.index(candidates.len()));
+
+    let ctx = context_for(p);
+    let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
+    let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
+    let changed = build::<T, I, J, _>(&pat2, &vals2, p.base);
+    let (a2, b2) = if on_b { (&a, &changed) } else { (&changed, &b) };
+    let alpha: T = p.alpha.to();
+    let what = format!("{change:?} on {}", if on_b { "B" } else { "A" });
+
+    let mut plan = ok(SpgemmPlan::new(
+        ctx,
+        &a.view(),
+        p.op_a,
+        &b.view(),
+        p.op_b,
+        p.algorithm,
+    ))?;
+    let mut unsymbolic = plan.clone();
+    let r = unsymbolic.symbolic(ctx, &a2.view(), &b2.view());
+    prop_assert!(is_invalid(&r), "symbolic after {}: {}", what, describe(&r));
+
+    let nnz = ok(plan.symbolic(ctx, &a.view(), &b.view()))?;
+    let (mut ro, mut cols, mut vals) = outputs::<T, I, J>(p.m, nnz);
+    let r = plan.numeric(
+        ctx,
+        &a2.view(),
+        &b2.view(),
+        alpha,
+        T::zero(),
+        CsrOutput {
+            row_offsets: Some(&mut ro),
+            col_indices: Some(&mut cols),
+            values: Some(&mut vals),
+        },
+        p.base,
+    );
+    prop_assert!(is_invalid(&r), "numeric after {}: {}", what, describe(&r));
+    let r = plan.numeric::<T, I>(
+        ctx,
+        &a2.view(),
+        &b2.view(),
+        alpha,
+        T::zero(),
+        CsrOutput {
+            row_offsets: None,
+            col_indices: None,
+            values: Some(&mut vals),
+        },
+        p.base,
+    );
+    prop_assert!(
+        is_invalid(&r),
+        "values-only numeric after {}: {}",
+        what,
+        describe(&r)
+    );
+    let r = plan.write_structure(ctx, &a2.view(), &b2.view(), &mut ro, &mut cols, p.base);
+    prop_assert!(
+        is_invalid(&r),
+        "write_structure after {}: {}",
+        what,
+        describe(&r)
+    );
+    let r = plan.execute(ctx, &a2.view(), &b2.view(), alpha);
+    prop_assert!(is_invalid(&r), "execute after {}: {}", what, describe(&r));
+
+    // The refused calls leave the plan usable.
+    let c = ok(plan.execute(ctx, &a.view(), &b.view(), alpha))?;
+    prop_assert_eq!(c, reference_product(&a, p.op_a, &b, p.op_b, alpha));
+    Ok(())
+}
+
+/// Inner dimensions that differ are refused with InvalidValue by `spgemm`
+/// and `SpgemmPlan::new`.
+fn prop_mismatch<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
+    prop_assert!(p.ka != p.kb);
+    let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
+    let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
+    let opts = SpgemmOptions {
+        op_a: p.op_a,
+        op_b: p.op_b,
+        alpha: p.alpha.to::<T>(),
+        algorithm: p.algorithm,
+    };
+    let r = rusparse::spgemm(&a.view(), &b.view(), &opts);
+    prop_assert!(is_invalid(&r), "spgemm: {}", describe(&r));
+    let r = context_for(p).spgemm(&a.view(), &b.view(), &opts);
+    prop_assert!(is_invalid(&r), "Context::spgemm: {}", describe(&r));
+    let r = SpgemmPlan::new(
+        context_for(p),
+        &a.view(),
+        p.op_a,
+        &b.view(),
+        p.op_b,
+        p.algorithm,
+    );
+    prop_assert!(is_invalid(&r), "SpgemmPlan::new: {}", describe(&r));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// One module per (value type, row-offset type, column-index type)
+// ---------------------------------------------------------------------------
+
+macro_rules! combinations {
+    ($($name:ident: $t:ty, $i:ty, $j:ty;)*) => {$(
+        mod $name {
+            use super::*;
+
+            proptest! {
+                #![proptest_config(config(64))]
+
+                #[test]
+                fn exact_matches_reference(p in int_problem()) {
+                    prop_exact::<$t, $i, $j>(&p)?;
+                }
+
+                #[test]
+                fn non_integer_within_tolerance(p in float_problem()) {
+                    prop_tolerance::<$t, $i, $j>(&p)?;
+                }
+
+                #[test]
+                fn plan_symbolic_once_numeric_many(p in int_problem()) {
+                    prop_plan::<$t, $i, $j>(&p)?;
+                }
+
+                #[test]
+                fn numeric_with_beta(p in int_problem()) {
+                    prop_beta::<$t, $i, $j>(&p)?;
+                }
+
+                #[test]
+                fn bitwise_identical_across_thread_counts(p in float_problem()) {
+                    prop_deterministic::<$t, $i, $j>(&p)?;
+                }
+
+                #[test]
+                fn changed_pattern_is_refused(
+                    p in int_problem(),
+                    change_b in any::<bool>(),
+                    choice in any::<Pick>(),
+                    pick in any::<Pick>(),
+                    pick2 in any::<Pick>(),
+                ) {
+                    prop_changed_pattern::<$t, $i, $j>(&p, change_b, choice, pick, pick2)?;
+                }
+            }
+
+            proptest! {
+                #![proptest_config(config(32))]
+
+                #[test]
+                fn inner_dimension_mismatch_is_refused(p in mismatched_problem()) {
+                    prop_mismatch::<$t, $i, $j>(&p)?;
+                }
+            }
+        }
+    )*};
+}
+
+type C32 = Complex<f32>;
+type C64 = Complex<f64>;
+
+combinations! {
+    f32_i32_i32: f32, i32, i32;
+    f32_i64_i64: f32, i64, i64;
+    f32_i64_i32: f32, i64, i32;
+    f32_i32_i64: f32, i32, i64;
+    f64_i32_i32: f64, i32, i32;
+    f64_i64_i64: f64, i64, i64;
+    f64_i64_i32: f64, i64, i32;
+    f64_i32_i64: f64, i32, i64;
+    c32_i32_i32: C32, i32, i32;
+    c32_i64_i64: C32, i64, i64;
+    c32_i64_i32: C32, i64, i32;
+    c32_i32_i64: C32, i32, i64;
+    c64_i32_i32: C64, i32, i32;
+    c64_i64_i64: C64, i64, i64;
+    c64_i64_i32: C64, i64, i32;
+    c64_i32_i64: C64, i32, i64;
+}
+
+// ---------------------------------------------------------------------------
+// Fixed cases
+// ---------------------------------------------------------------------------
+
+/// `op = C` really conjugates: A = [[1+2i, 0], [3i, 1]], B = I.
+#[test]
+fn conjugate_transpose_conjugates() {
+    let a = CsrMatrix::<C64, i32>::from_triplets(
+        2,
+        2,
+        &[
+            (0, 0, Complex::new(1.0, 2.0)),
+            (1, 0, Complex::new(0.0, 3.0)),
+            (1, 1, Complex::new(1.0, 0.0)),
+        ],
+        IndexBase::Zero,
+    )
+    .unwrap();
+    let id = CsrMatrix::<C64, i32>::from_triplets(
+        2,
+        2,
+        &[
+            (0, 0, Complex::new(1.0, 0.0)),
+            (1, 1, Complex::new(1.0, 0.0)),
+        ],
+        IndexBase::Zero,
+    )
+    .unwrap();
+    let product = |op_a, op_b, x: &CsrMatrix<C64, i32>, y: &CsrMatrix<C64, i32>| {
+        let opts = SpgemmOptions {
+            op_a,
+            op_b,
+            ..Default::default()
+        };
+        rusparse::spgemm(&x.view(), &y.view(), &opts).unwrap()
+    };
+    // Aᴴ = [[1-2i, -3i], [0, 1]]
+    let ah = product(Op::C, Op::N, &a, &id);
+    assert_eq!(ah.row_offsets(), &[0, 2, 3]);
+    assert_eq!(ah.col_indices(), &[0, 1, 1]);
+    assert_eq!(
+        ah.values(),
+        &[
+            Complex::new(1.0, -2.0),
+            Complex::new(0.0, -3.0),
+            Complex::new(1.0, 0.0)
+        ]
+    );
+    // Aᵀ keeps the signs.
+    let at = product(Op::T, Op::N, &a, &id);
+    assert_eq!(
+        at.values(),
+        &[
+            Complex::new(1.0, 2.0),
+            Complex::new(0.0, 3.0),
+            Complex::new(1.0, 0.0)
+        ]
+    );
+    // I * Aᴴ through op_b.
+    let ah_b = product(Op::N, Op::C, &id, &a);
+    assert_eq!(ah_b, ah);
+    // Aᴴ A = [[1+4+9, -3i], [3i, 1]]... computed: (1-2i)(1+2i) + (-3i)(3i) = 5 + 9 = 14.
+    let aha = product(Op::C, Op::N, &a, &a);
+    assert_eq!(aha.col_indices(), &[0, 1, 0, 1]);
+    assert_eq!(
+        aha.values(),
+        &[
+            Complex::new(14.0, 0.0),
+            Complex::new(0.0, -3.0),
+            Complex::new(0.0, 3.0),
+            Complex::new(1.0, 0.0)
+        ]
+    );
+    assert_eq!(
+        aha,
+        reference::spgemm(&a.view(), Op::C, &a.view(), Op::N, Complex::new(1.0, 0.0)).unwrap()
+    );
+}
+
+/// Duplicates within a row are summed and unsorted columns come out sorted,
+/// with base 1 kept in the output.
+#[test]
+fn duplicates_summed_and_columns_sorted() {
+    // A = one row with columns 2, 0, 2, 1 (1-based output).
+    let a = CsrMatrix::<f64, i64, i32>::from_triplets(
+        1,
+        3,
+        &[(0, 2, 1.0), (0, 0, 2.0), (0, 2, 3.0), (0, 1, -1.0)],
+        IndexBase::One,
+    )
+    .unwrap();
+    let id = CsrMatrix::<f64, i64, i32>::from_triplets(
+        3,
+        3,
+        &[(2, 2, 1.0), (0, 0, 1.0), (1, 1, 1.0)],
+        IndexBase::One,
+    )
+    .unwrap();
+    let c = rusparse::spgemm(&a.view(), &id.view(), &SpgemmOptions::default()).unwrap();
+    assert_eq!(c.base(), IndexBase::One);
+    assert_eq!(c.row_offsets(), &[1, 4]);
+    assert_eq!(c.col_indices(), &[1, 2, 3]);
+    assert_eq!(c.values(), &[2.0, -1.0, 4.0]);
+}
