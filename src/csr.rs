@@ -336,4 +336,6 @@ pub struct CsrOutput<'a, T, I, J> {
     pub col_indices: Option<&'a mut [J]>,
     /// Receives C's values.
     pub values: Option<&'a mut [T]>,
+    /// The index base C's row offsets and columns are written with.
+    pub base: IndexBase,
 }

@@ -341,12 +341,12 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         alpha: T,
         beta: T,
         out: CsrOutput<'_, T, IC, J>,
-        base: IndexBase,
     ) -> Result<()> {
         let CsrOutput {
             row_offsets,
             col_indices,
             values,
+            base,
         } = out;
         self.check_output_sizes(
             row_offsets.as_ref().map(|x| x.len()),
@@ -422,8 +422,8 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 row_offsets: Some(&mut row_offsets),
                 col_indices: Some(&mut col_indices),
                 values: Some(&mut values),
+                base: a.base(),
             },
-            a.base(),
         )?;
         let (m, n) = self.shape();
         Ok(CsrMatrix::from_parts_unchecked(

@@ -38,14 +38,14 @@ fn create(handle: *mut rusparseHandle_t, backend: BackendArg) -> crate::Result<(
 /// The CPU thread count comes from `RUSPARSE_NUM_THREADS` when set (an
 /// invalid value is INVALID_VALUE), else all cores.
 #[no_mangle]
-pub extern "C" fn rusparseCreate(handle: *mut rusparseHandle_t) -> rusparseStatus_t {
+pub unsafe extern "C" fn rusparseCreate(handle: *mut rusparseHandle_t) -> rusparseStatus_t {
     boundary("rusparseCreate", || create(handle, 0))
 }
 
 /// Creates a handle for one back end. CUDA and HIP give NOT_SUPPORTED in a
 /// build without them; `*handle` is NULL after any failure.
 #[no_mangle]
-pub extern "C" fn rusparseCreateWithBackend(
+pub unsafe extern "C" fn rusparseCreateWithBackend(
     handle: *mut rusparseHandle_t,
     backend: BackendArg,
 ) -> rusparseStatus_t {
@@ -54,7 +54,7 @@ pub extern "C" fn rusparseCreateWithBackend(
 
 /// Destroys a handle and its thread pool. NULL is a no-op.
 #[no_mangle]
-pub extern "C" fn rusparseDestroy(handle: rusparseHandle_t) -> rusparseStatus_t {
+pub unsafe extern "C" fn rusparseDestroy(handle: rusparseHandle_t) -> rusparseStatus_t {
     // SAFETY: NULL or a handle from rusparseCreate*, destroyed once.
     boundary("rusparseDestroy", || unsafe {
         rusparseContext::free(handle);
@@ -64,7 +64,7 @@ pub extern "C" fn rusparseDestroy(handle: rusparseHandle_t) -> rusparseStatus_t 
 
 /// Sets the stream later GPU work is queued on (stored; the CPU ignores it).
 #[no_mangle]
-pub extern "C" fn rusparseSetStream(
+pub unsafe extern "C" fn rusparseSetStream(
     handle: rusparseHandle_t,
     stream_id: *mut c_void,
 ) -> rusparseStatus_t {
@@ -77,7 +77,7 @@ pub extern "C" fn rusparseSetStream(
 
 /// Returns the stream set by `rusparseSetStream` (NULL: the default stream).
 #[no_mangle]
-pub extern "C" fn rusparseGetStream(
+pub unsafe extern "C" fn rusparseGetStream(
     handle: rusparseHandle_t,
     stream_id: *mut *mut c_void,
 ) -> rusparseStatus_t {
@@ -91,7 +91,7 @@ pub extern "C" fn rusparseGetStream(
 
 /// Sets where alpha and beta live (HOST or DEVICE; on a CPU handle both are host memory).
 #[no_mangle]
-pub extern "C" fn rusparseSetPointerMode(
+pub unsafe extern "C" fn rusparseSetPointerMode(
     handle: rusparseHandle_t,
     mode: PointerModeArg,
 ) -> rusparseStatus_t {
@@ -113,7 +113,7 @@ pub extern "C" fn rusparseSetPointerMode(
 
 /// Returns the pointer mode.
 #[no_mangle]
-pub extern "C" fn rusparseGetPointerMode(
+pub unsafe extern "C" fn rusparseGetPointerMode(
     handle: rusparseHandle_t,
     mode: *mut PointerModeArg,
 ) -> rusparseStatus_t {
@@ -128,7 +128,7 @@ pub extern "C" fn rusparseGetPointerMode(
 /// The library version as `major * 1000 + minor * 100 + patch` (as
 /// cuSPARSE counts), equal to `RUSPARSE_VERSION` in the header.
 #[no_mangle]
-pub extern "C" fn rusparseGetVersion(
+pub unsafe extern "C" fn rusparseGetVersion(
     handle: rusparseHandle_t,
     version: *mut c_int,
 ) -> rusparseStatus_t {
@@ -150,7 +150,7 @@ pub(crate) fn version_number() -> c_int {
 
 /// The back end the handle was created for.
 #[no_mangle]
-pub extern "C" fn rusparseGetBackend(
+pub unsafe extern "C" fn rusparseGetBackend(
     handle: rusparseHandle_t,
     backend: *mut BackendArg,
 ) -> rusparseStatus_t {
@@ -166,7 +166,7 @@ pub extern "C" fn rusparseGetBackend(
 /// the default, all cores or `RUSPARSE_NUM_THREADS`). Other handles are not
 /// affected. Negative values are INVALID_VALUE.
 #[no_mangle]
-pub extern "C" fn rusparseSetNumThreads(
+pub unsafe extern "C" fn rusparseSetNumThreads(
     handle: rusparseHandle_t,
     num_threads: c_int,
 ) -> rusparseStatus_t {
@@ -187,7 +187,7 @@ pub extern "C" fn rusparseSetNumThreads(
 
 /// The number of CPU threads this handle's products run on.
 #[no_mangle]
-pub extern "C" fn rusparseGetNumThreads(
+pub unsafe extern "C" fn rusparseGetNumThreads(
     handle: rusparseHandle_t,
     num_threads: *mut c_int,
 ) -> rusparseStatus_t {

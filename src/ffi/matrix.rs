@@ -215,7 +215,7 @@ fn create(
 /// do not fit the index types, bad enum values; NOT_SUPPORTED for 16-bit
 /// index or value types.
 #[no_mangle]
-pub extern "C" fn rusparseCreateCsr(
+pub unsafe extern "C" fn rusparseCreateCsr(
     spMatDescr: *mut rusparseSpMatDescr_t,
     rows: i64,
     cols: i64,
@@ -248,7 +248,7 @@ pub extern "C" fn rusparseCreateCsr(
 
 /// Creates a read-only CSR descriptor (usable as A or B, not as C).
 #[no_mangle]
-pub extern "C" fn rusparseCreateConstCsr(
+pub unsafe extern "C" fn rusparseCreateConstCsr(
     spMatDescr: *mut rusparseConstSpMatDescr_t,
     rows: i64,
     cols: i64,
@@ -281,7 +281,7 @@ pub extern "C" fn rusparseCreateConstCsr(
 
 /// Destroys a descriptor (never the arrays it points to). NULL is a no-op.
 #[no_mangle]
-pub extern "C" fn rusparseDestroySpMat(spMatDescr: rusparseConstSpMatDescr_t) -> rusparseStatus_t {
+pub unsafe extern "C" fn rusparseDestroySpMat(spMatDescr: rusparseConstSpMatDescr_t) -> rusparseStatus_t {
     // SAFETY: NULL or a descriptor from rusparseCreate(Const)Csr, destroyed once.
     boundary("rusparseDestroySpMat", || unsafe {
         rusparseSpMatDescr::free(spMatDescr.cast_mut());
@@ -292,7 +292,7 @@ pub extern "C" fn rusparseDestroySpMat(spMatDescr: rusparseConstSpMatDescr_t) ->
 /// Rows, columns and nnz (for C: nnz(C) once `rusparseSpGEMM_compute` or
 /// `rusparseSpGEMMreuse_nnz` ran).
 #[no_mangle]
-pub extern "C" fn rusparseSpMatGetSize(
+pub unsafe extern "C" fn rusparseSpMatGetSize(
     spMatDescr: rusparseConstSpMatDescr_t,
     rows: *mut i64,
     cols: *mut i64,
@@ -346,7 +346,7 @@ fn csr_get(
 
 /// Everything a CSR descriptor records. Every output pointer is required.
 #[no_mangle]
-pub extern "C" fn rusparseCsrGet(
+pub unsafe extern "C" fn rusparseCsrGet(
     spMatDescr: rusparseSpMatDescr_t,
     rows: *mut i64,
     cols: *mut i64,
@@ -378,7 +378,7 @@ pub extern "C" fn rusparseCsrGet(
 
 /// `rusparseCsrGet` for a read-only descriptor.
 #[no_mangle]
-pub extern "C" fn rusparseConstCsrGet(
+pub unsafe extern "C" fn rusparseConstCsrGet(
     spMatDescr: rusparseConstSpMatDescr_t,
     rows: *mut i64,
     cols: *mut i64,
@@ -422,7 +422,7 @@ fn writable<'a>(descr: rusparseSpMatDescr_t) -> Result<&'a mut SpMat> {
 /// Sets the three arrays (used for C after `compute` told its nnz).
 /// `csrColInd` and `csrValues` may be NULL only when nnz is 0.
 #[no_mangle]
-pub extern "C" fn rusparseCsrSetPointers(
+pub unsafe extern "C" fn rusparseCsrSetPointers(
     spMatDescr: rusparseSpMatDescr_t,
     csrRowOffsets: *mut c_void,
     csrColInd: *mut c_void,
@@ -446,7 +446,7 @@ pub extern "C" fn rusparseCsrSetPointers(
 
 /// The values pointer.
 #[no_mangle]
-pub extern "C" fn rusparseSpMatGetValues(
+pub unsafe extern "C" fn rusparseSpMatGetValues(
     spMatDescr: rusparseSpMatDescr_t,
     values: *mut *mut c_void,
 ) -> rusparseStatus_t {
@@ -460,7 +460,7 @@ pub extern "C" fn rusparseSpMatGetValues(
 
 /// The values pointer of a read-only descriptor.
 #[no_mangle]
-pub extern "C" fn rusparseConstSpMatGetValues(
+pub unsafe extern "C" fn rusparseConstSpMatGetValues(
     spMatDescr: rusparseConstSpMatDescr_t,
     values: *mut *const c_void,
 ) -> rusparseStatus_t {
@@ -474,7 +474,7 @@ pub extern "C" fn rusparseConstSpMatGetValues(
 
 /// Replaces the values pointer (NULL only when nnz is 0).
 #[no_mangle]
-pub extern "C" fn rusparseSpMatSetValues(
+pub unsafe extern "C" fn rusparseSpMatSetValues(
     spMatDescr: rusparseSpMatDescr_t,
     values: *mut c_void,
 ) -> rusparseStatus_t {
@@ -493,7 +493,7 @@ pub extern "C" fn rusparseSpMatSetValues(
 
 /// The index base.
 #[no_mangle]
-pub extern "C" fn rusparseSpMatGetIndexBase(
+pub unsafe extern "C" fn rusparseSpMatGetIndexBase(
     spMatDescr: rusparseConstSpMatDescr_t,
     idxBase: *mut IndexBaseArg,
 ) -> rusparseStatus_t {

@@ -5,7 +5,17 @@
 //! [`crate::Error`] to a status and records the thread-local message.
 //! `include/rusparse.h` is generated from these modules by cbindgen.
 
+//!
+//! # Safety
+//! Every function here is `unsafe` to call from Rust, with one contract,
+//! stated once instead of on each function: each pointer argument is NULL
+//! or valid for the reads and writes its C type implies (arrays for the
+//! sizes the descriptor states), and handles and descriptors come from their
+//! create functions and have not been destroyed. NULL is always detected
+//! and reported; nothing else about a pointer can be checked.
+
 #![allow(non_snake_case)]
+#![allow(clippy::missing_safety_doc)]
 
 mod boundary;
 pub mod errors;

@@ -377,8 +377,9 @@ fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
                 row_offsets: Some(&mut *offsets),
                 col_indices: Some(&mut *cols),
                 values: Some(values),
+                base: c.base,
             };
-            plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out, c.base)?;
+            plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out)?;
             Ok(0)
         }
         Fill::Structure => {
@@ -397,8 +398,9 @@ fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
                 row_offsets: None,
                 col_indices: None,
                 values: Some(values),
+                base: c.base,
             };
-            plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out, c.base)?;
+            plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out)?;
             Ok(now)
         }
     }
@@ -469,7 +471,7 @@ fn descr_ref<'a>(descr: rusparseSpGEMMDescr_t) -> Result<&'a mut SpgemmDescr> {
 
 /// Creates an SpGEMM descriptor (holds the plan between phases).
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMM_createDescr(
+pub unsafe extern "C" fn rusparseSpGEMM_createDescr(
     descr: *mut rusparseSpGEMMDescr_t,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_createDescr", || {
@@ -482,7 +484,7 @@ pub extern "C" fn rusparseSpGEMM_createDescr(
 
 /// Destroys an SpGEMM descriptor and the metadata it holds. NULL is a no-op.
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMM_destroyDescr(descr: rusparseSpGEMMDescr_t) -> rusparseStatus_t {
+pub unsafe extern "C" fn rusparseSpGEMM_destroyDescr(descr: rusparseSpGEMMDescr_t) -> rusparseStatus_t {
     // SAFETY: NULL or a descriptor from rusparseSpGEMM_createDescr, destroyed once.
     boundary("rusparseSpGEMM_destroyDescr", || unsafe {
         rusparseSpGEMMDescr::free(descr);
@@ -496,7 +498,7 @@ pub extern "C" fn rusparseSpGEMM_destroyDescr(descr: rusparseSpGEMMDescr_t) -> r
 /// products of every row. Cost O(nnz(A) + nnz(B) + rows). `alpha` and `beta`
 /// must not be NULL; their values are read by `rusparseSpGEMM_copy`.
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMM_workEstimation(
+pub unsafe extern "C" fn rusparseSpGEMM_workEstimation(
     handle: rusparseHandle_t,
     opA: OperationArg,
     opB: OperationArg,
@@ -543,7 +545,7 @@ fn non_null_scalars(alpha: *const c_void, beta: *const c_void) -> Result<()> {
 
 /// The number of scalar products of the planned product (after work estimation).
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMM_getNumProducts(
+pub unsafe extern "C" fn rusparseSpGEMM_getNumProducts(
     spgemmDescr: rusparseSpGEMMDescr_t,
     num_prods: *mut i64,
 ) -> rusparseStatus_t {
@@ -567,7 +569,7 @@ pub extern "C" fn rusparseSpGEMM_getNumProducts(
 /// memory-bounded (metadata O(rows), no copy of C), so the estimate is the
 /// small fixed buffer size.
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMM_estimateMemory(
+pub unsafe extern "C" fn rusparseSpGEMM_estimateMemory(
     handle: rusparseHandle_t,
     opA: OperationArg,
     opB: OperationArg,
@@ -625,7 +627,7 @@ pub extern "C" fn rusparseSpGEMM_estimateMemory(
 /// matC's row offset type, or when A's or B's pattern changed since work
 /// estimation.
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMM_compute(
+pub unsafe extern "C" fn rusparseSpGEMM_compute(
     handle: rusparseHandle_t,
     opA: OperationArg,
     opB: OperationArg,
@@ -672,7 +674,7 @@ pub extern "C" fn rusparseSpGEMM_compute(
 /// without duplicates, and values `alpha * op(A) op(B) + beta * values`,
 /// where the old values are read only when `*beta != 0`.
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMM_copy(
+pub unsafe extern "C" fn rusparseSpGEMM_copy(
     handle: rusparseHandle_t,
     opA: OperationArg,
     opB: OperationArg,
@@ -715,7 +717,7 @@ pub extern "C" fn rusparseSpGEMM_copy(
 
 /// Reuse phase 1: as `rusparseSpGEMM_workEstimation`, without scalars.
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMMreuse_workEstimation(
+pub unsafe extern "C" fn rusparseSpGEMMreuse_workEstimation(
     handle: rusparseHandle_t,
     opA: OperationArg,
     opB: OperationArg,
@@ -740,7 +742,7 @@ pub extern "C" fn rusparseSpGEMMreuse_workEstimation(
 /// buffers NULL it only writes the three sizes; with all three given it does
 /// the work; a mix is INVALID_VALUE.
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMMreuse_nnz(
+pub unsafe extern "C" fn rusparseSpGEMMreuse_nnz(
     handle: rusparseHandle_t,
     opA: OperationArg,
     opB: OperationArg,
@@ -790,7 +792,7 @@ pub extern "C" fn rusparseSpGEMMreuse_nnz(
 /// into the arrays set on matC. With `externalBuffer5 == NULL` it only
 /// writes `*bufferSize5`.
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMMreuse_copy(
+pub unsafe extern "C" fn rusparseSpGEMMreuse_copy(
     handle: rusparseHandle_t,
     opA: OperationArg,
     opB: OperationArg,
@@ -835,7 +837,7 @@ pub extern "C" fn rusparseSpGEMMreuse_copy(
 /// of A and B. Call it again whenever A's or B's values change (their
 /// patterns must not: INVALID_VALUE).
 #[no_mangle]
-pub extern "C" fn rusparseSpGEMMreuse_compute(
+pub unsafe extern "C" fn rusparseSpGEMMreuse_compute(
     handle: rusparseHandle_t,
     opA: OperationArg,
     opB: OperationArg,

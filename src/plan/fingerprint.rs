@@ -14,9 +14,22 @@ fn mix(h: u64, v: u64) -> u64 {
     (h ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
 }
 
+/// Hashes a block in four independent lanes, so the multiply chains overlap.
+fn hash_block<X: Index>(block: &[X], seed: u64) -> u64 {
+    let mut lanes = [seed, seed ^ 1, seed ^ 2, seed ^ 3];
+    let mut quads = block.chunks_exact(4);
+    for q in &mut quads {
+        for (lane, x) in lanes.iter_mut().zip(q) {
+            *lane = mix(*lane, x.to_i64() as u64);
+        }
+    }
+    let tail = quads.remainder().iter().fold(lanes[0], |h, x| mix(h, x.to_i64() as u64));
+    lanes[1..].iter().fold(tail, |h, &l| mix(h, l))
+}
+
 fn hash_slice<X: Index>(xs: &[X], seed: u64) -> u64 {
     xs.par_chunks(BLOCK)
-        .map(|block| block.iter().fold(seed, |h, x| mix(h, x.to_i64() as u64)))
+        .map(|block| hash_block(block, seed))
         .collect::<Vec<u64>>()
         .into_iter()
         .fold(seed ^ xs.len() as u64, mix)

@@ -1,0 +1,304 @@
+/*
+ * The cuSPARSE SpGEMM sample flow (CUDALibrarySamples, spgemm and
+ * spgemm_mem for ALG3), run for every value type x index types x base x
+ * opA x opB, on several shapes:
+ *
+ *   rusparseCreate; CreateCsr A, B; CreateCsr C (rows, cols, 0, offsets-or-NULL,
+ *   NULL, NULL); SpGEMM_createDescr;
+ *   workEstimation(NULL) -> size1 > 0; malloc; workEstimation(buffer1);
+ *   getNumProducts (checked against a count);
+ *   [ALG3: estimateMemory(NULL buffer3) -> size3; estimateMemory(buffer3) -> size2]
+ *   compute(NULL) -> size2 > 0; malloc; compute(buffer2);
+ *   SpMatGetSize(C) -> nnz; malloc C's columns and values; CsrSetPointers;
+ *   [beta != 0: the caller writes C's old values]; copy;
+ *   check against the dense reference; destroy everything.
+ *
+ * Data are integer valued, so results compare exactly. A and B have
+ * unsorted columns, empty rows, and A has duplicates (summed).
+ */
+#include "common.h"
+
+typedef struct {
+    rusparseIndexType_t ot, ct;
+} index_pair_t;
+
+typedef struct {
+    rusparseDataType_t dt;
+    rusparseIndexType_t ot, ct; /* A's and B's */
+    rusparseIndexType_t c_ot;   /* C's row offsets (may differ from A's) */
+    int base;
+    rusparseOperation_t opA, opB;
+    rusparseSpGEMMAlg_t alg;
+    cf64_t alpha, beta;
+    int c_offsets_given; /* C created with its row-offset array already allocated */
+    int a_null_arrays;   /* an nnz(A) == 0 case: A created with NULL columns and values */
+} config_t;
+
+static long products_run = 0;
+
+/* Runs the sample flow for C = alpha op(A) op(B) + beta C on a handle.
+ * a and b are the stored matrices (their shapes already fit opA, opB). */
+static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, const tmat_t *b,
+                     const char *shape) {
+    char label[256];
+    rusparseDataType_t dt = cf->dt;
+    int tra = cf->opA != RUSPARSE_OPERATION_NON_TRANSPOSE;
+    int trb = cf->opB != RUSPARSE_OPERATION_NON_TRANSPOSE;
+    int64_t m = tra ? a->cols : a->rows, n = trb ? b->rows : b->cols;
+    scalar_t alpha = make_scalar(dt, cf->alpha), beta = make_scalar(dt, cf->beta);
+    int beta_nonzero = cf->beta.re != 0.0 || cf->beta.im != 0.0;
+    csr_t A, B;
+    rusparseSpMatDescr_t matC = NULL;
+    rusparseSpGEMMDescr_t descr = NULL;
+    void *c_off = NULL, *c_col = NULL, *c_val = NULL, *buffer1, *buffer2;
+    size_t size1 = 0, size2 = 0;
+    int64_t c_rows = -1, c_cols = -1, c_nnz = -1, num_prods = -1, expected_prods;
+    cf64_t *old = NULL;
+    dense_t ref;
+    int64_t p;
+
+    snprintf(label, sizeof label, "%s %s %s/%s(C %s) base %d op %s%s alg %d alpha (%g,%g) beta (%g,%g) C-offsets %s",
+             shape, dt_name(dt), it_name(cf->ot), it_name(cf->ct), it_name(cf->c_ot), cf->base,
+             op_name(cf->opA), op_name(cf->opB), (int)cf->alg, cf->alpha.re, cf->alpha.im,
+             cf->beta.re, cf->beta.im, cf->c_offsets_given ? "given" : "NULL");
+
+    if (cf->a_null_arrays && a->nnz == 0) {
+        A.off = tmat_offsets(a, cf->ot, cf->base);
+        A.col = NULL;
+        A.val = NULL;
+        CHECK(rusparseCreateCsr(&A.d, a->rows, a->cols, 0, A.off, NULL, NULL, cf->ot, cf->ct,
+                                (rusparseIndexBase_t)cf->base, dt));
+    } else {
+        A = csr_make(a, cf->ot, cf->ct, cf->base, dt);
+    }
+    B = csr_make(b, cf->ot, cf->ct, cf->base, dt);
+
+    if (cf->c_offsets_given) {
+        c_off = xmalloc(it_size(cf->c_ot) * (size_t)(m + 1));
+        memset(c_off, 0xA5, it_size(cf->c_ot) * (size_t)(m + 1));
+    }
+    CHECK(rusparseCreateCsr(&matC, m, n, 0, c_off, NULL, NULL, cf->c_ot, cf->ct,
+                            (rusparseIndexBase_t)cf->base, dt));
+    CHECK(rusparseSpGEMM_createDescr(&descr));
+
+    /* phase 1: work estimation */
+    CHECK(rusparseSpGEMM_workEstimation(h, cf->opA, cf->opB, &alpha, A.d, B.d, &beta, matC, dt,
+                                        cf->alg, descr, &size1, NULL));
+    EXPECT_TRUE(size1 > 0, "[%s] bufferSize1 = %zu", label, size1);
+    buffer1 = xmalloc(size1);
+    CHECK(rusparseSpGEMM_workEstimation(h, cf->opA, cf->opB, &alpha, A.d, B.d, &beta, matC, dt,
+                                        cf->alg, descr, &size1, buffer1));
+    CHECK(rusparseSpGEMM_getNumProducts(descr, &num_prods));
+    expected_prods = count_products(a, cf->opA, b, cf->opB);
+    EXPECT_TRUE(num_prods == expected_prods, "[%s] getNumProducts = %lld, expected %lld", label,
+                (long long)num_prods, (long long)expected_prods);
+
+    if (cf->alg == RUSPARSE_SPGEMM_ALG3) {
+        /* spgemm_mem sample: estimateMemory twice, then compute with size2 */
+        size_t size3 = 0;
+        void *buffer3;
+        CHECK(rusparseSpGEMM_estimateMemory(h, cf->opA, cf->opB, &alpha, A.d, B.d, &beta, matC, dt,
+                                            cf->alg, descr, 0.2f, &size3, NULL, NULL));
+        EXPECT_TRUE(size3 > 0, "[%s] bufferSize3 = %zu", label, size3);
+        buffer3 = xmalloc(size3);
+        CHECK(rusparseSpGEMM_estimateMemory(h, cf->opA, cf->opB, &alpha, A.d, B.d, &beta, matC, dt,
+                                            cf->alg, descr, 0.2f, &size3, buffer3, &size2));
+        EXPECT_TRUE(size2 > 0, "[%s] bufferSize2 from estimateMemory = %zu", label, size2);
+        free(buffer3);
+    } else {
+        /* phase 2: compute, size query */
+        CHECK(rusparseSpGEMM_compute(h, cf->opA, cf->opB, &alpha, A.d, B.d, &beta, matC, dt, cf->alg,
+                                     descr, &size2, NULL));
+        EXPECT_TRUE(size2 > 0, "[%s] bufferSize2 = %zu", label, size2);
+    }
+    buffer2 = xmalloc(size2);
+    CHECK(rusparseSpGEMM_compute(h, cf->opA, cf->opB, &alpha, A.d, B.d, &beta, matC, dt, cf->alg,
+                                 descr, &size2, buffer2));
+
+    CHECK(rusparseSpMatGetSize(matC, &c_rows, &c_cols, &c_nnz));
+    EXPECT_TRUE(c_rows == m && c_cols == n, "[%s] C is %lld x %lld, expected %lld x %lld", label,
+                (long long)c_rows, (long long)c_cols, (long long)m, (long long)n);
+    REQUIRE(c_nnz >= 0 && c_nnz <= m * n, "[%s] nnz(C) = %lld", label, (long long)c_nnz);
+
+    if (!cf->c_offsets_given) {
+        c_off = xmalloc(it_size(cf->c_ot) * (size_t)(m + 1));
+        memset(c_off, 0xA5, it_size(cf->c_ot) * (size_t)(m + 1));
+    }
+    if (c_nnz > 0) { /* an empty C keeps NULL columns and values */
+        c_col = xmalloc(it_size(cf->ct) * (size_t)c_nnz);
+        c_val = xmalloc(dt_size(dt) * (size_t)c_nnz);
+        memset(c_col, 0xA5, it_size(cf->ct) * (size_t)c_nnz);
+        memset(c_val, 0xA5, dt_size(dt) * (size_t)c_nnz);
+    }
+    CHECK(rusparseCsrSetPointers(matC, c_off, c_col, c_val));
+    if (beta_nonzero) {
+        /* the caller's C values on the product's (sorted) pattern */
+        old = (cf64_t *)xmalloc(sizeof(cf64_t) * (size_t)c_nnz);
+        for (p = 0; p < c_nnz; p++) {
+            old[p] = cplx((double)(p % 5) - 2.0, dt_is_complex(dt) ? (double)(p % 3) - 1.0 : 0.0);
+            val_set(c_val, dt, p, old[p]);
+        }
+    }
+
+    /* phase 3: copy (the numeric product into C's arrays) */
+    CHECK(rusparseSpGEMM_copy(h, cf->opA, cf->opB, &alpha, A.d, B.d, &beta, matC, dt, cf->alg,
+                              descr));
+    products_run++;
+
+    ref = dense_product(a, cf->opA, b, cf->opB);
+    if (check_csr(label, &ref, c_nnz, c_off, cf->c_ot, c_col, cf->ct, c_val, dt, cf->base,
+                  cf->alpha, cf->beta, old) != 0)
+        test_failures++;
+    dense_free(&ref);
+
+    {
+        /* the descriptor records what was set */
+        int64_t r2, c2, z2;
+        void *o2, *k2, *v2;
+        rusparseIndexType_t ot2, ct2;
+        rusparseIndexBase_t b2;
+        rusparseDataType_t dt2;
+        CHECK(rusparseCsrGet(matC, &r2, &c2, &z2, &o2, &k2, &v2, &ot2, &ct2, &b2, &dt2));
+        EXPECT_TRUE(r2 == m && c2 == n && z2 == c_nnz && o2 == c_off && k2 == c_col && v2 == c_val &&
+                        ot2 == cf->c_ot && ct2 == cf->ct && (int)b2 == cf->base && dt2 == dt,
+                    "[%s] rusparseCsrGet(matC) does not return what was set", label);
+    }
+
+    CHECK(rusparseSpGEMM_destroyDescr(descr));
+    CHECK(rusparseDestroySpMat(matC));
+    csr_free(&A);
+    csr_free(&B);
+    free(buffer1);
+    free(buffer2);
+    free(c_off);
+    free(c_col);
+    free(c_val);
+    free(old);
+}
+
+int main(int argc, char **argv) {
+    static const rusparseDataType_t dts[] = {RUSPARSE_R_32F, RUSPARSE_R_64F, RUSPARSE_C_32F,
+                                             RUSPARSE_C_64F};
+    static const index_pair_t idx[] = {{RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I},
+                                       {RUSPARSE_INDEX_64I, RUSPARSE_INDEX_64I},
+                                       {RUSPARSE_INDEX_64I, RUSPARSE_INDEX_32I},
+                                       {RUSPARSE_INDEX_32I, RUSPARSE_INDEX_64I}};
+    static const rusparseOperation_t ops[] = {RUSPARSE_OPERATION_NON_TRANSPOSE,
+                                              RUSPARSE_OPERATION_TRANSPOSE,
+                                              RUSPARSE_OPERATION_CONJUGATE_TRANSPOSE};
+    static const rusparseSpGEMMAlg_t algs[] = {
+        RUSPARSE_SPGEMM_DEFAULT, RUSPARSE_SPGEMM_CSR_ALG_DETERMINISTIC,
+        RUSPARSE_SPGEMM_CSR_ALG_NONDETERMINISTIC, RUSPARSE_SPGEMM_ALG1, RUSPARSE_SPGEMM_ALG2,
+        RUSPARSE_SPGEMM_ALG3};
+    /* (alpha, beta) pairs; for real types only the real parts are used */
+    static const cf64_t alphas[] = {{1, 0}, {2, 0}, {1, 0}, {-2, 1}};
+    static const cf64_t betas[] = {{0, 0}, {0, 0}, {1, 0}, {3, -2}};
+    int quick = quick_mode(argc, argv);
+    rusparseHandle_t h = NULL;
+    int di, ii, base, oa, ob, combo = 0;
+
+    CHECK(rusparseCreate(&h));
+    for (di = 0; di < 4; di++)
+        for (ii = 0; ii < 4; ii++)
+            for (base = 0; base <= 1; base++)
+                for (oa = 0; oa < 3; oa++)
+                    for (ob = 0; ob < 3; ob++, combo++) {
+                        rusparseDataType_t dt = dts[di];
+                        int cplx_flag = dt_is_complex(dt) ? TM_COMPLEX : 0;
+                        config_t cf;
+                        rng_t rng;
+                        int tra = oa != 0, trb = ob != 0, edge;
+                        int64_t m, k, n;
+                        tmat_t a, b;
+                        /* the product's shape op(A): m x k, op(B): k x n */
+                        int64_t em, ek, en;
+                        int eflags;
+                        const char *ename;
+
+                        rng.s = 0x5eed0000u + (uint64_t)combo;
+                        cf.dt = dt;
+                        cf.ot = idx[ii].ot;
+                        cf.ct = idx[ii].ct;
+                        cf.c_ot = (combo % 5 == 4) ? (cf.ot == RUSPARSE_INDEX_32I ? RUSPARSE_INDEX_64I
+                                                                                 : RUSPARSE_INDEX_32I)
+                                                   : cf.ot;
+                        cf.base = base;
+                        cf.opA = ops[oa];
+                        cf.opB = ops[ob];
+                        cf.alg = algs[combo % 6];
+                        cf.alpha = alphas[combo % 4];
+                        cf.beta = betas[(combo / 4) % 4];
+                        cf.c_offsets_given = combo % 2;
+                        cf.a_null_arrays = 0;
+                        if (!dt_is_complex(dt)) {
+                            cf.alpha.im = 0;
+                            cf.beta.im = 0;
+                        }
+
+                        /* 1. rectangular, unsorted columns, empty rows, duplicates in A */
+                        m = 7 + combo % 3;
+                        k = 6;
+                        n = 5 + combo % 2;
+                        if (quick && combo % 3 != 0) { m = 4; n = 3; k = 3; }
+                        a = tmat_random(&rng, tra ? k : m, tra ? m : k, 45,
+                                        TM_UNSORTED | TM_DUPLICATES | TM_EMPTY_ROWS | cplx_flag);
+                        b = tmat_random(&rng, trb ? n : k, trb ? k : n, 40,
+                                        TM_UNSORTED | TM_EMPTY_ROWS | cplx_flag);
+                        run_case(h, &cf, &a, &b, "rect");
+                        tmat_free(&a);
+                        tmat_free(&b);
+
+                        /* 2. one edge case per combination */
+                        edge = combo % 5;
+                        switch (edge) {
+                        case 0: em = 0; ek = 4; en = 3; eflags = 0; ename = "0-rows"; break;
+                        case 1: em = 3; ek = 4; en = 5; eflags = 1; ename = "nnzA=0"; break;
+                        case 2: em = 3; ek = 0; en = 2; eflags = 0; ename = "k=0"; break;
+                        case 3: em = 1; ek = 1; en = 1; eflags = 0; ename = "1x1"; break;
+                        default: em = 4; ek = 5; en = 0; eflags = 0; ename = "0-cols"; break;
+                        }
+                        a = tmat_random(&rng, tra ? ek : em, tra ? em : ek, eflags ? 0 : 60,
+                                        TM_DUPLICATES | cplx_flag);
+                        b = tmat_random(&rng, trb ? en : ek, trb ? ek : en, 60, cplx_flag);
+                        if (edge == 3 && a.nnz == 0) { /* make the 1x1 case non-trivial */
+                            tmat_free(&a);
+                            a = tmat_random(&rng, 1, 1, 100, cplx_flag);
+                        }
+                        cf.a_null_arrays = (combo / 5) % 2;
+                        run_case(h, &cf, &a, &b, ename);
+                        tmat_free(&a);
+                        tmat_free(&b);
+                    }
+
+    {
+        /* conjugation really conjugates: 1x1 complex (1 + 2i), op C on A and B:
+         * conj(1+2i) * conj(3-1i) = (1-2i)(3+1i) = 5 - 5i */
+        tmat_t a, b;
+        rng_t rng = {42};
+        config_t cf;
+        int z;
+        for (z = 0; z < 2; z++) {
+            a = tmat_random(&rng, 1, 1, 100, 0);
+            b = tmat_random(&rng, 1, 1, 100, 0);
+            a.re[0] = 1; a.im[0] = 2;
+            b.re[0] = 3; b.im[0] = -1;
+            memset(&cf, 0, sizeof cf);
+            cf.dt = z ? RUSPARSE_C_64F : RUSPARSE_C_32F;
+            cf.ot = cf.ct = cf.c_ot = RUSPARSE_INDEX_32I;
+            cf.opA = cf.opB = RUSPARSE_OPERATION_CONJUGATE_TRANSPOSE;
+            cf.alg = RUSPARSE_SPGEMM_DEFAULT;
+            cf.alpha = cplx(1, 0);
+            run_case(h, &cf, &a, &b, "conj-1x1");
+            {
+                dense_t ref = dense_product(&a, cf.opA, &b, cf.opB);
+                EXPECT_TRUE(ref.v[0].re == 5 && ref.v[0].im == -5, "reference conjugation is wrong");
+                dense_free(&ref);
+            }
+            tmat_free(&a);
+            tmat_free(&b);
+        }
+    }
+    CHECK(rusparseDestroy(h));
+    printf("sample_flow: %d combinations, %ld products\n", combo, products_run);
+    return test_summary("sample_flow");
+}

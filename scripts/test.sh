@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The whole rusparse test suite, as CI runs it (.ci/run calls this script):
+# formatting, clippy, the committed header, cargo tests (unit, property and
+# doc tests), the C tests, and the C tests again under valgrind.
+# Installs what it needs (cmake, a C/C++ compiler, valgrind) with apt-get
+# when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+step() { printf '\n== %s\n' "$*"; }
+
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v cc >/dev/null 2>&1 || missing+=(gcc)
+command -v c++ >/dev/null 2>&1 || missing+=(g++)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+if [ ${#missing[@]} -gt 0 ]; then
+    step "installing ${missing[*]}"
+    sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
+    $sudo_cmd apt-get update -qq
+    $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+for component in rustfmt clippy; do
+    if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        rustup component add "$component"
+    fi
+done
+
+# The header test compares the committed include/rusparse.h with what
+# cbindgen generates; keep build.rs from refreshing it during the run.
+export RUSPARSE_NO_HEADER_UPDATE=1
+export CARGO_TERM_COLOR=never
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings
+
+step "cargo test (unit, property, header and doc tests)"
+cargo test
+
+step "C tests (CMake + CTest)"
+lib="$root/target/debug/librusparse.so"
+cmake -S c_tests -B target/c_tests -DRUSPARSE_LIBRARY="$lib" >/dev/null
+cmake --build target/c_tests -j2
+ctest --test-dir target/c_tests --output-on-failure
+
+step "C tests under valgrind"
+cmake -S c_tests -B target/c_tests_valgrind -DRUSPARSE_LIBRARY="$lib" -DRUSPARSE_VALGRIND=ON >/dev/null
+cmake --build target/c_tests_valgrind -j2
+ctest --test-dir target/c_tests_valgrind --output-on-failure
+
+step "all tests passed"
