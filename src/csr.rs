@@ -339,3 +339,56 @@ pub struct CsrOutput<'a, T, I, J> {
     /// The index base C's row offsets and columns are written with.
     pub base: IndexBase,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(offsets: &[i32], cols: &[i32], nrows: usize, ncols: usize, base: IndexBase) -> String {
+        match validate_structure(nrows, ncols, offsets, cols, base) {
+            Err(Error::InvalidValue(m)) => m,
+            other => panic!("expected INVALID_VALUE, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_malformed_structure_is_named() {
+        let z = IndexBase::Zero;
+        assert!(check(&[0, 1], &[0], 2, 2, z).contains("expected rows + 1 = 3"));
+        assert!(
+            check(&[1, 1, 1], &[], 2, 2, z).contains("rowOffsets[0] = 1 but the index base is 0")
+        );
+        assert!(check(&[0, 2, 1], &[0, 1], 2, 2, z).contains("rowOffsets decrease at row 1"));
+        assert!(
+            check(&[0, 1, 1], &[0, 1], 2, 2, z).contains("rowOffsets[2] - base = 1 but nnz = 2")
+        );
+        let m = check(&[0, 1, 2], &[0, 9], 2, 8, z);
+        assert!(
+            m.contains("colInd[1] = 9 is out of range for 8 columns"),
+            "{m}"
+        );
+        assert!(check(&[0, 1, 1], &[-1], 2, 2, z).contains("colInd[0] = -1"));
+        // One-based: column 0 is out of range, column ncols is in range.
+        assert!(check(&[1, 2, 2], &[0], 2, 2, IndexBase::One).contains("colInd[0] = 0"));
+        assert!(validate_structure(2, 2, &[1i32, 2, 2], &[2i32], IndexBase::One).is_ok());
+        assert!(validate_structure(0, 0, &[0i32], &[] as &[i32], z).is_ok());
+    }
+
+    #[test]
+    fn values_must_match_columns() {
+        let r = CsrView::<f64, i32>::try_new(1, 2, &[0, 1], &[0], &[], IndexBase::Zero);
+        assert!(matches!(r, Err(Error::InvalidValue(m)) if m.contains("values has 0 entries")));
+    }
+
+    #[test]
+    fn columns_must_fit_their_type() {
+        let r = validate_structure(
+            1,
+            i32::MAX as usize + 1,
+            &[1i32, 1],
+            &[] as &[i32],
+            IndexBase::One,
+        );
+        assert!(matches!(r, Err(Error::InvalidValue(m)) if m.contains("do not fit")));
+    }
+}

@@ -47,7 +47,13 @@ pub fn spgemm<T: Scalar, I: Index, J: Index>(
     b: &CsrView<'_, T, I, J>,
     opts: &SpgemmOptions<T>,
 ) -> Result<CsrMatrix<T, I, J>> {
-    Context::new(crate::BackendKind::Auto)?.spgemm(a, b, opts)
+    static DEFAULT: std::sync::OnceLock<Result<Context>> = std::sync::OnceLock::new();
+    // One default context per process, so a thread count from the
+    // environment starts its pool once, not on every call.
+    DEFAULT
+        .get_or_init(|| Context::new(crate::BackendKind::Auto))
+        .clone()?
+        .spgemm(a, b, opts)
 }
 
 impl Context {
@@ -446,5 +452,72 @@ fn cpu_backend(ctx: &Context) -> CpuBackend {
 impl From<std::collections::TryReserveError> for Error {
     fn from(e: std::collections::TryReserveError) -> Self {
         Error::AllocFailed(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_by_one() -> CsrMatrix<f64, i64, i32> {
+        CsrMatrix::from_triplets(1, 1, &[(0, 0, 2.0)], IndexBase::Zero).unwrap()
+    }
+
+    #[test]
+    fn nnz_that_does_not_fit_the_offset_type_is_refused() {
+        let ctx = Context::cpu().unwrap();
+        let a = one_by_one();
+        let mut plan =
+            SpgemmPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, Algorithm::Default).unwrap();
+        plan.symbolic(&ctx, &a.view(), &a.view()).unwrap();
+        // Pretend the only row of C holds 3e9 entries (too many to build in a test).
+        plan.c_offsets = Some(vec![0, 3_000_000_000]);
+        let mut narrow = [0i32; 2];
+        let err = plan
+            .write_row_offsets(&mut narrow, IndexBase::Zero)
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidValue(m) if m.contains("does not fit") && m.contains("64-bit")),
+            "{err}"
+        );
+        let mut wide = [0i64; 2];
+        plan.write_row_offsets(&mut wide, IndexBase::One).unwrap();
+        assert_eq!(wide, [1, 3_000_000_001]);
+    }
+
+    #[test]
+    fn numeric_before_symbolic_is_refused() {
+        let ctx = Context::cpu().unwrap();
+        let a = one_by_one();
+        let plan =
+            SpgemmPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, Algorithm::Default).unwrap();
+        let err = plan.execute(&ctx, &a.view(), &a.view(), 1.0).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidValue(m) if m.contains("symbolic phase has not run")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn output_arrays_of_the_wrong_length_are_refused() {
+        let ctx = Context::cpu().unwrap();
+        let a = one_by_one();
+        let mut plan =
+            SpgemmPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, Algorithm::Default).unwrap();
+        plan.symbolic(&ctx, &a.view(), &a.view()).unwrap();
+        let (mut o, mut c, mut v) = ([0i64; 2], [0i32; 2], [0.0f64; 1]);
+        let out = CsrOutput {
+            row_offsets: Some(&mut o[..]),
+            col_indices: Some(&mut c[..]),
+            values: Some(&mut v[..]),
+            base: IndexBase::Zero,
+        };
+        let err = plan
+            .numeric(&ctx, &a.view(), &a.view(), 1.0, 0.0, out)
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidValue(m) if m.contains("column indices hold 2 entries")),
+            "{err}"
+        );
     }
 }

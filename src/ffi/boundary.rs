@@ -108,3 +108,40 @@ pub(crate) trait Opaque: Sized {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn last() -> String {
+        // SAFETY: the pointer is to this thread's live message.
+        unsafe { CStr::from_ptr(last_error_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn a_panic_becomes_internal_error_with_its_message() {
+        let s = boundary("rusparseTest", || panic!("boom {}", 42));
+        assert_eq!(s, rusparseStatus_t::RUSPARSE_STATUS_INTERNAL_ERROR);
+        assert!(
+            last().starts_with("rusparseTest: internal error"),
+            "{}",
+            last()
+        );
+        assert!(last().contains("boom 42"));
+    }
+
+    #[test]
+    fn errors_keep_their_status_and_success_clears_the_message() {
+        let s = boundary("rusparseTest", || Err(Error::NotSupported("no\0pe".into())));
+        assert_eq!(s, rusparseStatus_t::RUSPARSE_STATUS_NOT_SUPPORTED);
+        assert_eq!(last(), "rusparseTest: no?pe");
+        assert_eq!(
+            boundary("rusparseTest", || Ok(())),
+            rusparseStatus_t::RUSPARSE_STATUS_SUCCESS
+        );
+        assert_eq!(last(), "");
+    }
+}

@@ -281,7 +281,9 @@ pub unsafe extern "C" fn rusparseCreateConstCsr(
 
 /// Destroys a descriptor (never the arrays it points to). NULL is a no-op.
 #[no_mangle]
-pub unsafe extern "C" fn rusparseDestroySpMat(spMatDescr: rusparseConstSpMatDescr_t) -> rusparseStatus_t {
+pub unsafe extern "C" fn rusparseDestroySpMat(
+    spMatDescr: rusparseConstSpMatDescr_t,
+) -> rusparseStatus_t {
     // SAFETY: NULL or a descriptor from rusparseCreate(Const)Csr, destroyed once.
     boundary("rusparseDestroySpMat", || unsafe {
         rusparseSpMatDescr::free(spMatDescr.cast_mut());

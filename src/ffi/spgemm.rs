@@ -484,7 +484,9 @@ pub unsafe extern "C" fn rusparseSpGEMM_createDescr(
 
 /// Destroys an SpGEMM descriptor and the metadata it holds. NULL is a no-op.
 #[no_mangle]
-pub unsafe extern "C" fn rusparseSpGEMM_destroyDescr(descr: rusparseSpGEMMDescr_t) -> rusparseStatus_t {
+pub unsafe extern "C" fn rusparseSpGEMM_destroyDescr(
+    descr: rusparseSpGEMMDescr_t,
+) -> rusparseStatus_t {
     // SAFETY: NULL or a descriptor from rusparseSpGEMM_createDescr, destroyed once.
     boundary("rusparseSpGEMM_destroyDescr", || unsafe {
         rusparseSpGEMMDescr::free(descr);

@@ -23,7 +23,10 @@ fn hash_block<X: Index>(block: &[X], seed: u64) -> u64 {
             *lane = mix(*lane, x.to_i64() as u64);
         }
     }
-    let tail = quads.remainder().iter().fold(lanes[0], |h, x| mix(h, x.to_i64() as u64));
+    let tail = quads
+        .remainder()
+        .iter()
+        .fold(lanes[0], |h, x| mix(h, x.to_i64() as u64));
     lanes[1..].iter().fold(tail, |h, &l| mix(h, l))
 }
 

@@ -95,7 +95,8 @@ impl RowWork {
 
 /// Splits rows into at most `chunks` contiguous ranges whose weight
 /// (`nprod + 1` per row) is as equal as a binary search on the prefix allows.
-/// Empty ranges are dropped; the result always starts at 0 and ends at nrows.
+/// Empty ranges are dropped; the result starts at 0 and ends at nrows (so
+/// an empty matrix gets `[0]`: no chunk).
 pub fn balanced_bounds(prefix: &[u64], chunks: usize) -> Result<Vec<usize>> {
     let m = prefix.len() - 1;
     let weight = |i: usize| prefix[i] + i as u64;
@@ -123,9 +124,8 @@ pub fn balanced_bounds(prefix: &[u64], chunks: usize) -> Result<Vec<usize>> {
             bounds.push(lo);
         }
     }
-    if m > 0 || bounds.len() == 1 {
-        bounds.push(m);
-    }
+    bounds.push(m);
+    // An empty matrix has no chunk at all: bounds = [0].
     bounds.dedup();
     Ok(bounds)
 }
@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn bounds_balance_work_not_rows() {
         // One heavy row at the start: it should sit alone in its chunk.
-        let mut rows = vec![1000u64];
+        let mut rows = vec![10_000u64];
         rows.extend(std::iter::repeat(1).take(999));
         let b = balanced_bounds(&prefix_of(&rows), 2).unwrap();
         assert_eq!(b, vec![0, 1, 1000]);
@@ -165,6 +165,6 @@ mod tests {
 
     #[test]
     fn bounds_of_empty_matrix() {
-        assert_eq!(balanced_bounds(&[0], 4).unwrap(), vec![0, 0]);
+        assert_eq!(balanced_bounds(&[0], 4).unwrap(), vec![0]);
     }
 }
