@@ -118,7 +118,8 @@ static inline int expect_status_impl(rusparseStatus_t got, rusparseStatus_t expe
 
 #define EXPECT_STATUS_MSG(call, expected, substr) \
     ((void)expect_status_impl((call), (expected), (substr), #call, __FILE__, __LINE__))
-#define EXPECT_STATUS(call, expected) EXPECT_STATUS_MSG(call, expected, NULL)
+#define EXPECT_STATUS(call, expected) \
+    ((void)expect_status_impl((call), (expected), NULL, #call, __FILE__, __LINE__))
 
 static inline int test_summary(const char *name) {
     if (test_failures != 0) {

@@ -1,1 +1,317 @@
-int main(void){return 0;}
+/*
+ * The cuSPARSE SpGEMM reuse flow (CUDALibrarySamples spgemm_reuse):
+ *
+ *   reuse_workEstimation(NULL) -> size1; malloc; reuse_workEstimation(buffer1);
+ *   reuse_nnz(NULL x3) -> size2..4; malloc; reuse_nnz(buffers 2..4);
+ *   free buffers 1 and 2 (as the sample does);
+ *   SpMatGetSize(C) -> nnz; malloc C's columns and values; CsrSetPointers;
+ *   reuse_copy(NULL) -> size5; malloc; reuse_copy(buffer5); free buffer 3;
+ *   reuse_compute (alpha 1, beta 0)                      -> compare;
+ *   new values of A and B in place, reuse_compute (alpha 2, beta 0) -> compare;
+ *   new value arrays set with rusparseSpMatSetValues, reuse_compute
+ *     (alpha, beta != 0: beta applies to the previous C)  -> compare.
+ *
+ * For every value type x index types x base x opA x opB. Then a pattern
+ * change of A or B (a moved column index, a moved row boundary) before
+ * reuse_compute must be INVALID_VALUE and leave C untouched; restoring the
+ * pattern makes reuse_compute work again.
+ */
+#include "common.h"
+
+typedef struct {
+    rusparseIndexType_t ot, ct;
+} index_pair_t;
+
+typedef struct {
+    rusparseHandle_t h;
+    rusparseDataType_t dt;
+    rusparseIndexType_t ot, ct;
+    int base;
+    rusparseOperation_t opA, opB;
+    rusparseSpGEMMAlg_t alg;
+    tmat_t a, b;
+    csr_t A, B;
+    rusparseSpMatDescr_t matC;
+    rusparseSpGEMMDescr_t descr;
+    void *c_off, *c_col, *c_val;
+    void *buffer4, *buffer5;
+    int64_t m, n, c_nnz;
+    char label[200];
+} reuse_t;
+
+/* Everything up to and including reuse_copy. */
+static void reuse_setup(reuse_t *r) {
+    size_t size1 = 0, size2 = 0, size3 = 0, size4 = 0, size5 = 0;
+    void *buffer1, *buffer2, *buffer3;
+    int64_t rows, cols;
+    int tra = r->opA != RUSPARSE_OPERATION_NON_TRANSPOSE;
+    int trb = r->opB != RUSPARSE_OPERATION_NON_TRANSPOSE;
+
+    r->m = tra ? r->a.cols : r->a.rows;
+    r->n = trb ? r->b.rows : r->b.cols;
+    r->A = csr_make(&r->a, r->ot, r->ct, r->base, r->dt);
+    r->B = csr_make(&r->b, r->ot, r->ct, r->base, r->dt);
+    CHECK(rusparseCreateCsr(&r->matC, r->m, r->n, 0, NULL, NULL, NULL, r->ot, r->ct,
+                            (rusparseIndexBase_t)r->base, r->dt));
+    CHECK(rusparseSpGEMM_createDescr(&r->descr));
+
+    CHECK(rusparseSpGEMMreuse_workEstimation(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg,
+                                             r->descr, &size1, NULL));
+    EXPECT_TRUE(size1 > 0, "[%s] bufferSize1 = %zu", r->label, size1);
+    buffer1 = xmalloc(size1);
+    CHECK(rusparseSpGEMMreuse_workEstimation(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg,
+                                             r->descr, &size1, buffer1));
+
+    CHECK(rusparseSpGEMMreuse_nnz(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg, r->descr,
+                                  &size2, NULL, &size3, NULL, &size4, NULL));
+    EXPECT_TRUE(size2 > 0 && size3 > 0 && size4 > 0, "[%s] reuse_nnz sizes %zu %zu %zu", r->label,
+                size2, size3, size4);
+    buffer2 = xmalloc(size2);
+    buffer3 = xmalloc(size3);
+    r->buffer4 = xmalloc(size4);
+    CHECK(rusparseSpGEMMreuse_nnz(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg, r->descr,
+                                  &size2, buffer2, &size3, buffer3, &size4, r->buffer4));
+    free(buffer1);
+    free(buffer2);
+
+    CHECK(rusparseSpMatGetSize(r->matC, &rows, &cols, &r->c_nnz));
+    EXPECT_TRUE(rows == r->m && cols == r->n, "[%s] C is %lld x %lld", r->label, (long long)rows,
+                (long long)cols);
+    r->c_off = xmalloc(it_size(r->ot) * (size_t)(r->m + 1));
+    memset(r->c_off, 0xA5, it_size(r->ot) * (size_t)(r->m + 1));
+    if (r->c_nnz > 0) { /* an empty C keeps NULL columns and values */
+        r->c_col = xmalloc(it_size(r->ct) * (size_t)r->c_nnz);
+        r->c_val = xmalloc(dt_size(r->dt) * (size_t)r->c_nnz);
+        memset(r->c_col, 0xA5, it_size(r->ct) * (size_t)r->c_nnz);
+        /* NaN: reuse_compute with beta == 0 must not read them */
+        memset(r->c_val, 0xFF, dt_size(r->dt) * (size_t)r->c_nnz);
+    }
+    CHECK(rusparseCsrSetPointers(r->matC, r->c_off, r->c_col, r->c_val));
+
+    CHECK(rusparseSpGEMMreuse_copy(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg, r->descr,
+                                   &size5, NULL));
+    EXPECT_TRUE(size5 > 0, "[%s] bufferSize5 = %zu", r->label, size5);
+    r->buffer5 = xmalloc(size5);
+    CHECK(rusparseSpGEMMreuse_copy(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg, r->descr,
+                                   &size5, r->buffer5));
+    free(buffer3);
+}
+
+static void reuse_teardown(reuse_t *r) {
+    CHECK(rusparseSpGEMM_destroyDescr(r->descr));
+    CHECK(rusparseDestroySpMat(r->matC));
+    csr_free(&r->A);
+    csr_free(&r->B);
+    tmat_free(&r->a);
+    tmat_free(&r->b);
+    free(r->c_off);
+    free(r->c_col);
+    free(r->c_val);
+    free(r->buffer4);
+    free(r->buffer5);
+}
+
+/* reuse_compute with (alpha, beta) and a comparison with the reference. */
+static void reuse_compute_and_check(reuse_t *r, cf64_t alpha_v, cf64_t beta_v, const char *step) {
+    scalar_t alpha = make_scalar(r->dt, alpha_v), beta = make_scalar(r->dt, beta_v);
+    int beta_nonzero = beta_v.re != 0.0 || beta_v.im != 0.0;
+    cf64_t *old = NULL;
+    dense_t ref;
+    char label[300];
+    int64_t p;
+
+    if (beta_nonzero) {
+        old = (cf64_t *)xmalloc(sizeof(cf64_t) * (size_t)r->c_nnz);
+        for (p = 0; p < r->c_nnz; p++) old[p] = val_get(r->c_val, r->dt, p);
+    }
+    CHECK(rusparseSpGEMMreuse_compute(r->h, r->opA, r->opB, &alpha, r->A.d, r->B.d, &beta, r->matC,
+                                      r->dt, r->alg, r->descr));
+    snprintf(label, sizeof label, "%s, %s", r->label, step);
+    ref = dense_product(&r->a, r->opA, &r->b, r->opB);
+    if (check_csr(label, &ref, r->c_nnz, r->c_off, r->ot, r->c_col, r->ct, r->c_val, r->dt, r->base,
+                  alpha_v, beta_v, old) != 0)
+        test_failures++;
+    dense_free(&ref);
+    free(old);
+}
+
+static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix, int base,
+                     rusparseOperation_t opA, rusparseOperation_t opB, rusparseSpGEMMAlg_t alg,
+                     uint64_t seed, int64_t m, int64_t k, int64_t n, int percent_a) {
+    reuse_t r;
+    rng_t rng;
+    int cx = dt_is_complex(dt);
+    int fl = cx ? TM_COMPLEX : 0;
+    void *new_a, *new_b;
+    cf64_t alpha3 = cplx(-1, cx ? 2 : 0), beta3 = cplx(2, cx ? -1 : 0);
+
+    memset(&r, 0, sizeof r);
+    rng.s = seed;
+    r.h = h;
+    r.dt = dt;
+    r.ot = ix.ot;
+    r.ct = ix.ct;
+    r.base = base;
+    r.opA = opA;
+    r.opB = opB;
+    r.alg = alg;
+    snprintf(r.label, sizeof r.label, "reuse %lldx%lldx%lld %s %s/%s base %d op %s%s alg %d", (long long)m,
+             (long long)k, (long long)n, dt_name(dt), it_name(ix.ot), it_name(ix.ct), base, op_name(opA),
+             op_name(opB), (int)alg);
+    r.a = tmat_random(&rng, opA ? k : m, opA ? m : k, percent_a, TM_UNSORTED | TM_DUPLICATES | TM_EMPTY_ROWS | fl);
+    r.b = tmat_random(&rng, opB ? n : k, opB ? k : n, 40, TM_UNSORTED | fl);
+    reuse_setup(&r);
+
+    reuse_compute_and_check(&r, cplx(1, 0), cplx(0, 0), "first compute");
+
+    /* new values, same arrays */
+    tmat_revalue(&rng, &r.a, cx);
+    tmat_revalue(&rng, &r.b, cx);
+    tmat_store_values(&r.a, dt, r.A.val);
+    tmat_store_values(&r.b, dt, r.B.val);
+    reuse_compute_and_check(&r, cplx(2, 0), cplx(0, 0), "second compute (values changed in place)");
+
+    /* new value arrays through rusparseSpMatSetValues; beta applies to the last C */
+    tmat_revalue(&rng, &r.a, cx);
+    tmat_revalue(&rng, &r.b, cx);
+    new_a = tmat_values(&r.a, dt);
+    new_b = tmat_values(&r.b, dt);
+    CHECK(rusparseSpMatSetValues(r.A.d, new_a));
+    CHECK(rusparseSpMatSetValues(r.B.d, new_b));
+    free(r.A.val);
+    free(r.B.val);
+    r.A.val = new_a;
+    r.B.val = new_b;
+    reuse_compute_and_check(&r, alpha3, beta3, "third compute (SpMatSetValues, beta != 0)");
+
+    reuse_teardown(&r);
+}
+
+/* A pattern change before reuse_compute is INVALID_VALUE and leaves C as it was. */
+static void pattern_change(rusparseHandle_t h, rusparseDataType_t dt, rusparseOperation_t opA,
+                           int which, uint64_t seed) {
+    reuse_t r;
+    rng_t rng;
+    scalar_t alpha = make_scalar(dt, cplx(1, 0)), beta = make_scalar(dt, cplx(0, 0));
+    void *saved;
+    size_t cbytes;
+    tmat_t *x;
+    csr_t *X;
+    int64_t k, row = -1;
+    static const char *what[] = {"column of A", "column of B", "row boundary of A"};
+
+    memset(&r, 0, sizeof r);
+    rng.s = seed;
+    r.h = h;
+    r.dt = dt;
+    r.ot = r.ct = RUSPARSE_INDEX_32I;
+    r.opA = opA;
+    r.opB = RUSPARSE_OPERATION_NON_TRANSPOSE;
+    r.alg = RUSPARSE_SPGEMM_DEFAULT;
+    snprintf(r.label, sizeof r.label, "pattern change (%s) %s op %s", what[which], dt_name(dt),
+             op_name(opA));
+    r.a = tmat_random(&rng, 6, 6, 50, 0);
+    r.b = tmat_random(&rng, 6, 5, 50, 0);
+    reuse_setup(&r);
+    reuse_compute_and_check(&r, cplx(1, 0), cplx(0, 0), "before the change");
+
+    cbytes = dt_size(dt) * (size_t)r.c_nnz;
+    REQUIRE(cbytes > 0, "test bug: empty C in the pattern-change case");
+    saved = xmalloc(cbytes);
+    memcpy(saved, r.c_val, cbytes);
+
+    x = which == 1 ? &r.b : &r.a;
+    X = which == 1 ? &r.B : &r.A;
+    /* find a row with an entry whose column can move to a column not in the row */
+    for (k = 0; k < x->rows && row < 0; k++)
+        if (x->ptr[k + 1] - x->ptr[k] > 0 && x->ptr[k + 1] - x->ptr[k] < x->cols) row = k;
+    REQUIRE(row >= 0, "test bug: no row to change");
+    if (which == 2) {
+        /* move the first entry of row `row` into the previous row (or the last
+         * entry into the next row): offsets change, nnz stays */
+        int64_t at = row > 0 ? row : row + 1;
+        int64_t old_off = idx_get(X->off, r.ot, at);
+        int64_t new_off = row > 0 ? old_off + 1 : old_off - 1;
+        idx_set(X->off, r.ot, at, new_off);
+        EXPECT_STATUS_MSG(rusparseSpGEMMreuse_compute(h, r.opA, r.opB, &alpha, r.A.d, r.B.d, &beta,
+                                                      r.matC, dt, r.alg, r.descr),
+                          RUSPARSE_STATUS_INVALID_VALUE, "pattern");
+        EXPECT_TRUE(memcmp(saved, r.c_val, cbytes) == 0, "[%s] C's values changed by a failed call",
+                    r.label);
+        idx_set(X->off, r.ot, at, old_off);
+    } else {
+        /* move one column index to a column the row does not have */
+        int64_t e = x->ptr[row], c, old_c = idx_get(X->col, r.ct, e);
+        int64_t new_c = -1;
+        for (c = 0; c < x->cols && new_c < 0; c++) {
+            int64_t q, present = 0;
+            for (q = x->ptr[row]; q < x->ptr[row + 1]; q++) present |= x->col[q] == c;
+            if (!present) new_c = c;
+        }
+        idx_set(X->col, r.ct, e, new_c + r.base);
+        EXPECT_STATUS_MSG(rusparseSpGEMMreuse_compute(h, r.opA, r.opB, &alpha, r.A.d, r.B.d, &beta,
+                                                      r.matC, dt, r.alg, r.descr),
+                          RUSPARSE_STATUS_INVALID_VALUE, "pattern");
+        EXPECT_TRUE(memcmp(saved, r.c_val, cbytes) == 0, "[%s] C's values changed by a failed call",
+                    r.label);
+        idx_set(X->col, r.ct, e, old_c);
+    }
+    /* pattern restored: works again, with new values */
+    tmat_revalue(&rng, &r.a, 0);
+    tmat_store_values(&r.a, dt, r.A.val);
+    reuse_compute_and_check(&r, cplx(3, 0), cplx(0, 0), "after restoring the pattern");
+    free(saved);
+    reuse_teardown(&r);
+}
+
+int main(int argc, char **argv) {
+    static const rusparseDataType_t dts[] = {RUSPARSE_R_32F, RUSPARSE_R_64F, RUSPARSE_C_32F,
+                                             RUSPARSE_C_64F};
+    static const index_pair_t idx[] = {{RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I},
+                                       {RUSPARSE_INDEX_64I, RUSPARSE_INDEX_64I},
+                                       {RUSPARSE_INDEX_64I, RUSPARSE_INDEX_32I}};
+    static const rusparseOperation_t ops[] = {RUSPARSE_OPERATION_NON_TRANSPOSE,
+                                              RUSPARSE_OPERATION_TRANSPOSE,
+                                              RUSPARSE_OPERATION_CONJUGATE_TRANSPOSE};
+    static const rusparseSpGEMMAlg_t algs[] = {RUSPARSE_SPGEMM_DEFAULT,
+                                               RUSPARSE_SPGEMM_CSR_ALG_DETERMINISTIC,
+                                               RUSPARSE_SPGEMM_CSR_ALG_NONDETERMINISTIC};
+    int quick = quick_mode(argc, argv);
+    rusparseHandle_t h = NULL;
+    int di, ii, base, oa, ob, flows = 0, which;
+
+    CHECK(rusparseCreate(&h));
+    for (di = 0; di < 4; di++)
+        for (ii = 0; ii < 3; ii++)
+            for (base = 0; base <= 1; base++)
+                for (oa = 0; oa < 3; oa++)
+                    for (ob = 0; ob < 3; ob++, flows++)
+                        if (quick && flows % 4 != 0)
+                            run_flow(h, dts[di], idx[ii], base, ops[oa], ops[ob], algs[flows % 3],
+                                     0xabc000u + (uint64_t)flows, 4, 3, 3, 45);
+                        else
+                            run_flow(h, dts[di], idx[ii], base, ops[oa], ops[ob], algs[flows % 3],
+                                     0xabc000u + (uint64_t)flows, 8, 6, 7, 45);
+
+    /* empty shapes: 0 rows, inner dimension 0, 0 columns, nnz(A) == 0 */
+    for (di = 0; di < 4; di++)
+        for (oa = 0; oa < 3; oa++, flows += 4) {
+            run_flow(h, dts[di], idx[di % 3], oa % 2, ops[oa], ops[(oa + di) % 3], RUSPARSE_SPGEMM_DEFAULT,
+                     0xe000u + (uint64_t)flows, 0, 4, 3, 50);
+            run_flow(h, dts[di], idx[di % 3], oa % 2, ops[oa], ops[(oa + di) % 3], RUSPARSE_SPGEMM_DEFAULT,
+                     0xe100u + (uint64_t)flows, 3, 0, 2, 50);
+            run_flow(h, dts[di], idx[di % 3], oa % 2, ops[oa], ops[(oa + di) % 3], RUSPARSE_SPGEMM_DEFAULT,
+                     0xe200u + (uint64_t)flows, 4, 3, 0, 50);
+            run_flow(h, dts[di], idx[di % 3], oa % 2, ops[oa], ops[(oa + di) % 3], RUSPARSE_SPGEMM_DEFAULT,
+                     0xe300u + (uint64_t)flows, 4, 3, 5, 0);
+        }
+
+    for (di = 0; di < 4; di++)
+        for (which = 0; which < 3; which++) {
+            pattern_change(h, dts[di], RUSPARSE_OPERATION_NON_TRANSPOSE, which, 77u + (uint64_t)which);
+            pattern_change(h, dts[di], RUSPARSE_OPERATION_TRANSPOSE, which, 99u + (uint64_t)which);
+        }
+    CHECK(rusparseDestroy(h));
+    printf("reuse_flow: %d flows (3 reuse_compute each) + 24 pattern changes\n", flows);
+    return test_summary("reuse_flow");
+}

@@ -32,6 +32,8 @@ typedef struct {
     cf64_t alpha, beta;
     int c_offsets_given; /* C created with its row-offset array already allocated */
     int a_null_arrays;   /* an nnz(A) == 0 case: A created with NULL columns and values */
+    int same_ab;         /* matB is the same descriptor as matA (A * A, A^T * A, ...) */
+    int c_uninit;        /* with beta == 0: C's arrays left uninitialised (else NaN-filled) */
 } config_t;
 
 static long products_run = 0;
@@ -61,6 +63,7 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
              shape, dt_name(dt), it_name(cf->ot), it_name(cf->ct), it_name(cf->c_ot), cf->base,
              op_name(cf->opA), op_name(cf->opB), (int)cf->alg, cf->alpha.re, cf->alpha.im,
              cf->beta.re, cf->beta.im, cf->c_offsets_given ? "given" : "NULL");
+    if (cf->same_ab) strncat(label, " matB == matA", sizeof label - strlen(label) - 1);
 
     if (cf->a_null_arrays && a->nnz == 0) {
         A.off = tmat_offsets(a, cf->ot, cf->base);
@@ -71,11 +74,15 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
     } else {
         A = csr_make(a, cf->ot, cf->ct, cf->base, dt);
     }
-    B = csr_make(b, cf->ot, cf->ct, cf->base, dt);
+    if (cf->same_ab) {
+        B = A;
+    } else {
+        B = csr_make(b, cf->ot, cf->ct, cf->base, dt);
+    }
 
     if (cf->c_offsets_given) {
         c_off = xmalloc(it_size(cf->c_ot) * (size_t)(m + 1));
-        memset(c_off, 0xA5, it_size(cf->c_ot) * (size_t)(m + 1));
+        if (!cf->c_uninit) memset(c_off, 0xA5, it_size(cf->c_ot) * (size_t)(m + 1));
     }
     CHECK(rusparseCreateCsr(&matC, m, n, 0, c_off, NULL, NULL, cf->c_ot, cf->ct,
                             (rusparseIndexBase_t)cf->base, dt));
@@ -122,13 +129,16 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
 
     if (!cf->c_offsets_given) {
         c_off = xmalloc(it_size(cf->c_ot) * (size_t)(m + 1));
-        memset(c_off, 0xA5, it_size(cf->c_ot) * (size_t)(m + 1));
+        if (!cf->c_uninit) memset(c_off, 0xA5, it_size(cf->c_ot) * (size_t)(m + 1));
     }
     if (c_nnz > 0) { /* an empty C keeps NULL columns and values */
         c_col = xmalloc(it_size(cf->ct) * (size_t)c_nnz);
         c_val = xmalloc(dt_size(dt) * (size_t)c_nnz);
-        memset(c_col, 0xA5, it_size(cf->ct) * (size_t)c_nnz);
-        memset(c_val, 0xA5, dt_size(dt) * (size_t)c_nnz);
+        if (!cf->c_uninit) {
+            /* with beta == 0 the old values must not be read: NaN would show */
+            memset(c_col, 0xA5, it_size(cf->ct) * (size_t)c_nnz);
+            memset(c_val, 0xFF, dt_size(dt) * (size_t)c_nnz);
+        } /* else: left uninitialised, so valgrind reports any read of them */
     }
     CHECK(rusparseCsrSetPointers(matC, c_off, c_col, c_val));
     if (beta_nonzero) {
@@ -167,13 +177,138 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
     CHECK(rusparseSpGEMM_destroyDescr(descr));
     CHECK(rusparseDestroySpMat(matC));
     csr_free(&A);
-    csr_free(&B);
+    if (!cf->same_ab) csr_free(&B);
     free(buffer1);
     free(buffer2);
     free(c_off);
     free(c_col);
     free(c_val);
     free(old);
+}
+
+/* A (2 x 3) * B (3 x ncols) with 64-bit column indices near ncols, which is
+ * huge (2^40 .. INT64_MAX): the CPU product must not allocate O(ncols). */
+static void test_huge_columns(rusparseHandle_t h) {
+    static const int64_t ncols_list[] = {(int64_t)1 << 40, INT64_MAX};
+    int t;
+    for (t = 0; t < 2; t++) {
+        int64_t N = ncols_list[t], big = ((int64_t)1 << 33) + 7;
+        int64_t ao[3] = {0, 2, 3}, ac[3] = {2, 0, 1};
+        double av[3] = {2, 1, 3};
+        int64_t bo[4] = {0, 2, 3, 4}, bc[4] = {N - 1, 5, big, N - 1};
+        double bv[4] = {1, 2, 3, 4};
+        /* row 0: 1 * B(0,:) + 2 * B(2,:) = {5: 2, N-1: 1 + 8}; row 1: 3 * B(1,:) = {big: 9} */
+        const int64_t want_off[3] = {0, 2, 3}, want_col[3] = {5, N - 1, big};
+        const double want_val[3] = {2, 9, 9};
+        int64_t co[3], cc[3], r, c, nnz;
+        double cv[3], one = 1, zero = 0;
+        rusparseSpMatDescr_t A, B, C;
+        rusparseSpGEMMDescr_t d;
+        size_t s1 = 0, s2 = 0;
+        void *b1, *b2;
+        const rusparseOperation_t op = RUSPARSE_OPERATION_NON_TRANSPOSE;
+        CHECK(rusparseCreateCsr(&A, 2, 3, 3, ao, ac, av, RUSPARSE_INDEX_64I, RUSPARSE_INDEX_64I,
+                                RUSPARSE_INDEX_BASE_ZERO, RUSPARSE_R_64F));
+        CHECK(rusparseCreateCsr(&B, 3, N, 4, bo, bc, bv, RUSPARSE_INDEX_64I, RUSPARSE_INDEX_64I,
+                                RUSPARSE_INDEX_BASE_ZERO, RUSPARSE_R_64F));
+        CHECK(rusparseCreateCsr(&C, 2, N, 0, NULL, NULL, NULL, RUSPARSE_INDEX_64I, RUSPARSE_INDEX_64I,
+                                RUSPARSE_INDEX_BASE_ZERO, RUSPARSE_R_64F));
+        CHECK(rusparseSpGEMM_createDescr(&d));
+        CHECK(rusparseSpGEMM_workEstimation(h, op, op, &one, A, B, &zero, C, RUSPARSE_R_64F,
+                                            RUSPARSE_SPGEMM_DEFAULT, d, &s1, NULL));
+        b1 = xmalloc(s1);
+        CHECK(rusparseSpGEMM_workEstimation(h, op, op, &one, A, B, &zero, C, RUSPARSE_R_64F,
+                                            RUSPARSE_SPGEMM_DEFAULT, d, &s1, b1));
+        CHECK(rusparseSpGEMM_compute(h, op, op, &one, A, B, &zero, C, RUSPARSE_R_64F, RUSPARSE_SPGEMM_DEFAULT,
+                                     d, &s2, NULL));
+        b2 = xmalloc(s2);
+        CHECK(rusparseSpGEMM_compute(h, op, op, &one, A, B, &zero, C, RUSPARSE_R_64F, RUSPARSE_SPGEMM_DEFAULT,
+                                     d, &s2, b2));
+        CHECK(rusparseSpMatGetSize(C, &r, &c, &nnz));
+        REQUIRE(nnz == 3, "huge columns: nnz(C) = %lld, expected 3", (long long)nnz);
+        CHECK(rusparseCsrSetPointers(C, co, cc, cv));
+        CHECK(rusparseSpGEMM_copy(h, op, op, &one, A, B, &zero, C, RUSPARSE_R_64F, RUSPARSE_SPGEMM_DEFAULT, d));
+        EXPECT_TRUE(memcmp(co, want_off, sizeof co) == 0 && memcmp(cc, want_col, sizeof cc) == 0 &&
+                        memcmp(cv, want_val, sizeof cv) == 0,
+                    "huge columns (%lld): C = {%lld %lld %lld} {%lld: %g, %lld: %g, %lld: %g}", (long long)N,
+                    (long long)co[0], (long long)co[1], (long long)co[2], (long long)cc[0], cv[0],
+                    (long long)cc[1], cv[1], (long long)cc[2], cv[2]);
+        products_run++;
+        CHECK(rusparseSpGEMM_destroyDescr(d));
+        CHECK(rusparseDestroySpMat(A));
+        CHECK(rusparseDestroySpMat(B));
+        CHECK(rusparseDestroySpMat(C));
+        free(b1);
+        free(b2);
+    }
+}
+
+/* One matC and one SpGEMM descriptor used for two different products in a
+ * row (new arrays set with CsrSetPointers), and copy called twice. */
+static void test_descriptor_reuse(rusparseHandle_t h) {
+    rng_t rng = {777};
+    tmat_t a1 = tmat_random(&rng, 5, 4, 30, 0), b1 = tmat_random(&rng, 4, 6, 30, 0);
+    tmat_t a2 = tmat_random(&rng, 5, 3, 90, TM_UNSORTED), b2 = tmat_random(&rng, 3, 6, 90, 0);
+    tmat_t *as[2], *bs[2];
+    rusparseSpMatDescr_t C;
+    rusparseSpGEMMDescr_t d;
+    double one = 1, zero = 0;
+    const rusparseOperation_t op = RUSPARSE_OPERATION_NON_TRANSPOSE;
+    const rusparseDataType_t dt = RUSPARSE_R_64F;
+    int round;
+    as[0] = &a1; as[1] = &a2; bs[0] = &b1; bs[1] = &b2;
+    CHECK(rusparseCreateCsr(&C, 5, 6, 0, NULL, NULL, NULL, RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I,
+                            RUSPARSE_INDEX_BASE_ZERO, dt));
+    CHECK(rusparseSpGEMM_createDescr(&d));
+    for (round = 0; round < 2; round++) {
+        csr_t A = csr_make(as[round], RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I, 0, dt);
+        csr_t B = csr_make(bs[round], RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I, 0, dt);
+        size_t s1 = 0, s2 = 0;
+        void *buf1, *buf2, *off, *col, *val;
+        int64_t r, c, nnz;
+        dense_t ref = dense_product(as[round], op, bs[round], op);
+        char label[64];
+        CHECK(rusparseSpGEMM_workEstimation(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d,
+                                            &s1, NULL));
+        buf1 = xmalloc(s1);
+        CHECK(rusparseSpGEMM_workEstimation(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d,
+                                            &s1, buf1));
+        CHECK(rusparseSpGEMM_compute(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d, &s2, NULL));
+        buf2 = xmalloc(s2);
+        CHECK(rusparseSpGEMM_compute(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d, &s2, buf2));
+        CHECK(rusparseSpMatGetSize(C, &r, &c, &nnz));
+        off = xmalloc(sizeof(int32_t) * 6);
+        col = xmalloc(sizeof(int32_t) * (size_t)nnz);
+        val = xmalloc(sizeof(double) * (size_t)nnz);
+        CHECK(rusparseCsrSetPointers(C, off, col, val));
+        CHECK(rusparseSpGEMM_copy(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d));
+        snprintf(label, sizeof label, "matC reused, product %d", round + 1);
+        if (check_csr(label, &ref, nnz, off, RUSPARSE_INDEX_32I, col, RUSPARSE_INDEX_32I, val, dt, 0, cplx(1, 0),
+                      cplx(0, 0), NULL))
+            test_failures++;
+        /* copy again: same C */
+        memset(val, 0xFF, sizeof(double) * (size_t)nnz);
+        CHECK(rusparseSpGEMM_copy(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d));
+        snprintf(label, sizeof label, "matC reused, product %d, second copy", round + 1);
+        if (check_csr(label, &ref, nnz, off, RUSPARSE_INDEX_32I, col, RUSPARSE_INDEX_32I, val, dt, 0, cplx(1, 0),
+                      cplx(0, 0), NULL))
+            test_failures++;
+        products_run += 2;
+        dense_free(&ref);
+        csr_free(&A);
+        csr_free(&B);
+        free(buf1);
+        free(buf2);
+        free(off);
+        free(col);
+        free(val);
+    }
+    CHECK(rusparseSpGEMM_destroyDescr(d));
+    CHECK(rusparseDestroySpMat(C));
+    tmat_free(&a1);
+    tmat_free(&b1);
+    tmat_free(&a2);
+    tmat_free(&b2);
 }
 
 int main(int argc, char **argv) {
@@ -191,7 +326,7 @@ int main(int argc, char **argv) {
         RUSPARSE_SPGEMM_CSR_ALG_NONDETERMINISTIC, RUSPARSE_SPGEMM_ALG1, RUSPARSE_SPGEMM_ALG2,
         RUSPARSE_SPGEMM_ALG3};
     /* (alpha, beta) pairs; for real types only the real parts are used */
-    static const cf64_t alphas[] = {{1, 0}, {2, 0}, {1, 0}, {-2, 1}};
+    static const cf64_t alphas[] = {{1, 0}, {2, 0}, {1, 0}, {-2, 1}, {0, 0}};
     static const cf64_t betas[] = {{0, 0}, {0, 0}, {1, 0}, {3, -2}};
     int quick = quick_mode(argc, argv);
     rusparseHandle_t h = NULL;
@@ -226,10 +361,12 @@ int main(int argc, char **argv) {
                         cf.opA = ops[oa];
                         cf.opB = ops[ob];
                         cf.alg = algs[combo % 6];
-                        cf.alpha = alphas[combo % 4];
-                        cf.beta = betas[(combo / 4) % 4];
+                        cf.alpha = alphas[combo % 5];
+                        cf.beta = betas[(combo / 5) % 4];
                         cf.c_offsets_given = combo % 2;
                         cf.a_null_arrays = 0;
+                        cf.same_ab = 0;
+                        cf.c_uninit = (combo / 2) % 2;
                         if (!dt_is_complex(dt)) {
                             cf.alpha.im = 0;
                             cf.beta.im = 0;
@@ -298,6 +435,36 @@ int main(int argc, char **argv) {
             tmat_free(&b);
         }
     }
+    {
+        /* matB is the same descriptor as matA: A * A, A^T * A, A^H * A, A * A^H */
+        static const rusparseOperation_t pairs[4][2] = {
+            {RUSPARSE_OPERATION_NON_TRANSPOSE, RUSPARSE_OPERATION_NON_TRANSPOSE},
+            {RUSPARSE_OPERATION_TRANSPOSE, RUSPARSE_OPERATION_NON_TRANSPOSE},
+            {RUSPARSE_OPERATION_CONJUGATE_TRANSPOSE, RUSPARSE_OPERATION_NON_TRANSPOSE},
+            {RUSPARSE_OPERATION_NON_TRANSPOSE, RUSPARSE_OPERATION_CONJUGATE_TRANSPOSE}};
+        rng_t rng = {4242};
+        int z, p;
+        for (z = 0; z < 4; z++)
+            for (p = 0; p < 4; p++) {
+                config_t cf;
+                tmat_t a = tmat_random(&rng, 6, 6, 40,
+                                       TM_UNSORTED | TM_DUPLICATES | (dt_is_complex(dts[z]) ? TM_COMPLEX : 0));
+                memset(&cf, 0, sizeof cf);
+                cf.dt = dts[z];
+                cf.ot = cf.c_ot = RUSPARSE_INDEX_64I;
+                cf.ct = RUSPARSE_INDEX_32I;
+                cf.base = p % 2;
+                cf.opA = pairs[p][0];
+                cf.opB = pairs[p][1];
+                cf.alg = RUSPARSE_SPGEMM_DEFAULT;
+                cf.alpha = cplx(1, 0);
+                cf.same_ab = 1;
+                run_case(h, &cf, &a, &a, "A*A");
+                tmat_free(&a);
+            }
+    }
+    test_huge_columns(h);
+    test_descriptor_reuse(h);
     CHECK(rusparseDestroy(h));
     printf("sample_flow: %d combinations, %ld products\n", combo, products_run);
     return test_summary("sample_flow");

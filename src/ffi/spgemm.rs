@@ -475,9 +475,10 @@ pub unsafe extern "C" fn rusparseSpGEMM_createDescr(
     descr: *mut rusparseSpGEMMDescr_t,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_createDescr", || {
-        // SAFETY: NULL or a writable slot.
-        *unsafe { out_ref(descr, "descr") }? =
-            rusparseSpGEMMDescr::into_raw(SpgemmDescr::default());
+        // SAFETY: NULL or a writable slot. The slot is checked before the
+        // descriptor is allocated, so a NULL slot leaks nothing.
+        let slot = unsafe { out_ref(descr, "descr") }?;
+        *slot = rusparseSpGEMMDescr::into_raw(SpgemmDescr::default());
         Ok(())
     })
 }
