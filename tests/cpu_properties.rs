@@ -16,7 +16,7 @@
 
 use proptest::prelude::*;
 use proptest::sample::Index as Pick;
-use proptest::test_runner::TestCaseError;
+use proptest::test_runner::{RngSeed, TestCaseError};
 use rusparse::{
     reference, validate_structure, Algorithm, Complex, Context, CsrMatrix, CsrOutput, Error, Index,
     IndexBase, Op, Scalar, SpgemmOptions, SpgemmPlan,
@@ -29,9 +29,21 @@ type TestResult = Result<(), TestCaseError>;
 /// Largest dimension of a generated operand.
 const MAX_DIM: usize = 40;
 
-fn config(cases: u32) -> ProptestConfig {
+/// The configuration of the property `name`: `cases` cases from a seed fixed
+/// per property, so a run is reproducible (set `PROPTEST_RNG_SEED` to another
+/// number to explore other inputs), with no regression files written.
+fn config(cases: u32, name: &str) -> ProptestConfig {
+    let base_seed = std::env::var("PROPTEST_RNG_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(0x5EED_C0DE_2026);
+    // FNV-1a of the name, so every property and type combination differs.
+    let name_hash = name.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01B3)
+    });
     ProptestConfig {
         cases,
+        rng_seed: RngSeed::Fixed(base_seed ^ name_hash),
         // Keep the working tree clean: a failure prints its minimal case.
         failure_persistence: None,
         ..ProptestConfig::default()
@@ -744,8 +756,8 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             row_offsets: None,
             col_indices: None,
             values: Some(&mut v),
+            base: p.base,
         },
-        p.base,
     );
     prop_assert!(
         is_invalid(&early),
@@ -770,8 +782,8 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
                 row_offsets: Some(&mut ro),
                 col_indices: Some(&mut cols),
                 values: Some(&mut vals),
+                base: p.base,
             },
-            p.base,
         ))?;
         let c = ok(CsrMatrix::try_from_parts(p.m, p.n, ro, cols, vals, p.base))?;
         check_output(&c, p.m, p.n, p.base)?;
@@ -793,8 +805,8 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             row_offsets: None,
             col_indices: None,
             values: Some(&mut vals),
+            base: p.base,
         },
-        p.base,
     ))?;
     let c = ok(CsrMatrix::try_from_parts(p.m, p.n, ro, cols, vals, p.base))?;
     prop_assert_eq!(&c, &r2);
@@ -816,8 +828,8 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             row_offsets: None,
             col_indices: None,
             values: Some(&mut vals),
+            base: ob,
         },
-        ob,
     ))?;
     let want_ro: Vec<i64> = r1
         .row_offsets()
@@ -848,8 +860,8 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             row_offsets: None,
             col_indices: Some(&mut cols_only),
             values: None,
+            base: p.base,
         },
-        p.base,
     ))?;
     prop_assert_eq!(&cols_only[..], r1.col_indices());
 
@@ -865,8 +877,8 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             row_offsets: None,
             col_indices: None,
             values: Some(&mut long_vals),
+            base: p.base,
         },
-        p.base,
     );
     prop_assert!(
         is_invalid(&bad),
@@ -942,8 +954,8 @@ fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             row_offsets: Some(&mut ro),
             col_indices: Some(&mut cols),
             values: Some(&mut vals),
+            base: p.base,
         },
-        p.base,
     ))?;
     prop_assert_eq!(&ro[..], r.row_offsets());
     prop_assert_eq!(&cols[..], r.col_indices());
@@ -966,8 +978,8 @@ fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             row_offsets: None,
             col_indices: None,
             values: Some(&mut vals),
+            base: p.base,
         },
-        p.base,
     ))?;
     let expected2: Vec<T> = r
         .values()
@@ -989,8 +1001,8 @@ fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             row_offsets: None,
             col_indices: None,
             values: Some(&mut nan_vals),
+            base: p.base,
         },
-        p.base,
     ))?;
     prop_assert_eq!(&nan_vals[..], r.values(), "beta = 0 must ignore old values");
     Ok(())
@@ -1180,8 +1192,8 @@ fn prop_changed_pattern<T: TestScalar, I: Index, J: Index>(
             row_offsets: Some(&mut ro),
             col_indices: Some(&mut cols),
             values: Some(&mut vals),
+            base: p.base,
         },
-        p.base,
     );
     prop_assert!(is_invalid(&r), "numeric after {}: {}", what, describe(&r));
     let r = plan.numeric::<T, I>(
@@ -1194,8 +1206,8 @@ fn prop_changed_pattern<T: TestScalar, I: Index, J: Index>(
             row_offsets: None,
             col_indices: None,
             values: Some(&mut vals),
+            base: p.base,
         },
-        p.base,
     );
     prop_assert!(
         is_invalid(&r),
@@ -1251,59 +1263,55 @@ fn prop_mismatch<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestRe
 // One module per (value type, row-offset type, column-index type)
 // ---------------------------------------------------------------------------
 
+/// One proptest with its own configuration (and so its own seed).
+macro_rules! property {
+    ($cases:expr, fn $test:ident($($arg:ident in $strategy:expr),+ $(,)?) $body:block) => {
+        proptest! {
+            #![proptest_config(config($cases, concat!(module_path!(), "::", stringify!($test))))]
+            #[test]
+            fn $test($($arg in $strategy),+) $body
+        }
+    };
+}
+
 macro_rules! combinations {
     ($($name:ident: $t:ty, $i:ty, $j:ty;)*) => {$(
         mod $name {
             use super::*;
 
-            proptest! {
-                #![proptest_config(config(64))]
+            property!(64, fn exact_matches_reference(p in int_problem()) {
+                prop_exact::<$t, $i, $j>(&p)?;
+            });
 
-                #[test]
-                fn exact_matches_reference(p in int_problem()) {
-                    prop_exact::<$t, $i, $j>(&p)?;
-                }
+            property!(64, fn non_integer_within_tolerance(p in float_problem()) {
+                prop_tolerance::<$t, $i, $j>(&p)?;
+            });
 
-                #[test]
-                fn non_integer_within_tolerance(p in float_problem()) {
-                    prop_tolerance::<$t, $i, $j>(&p)?;
-                }
+            property!(64, fn plan_symbolic_once_numeric_many(p in int_problem()) {
+                prop_plan::<$t, $i, $j>(&p)?;
+            });
 
-                #[test]
-                fn plan_symbolic_once_numeric_many(p in int_problem()) {
-                    prop_plan::<$t, $i, $j>(&p)?;
-                }
+            property!(64, fn numeric_with_beta(p in int_problem()) {
+                prop_beta::<$t, $i, $j>(&p)?;
+            });
 
-                #[test]
-                fn numeric_with_beta(p in int_problem()) {
-                    prop_beta::<$t, $i, $j>(&p)?;
-                }
+            property!(64, fn bitwise_identical_across_thread_counts(p in float_problem()) {
+                prop_deterministic::<$t, $i, $j>(&p)?;
+            });
 
-                #[test]
-                fn bitwise_identical_across_thread_counts(p in float_problem()) {
-                    prop_deterministic::<$t, $i, $j>(&p)?;
-                }
+            property!(64, fn changed_pattern_is_refused(
+                p in int_problem(),
+                change_b in any::<bool>(),
+                choice in any::<Pick>(),
+                pick in any::<Pick>(),
+                pick2 in any::<Pick>(),
+            ) {
+                prop_changed_pattern::<$t, $i, $j>(&p, change_b, choice, pick, pick2)?;
+            });
 
-                #[test]
-                fn changed_pattern_is_refused(
-                    p in int_problem(),
-                    change_b in any::<bool>(),
-                    choice in any::<Pick>(),
-                    pick in any::<Pick>(),
-                    pick2 in any::<Pick>(),
-                ) {
-                    prop_changed_pattern::<$t, $i, $j>(&p, change_b, choice, pick, pick2)?;
-                }
-            }
-
-            proptest! {
-                #![proptest_config(config(32))]
-
-                #[test]
-                fn inner_dimension_mismatch_is_refused(p in mismatched_problem()) {
-                    prop_mismatch::<$t, $i, $j>(&p)?;
-                }
-            }
+            property!(32, fn inner_dimension_mismatch_is_refused(p in mismatched_problem()) {
+                prop_mismatch::<$t, $i, $j>(&p)?;
+            });
         }
     )*};
 }
@@ -1391,7 +1399,7 @@ fn conjugate_transpose_conjugates() {
     // I * Aᴴ through op_b.
     let ah_b = product(Op::N, Op::C, &id, &a);
     assert_eq!(ah_b, ah);
-    // Aᴴ A = [[1+4+9, -3i], [3i, 1]]... computed: (1-2i)(1+2i) + (-3i)(3i) = 5 + 9 = 14.
+    // AᴴA = [[14, -3i], [3i, 1]]: (1-2i)(1+2i) + (-3i)(3i) = 5 + 9 = 14.
     let aha = product(Op::C, Op::N, &a, &a);
     assert_eq!(aha.col_indices(), &[0, 1, 0, 1]);
     assert_eq!(
@@ -1433,4 +1441,71 @@ fn duplicates_summed_and_columns_sorted() {
     assert_eq!(c.row_offsets(), &[1, 4]);
     assert_eq!(c.col_indices(), &[1, 2, 3]);
     assert_eq!(c.values(), &[2.0, -1.0, 4.0]);
+}
+
+/// Regression: a pattern change must be refused even when the fingerprint
+/// of the plan collides. A (1 x 4) has columns [0, 1, 2, 3] and A' has
+/// [2, 3, 2, 3] (same row offsets). The 4-lane fingerprint hashes x0 and x1
+/// in lanes seeded `s` and `s ^ 1`, so a quad starting with [2j, 2j + 1]
+/// makes lanes 0 and 1 equal for every j, and the symmetric lane combine
+/// (`mix(l0, l1)` only sees `l0 ^ l1`) cancels them. With `op_a = T` the plan
+/// keeps A's transposed pattern, so A' is silently multiplied with A's
+/// pattern: the result is Aᵀ·B = [1, 2, 3, 4]ᵀ instead of an error (A'ᵀ·B
+/// only has rows 2 and 3, with 4 and 6).
+#[test]
+fn changed_pattern_with_pairwise_swapped_columns_is_refused() {
+    let ctx = Context::cpu().unwrap();
+    let vals = vec![1.0, 2.0, 3.0, 4.0];
+    let a = CsrMatrix::<f64, i32>::try_from_parts(
+        1,
+        4,
+        vec![0, 4],
+        vec![0, 1, 2, 3],
+        vals.clone(),
+        IndexBase::Zero,
+    )
+    .unwrap();
+    let a2 = CsrMatrix::<f64, i32>::try_from_parts(
+        1,
+        4,
+        vec![0, 4],
+        vec![2, 3, 2, 3],
+        vals,
+        IndexBase::Zero,
+    )
+    .unwrap();
+    let b = CsrMatrix::<f64, i32>::from_triplets(1, 1, &[(0, 0, 1.0)], IndexBase::Zero).unwrap();
+    let mut accepted = Vec::new();
+    for op_a in [Op::N, Op::T] {
+        let b = if op_a == Op::N {
+            CsrMatrix::<f64, i32>::from_triplets(
+                4,
+                1,
+                &[(0, 0, 1.0), (1, 0, 1.0), (2, 0, 1.0), (3, 0, 1.0)],
+                IndexBase::Zero,
+            )
+            .unwrap()
+        } else {
+            b.clone()
+        };
+        let mut plan =
+            SpgemmPlan::new(&ctx, &a.view(), op_a, &b.view(), Op::N, Algorithm::Default).unwrap();
+        plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+        let r = plan.execute(&ctx, &a2.view(), &b.view(), 1.0);
+        let want = reference::spgemm(&a2.view(), op_a, &b.view(), Op::N, 1.0).unwrap();
+        if !is_invalid(&r) {
+            accepted.push(format!(
+                "op_a = {op_a:?}: got {:?}, op(A')·B has values {:?} with row offsets {:?}",
+                r.as_ref()
+                    .map(|c| (c.row_offsets().to_vec(), c.values().to_vec())),
+                want.values(),
+                want.row_offsets()
+            ));
+        }
+    }
+    assert!(
+        accepted.is_empty(),
+        "A' accepted by a plan made for A:\n{}",
+        accepted.join("\n")
+    );
 }

@@ -14,9 +14,16 @@ fn mix(h: u64, v: u64) -> u64 {
     (h ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
 }
 
-/// Hashes a block in four independent lanes, so the multiply chains overlap.
+/// Hashes a block in four independent lanes, so the multiply chains
+/// overlap, then folds the lanes in order into a fifth accumulator (so equal
+/// lanes do not cancel and the lane order matters).
 fn hash_block<X: Index>(block: &[X], seed: u64) -> u64 {
-    let mut lanes = [seed, seed ^ 1, seed ^ 2, seed ^ 3];
+    let mut lanes = [
+        seed,
+        seed.wrapping_add(0x243F_6A88_85A3_08D3),
+        seed.wrapping_add(0x1319_8A2E_0370_7344),
+        seed.wrapping_add(0xA409_3822_299F_31D0),
+    ];
     let mut quads = block.chunks_exact(4);
     for q in &mut quads {
         for (lane, x) in lanes.iter_mut().zip(q) {
@@ -26,8 +33,10 @@ fn hash_block<X: Index>(block: &[X], seed: u64) -> u64 {
     let tail = quads
         .remainder()
         .iter()
-        .fold(lanes[0], |h, x| mix(h, x.to_i64() as u64));
-    lanes[1..].iter().fold(tail, |h, &l| mix(h, l))
+        .fold(seed ^ 0xA076_1D64_78BD_642F, |h, x| {
+            mix(h, x.to_i64() as u64)
+        });
+    lanes.iter().fold(tail, |h, &l| mix(h, l))
 }
 
 fn hash_slice<X: Index>(xs: &[X], seed: u64) -> u64 {
@@ -63,5 +72,16 @@ mod tests {
         assert_ne!(a, b);
         assert_ne!(a, c);
         assert_eq!(a, pattern_fingerprint(2, 3, &off, &[0i32, 1, 2]));
+    }
+
+    #[test]
+    fn lanes_do_not_cancel() {
+        // Pairs that collided when lanes were seeded `seed ^ k` and combined symmetrically.
+        let off = [0i32, 4];
+        let f = |c: [i32; 4]| pattern_fingerprint(1, 4, &off, &c);
+        assert_ne!(f([2, 3, 2, 3]), f([3, 2, 2, 3]));
+        assert_ne!(f([0, 1, 2, 3]), f([2, 3, 2, 3]));
+        assert_ne!(f([0, 1, 2, 3]), f([1, 0, 3, 2]));
+        assert_ne!(f([0, 0, 1, 1]), f([1, 1, 0, 0]));
     }
 }
