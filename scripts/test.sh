@@ -42,6 +42,7 @@ step "cargo test (unit, property, header and doc tests)"
 cargo test
 
 step "C tests (CMake + CTest)"
+cargo build --lib
 lib="$root/target/debug/librusparse.so"
 cmake -S c_tests -B target/c_tests -DRUSPARSE_LIBRARY="$lib" >/dev/null
 cmake --build target/c_tests -j2
