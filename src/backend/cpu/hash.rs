@@ -62,23 +62,38 @@ fn row_mismatch(row: usize, found: usize, expected: usize) -> Error {
     ))
 }
 
-/// Inserts every column of output row `i` into `keys[..size]`; returns the
-/// number of distinct columns.
+/// Inserts every column of output row `i` into `keys`; returns the number
+/// of distinct columns.
+///
+/// # Errors
+/// When the row has more distinct columns than half the table, which only
+/// happens if the pattern differs from the one the table was sized for
+/// (a stale plan); stopping there also keeps linear probing from looping.
 #[inline]
 fn insert_row<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
     i: usize,
     keys: &mut [usize],
-) -> usize {
+) -> Result<usize> {
     let mask = keys.len() - 1;
+    let limit = keys.len() / 2;
     let mut distinct = 0;
     for k in a.range(i) {
         for kk in b.range(a.col(k)) {
-            distinct += insert(keys, mask, b.col(kk)).1 as usize;
+            if insert(keys, mask, b.col(kk)).1 {
+                distinct += 1;
+                if distinct > limit {
+                    keys.fill(EMPTY);
+                    return Err(Error::InvalidValue(format!(
+                        "row {i} of C has more than the {limit} columns its plan allows: \
+                         the pattern of A or B changed between phases"
+                    )));
+                }
+            }
         }
     }
-    distinct
+    Ok(distinct)
 }
 
 /// Counts the distinct columns of each row of `rows` into `counts`.
@@ -101,7 +116,7 @@ pub(super) fn count_rows<I: Index, J: Index>(
             continue;
         }
         let table = &mut keys[..table_size(nprod, b.ncols)];
-        *count = insert_row(a, b, i, table);
+        *count = insert_row(a, b, i, table)?;
         table.fill(EMPTY);
     }
     Ok(())
@@ -127,7 +142,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
     for i in rows {
         let out = &mut cols[offsets[i] - origin..offsets[i + 1] - origin];
         let table = &mut keys[..table_size(work.row(i), b.ncols)];
-        let distinct = insert_row(a, b, i, table);
+        let distinct = insert_row(a, b, i, table)?;
         if distinct != out.len() {
             table.fill(EMPTY);
             return Err(row_mismatch(i, distinct, out.len()));
@@ -170,8 +185,10 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         .max()
         .unwrap_or(0);
     let mut sorted: Vec<(usize, T)> = Vec::new();
+    let mut slots: Vec<usize> = Vec::new();
     sorted
         .try_reserve_exact(longest)
+        .and_then(|_| slots.try_reserve_exact(longest + 1))
         .map_err(|_| Error::AllocFailed("could not allocate the row sort buffer".into()))?;
     let origin = offsets[rows.start];
     let beta_is_zero = scale.beta == T::zero();
@@ -180,7 +197,10 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         let table_len = table_size(work.row(i), b.ncols);
         let (table, sums) = (&mut keys[..table_len], &mut acc[..table_len]);
         let mask = table_len - 1;
-        for k in a.range(i) {
+        // The slots in insertion order: collecting from them avoids scanning
+        // (and clearing) the whole table.
+        slots.clear();
+        'products: for k in a.range(i) {
             let av = a_vals[k];
             let r = a.col(k);
             for kk in b.range(r) {
@@ -188,24 +208,24 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
                 let p = av * b_vals[kk];
                 if new {
                     sums[s] = p;
+                    slots.push(s);
+                    // More columns than planned: the pattern changed. Stop
+                    // before the table can fill up.
+                    if slots.len() > out.len() {
+                        break 'products;
+                    }
                 } else {
                     sums[s] += p;
                 }
             }
         }
         sorted.clear();
-        let mut found = 0;
-        for (key, sum) in table.iter_mut().zip(sums.iter()) {
-            if *key != EMPTY {
-                if found < out.len() {
-                    sorted.push((*key, *sum));
-                }
-                found += 1;
-                *key = EMPTY;
-            }
+        sorted.extend(slots.iter().map(|&s| (table[s], sums[s])));
+        for &s in &slots {
+            table[s] = EMPTY;
         }
-        if found != out.len() {
-            return Err(row_mismatch(i, found, out.len()));
+        if slots.len() != out.len() {
+            return Err(row_mismatch(i, slots.len(), out.len()));
         }
         sorted.sort_unstable_by_key(|e| e.0);
         let dst = &mut vals[out.clone()];
