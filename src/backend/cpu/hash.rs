@@ -246,3 +246,71 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern<'a>(offsets: &'a [i32], cols: &'a [i32], ncols: usize) -> RowPattern<'a, i32, i32> {
+        RowPattern {
+            nrows: offsets.len() - 1,
+            ncols,
+            offsets,
+            cols,
+            base: 0,
+        }
+    }
+
+    /// A plan made for one pattern and run on another (what a fingerprint
+    /// collision would allow) must give an error, never a hang or a panic.
+    #[test]
+    fn a_stale_plan_errors_instead_of_probing_forever() {
+        // Planned: A = one row with two entries, B = identity 64 x 64 (2 products).
+        let a_off = [0i32, 2];
+        let b_off: Vec<i32> = (0..=64).collect();
+        let b_cols: Vec<i32> = (0..64).collect();
+        let b = pattern(&b_off, &b_cols, 64);
+        let planned = pattern(&a_off, &[0, 1], 64);
+        let work = RowWork::new(&planned, &b, 1).unwrap();
+        // Actual: the single row of A touches all 64 rows of B.
+        let wide_off = [0i32, 64];
+        let wide = pattern(&wide_off, &b_cols, 64);
+        let mut counts = [0usize; 1];
+        let e = count_rows(&wide, &b, &work, 0..1, &mut counts).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed")),
+            "{e}"
+        );
+
+        let offsets = [0usize, 2];
+        let (mut cols, mut vals) = ([0i32; 2], [0.0f64; 2]);
+        let scale = Scale {
+            alpha: 1.0,
+            beta: 0.0,
+            base: 0,
+        };
+        let ones = [1.0f64; 64];
+        let e = accumulate_rows(
+            &wide,
+            &ones,
+            &b,
+            &ones,
+            &work,
+            0..1,
+            &offsets,
+            &scale,
+            Some(&mut cols[..]),
+            &mut vals,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed")),
+            "{e}"
+        );
+        let e = list_rows(&wide, &b, &work, 0..1, &offsets, 0, &mut cols).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed")),
+            "{e}"
+        );
+    }
+}
