@@ -24,6 +24,12 @@
 #define RUSPARSE_VERSION_STRING "0.1.0"
 
 /**
+ * The most CPU threads one context may ask for (a guard against typos that
+ * would start a hundred thousand threads).
+ */
+#define MAX_THREADS 4096
+
+/**
  * Status returned by every function (same numbers as `cusparseStatus_t`).
  */
 typedef enum {
@@ -347,7 +353,7 @@ rusparseStatus_t rusparseGetBackend(rusparseHandle_t handle,
 /**
  * Gives this handle its own pool of `num_threads` CPU threads (0: back to
  * the default, all cores or `RUSPARSE_NUM_THREADS`). Other handles are not
- * affected. Negative values are INVALID_VALUE.
+ * affected. Negative values and values above 4096 are INVALID_VALUE.
  */
 rusparseStatus_t rusparseSetNumThreads(rusparseHandle_t handle,
                                        int num_threads);

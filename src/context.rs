@@ -8,6 +8,10 @@ use std::sync::Arc;
 /// new context (overridden by [`Context::set_num_threads`]).
 pub const NUM_THREADS_ENV: &str = "RUSPARSE_NUM_THREADS";
 
+/// The most CPU threads one context may ask for (a guard against typos that
+/// would start a hundred thousand threads).
+pub const MAX_THREADS: usize = 4096;
+
 /// Where and how products run. One context is used by one thread at a time;
 /// different contexts work concurrently and never share a thread setting.
 #[derive(Clone)]
@@ -86,8 +90,14 @@ impl Context {
     /// shared default pool. Cost: starting `n` threads.
     ///
     /// # Errors
-    /// [`Error::InternalError`] when the threads cannot be started.
+    /// [`Error::InvalidValue`] when `n` exceeds [`MAX_THREADS`];
+    /// [`Error::AllocFailed`] when the threads cannot be started.
     pub fn set_num_threads(&mut self, n: usize) -> Result<()> {
+        if n > MAX_THREADS {
+            return Err(Error::InvalidValue(format!(
+                "{n} threads exceed the limit of {MAX_THREADS}"
+            )));
+        }
         self.pool = if n == 0 {
             None
         } else {
@@ -95,7 +105,7 @@ impl Context {
                 .num_threads(n)
                 .thread_name(|i| format!("rusparse-{i}"))
                 .build()
-                .map_err(|e| Error::InternalError(format!("could not start {n} threads: {e}")))?;
+                .map_err(|e| Error::AllocFailed(format!("could not start {n} threads: {e}")))?;
             Some(Arc::new(pool))
         };
         Ok(())
@@ -113,6 +123,37 @@ impl Context {
         match &self.pool {
             Some(p) => p.install(f),
             None => f(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_counts_are_per_context_and_bounded() {
+        let mut a = Context::cpu().unwrap();
+        let mut b = Context::cpu().unwrap();
+        a.set_num_threads(1).unwrap();
+        b.set_num_threads(3).unwrap();
+        assert_eq!((a.num_threads(), b.num_threads()), (1, 3));
+        assert!(
+            matches!(a.set_num_threads(MAX_THREADS + 1), Err(Error::InvalidValue(m)) if m.contains("limit"))
+        );
+        assert_eq!(a.num_threads(), 1);
+        assert_eq!(a.run(rayon::current_num_threads), 1);
+        assert_eq!(b.run(rayon::current_num_threads), 3);
+    }
+
+    #[test]
+    fn gpu_back_ends_are_not_built_in() {
+        for kind in [BackendKind::Cuda, BackendKind::Hip] {
+            let e = Context::new(kind).unwrap_err();
+            assert!(
+                matches!(&e, Error::NotSupported(m) if m.contains("no") && m.contains("back end")),
+                "{e}"
+            );
         }
     }
 }

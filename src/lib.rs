@@ -25,7 +25,7 @@ pub mod reference;
 mod spgemm;
 mod types;
 
-pub use context::{Context, NUM_THREADS_ENV};
+pub use context::{Context, MAX_THREADS, NUM_THREADS_ENV};
 pub use csr::{validate_structure, CsrMatrix, CsrOutput, CsrView};
 pub use error::{Error, Result};
 pub use num_complex::Complex;

@@ -164,7 +164,7 @@ pub unsafe extern "C" fn rusparseGetBackend(
 
 /// Gives this handle its own pool of `num_threads` CPU threads (0: back to
 /// the default, all cores or `RUSPARSE_NUM_THREADS`). Other handles are not
-/// affected. Negative values are INVALID_VALUE.
+/// affected. Negative values and values above 4096 are INVALID_VALUE.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSetNumThreads(
     handle: rusparseHandle_t,
