@@ -446,18 +446,20 @@ pub unsafe extern "C" fn rusparseCsrSetPointers(
     })
 }
 
+fn get_values(descr: rusparseConstSpMatDescr_t, values: *mut *mut c_void) -> Result<()> {
+    // SAFETY: NULL or live descriptor; NULL or writable slot.
+    let m = unsafe { rusparseSpMatDescr::get(descr) }?;
+    *unsafe { out_ref(values, "values") }? = m.values;
+    Ok(())
+}
+
 /// The values pointer.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpMatGetValues(
     spMatDescr: rusparseSpMatDescr_t,
     values: *mut *mut c_void,
 ) -> rusparseStatus_t {
-    boundary("rusparseSpMatGetValues", || {
-        // SAFETY: NULL or live descriptor; NULL or writable slot.
-        let m = unsafe { rusparseSpMatDescr::get(spMatDescr) }?;
-        *unsafe { out_ref(values, "values") }? = m.values;
-        Ok(())
-    })
+    boundary("rusparseSpMatGetValues", || get_values(spMatDescr, values))
 }
 
 /// The values pointer of a read-only descriptor.
@@ -467,10 +469,7 @@ pub unsafe extern "C" fn rusparseConstSpMatGetValues(
     values: *mut *const c_void,
 ) -> rusparseStatus_t {
     boundary("rusparseConstSpMatGetValues", || {
-        // SAFETY: NULL or live descriptor; NULL or writable slot.
-        let m = unsafe { rusparseSpMatDescr::get(spMatDescr) }?;
-        *unsafe { out_ref(values, "values") }? = m.values;
-        Ok(())
+        get_values(spMatDescr, values.cast())
     })
 }
 
