@@ -2,6 +2,7 @@
 
 use crate::error::{invalid, Error, Result};
 use crate::types::{Index, IndexBase, Scalar};
+use rayon::prelude::*;
 
 /// A borrowed CSR matrix whose structure has been validated.
 ///
@@ -118,7 +119,23 @@ impl<'a, T: Scalar, I: Index, J: Index> CsrView<'a, T, I, J> {
     }
 }
 
+/// Entries per parallel task when validating.
+const VALIDATE_GRAIN: usize = 1 << 16;
+
+/// The first `i < n` with `bad(i)`, scanning blocks of indices in parallel
+/// (each block serially, so the inner loop stays tight).
+fn first_position(n: usize, bad: impl Fn(usize) -> bool + Sync) -> Option<usize> {
+    (0..n.div_ceil(VALIDATE_GRAIN))
+        .into_par_iter()
+        .filter_map(|block| {
+            let start = block * VALIDATE_GRAIN;
+            (start..n.min(start + VALIDATE_GRAIN)).find(|&i| bad(i))
+        })
+        .min()
+}
+
 /// Checks the structure of a CSR matrix (see [`CsrView::try_new`]).
+/// Parallel in the current rayon pool; reports the first offending element.
 pub fn validate_structure<I: Index, J: Index>(
     nrows: usize,
     ncols: usize,
@@ -145,14 +162,13 @@ pub fn validate_structure<I: Index, J: Index>(
     if first != b as i64 {
         invalid!("rowOffsets[0] = {first} but the index base is {b}");
     }
-    for i in 0..nrows {
-        let (lo, hi) = (row_offsets[i].to_i64(), row_offsets[i + 1].to_i64());
-        if hi < lo {
-            invalid!(
-                "rowOffsets decrease at row {i}: rowOffsets[{i}] = {lo} > rowOffsets[{}] = {hi}",
-                i + 1
-            );
-        }
+    if let Some(i) = first_position(nrows, |i| row_offsets[i + 1] < row_offsets[i]) {
+        invalid!(
+            "rowOffsets decrease at row {i}: rowOffsets[{i}] = {} > rowOffsets[{}] = {}",
+            row_offsets[i].to_i64(),
+            i + 1,
+            row_offsets[i + 1].to_i64()
+        );
     }
     let last = row_offsets[nrows].to_i64() - b as i64;
     if last != col_indices.len() as i64 {
@@ -162,10 +178,10 @@ pub fn validate_structure<I: Index, J: Index>(
         );
     }
     let hi = ncols as i64 + b as i64;
-    if let Some(k) = col_indices
-        .iter()
-        .position(|&c| c.to_i64() < b as i64 || c.to_i64() >= hi)
-    {
+    if let Some(k) = first_position(col_indices.len(), |k| {
+        let c = col_indices[k].to_i64();
+        c < b as i64 || c >= hi
+    }) {
         invalid!(
             "colInd[{k}] = {} is out of range for {ncols} columns (index base {b})",
             col_indices[k].to_i64()

@@ -92,16 +92,15 @@ impl SpMat {
         self.nnz as usize
     }
 
-    /// A view of the arrays; with `validate`, the whole structure is checked
-    /// (O(nnz)); without, only the pointers (the caller compares a
-    /// fingerprint before trusting the contents).
+    /// A view of the arrays after checking the pointers (NULL, alignment).
+    /// The contents are not checked here: work estimation validates them
+    /// with [`crate::validate_structure`], later phases compare a fingerprint.
     ///
     /// # Safety
     /// The descriptor's arrays must hold the sizes it states.
     pub(crate) unsafe fn view<'a, T: Scalar, I: Index, J: Index>(
         &'a self,
         name: &str,
-        validate: bool,
     ) -> Result<CsrView<'a, T, I, J>> {
         debug_assert_eq!(T::DATA_TYPE, self.value_type);
         debug_assert_eq!(I::INDEX_TYPE, self.offset_type);
@@ -113,19 +112,14 @@ impl SpMat {
         let offsets: &[I] = slice_at(self.offsets, m + 1, &format!("{name} rowOffsets"))?;
         let cols: &[J] = slice_at(self.col_ind, nnz, &format!("{name} colInd"))?;
         let vals: &[T] = slice_at(self.values, nnz, &format!("{name} values"))?;
-        if validate {
-            CsrView::try_new(m, self.ncols(), offsets, cols, vals, self.base)
-                .map_err(|e| e.context(name))
-        } else {
-            Ok(CsrView::from_checked(
-                m,
-                self.ncols(),
-                offsets,
-                cols,
-                vals,
-                self.base,
-            ))
-        }
+        Ok(CsrView::from_checked(
+            m,
+            self.ncols(),
+            offsets,
+            cols,
+            vals,
+            self.base,
+        ))
     }
 }
 

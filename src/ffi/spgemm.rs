@@ -19,7 +19,7 @@ use super::matrix::{slice_at_mut, SpMat};
 use super::types::*;
 use crate::plan::fingerprint::pattern_fingerprint;
 use crate::types::{Algorithm, DataType, IndexType, Op};
-use crate::{Complex, CsrOutput, Error, Index, Result, Scalar, SpgemmPlan};
+use crate::{validate_structure, Complex, CsrOutput, Error, Index, Result, Scalar, SpgemmPlan};
 use std::any::Any;
 use std::ffi::c_void;
 
@@ -297,8 +297,22 @@ fn plan_mut<I: Index, J: Index>(plan: &mut (dyn Any + Send)) -> Result<&mut Spge
 /// Work estimation: validates A and B fully and plans the product.
 fn plan_new<T: Scalar, I: Index, J: Index>(x: &Args<'_>) -> Result<(Box<dyn Any + Send>, u64)> {
     // SAFETY: the descriptors' arrays hold the sizes they state (API contract).
-    let a = unsafe { x.a.view::<T, I, J>("matA", true) }?;
-    let b = unsafe { x.b.view::<T, I, J>("matB", true) }?;
+    let a = unsafe { x.a.view::<T, I, J>("matA") }?;
+    let b = unsafe { x.b.view::<T, I, J>("matB") }?;
+    // The full structure check, in the handle's thread pool.
+    x.h.ctx.run(|| {
+        for (m, name) in [(&a, "matA"), (&b, "matB")] {
+            validate_structure(
+                m.nrows(),
+                m.ncols(),
+                m.row_offsets(),
+                m.col_indices(),
+                m.base(),
+            )
+            .map_err(|e| e.context(name))?;
+        }
+        Ok::<(), Error>(())
+    })?;
     let plan = SpgemmPlan::new(&x.h.ctx, &a, x.call.op_a, &b, x.call.op_b, x.call.alg)?;
     let n = plan.num_products();
     Ok((Box::new(plan), n))
@@ -310,8 +324,8 @@ fn symbolic<T: Scalar, I: Index, J: Index>(
     plan: &mut (dyn Any + Send),
 ) -> Result<usize> {
     // SAFETY: as in `plan_new`; the plan checks the patterns' fingerprints.
-    let a = unsafe { x.a.view::<T, I, J>("matA", false) }?;
-    let b = unsafe { x.b.view::<T, I, J>("matB", false) }?;
+    let a = unsafe { x.a.view::<T, I, J>("matA") }?;
+    let b = unsafe { x.b.view::<T, I, J>("matB") }?;
     plan_mut::<I, J>(plan)?.symbolic(&x.h.ctx, &a, &b)
 }
 
@@ -361,8 +375,8 @@ fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
         )
     };
     // SAFETY: as in `plan_new`.
-    let a = unsafe { x.a.view::<T, I, J>("matA", false) }?;
-    let b = unsafe { x.b.view::<T, I, J>("matB", false) }?;
+    let a = unsafe { x.a.view::<T, I, J>("matA") }?;
+    let b = unsafe { x.b.view::<T, I, J>("matB") }?;
     let c = &*x.c;
     let (rows, nnz) = (c.nrows(), c.nnz_usize());
     // SAFETY: C's arrays were set by the caller for nnz(C) entries and are
