@@ -356,6 +356,34 @@ pub struct CsrOutput<'a, T, I, J> {
     pub base: IndexBase,
 }
 
+impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
+    /// All three arrays of C (cuSPARSE's `copy`).
+    pub fn full(
+        row_offsets: &'a mut [I],
+        col_indices: &'a mut [J],
+        values: &'a mut [T],
+        base: IndexBase,
+    ) -> Self {
+        CsrOutput {
+            row_offsets: Some(row_offsets),
+            col_indices: Some(col_indices),
+            values: Some(values),
+            base,
+        }
+    }
+
+    /// Only C's values, on a structure written earlier (cuSPARSE's
+    /// `reuse_compute`).
+    pub fn values_only(values: &'a mut [T], base: IndexBase) -> Self {
+        CsrOutput {
+            row_offsets: None,
+            col_indices: None,
+            values: Some(values),
+            base,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -440,12 +440,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             b,
             alpha,
             T::zero(),
-            CsrOutput {
-                row_offsets: Some(&mut row_offsets),
-                col_indices: Some(&mut col_indices),
-                values: Some(&mut values),
-                base: a.base(),
-            },
+            CsrOutput::full(&mut row_offsets, &mut col_indices, &mut values, a.base()),
         )?;
         let (m, n) = self.shape();
         Ok(CsrMatrix::from_parts_unchecked(
@@ -522,12 +517,7 @@ mod tests {
             SpgemmPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, Algorithm::Default).unwrap();
         plan.symbolic(&ctx, &a.view(), &a.view()).unwrap();
         let (mut o, mut c, mut v) = ([0i64; 2], [0i32; 2], [0.0f64; 1]);
-        let out = CsrOutput {
-            row_offsets: Some(&mut o[..]),
-            col_indices: Some(&mut c[..]),
-            values: Some(&mut v[..]),
-            base: IndexBase::Zero,
-        };
+        let out = CsrOutput::full(&mut o[..], &mut c[..], &mut v[..], IndexBase::Zero);
         let err = plan
             .numeric(&ctx, &a.view(), &a.view(), 1.0, 0.0, out)
             .unwrap_err();

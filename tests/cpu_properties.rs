@@ -752,12 +752,7 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
         &b1.view(),
         alpha,
         T::zero(),
-        CsrOutput {
-            row_offsets: None,
-            col_indices: None,
-            values: Some(&mut v),
-            base: p.base,
-        },
+        CsrOutput::values_only(&mut v, p.base),
     );
     prop_assert!(
         is_invalid(&early),
@@ -778,12 +773,7 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             &b.view(),
             alpha,
             T::zero(),
-            CsrOutput {
-                row_offsets: Some(&mut ro),
-                col_indices: Some(&mut cols),
-                values: Some(&mut vals),
-                base: p.base,
-            },
+            CsrOutput::full(&mut ro, &mut cols, &mut vals, p.base),
         ))?;
         let c = ok(CsrMatrix::try_from_parts(p.m, p.n, ro, cols, vals, p.base))?;
         check_output(&c, p.m, p.n, p.base)?;
@@ -801,12 +791,7 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
         &b2.view(),
         alpha,
         T::zero(),
-        CsrOutput {
-            row_offsets: None,
-            col_indices: None,
-            values: Some(&mut vals),
-            base: p.base,
-        },
+        CsrOutput::values_only(&mut vals, p.base),
     ))?;
     let c = ok(CsrMatrix::try_from_parts(p.m, p.n, ro, cols, vals, p.base))?;
     prop_assert_eq!(&c, &r2);
@@ -824,12 +809,7 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
         &b1.view(),
         alpha,
         T::zero(),
-        CsrOutput {
-            row_offsets: None,
-            col_indices: None,
-            values: Some(&mut vals),
-            base: ob,
-        },
+        CsrOutput::values_only(&mut vals, ob),
     ))?;
     let want_ro: Vec<i64> = r1
         .row_offsets()
@@ -873,12 +853,7 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
         &b1.view(),
         alpha,
         T::zero(),
-        CsrOutput {
-            row_offsets: None,
-            col_indices: None,
-            values: Some(&mut long_vals),
-            base: p.base,
-        },
+        CsrOutput::values_only(&mut long_vals, p.base),
     );
     prop_assert!(
         is_invalid(&bad),
@@ -950,12 +925,7 @@ fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
         &b.view(),
         alpha,
         beta,
-        CsrOutput {
-            row_offsets: Some(&mut ro),
-            col_indices: Some(&mut cols),
-            values: Some(&mut vals),
-            base: p.base,
-        },
+        CsrOutput::full(&mut ro, &mut cols, &mut vals, p.base),
     ))?;
     prop_assert_eq!(&ro[..], r.row_offsets());
     prop_assert_eq!(&cols[..], r.col_indices());
@@ -974,12 +944,7 @@ fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
         &b.view(),
         alpha,
         beta,
-        CsrOutput {
-            row_offsets: None,
-            col_indices: None,
-            values: Some(&mut vals),
-            base: p.base,
-        },
+        CsrOutput::values_only(&mut vals, p.base),
     ))?;
     let expected2: Vec<T> = r
         .values()
@@ -997,12 +962,7 @@ fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
         &b.view(),
         alpha,
         T::zero(),
-        CsrOutput {
-            row_offsets: None,
-            col_indices: None,
-            values: Some(&mut nan_vals),
-            base: p.base,
-        },
+        CsrOutput::values_only(&mut nan_vals, p.base),
     ))?;
     prop_assert_eq!(&nan_vals[..], r.values(), "beta = 0 must ignore old values");
     Ok(())
@@ -1188,12 +1148,7 @@ fn prop_changed_pattern<T: TestScalar, I: Index, J: Index>(
         &b2.view(),
         alpha,
         T::zero(),
-        CsrOutput {
-            row_offsets: Some(&mut ro),
-            col_indices: Some(&mut cols),
-            values: Some(&mut vals),
-            base: p.base,
-        },
+        CsrOutput::full(&mut ro, &mut cols, &mut vals, p.base),
     );
     prop_assert!(is_invalid(&r), "numeric after {}: {}", what, describe(&r));
     let r = plan.numeric::<T, I>(
@@ -1202,12 +1157,7 @@ fn prop_changed_pattern<T: TestScalar, I: Index, J: Index>(
         &b2.view(),
         alpha,
         T::zero(),
-        CsrOutput {
-            row_offsets: None,
-            col_indices: None,
-            values: Some(&mut vals),
-            base: p.base,
-        },
+        CsrOutput::values_only(&mut vals, p.base),
     );
     prop_assert!(
         is_invalid(&r),

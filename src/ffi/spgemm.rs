@@ -387,12 +387,7 @@ fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
     match job.fill {
         Fill::All => {
             let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
-            let out = CsrOutput {
-                row_offsets: Some(&mut *offsets),
-                col_indices: Some(&mut *cols),
-                values: Some(values),
-                base: c.base,
-            };
+            let out = CsrOutput::full(&mut *offsets, &mut *cols, values, c.base);
             plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out)?;
             Ok(0)
         }
@@ -408,12 +403,7 @@ fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
                 ));
             }
             let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
-            let out = CsrOutput::<T, IC, J> {
-                row_offsets: None,
-                col_indices: None,
-                values: Some(values),
-                base: c.base,
-            };
+            let out = CsrOutput::<T, IC, J>::values_only(values, c.base);
             plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out)?;
             Ok(now)
         }
