@@ -193,7 +193,7 @@ static void test_handle(void) {
 
     /* threads */
     EXPECT_STATUS_MSG(rusparseSetNumThreads(h, -1), INVALID, "negative");
-    EXPECT_STATUS_MSG(rusparseSetNumThreads(h, 5000), INVALID, "limit of 4096");
+    EXPECT_STATUS_MSG(rusparseSetNumThreads(h, RUSPARSE_MAX_THREADS + 1), INVALID, "limit of 4096");
     EXPECT_STATUS(rusparseSetNumThreads(h, 3), SUCCESS);
     EXPECT_STATUS(rusparseGetNumThreads(h, &nt), SUCCESS);
     EXPECT_TRUE(nt == 3, "GetNumThreads = %d after SetNumThreads(3)", nt);

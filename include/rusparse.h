@@ -27,7 +27,7 @@
  * The most CPU threads one context may ask for (a guard against typos that
  * would start a hundred thousand threads).
  */
-#define MAX_THREADS 4096
+#define RUSPARSE_MAX_THREADS 4096
 
 /**
  * Status returned by every function (same numbers as `cusparseStatus_t`).
@@ -264,11 +264,6 @@ typedef const rusparseSpMatDescr *rusparseConstSpMatDescr_t;
  * An SpGEMM descriptor.
  */
 typedef rusparseSpGEMMDescr *rusparseSpGEMMDescr_t;
-
-/**
- * All statuses, indexed by their number.
- */
-#define rusparseStatus_t_ALL { RUSPARSE_STATUS_SUCCESS, RUSPARSE_STATUS_NOT_INITIALIZED, RUSPARSE_STATUS_ALLOC_FAILED, RUSPARSE_STATUS_INVALID_VALUE, RUSPARSE_STATUS_ARCH_MISMATCH, RUSPARSE_STATUS_MAPPING_ERROR, RUSPARSE_STATUS_EXECUTION_FAILED, RUSPARSE_STATUS_INTERNAL_ERROR, RUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED, RUSPARSE_STATUS_ZERO_PIVOT, RUSPARSE_STATUS_NOT_SUPPORTED, RUSPARSE_STATUS_INSUFFICIENT_RESOURCES, }
 
 #ifdef __cplusplus
 extern "C" {

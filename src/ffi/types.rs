@@ -44,7 +44,7 @@ pub enum rusparseStatus_t {
 
 impl rusparseStatus_t {
     /// All statuses, indexed by their number.
-    pub const ALL: [rusparseStatus_t; 12] = [
+    pub(crate) const ALL: [rusparseStatus_t; 12] = [
         rusparseStatus_t::RUSPARSE_STATUS_SUCCESS,
         rusparseStatus_t::RUSPARSE_STATUS_NOT_INITIALIZED,
         rusparseStatus_t::RUSPARSE_STATUS_ALLOC_FAILED,
