@@ -5,7 +5,6 @@
 //       [0 4]       [0 4]               [0 16]
 #include "rusparse.h"
 
-#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -40,8 +39,8 @@ int main() {
     static_assert(RUSPARSE_STATUS_NOT_SUPPORTED == 10 && RUSPARSE_C_64F == 5 && RUSPARSE_R_16BF == 14 &&
                       RUSPARSE_SPGEMM_ALG3 == 5 && RUSPARSE_INDEX_64I == 3,
                   "cuSPARSE's enumerator numbers");
-    constexpr std::array<rusparseStatus_t, 12> all = rusparseStatus_t_ALL;
-    static_assert(all[11] == RUSPARSE_STATUS_INSUFFICIENT_RESOURCES, "rusparseStatus_t_ALL");
+    static_assert(RUSPARSE_STATUS_INSUFFICIENT_RESOURCES == 11 && RUSPARSE_MAX_THREADS >= 1,
+                  "the last status and the thread limit");
 
     Handle handle;
     int version = 0;
