@@ -114,12 +114,18 @@ pub(crate) use invalid;
 /// [`Error::AllocFailed`] instead of aborting the process.
 pub(crate) fn try_vec<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| {
-        Error::AllocFailed(format!(
-            "could not allocate {what} ({len} elements of {} bytes)",
-            std::mem::size_of::<T>()
-        ))
-    })?;
+    try_reserve(&mut v, len, what)?;
     v.resize(len, value);
     Ok(v)
+}
+
+/// Reserves room for `additional` more elements in `v`, reporting failure
+/// as [`Error::AllocFailed`] instead of aborting the process.
+pub(crate) fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<()> {
+    v.try_reserve_exact(additional).map_err(|_| {
+        Error::AllocFailed(format!(
+            "could not allocate {what} ({additional} elements of {} bytes)",
+            std::mem::size_of::<T>()
+        ))
+    })
 }

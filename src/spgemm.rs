@@ -6,7 +6,7 @@ use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrOutput, CsrView};
-use crate::error::{invalid, try_vec, Error, Result};
+use crate::error::{invalid, try_vec, Result};
 use crate::plan::fingerprint::pattern_fingerprint;
 use crate::plan::{OperandPattern, RowWork};
 use crate::types::{Algorithm, Index, IndexBase, Op, Scalar};
@@ -460,15 +460,10 @@ fn cpu_backend(ctx: &Context) -> CpuBackend {
     }
 }
 
-impl From<std::collections::TryReserveError> for Error {
-    fn from(e: std::collections::TryReserveError) -> Self {
-        Error::AllocFailed(e.to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     fn one_by_one() -> CsrMatrix<f64, i64, i32> {
         CsrMatrix::from_triplets(1, 1, &[(0, 0, 2.0)], IndexBase::Zero).unwrap()

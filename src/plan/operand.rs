@@ -2,7 +2,7 @@
 //! `op = N`, an internal transposed pattern for `op = T / C`.
 
 use crate::csr::CsrView;
-use crate::error::{try_vec, Error, Result};
+use crate::error::{try_reserve, try_vec, Error, Result};
 use crate::types::{Index, Op, Scalar};
 
 /// Borrowed row access to a pattern: rows `offsets[i] - base .. offsets[i+1] - base`
@@ -135,9 +135,7 @@ impl<I: Index, J: Index> OperandPattern<I, J> {
         };
         let src = x.values();
         scratch.clear();
-        scratch
-            .try_reserve_exact(t.source.len())
-            .map_err(|_| Error::AllocFailed("could not allocate transposed values".into()))?;
+        try_reserve(scratch, t.source.len(), "transposed values")?;
         if self.op == Op::C {
             scratch.extend(t.source.iter().map(|&s| src[s].conj()));
         } else {

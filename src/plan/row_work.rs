@@ -2,7 +2,7 @@
 //! and the split of the rows into contiguous chunks of equal work.
 
 use super::operand::RowPattern;
-use crate::error::{try_vec, Result};
+use crate::error::{try_reserve, try_vec, Result};
 use crate::types::Index;
 use rayon::prelude::*;
 
@@ -102,10 +102,8 @@ pub fn balanced_bounds(prefix: &[u64], chunks: usize) -> Result<Vec<usize>> {
     let weight = |i: usize| prefix[i] + i as u64;
     let total = weight(m);
     let chunks = chunks.clamp(1, m.max(1));
-    let mut bounds = try_vec(0, 0usize, "chunk bounds")?;
-    bounds
-        .try_reserve_exact(chunks + 1)
-        .map_err(|_| crate::Error::AllocFailed("could not allocate chunk bounds".into()))?;
+    let mut bounds = Vec::new();
+    try_reserve(&mut bounds, chunks + 1, "chunk bounds")?;
     bounds.push(0);
     for c in 1..chunks {
         let target = (total as u128 * c as u128 / chunks as u128) as u64;

@@ -6,7 +6,7 @@
 //! `next_pow2(2 * min(p, ncols))` slots, so the load factor stays at or
 //! under one half and clearing costs O(p).
 
-use crate::error::{try_vec, Error, Result};
+use crate::error::{try_reserve, try_vec, Error, Result};
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
 use std::ops::Range;
@@ -186,10 +186,8 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         .unwrap_or(0);
     let mut sorted: Vec<(usize, T)> = Vec::new();
     let mut slots: Vec<usize> = Vec::new();
-    sorted
-        .try_reserve_exact(longest)
-        .and_then(|_| slots.try_reserve_exact(longest + 1))
-        .map_err(|_| Error::AllocFailed("could not allocate the row sort buffer".into()))?;
+    try_reserve(&mut sorted, longest, "the row sort buffer")?;
+    try_reserve(&mut slots, longest + 1, "the row slot list")?;
     let origin = offsets[rows.start];
     let beta_is_zero = scale.beta == T::zero();
     for i in rows {
