@@ -192,6 +192,22 @@ typedef enum {
    * cuSPARSE's ALG3 (memory-bounded, `chunk_fraction`).
    */
   RUSPARSE_SPGEMM_ALG3 = 5,
+  /**
+   * CPU hash accumulator (rusparse extension; other back ends choose).
+   */
+  RUSPARSE_SPGEMM_CPU_HASH = 100,
+  /**
+   * CPU BRMerge-Precise (rusparse extension).
+   */
+  RUSPARSE_SPGEMM_CPU_BRMERGE_PRECISE = 101,
+  /**
+   * CPU BRMerge-Upper (rusparse extension).
+   */
+  RUSPARSE_SPGEMM_CPU_BRMERGE_UPPER = 102,
+  /**
+   * CPU dense accumulator (rusparse extension).
+   */
+  RUSPARSE_SPGEMM_CPU_DENSE = 103,
 } rusparseSpGEMMAlg_t;
 
 /**

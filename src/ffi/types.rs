@@ -129,6 +129,14 @@ pub enum rusparseSpGEMMAlg_t {
     RUSPARSE_SPGEMM_ALG2 = 4,
     /// cuSPARSE's ALG3 (memory-bounded, `chunk_fraction`).
     RUSPARSE_SPGEMM_ALG3 = 5,
+    /// CPU hash accumulator (rusparse extension; other back ends choose).
+    RUSPARSE_SPGEMM_CPU_HASH = 100,
+    /// CPU BRMerge-Precise (rusparse extension).
+    RUSPARSE_SPGEMM_CPU_BRMERGE_PRECISE = 101,
+    /// CPU BRMerge-Upper (rusparse extension).
+    RUSPARSE_SPGEMM_CPU_BRMERGE_UPPER = 102,
+    /// CPU dense accumulator (rusparse extension).
+    RUSPARSE_SPGEMM_CPU_DENSE = 103,
 }
 
 /// Where alpha and beta live.
@@ -256,6 +264,10 @@ pub(crate) fn algorithm(v: SpGEMMAlgArg) -> Result<Algorithm, Error> {
         3 => Algorithm::Alg1,
         4 => Algorithm::Alg2,
         5 => Algorithm::Alg3,
+        100 => Algorithm::Hash,
+        101 => Algorithm::BrmergePrecise,
+        102 => Algorithm::BrmergeUpper,
+        103 => Algorithm::Dense,
         _ => {
             return Err(Error::InvalidValue(format!(
                 "alg = {v} is not a rusparseSpGEMMAlg_t"
