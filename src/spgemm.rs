@@ -2,14 +2,17 @@
 //! plan/execute split behind it ([`SpgemmPlan`]), which the C ABI's phases
 //! and its reuse API call.
 
-use crate::backend::cpu::CpuBackend;
+use crate::backend::cpu::{CpuBackend, UpperChunk};
 use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrOutput, CsrView};
 use crate::error::{invalid, try_vec, Result};
-use crate::plan::fingerprint::pattern_fingerprint;
+use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
+use crate::plan::select::{select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
 use crate::types::{Algorithm, Index, IndexBase, Op, Scalar};
+use std::any::Any;
+use std::sync::Arc;
 
 /// Options of a product `C = alpha * op(A) * op(B)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -84,6 +87,8 @@ impl Context {
 #[derive(Debug, Clone)]
 pub struct SpgemmPlan<I, J> {
     algorithm: Algorithm,
+    selected: Algorithm,
+    b_canonical: bool,
     a: OperandPattern<I, J>,
     b: OperandPattern<I, J>,
     a_fingerprint: u64,
@@ -91,6 +96,26 @@ pub struct SpgemmPlan<I, J> {
     work: RowWork,
     /// C's zero-based row offsets, once the symbolic phase ran.
     c_offsets: Option<Vec<usize>>,
+    /// BRMerge-Upper's temporary C, made by the symbolic phase.
+    upper: Option<UpperStore>,
+}
+
+/// BRMerge-Upper's temporary C (a `Vec<UpperChunk<T, J>>`) with the
+/// fingerprints of the values it was computed from: a numeric phase copies
+/// it only when A's and B's values are still the same, and recomputes
+/// otherwise (the reuse API changes values in place).
+#[derive(Clone)]
+struct UpperStore {
+    chunks: Arc<dyn Any + Send + Sync>,
+    a_values: u64,
+    b_values: u64,
+    bytes: usize,
+}
+
+impl std::fmt::Debug for UpperStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UpperStore {{ {} bytes }}", self.bytes)
+    }
 }
 
 fn fingerprint<T: Scalar, I: Index, J: Index>(x: &CsrView<'_, T, I, J>) -> u64 {
@@ -140,11 +165,27 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                     pb.ncols()
                 );
             }
-            let backend = cpu_backend(ctx);
+            let b_canonical = pb.rows(b).rows_canonical();
+            let selected = select(
+                algorithm,
+                &ProductShape {
+                    b_cols: pb.ncols(),
+                    value_bytes: std::mem::size_of::<T>(),
+                    b_canonical,
+                },
+            );
+            let backend = CpuBackend {
+                threads: ctx.num_threads(),
+                algorithm: selected,
+                b_canonical,
+            };
             let work = RowWork::new(&pa.rows(a), &pb.rows(b), backend.preferred_chunks())?;
             let (a_fingerprint, b_fingerprint) = fingerprints(a, b);
             Ok(SpgemmPlan {
                 algorithm,
+                selected,
+                b_canonical,
+                upper: None,
                 a_fingerprint,
                 b_fingerprint,
                 a: pa,
@@ -163,7 +204,15 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     /// [`Algorithm::BrmergePrecise`], [`Algorithm::BrmergeUpper`] or
     /// [`Algorithm::Dense`]): the one asked for, or the planner's choice.
     pub fn selected_algorithm(&self) -> Algorithm {
-        Algorithm::Hash
+        self.selected
+    }
+
+    fn backend(&self, ctx: &Context) -> CpuBackend {
+        CpuBackend {
+            threads: ctx.num_threads(),
+            algorithm: self.selected,
+            b_canonical: self.b_canonical,
+        }
     }
     /// `(rows, cols)` of C.
     pub fn shape(&self) -> (usize, usize) {
@@ -183,6 +232,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         let rows = self.work.nrows() + 1;
         rows * 8
             + self.c_offsets.as_ref().map_or(0, |o| o.len() * 8)
+            + self.upper.as_ref().map_or(0, |u| u.bytes)
             + self.a.memory_bytes()
             + self.b.memory_bytes()
     }
@@ -242,24 +292,58 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         a: &CsrView<'_, T, I, J>,
         b: &CsrView<'_, T, I, J>,
     ) -> Result<usize> {
-        let offsets = ctx.run(|| -> Result<Vec<usize>> {
+        self.upper = None;
+        let (offsets, upper) = ctx.run(|| -> Result<(Vec<usize>, Option<UpperStore>)> {
             self.check_inputs(a, b)?;
             let m = self.work.nrows();
             let mut counts = try_vec(m + 1, 0usize, "C's row sizes")?;
-            cpu_backend(ctx).symbolic(
-                &self.a.rows(a),
-                &self.b.rows(b),
-                &self.work,
-                SymbolicOutput::Counts(&mut counts[1..]),
-            )?;
+            let (ra, rb) = (self.a.rows(a), self.b.rows(b));
+            let backend = self.backend(ctx);
+            let upper = if self.selected == Algorithm::BrmergeUpper {
+                let (mut sa, mut sb) = (Vec::new(), Vec::new());
+                let av = self.a.values(a, &mut sa)?;
+                let bv = self.b.values(b, &mut sb)?;
+                let chunks =
+                    backend.upper_symbolic(&ra, av, &rb, bv, &self.work, &mut counts[1..])?;
+                let entries: usize = counts[1..].iter().sum();
+                Some(UpperStore {
+                    chunks: Arc::new(chunks),
+                    a_values: values_fingerprint(a.values()),
+                    b_values: values_fingerprint(b.values()),
+                    bytes: entries * (std::mem::size_of::<T>() + std::mem::size_of::<J>()),
+                })
+            } else {
+                backend.symbolic(
+                    &ra,
+                    &rb,
+                    &self.work,
+                    SymbolicOutput::Counts(&mut counts[1..]),
+                )?;
+                None
+            };
             for i in 0..m {
                 counts[i + 1] += counts[i];
             }
-            Ok(counts)
+            Ok((counts, upper))
         })?;
         let nnz = offsets[offsets.len() - 1];
         self.c_offsets = Some(offsets);
+        self.upper = upper;
         Ok(nnz)
+    }
+
+    /// BRMerge-Upper's temporary C, when it was computed from the values
+    /// `a` and `b` hold now.
+    fn fresh_upper<T: Scalar>(
+        &self,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+    ) -> Option<&Vec<UpperChunk<T, J>>> {
+        let u = self.upper.as_ref()?;
+        let chunks = u.chunks.downcast_ref::<Vec<UpperChunk<T, J>>>()?;
+        (u.a_values == values_fingerprint(a.values())
+            && u.b_values == values_fingerprint(b.values()))
+        .then_some(chunks)
     }
 
     /// Writes C's row offsets (with `base`) into `out` (`rows + 1` entries).
@@ -309,7 +393,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             self.check_inputs(a, b)?;
             self.write_row_offsets(row_offsets, base)?;
             let offsets = self.offsets()?;
-            cpu_backend(ctx).symbolic(
+            self.backend(ctx).symbolic(
                 &self.a.rows(a),
                 &self.b.rows(b),
                 &self.work,
@@ -373,7 +457,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         let CsrOutput {
             row_offsets,
             col_indices,
-            values,
+            mut values,
             base,
         } = out;
         self.check_output_sizes(
@@ -387,10 +471,24 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 self.write_row_offsets(ro, base)?;
             }
             let offsets = self.offsets()?;
+            let backend = self.backend(ctx);
+            if let (Some(values), Some(chunks)) = (values.as_deref_mut(), self.fresh_upper(a, b)) {
+                return backend.upper_numeric(
+                    chunks,
+                    &self.work,
+                    NumericOutput {
+                        offsets,
+                        cols: col_indices,
+                        values,
+                        base: base.offset(),
+                        alpha,
+                        beta,
+                    },
+                );
+            }
             let (mut sa, mut sb) = (Vec::new(), Vec::new());
             let av = self.a.values(a, &mut sa)?;
             let bv = self.b.values(b, &mut sb)?;
-            let backend = cpu_backend(ctx);
             match values {
                 Some(values) => backend.numeric(
                     &self.a.rows(a),
@@ -457,12 +555,6 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             values,
             a.base(),
         ))
-    }
-}
-
-fn cpu_backend(ctx: &Context) -> CpuBackend {
-    CpuBackend {
-        threads: ctx.num_threads(),
     }
 }
 

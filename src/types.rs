@@ -27,6 +27,8 @@ pub trait Scalar:
     fn conj(self) -> Self;
     /// `|self|` as an `f64`, used for error bounds in tests and checks.
     fn magnitude(self) -> f64;
+    /// The bits of the value folded into 64 bits (for value fingerprints).
+    fn hash_bits(self) -> u64;
 }
 
 macro_rules! real_scalar {
@@ -48,6 +50,10 @@ macro_rules! real_scalar {
             #[inline]
             fn magnitude(self) -> f64 {
                 (self as f64).abs()
+            }
+            #[inline]
+            fn hash_bits(self) -> u64 {
+                self.to_bits() as u64
             }
         }
     };
@@ -75,6 +81,10 @@ macro_rules! complex_scalar {
             fn magnitude(self) -> f64 {
                 (self.re as f64).hypot(self.im as f64)
             }
+            #[inline]
+            fn hash_bits(self) -> u64 {
+                (self.re.to_bits() as u64) ^ (self.im.to_bits() as u64).rotate_left(32)
+            }
         }
     };
 }
@@ -100,6 +110,12 @@ pub trait Index: Copy + Send + Sync + Debug + Ord + Default + 'static {
     #[inline]
     fn to_usize(self) -> usize {
         usize::try_from(self.to_i64()).unwrap_or(usize::MAX)
+    }
+    /// The value as `usize` without a range check: for indices already
+    /// validated as non-negative (the hot loops of the kernels).
+    #[inline(always)]
+    fn as_usize(self) -> usize {
+        self.to_i64() as usize
     }
     /// Converts when the value fits.
     #[inline]

@@ -207,6 +207,10 @@ fn algorithm() -> impl Strategy<Value = Algorithm> {
         Algorithm::Alg1,
         Algorithm::Alg2,
         Algorithm::Alg3,
+        Algorithm::Hash,
+        Algorithm::Dense,
+        Algorithm::BrmergePrecise,
+        Algorithm::BrmergeUpper,
     ])
 }
 
@@ -735,6 +739,20 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
     ))?;
     prop_assert_eq!(plan.shape(), (p.m, p.n));
     prop_assert_eq!(plan.algorithm(), p.algorithm);
+    let selected = plan.selected_algorithm();
+    prop_assert!(selected.is_concrete(), "selected {:?}", selected);
+    if p.algorithm.is_concrete() && (selected != p.algorithm) {
+        // Only BRMerge may be replaced, and only on unsorted or duplicated input.
+        prop_assert!(
+            matches!(
+                p.algorithm,
+                Algorithm::BrmergePrecise | Algorithm::BrmergeUpper
+            ),
+            "{:?} ran as {:?}",
+            p.algorithm,
+            selected
+        );
+    }
     prop_assert_eq!(plan.num_products(), count_products(p));
     prop_assert_eq!(plan.nnz(), None);
 

@@ -2,7 +2,7 @@
 //! the plan was made can refuse an input whose pattern changed (the reuse
 //! API allows new values, never a new pattern).
 
-use crate::types::Index;
+use crate::types::{Index, Scalar};
 use rayon::prelude::*;
 
 /// Elements hashed per parallel task; fixed so the result does not depend
@@ -17,7 +17,7 @@ fn mix(h: u64, v: u64) -> u64 {
 /// Hashes a block in four independent lanes, so the multiply chains
 /// overlap, then folds the lanes in order into a fifth accumulator (so equal
 /// lanes do not cancel and the lane order matters).
-fn hash_block<X: Index>(block: &[X], seed: u64) -> u64 {
+fn hash_block<X>(block: &[X], seed: u64, key: impl Fn(&X) -> u64) -> u64 {
     let mut lanes = [
         seed,
         seed.wrapping_add(0x243F_6A88_85A3_08D3),
@@ -27,21 +27,19 @@ fn hash_block<X: Index>(block: &[X], seed: u64) -> u64 {
     let mut quads = block.chunks_exact(4);
     for q in &mut quads {
         for (lane, x) in lanes.iter_mut().zip(q) {
-            *lane = mix(*lane, x.to_i64() as u64);
+            *lane = mix(*lane, key(x));
         }
     }
     let tail = quads
         .remainder()
         .iter()
-        .fold(seed ^ 0xA076_1D64_78BD_642F, |h, x| {
-            mix(h, x.to_i64() as u64)
-        });
+        .fold(seed ^ 0xA076_1D64_78BD_642F, |h, x| mix(h, key(x)));
     lanes.iter().fold(tail, |h, &l| mix(h, l))
 }
 
-fn hash_slice<X: Index>(xs: &[X], seed: u64) -> u64 {
+fn hash_slice<X: Sync>(xs: &[X], seed: u64, key: impl Fn(&X) -> u64 + Sync + Copy) -> u64 {
     xs.par_chunks(BLOCK)
-        .map(|block| hash_block(block, seed))
+        .map(|block| hash_block(block, seed, key))
         .collect::<Vec<u64>>()
         .into_iter()
         .fold(seed ^ xs.len() as u64, mix)
@@ -55,8 +53,14 @@ pub fn pattern_fingerprint<I: Index, J: Index>(
     cols: &[J],
 ) -> u64 {
     let h = mix(mix(0x5EED, nrows as u64), ncols as u64);
-    let h = mix(h, hash_slice(offsets, 0x0FF5));
-    mix(h, hash_slice(cols, 0xC015))
+    let h = mix(h, hash_slice(offsets, 0x0FF5, |x: &I| x.to_i64() as u64));
+    mix(h, hash_slice(cols, 0xC015, |x: &J| x.to_i64() as u64))
+}
+
+/// Hash of a value array (bit patterns, so `-0.0 != 0.0` and NaNs are
+/// compared by payload). O(nnz), parallel.
+pub fn values_fingerprint<T: Scalar>(values: &[T]) -> u64 {
+    hash_slice(values, 0x7A1E, |x: &T| x.hash_bits())
 }
 
 #[cfg(test)]

@@ -3,12 +3,14 @@
 //! Everything here looks only at patterns (never at values) and is shared by
 //! every back end: the row-accessible form of each operand
 //! ([`operand`]), the work per output row and its balanced split into
-//! chunks ([`row_work`]), and the pattern fingerprint that lets later phases
-//! refuse a changed input ([`fingerprint`]).
+//! chunks ([`row_work`]), the pattern fingerprint that lets later phases
+//! refuse a changed input ([`fingerprint`]), and the algorithm choice
+//! ([`select`]).
 
 pub mod fingerprint;
 pub mod operand;
 pub mod row_work;
+pub mod select;
 
 pub use operand::{OperandPattern, RowPattern};
 pub use row_work::RowWork;

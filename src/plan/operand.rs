@@ -32,12 +32,27 @@ impl<I: Index, J: Index> RowPattern<'_, I, J> {
     /// Zero-based range of row `i`.
     #[inline(always)]
     pub fn range(&self, i: usize) -> std::ops::Range<usize> {
-        self.offsets[i].to_usize() - self.base..self.offsets[i + 1].to_usize() - self.base
+        self.offsets[i].as_usize() - self.base..self.offsets[i + 1].as_usize() - self.base
     }
     /// Zero-based column of entry `k`.
     #[inline(always)]
     pub fn col(&self, k: usize) -> usize {
-        self.cols[k].to_usize() - self.base
+        self.cols[k].as_usize() - self.base
+    }
+    /// Number of entries of row `i`.
+    #[inline(always)]
+    pub fn row_len(&self, i: usize) -> usize {
+        self.offsets[i + 1].as_usize() - self.offsets[i].as_usize()
+    }
+    /// True when every row lists strictly increasing columns (sorted, no
+    /// duplicates): the merge-based kernels and the single-entry fast path
+    /// need it. O(nnz), parallel.
+    pub fn rows_canonical(&self) -> bool {
+        use rayon::prelude::*;
+        (0..self.nrows).into_par_iter().with_min_len(1024).all(|i| {
+            let r = self.range(i);
+            self.cols[r].windows(2).all(|w| w[0] < w[1])
+        })
     }
 }
 

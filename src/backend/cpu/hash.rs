@@ -6,19 +6,13 @@
 //! `next_pow2(2 * min(p, ncols))` slots, so the load factor stays at or
 //! under one half and clearing costs O(p).
 
-use crate::error::{try_reserve, try_vec, Error, Result};
+use super::rows::{copy_scaled_row, row_mismatch, single_entry, too_many_columns, Scale};
+use crate::error::{try_reserve, try_vec, Result};
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
 use std::ops::Range;
 
 const EMPTY: usize = usize::MAX;
-
-/// α, β and C's index base for the numeric phase.
-pub(super) struct Scale<T> {
-    pub alpha: T,
-    pub beta: T,
-    pub base: usize,
-}
 
 /// Slots used by a row with `nprod` products and `ncols` possible columns.
 #[inline]
@@ -55,13 +49,6 @@ fn insert(keys: &mut [usize], mask: usize, col: usize) -> (usize, bool) {
     }
 }
 
-fn row_mismatch(row: usize, found: usize, expected: usize) -> Error {
-    Error::InvalidValue(format!(
-        "row {row} of C has {found} entries now but {expected} when the plan was made: \
-         the pattern of A or B changed between phases"
-    ))
-}
-
 /// Inserts every column of output row `i` into `keys`; returns the number
 /// of distinct columns.
 ///
@@ -85,10 +72,7 @@ fn insert_row<I: Index, J: Index>(
                 distinct += 1;
                 if distinct > limit {
                     keys.fill(EMPTY);
-                    return Err(Error::InvalidValue(format!(
-                        "row {i} of C has more than the {limit} columns its plan allows: \
-                         the pattern of A or B changed between phases"
-                    )));
+                    return Err(too_many_columns(i, limit));
                 }
             }
         }
@@ -172,6 +156,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     work: &RowWork,
     rows: Range<usize>,
     offsets: &[usize],
+    b_canonical: bool,
     scale: &Scale<T>,
     mut cols: Option<&mut [J]>,
     vals: &mut [T],
@@ -189,9 +174,24 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     try_reserve(&mut sorted, longest, "the row sort buffer")?;
     try_reserve(&mut slots, longest + 1, "the row slot list")?;
     let origin = offsets[rows.start];
-    let beta_is_zero = scale.beta == T::zero();
     for i in rows {
         let out = offsets[i] - origin..offsets[i + 1] - origin;
+        if b_canonical {
+            if let Some(k) = single_entry(a, i) {
+                let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
+                copy_scaled_row(
+                    b,
+                    b_vals,
+                    a.col(k),
+                    a_vals[k],
+                    i,
+                    scale,
+                    out_cols,
+                    &mut vals[out],
+                )?;
+                continue;
+            }
+        }
         let table_len = table_size(work.row(i), b.ncols);
         let (table, sums) = (&mut keys[..table_len], &mut acc[..table_len]);
         let mask = table_len - 1;
@@ -226,15 +226,8 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
             return Err(row_mismatch(i, slots.len(), out.len()));
         }
         sorted.sort_unstable_by_key(|e| e.0);
-        let dst = &mut vals[out.clone()];
-        if beta_is_zero {
-            for (d, &(_, v)) in dst.iter_mut().zip(sorted.iter()) {
-                *d = scale.alpha * v;
-            }
-        } else {
-            for (d, &(_, v)) in dst.iter_mut().zip(sorted.iter()) {
-                *d = scale.alpha * v + scale.beta * *d;
-            }
+        for (d, &(_, v)) in vals[out.clone()].iter_mut().zip(sorted.iter()) {
+            scale.store(d, v);
         }
         if let Some(cols) = cols.as_deref_mut() {
             for (d, &(c, _)) in cols[out].iter_mut().zip(sorted.iter()) {
@@ -248,6 +241,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     fn pattern<'a>(offsets: &'a [i32], cols: &'a [i32], ncols: usize) -> RowPattern<'a, i32, i32> {
         RowPattern {
@@ -296,6 +290,7 @@ mod tests {
             &work,
             0..1,
             &offsets,
+            false,
             &scale,
             Some(&mut cols[..]),
             &mut vals,

@@ -1,25 +1,50 @@
 //! The multi-core CPU back end (rayon).
 //!
 //! Rows are processed in the contiguous chunks of equal work computed by
-//! [`crate::plan::RowWork`]; each chunk allocates one hash table sized for
-//! its longest row and reuses it for all its rows, so there is no per-row
-//! allocation and no lock. Each row is accumulated by one thread in the
-//! stored order of its products, so results are bitwise identical for any
-//! thread count.
+//! [`crate::plan::RowWork`]; each chunk allocates its workspace (hash
+//! table, dense accumulator or merge buffers) once, sized for its largest
+//! row, and reuses it for all its rows, so there is no per-row allocation
+//! and no lock. Each row is accumulated by one thread in a fixed order, so
+//! results are bitwise identical for any thread count.
+//!
+//! Algorithms (chosen by [`crate::plan::select`]):
+//! - [`hash`]: hash symbolic → exact row offsets → hash numeric + sort;
+//! - [`dense`]: bit-map symbolic → dense accumulator numeric, rows read
+//!   back in order from the bit map or a sorted list;
+//! - [`brmerge`]: BRMerge-Precise (bit-map or hash symbolic → binary row
+//!   merging straight into C) and BRMerge-Upper (merging into a temporary
+//!   C during the symbolic phase, then a copy).
+//!
+//! Every kernel skips empty rows and copies the scaled row of B directly
+//! for rows of A with a single entry when B's rows are canonical.
 
+pub(crate) mod brmerge;
+mod dense;
 mod hash;
+mod rows;
+
+pub(crate) use brmerge::UpperChunk;
+pub(crate) use rows::Scale;
 
 use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::error::Result;
 use crate::plan::{RowPattern, RowWork};
-use crate::types::{Index, Scalar};
+use crate::types::{Algorithm, Index, Scalar};
 use rayon::prelude::*;
 
-/// The CPU executor; `threads` is the size of the pool it runs in.
+/// The widest op(B) whose symbolic pass uses a bit map (`ncols / 8` bytes
+/// per chunk: 1 MiB here, which stays in L2/L3); wider ones hash.
+pub const BITMAP_MAX_COLS: usize = 1 << 23;
+
+/// The CPU executor.
 #[derive(Debug, Clone, Copy)]
 pub struct CpuBackend {
     /// Threads of the pool the calls run in.
     pub threads: usize,
+    /// The concrete algorithm (see [`crate::plan::select`]).
+    pub algorithm: Algorithm,
+    /// Whether every row of op(B) has strictly increasing columns.
+    pub b_canonical: bool,
 }
 
 /// Chunks per thread: a few more than one so that rows whose cost differs
@@ -43,6 +68,80 @@ fn split_by_chunks<'a, X>(
     pieces
 }
 
+/// C's column pieces per chunk, or `None` for each chunk.
+fn optional_pieces<'a, J>(
+    cols: Option<&'a mut [J]>,
+    bounds: &[usize],
+    offsets: &[usize],
+) -> Vec<Option<&'a mut [J]>> {
+    match cols {
+        Some(c) => split_by_chunks(c, bounds, |r| offsets[r])
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => bounds.windows(2).map(|_| None).collect(),
+    }
+}
+
+impl CpuBackend {
+    /// Whether the symbolic pass counts with a bit map (else a hash table).
+    fn counts_with_bitmap(&self, ncols: usize) -> bool {
+        self.algorithm != Algorithm::Hash && ncols <= BITMAP_MAX_COLS
+    }
+
+    /// BRMerge-Upper's symbolic phase: every chunk merges its rows into a
+    /// temporary C; `counts[i]` receives the size of row `i`.
+    ///
+    /// # Errors
+    /// [`crate::Error::AllocFailed`]; [`crate::Error::InvalidValue`] on a
+    /// stale plan.
+    pub(crate) fn upper_symbolic<T: Scalar, I: Index, J: Index>(
+        &self,
+        a: &RowPattern<'_, I, J>,
+        a_vals: &[T],
+        b: &RowPattern<'_, I, J>,
+        b_vals: &[T],
+        work: &RowWork,
+        counts: &mut [usize],
+    ) -> Result<Vec<UpperChunk<T, J>>> {
+        split_by_chunks(counts, work.bounds(), |r| r)
+            .into_par_iter()
+            .zip(work.chunks().collect::<Vec<_>>())
+            .map(|(counts, rows)| brmerge::upper_chunk(a, a_vals, b, b_vals, work, rows, counts))
+            .collect()
+    }
+
+    /// BRMerge-Upper's numeric phase: copies the temporary C made by
+    /// [`CpuBackend::upper_symbolic`] into `out`.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidValue`] when the sizes do not match.
+    pub(crate) fn upper_numeric<T: Scalar, J: Index>(
+        &self,
+        chunks: &[UpperChunk<T, J>],
+        work: &RowWork,
+        out: NumericOutput<'_, T, J>,
+    ) -> Result<()> {
+        let bounds = work.bounds();
+        let NumericOutput {
+            offsets,
+            cols,
+            values,
+            base,
+            alpha,
+            beta,
+        } = out;
+        let scale = Scale { alpha, beta, base };
+        split_by_chunks(values, bounds, |r| offsets[r])
+            .into_par_iter()
+            .zip(optional_pieces(cols, bounds, offsets))
+            .zip(chunks)
+            .try_for_each(|((vals, cols), chunk)| {
+                brmerge::copy_upper_chunk(chunk, &scale, cols, vals)
+            })
+    }
+}
+
 impl Backend for CpuBackend {
     fn preferred_chunks(&self) -> usize {
         self.threads.max(1) * CHUNKS_PER_THREAD
@@ -56,11 +155,19 @@ impl Backend for CpuBackend {
         out: SymbolicOutput<'_, J>,
     ) -> Result<()> {
         let bounds = work.bounds();
+        let bitmap = self.counts_with_bitmap(b.ncols);
+        let canonical = self.b_canonical;
         match out {
             SymbolicOutput::Counts(counts) => split_by_chunks(counts, bounds, |r| r)
                 .into_par_iter()
                 .zip(work.chunks().collect::<Vec<_>>())
-                .try_for_each(|(counts, rows)| hash::count_rows(a, b, work, rows, counts)),
+                .try_for_each(|(counts, rows)| {
+                    if bitmap {
+                        dense::count_rows(a, b, canonical, work, rows, counts)
+                    } else {
+                        hash::count_rows(a, b, work, rows, counts)
+                    }
+                }),
             SymbolicOutput::Columns {
                 offsets,
                 cols,
@@ -69,7 +176,11 @@ impl Backend for CpuBackend {
                 .into_par_iter()
                 .zip(work.chunks().collect::<Vec<_>>())
                 .try_for_each(|(cols, rows)| {
-                    hash::list_rows(a, b, work, rows, offsets, base, cols)
+                    if bitmap {
+                        dense::list_rows(a, b, canonical, rows, offsets, base, cols)
+                    } else {
+                        hash::list_rows(a, b, work, rows, offsets, base, cols)
+                    }
                 }),
         }
     }
@@ -92,23 +203,28 @@ impl Backend for CpuBackend {
             alpha,
             beta,
         } = out;
-        let val_pieces = split_by_chunks(values, bounds, |r| offsets[r]);
-        let col_pieces: Vec<Option<&mut [J]>> = match cols {
-            Some(c) => split_by_chunks(c, bounds, |r| offsets[r])
-                .into_iter()
-                .map(Some)
-                .collect(),
-            None => bounds.windows(2).map(|_| None).collect(),
+        let scale = Scale { alpha, beta, base };
+        let canonical = self.b_canonical;
+        let algorithm = match self.algorithm {
+            // Merging needs sorted rows without duplicates; the planner
+            // never picks BRMerge otherwise, this is only a safety net.
+            Algorithm::BrmergePrecise | Algorithm::BrmergeUpper if !canonical => Algorithm::Hash,
+            other => other,
         };
-        let scale = hash::Scale { alpha, beta, base };
-        val_pieces
+        split_by_chunks(values, bounds, |r| offsets[r])
             .into_par_iter()
-            .zip(col_pieces)
+            .zip(optional_pieces(cols, bounds, offsets))
             .zip(work.chunks().collect::<Vec<_>>())
-            .try_for_each(|((vals, cols), rows)| {
-                hash::accumulate_rows(
+            .try_for_each(|((vals, cols), rows)| match algorithm {
+                Algorithm::Dense => dense::accumulate_rows(
+                    a, a_vals, b, b_vals, canonical, rows, offsets, &scale, cols, vals,
+                ),
+                Algorithm::BrmergePrecise | Algorithm::BrmergeUpper => brmerge::accumulate_rows(
                     a, a_vals, b, b_vals, work, rows, offsets, &scale, cols, vals,
-                )
+                ),
+                _ => hash::accumulate_rows(
+                    a, a_vals, b, b_vals, work, rows, offsets, canonical, &scale, cols, vals,
+                ),
             })
     }
 }

@@ -1,0 +1,291 @@
+//! BRMerge row kernels (seed 003, Algorithm 1).
+//!
+//! For one output row, the multiply phase writes every scaled row of B it
+//! needs, `a_ik * B[k, :]`, one after the other into a "ping" buffer: each
+//! is a sorted list because B's rows are canonical. The accumulate phase
+//! then merges the lists two by two, summing equal columns, from ping into
+//! "pong" and back, halving their number each round until one list is
+//! left. Every access streams through the two buffers, which is what makes
+//! the method cache- and TLB-friendly for rows with many products.
+//!
+//! The buffers belong to a chunk of rows and are sized for its largest
+//! row (nprod entries, and nnz(A row) + 1 list offsets), so nothing is
+//! allocated per row. Summation order is fixed by the tree, so results
+//! are reproducible bit for bit.
+//!
+//! - **BRMerge-Precise** ([`accumulate_rows`]): the row sizes come from a
+//!   symbolic count; each merged row goes straight into C.
+//! - **BRMerge-Upper** ([`upper_chunk`] then [`copy_upper_chunk`]): rows
+//!   are merged into a temporary C sized by nprod during the symbolic phase
+//!   (which then knows the exact sizes for free) and copied into C later.
+
+use super::rows::{row_mismatch, too_many_columns, Scale};
+use crate::error::{try_vec, Result};
+use crate::plan::{RowPattern, RowWork};
+use crate::types::{Index, Scalar};
+use std::ops::Range;
+
+/// Sorted lists stored one after another.
+struct Lists<T, J> {
+    cols: Vec<J>,
+    vals: Vec<T>,
+    /// List `l` is `offsets[l]..offsets[l + 1]`.
+    offsets: Vec<usize>,
+}
+
+impl<T: Scalar, J: Index> Lists<T, J> {
+    fn new(entries: usize, lists: usize) -> Result<Self> {
+        Ok(Lists {
+            cols: try_vec(entries, J::default(), "BRMerge buffer")?,
+            vals: try_vec(entries, T::zero(), "BRMerge buffer")?,
+            offsets: try_vec(lists + 1, 0usize, "BRMerge list offsets")?,
+        })
+    }
+}
+
+/// The ping-pong buffers of one chunk.
+pub(super) struct Merger<T, J> {
+    ping: Lists<T, J>,
+    pong: Lists<T, J>,
+}
+
+impl<T: Scalar, J: Index> Merger<T, J> {
+    /// Buffers for the rows `rows`: as many entries as the largest row's
+    /// nprod, as many lists as the longest row of A.
+    pub(super) fn for_rows<I: Index>(
+        a: &RowPattern<'_, I, J>,
+        work: &RowWork,
+        rows: &Range<usize>,
+    ) -> Result<Self> {
+        let entries = rows.clone().map(|i| work.row(i)).max().unwrap_or(0);
+        let entries = usize::try_from(entries).unwrap_or(usize::MAX);
+        let lists = rows.clone().map(|i| a.row_len(i)).max().unwrap_or(0);
+        Ok(Merger {
+            ping: Lists::new(entries, lists)?,
+            pong: Lists::new(entries, lists)?,
+        })
+    }
+
+    /// Merges row `i` of `op(A) op(B)`; returns the merged row (zero-based
+    /// columns, unscaled sums).
+    ///
+    /// # Errors
+    /// When the row has more products than the buffers were sized for (the
+    /// pattern changed since the plan was made).
+    #[inline]
+    pub(super) fn merge_row<I: Index>(
+        &mut self,
+        a: &RowPattern<'_, I, J>,
+        a_vals: &[T],
+        b: &RowPattern<'_, I, J>,
+        b_vals: &[T],
+        i: usize,
+    ) -> Result<(&[J], &[T])> {
+        // Multiply phase: one sorted list per entry of A's row.
+        let cap = self.ping.cols.len();
+        let (mut n, mut lists) = (0usize, 0usize);
+        self.ping.offsets[0] = 0;
+        for k in a.range(i) {
+            let r = b.range(a.col(k));
+            if r.is_empty() {
+                continue;
+            }
+            if n + r.len() > cap || lists + 1 >= self.ping.offsets.len() {
+                return Err(too_many_columns(i, cap));
+            }
+            let f = a_vals[k];
+            let dst_c = &mut self.ping.cols[n..n + r.len()];
+            if b.base == 0 {
+                dst_c.copy_from_slice(&b.cols[r.clone()]);
+            } else {
+                for (d, &c) in dst_c.iter_mut().zip(&b.cols[r.clone()]) {
+                    *d = J::from_usize_unchecked(c.as_usize() - b.base);
+                }
+            }
+            for (d, &v) in self.ping.vals[n..n + r.len()]
+                .iter_mut()
+                .zip(&b_vals[r.clone()])
+            {
+                *d = f * v;
+            }
+            n += r.len();
+            lists += 1;
+            self.ping.offsets[lists] = n;
+        }
+        // Accumulate phase: merge pairs between ping and pong.
+        while lists > 1 {
+            let (src, dst) = (&self.ping, &mut self.pong);
+            let mut out = 0usize;
+            let mut merged = 0usize;
+            dst.offsets[0] = 0;
+            let mut l = 0;
+            while l < lists {
+                let x = src.offsets[l]..src.offsets[l + 1];
+                if l + 1 < lists {
+                    let y = src.offsets[l + 1]..src.offsets[l + 2];
+                    out += merge_two(
+                        (&src.cols[x.clone()], &src.vals[x]),
+                        (&src.cols[y.clone()], &src.vals[y]),
+                        (&mut dst.cols[out..], &mut dst.vals[out..]),
+                    );
+                    l += 2;
+                } else {
+                    let len = x.len();
+                    dst.cols[out..out + len].copy_from_slice(&src.cols[x.clone()]);
+                    dst.vals[out..out + len].copy_from_slice(&src.vals[x]);
+                    out += len;
+                    l += 1;
+                }
+                merged += 1;
+                dst.offsets[merged] = out;
+            }
+            lists = merged;
+            n = out;
+            std::mem::swap(&mut self.ping, &mut self.pong);
+        }
+        Ok((&self.ping.cols[..n], &self.ping.vals[..n]))
+    }
+}
+
+/// Merges two sorted lists, summing equal columns (the left one first);
+/// returns the merged length.
+#[inline]
+fn merge_two<T: Scalar, J: Index>(
+    (xc, xv): (&[J], &[T]),
+    (yc, yv): (&[J], &[T]),
+    (oc, ov): (&mut [J], &mut [T]),
+) -> usize {
+    let (mut p, mut q, mut o) = (0, 0, 0);
+    while p < xc.len() && q < yc.len() {
+        let (cx, cy) = (xc[p], yc[q]);
+        if cx < cy {
+            oc[o] = cx;
+            ov[o] = xv[p];
+            p += 1;
+        } else if cy < cx {
+            oc[o] = cy;
+            ov[o] = yv[q];
+            q += 1;
+        } else {
+            oc[o] = cx;
+            ov[o] = xv[p] + yv[q];
+            p += 1;
+            q += 1;
+        }
+        o += 1;
+    }
+    let (rc, rv) = if p < xc.len() {
+        (&xc[p..], &xv[p..])
+    } else {
+        (&yc[q..], &yv[q..])
+    };
+    oc[o..o + rc.len()].copy_from_slice(rc);
+    ov[o..o + rv.len()].copy_from_slice(rv);
+    o + rc.len()
+}
+
+/// Writes a merged row (zero-based columns, unscaled sums) into C's slices.
+#[inline]
+fn store_row<T: Scalar, J: Index>(
+    (cols, sums): (&[J], &[T]),
+    scale: &Scale<T>,
+    out_cols: Option<&mut [J]>,
+    out_vals: &mut [T],
+) {
+    for (d, &s) in out_vals.iter_mut().zip(sums) {
+        scale.store(d, s);
+    }
+    if let Some(oc) = out_cols {
+        if scale.base == 0 {
+            oc.copy_from_slice(cols);
+        } else {
+            for (d, &c) in oc.iter_mut().zip(cols) {
+                *d = J::from_usize_unchecked(c.as_usize() + scale.base);
+            }
+        }
+    }
+}
+
+/// BRMerge-Precise numeric phase for the rows `rows`, straight into C.
+/// B's rows must be canonical.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    a_vals: &[T],
+    b: &RowPattern<'_, I, J>,
+    b_vals: &[T],
+    work: &RowWork,
+    rows: Range<usize>,
+    offsets: &[usize],
+    scale: &Scale<T>,
+    mut cols: Option<&mut [J]>,
+    vals: &mut [T],
+) -> Result<()> {
+    let mut merger = Merger::for_rows(a, work, &rows)?;
+    let origin = offsets[rows.start];
+    for i in rows {
+        let out = offsets[i] - origin..offsets[i + 1] - origin;
+        let row = merger.merge_row(a, a_vals, b, b_vals, i)?;
+        if row.0.len() != out.len() {
+            return Err(row_mismatch(i, row.0.len(), out.len()));
+        }
+        let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
+        store_row(row, scale, out_cols, &mut vals[out]);
+    }
+    Ok(())
+}
+
+/// The temporary C of one chunk made by BRMerge-Upper: its rows one after
+/// another (zero-based columns, unscaled sums).
+#[derive(Debug)]
+pub(crate) struct UpperChunk<T, J> {
+    cols: Vec<J>,
+    vals: Vec<T>,
+}
+
+/// BRMerge-Upper, symbolic phase of one chunk: merges every row into a
+/// temporary C sized by the chunk's nprod (the upper bound) and records the
+/// exact row sizes in `counts`.
+pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    a_vals: &[T],
+    b: &RowPattern<'_, I, J>,
+    b_vals: &[T],
+    work: &RowWork,
+    rows: Range<usize>,
+    counts: &mut [usize],
+) -> Result<UpperChunk<T, J>> {
+    let bound = usize::try_from(work.rows(rows.clone())).unwrap_or(usize::MAX);
+    let mut cols = try_vec(bound, J::default(), "BRMerge-Upper temporary C")?;
+    let mut vals = try_vec(bound, T::zero(), "BRMerge-Upper temporary C")?;
+    let mut merger = Merger::for_rows(a, work, &rows)?;
+    let mut n = 0usize;
+    for (i, count) in rows.zip(counts.iter_mut()) {
+        let (rc, rv) = merger.merge_row(a, a_vals, b, b_vals, i)?;
+        if n + rc.len() > bound {
+            return Err(too_many_columns(i, bound));
+        }
+        cols[n..n + rc.len()].copy_from_slice(rc);
+        vals[n..n + rv.len()].copy_from_slice(rv);
+        n += rc.len();
+        *count = rc.len();
+    }
+    cols.truncate(n);
+    vals.truncate(n);
+    Ok(UpperChunk { cols, vals })
+}
+
+/// BRMerge-Upper, numeric phase of one chunk: copies (and scales) the
+/// temporary rows into C's slices for the same rows.
+pub(super) fn copy_upper_chunk<T: Scalar, J: Index>(
+    chunk: &UpperChunk<T, J>,
+    scale: &Scale<T>,
+    cols: Option<&mut [J]>,
+    vals: &mut [T],
+) -> Result<()> {
+    if chunk.vals.len() != vals.len() {
+        return Err(row_mismatch(0, chunk.vals.len(), vals.len()));
+    }
+    store_row((&chunk.cols, &chunk.vals), scale, cols, vals);
+    Ok(())
+}

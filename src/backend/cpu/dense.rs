@@ -1,0 +1,325 @@
+//! Dense-accumulator row kernels (Gustavson's method with a bit map).
+//!
+//! Each chunk of rows owns one array of sums as wide as op(B) and a bit map
+//! of the same width (one bit per column). A product `a_ik * b_kj` adds into
+//! `sums[j]` and sets bit `j`; a new column is also appended to a short list
+//! without a branch (always written, the length advances only when the bit
+//! was clear). A row is then read back in column order in one of two ways,
+//! whichever is cheaper for it:
+//! - scanning the words of the bit map between its smallest and largest
+//!   column (one `trailing_zeros` per entry), when that range is at most
+//!   [`SCAN_WORDS_PER_ENTRY`] words per entry: stencils, FEM and banded rows;
+//! - sorting the list, when the columns are scattered (random and power-law
+//!   rows).
+//!
+//! Reading clears the bits and sums it used, so nothing is cleared per row
+//! beyond the row's own entries. The symbolic count uses the bit map alone
+//! (`ncols / 8` bytes per chunk), which makes it the symbolic pass of every
+//! algorithm whose op(B) is narrow enough ([`super::BITMAP_MAX_COLS`]).
+//! Products are added in stored order, so results are bitwise reproducible.
+
+use super::rows::{copy_cols, copy_scaled_row, row_mismatch, single_entry, Scale};
+use crate::error::{try_vec, Result};
+use crate::plan::{RowPattern, RowWork};
+use crate::types::{Index, Scalar};
+use std::ops::Range;
+
+/// Rows whose column range spans at most this many 64-bit words per output
+/// entry are read by scanning the bit map; others by sorting their list.
+pub(super) const SCAN_WORDS_PER_ENTRY: usize = 4;
+
+/// Number of 64-bit words of a bit map over `ncols` columns.
+fn words(ncols: usize) -> usize {
+    ncols.div_ceil(64).max(1)
+}
+
+/// Sets the bits of the columns of row `i` of `op(A) op(B)`; returns the
+/// number of columns that were new and the smallest and largest column.
+#[inline(always)]
+fn mark_row<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    i: usize,
+    bits: &mut [u64],
+) -> (usize, usize, usize) {
+    let (mut distinct, mut lo, mut hi) = (0usize, usize::MAX, 0usize);
+    for k in a.range(i) {
+        for &c in &b.cols[b.range(a.col(k))] {
+            let j = c.as_usize() - b.base;
+            let w = &mut bits[j >> 6];
+            let bit = 1u64 << (j & 63);
+            distinct += usize::from(*w & bit == 0);
+            *w |= bit;
+            lo = lo.min(j);
+            hi = hi.max(j);
+        }
+    }
+    (distinct, lo, hi)
+}
+
+/// Clears the bits set by row `i`: the word range when it is short,
+/// otherwise by walking the products again.
+#[inline]
+fn clear_row<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    i: usize,
+    nprod: u64,
+    lo: usize,
+    hi: usize,
+    bits: &mut [u64],
+) {
+    if lo > hi {
+        return;
+    }
+    if ((hi >> 6) - (lo >> 6)) as u64 <= nprod {
+        bits[lo >> 6..=hi >> 6].fill(0);
+    } else {
+        for k in a.range(i) {
+            for &c in &b.cols[b.range(a.col(k))] {
+                bits[(c.as_usize() - b.base) >> 6] = 0;
+            }
+        }
+    }
+}
+
+/// Counts the distinct columns of each row of `rows` with a bit map.
+pub(super) fn count_rows<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    b_canonical: bool,
+    work: &RowWork,
+    rows: Range<usize>,
+    counts: &mut [usize],
+) -> Result<()> {
+    let mut bits = try_vec(words(b.ncols), 0u64, "symbolic bit map")?;
+    for (i, count) in rows.zip(counts.iter_mut()) {
+        let nprod = work.row(i);
+        if nprod <= 1 {
+            *count = nprod as usize;
+            continue;
+        }
+        if b_canonical {
+            if let Some(k) = single_entry(a, i) {
+                *count = b.row_len(a.col(k));
+                continue;
+            }
+        }
+        let (distinct, lo, hi) = mark_row(a, b, i, &mut bits);
+        clear_row(a, b, i, nprod, lo, hi, &mut bits);
+        *count = distinct;
+    }
+    Ok(())
+}
+
+/// The per-chunk state of the numeric kernel.
+struct Workspace<T> {
+    bits: Vec<u64>,
+    sums: Vec<T>,
+    /// New columns in order of first appearance (one spare slot for the
+    /// branch-free append).
+    list: Vec<usize>,
+}
+
+impl<T: Scalar> Workspace<T> {
+    fn new(ncols: usize, longest_row: usize, with_sums: bool) -> Result<Self> {
+        Ok(Workspace {
+            bits: try_vec(words(ncols), 0u64, "dense accumulator bit map")?,
+            sums: if with_sums {
+                try_vec(ncols, T::zero(), "dense accumulator")?
+            } else {
+                Vec::new()
+            },
+            list: try_vec(longest_row + 1, 0usize, "dense accumulator column list")?,
+        })
+    }
+
+    /// Accumulates row `i` (values only when `a_vals` / `b_vals` are given).
+    /// At most `limit` new columns are recorded; the return value is the
+    /// number of distinct columns (more than `limit` means a stale plan)
+    /// and the smallest and largest column.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn accumulate<I: Index, J: Index>(
+        &mut self,
+        a: &RowPattern<'_, I, J>,
+        a_vals: Option<&[T]>,
+        b: &RowPattern<'_, I, J>,
+        b_vals: Option<&[T]>,
+        i: usize,
+        limit: usize,
+    ) -> (usize, usize, usize) {
+        let (bits, sums, list) = (&mut self.bits, &mut self.sums, &mut self.list);
+        let (mut n, mut lo, mut hi) = (0usize, usize::MAX, 0usize);
+        for k in a.range(i) {
+            let r = b.range(a.col(k));
+            let cols = &b.cols[r.clone()];
+            match (a_vals, b_vals) {
+                (Some(av), Some(bv)) => {
+                    let f = av[k];
+                    for (&c, &v) in cols.iter().zip(&bv[r]) {
+                        let j = c.as_usize() - b.base;
+                        let w = &mut bits[j >> 6];
+                        let bit = 1u64 << (j & 63);
+                        list[n.min(limit)] = j;
+                        n += usize::from(*w & bit == 0);
+                        *w |= bit;
+                        sums[j] += f * v;
+                        lo = lo.min(j);
+                        hi = hi.max(j);
+                    }
+                }
+                _ => {
+                    for &c in cols {
+                        let j = c.as_usize() - b.base;
+                        let w = &mut bits[j >> 6];
+                        let bit = 1u64 << (j & 63);
+                        list[n.min(limit)] = j;
+                        n += usize::from(*w & bit == 0);
+                        *w |= bit;
+                        lo = lo.min(j);
+                        hi = hi.max(j);
+                    }
+                }
+            }
+        }
+        (n, lo, hi)
+    }
+
+    /// Forgets everything (after a stale-plan error).
+    fn reset(&mut self) {
+        self.bits.fill(0);
+        self.sums.fill(T::zero());
+    }
+
+    /// Writes the accumulated row in column order into `cols` / `vals`
+    /// (each exactly `n` long when present) and clears what it read.
+    fn emit<J: Index>(
+        &mut self,
+        n: usize,
+        lo: usize,
+        hi: usize,
+        mut cols: Option<&mut [J]>,
+        mut vals: Option<(&mut [T], &Scale<T>)>,
+        base: usize,
+    ) {
+        if n == 0 {
+            return;
+        }
+        let (w_lo, w_hi) = (lo >> 6, hi >> 6);
+        let mut put = |p: usize, j: usize, sums: &mut [T]| {
+            if let Some(c) = cols.as_deref_mut() {
+                c[p] = J::from_usize_unchecked(j + base);
+            }
+            if let Some((v, scale)) = vals.as_mut() {
+                scale.store(&mut v[p], sums[j]);
+                sums[j] = T::zero();
+            }
+        };
+        if w_hi - w_lo < SCAN_WORDS_PER_ENTRY * n {
+            let mut p = 0;
+            for w in w_lo..=w_hi {
+                let mut x = self.bits[w];
+                if x == 0 {
+                    continue;
+                }
+                self.bits[w] = 0;
+                while x != 0 {
+                    let j = (w << 6) + x.trailing_zeros() as usize;
+                    x &= x - 1;
+                    put(p, j, &mut self.sums);
+                    p += 1;
+                }
+            }
+        } else {
+            let list = &mut self.list[..n];
+            list.sort_unstable();
+            for (p, &j) in list.iter().enumerate() {
+                self.bits[j >> 6] = 0;
+                put(p, j, &mut self.sums);
+            }
+        }
+    }
+}
+
+/// The longest output row of `rows`.
+fn longest(offsets: &[usize], rows: &Range<usize>) -> usize {
+    rows.clone()
+        .map(|i| offsets[i + 1] - offsets[i])
+        .max()
+        .unwrap_or(0)
+}
+
+/// Writes the sorted distinct columns (plus `base`) of each row of `rows`
+/// into `cols`, which starts at row `rows.start` of the zero-based `offsets`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn list_rows<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    b_canonical: bool,
+    rows: Range<usize>,
+    offsets: &[usize],
+    base: usize,
+    cols: &mut [J],
+) -> Result<()> {
+    let mut ws = Workspace::<f32>::new(b.ncols, longest(offsets, &rows), false)?;
+    let origin = offsets[rows.start];
+    for i in rows {
+        let out = &mut cols[offsets[i] - origin..offsets[i + 1] - origin];
+        if b_canonical {
+            if let Some(k) = single_entry(a, i) {
+                let r = a.col(k);
+                if b.row_len(r) != out.len() {
+                    return Err(row_mismatch(i, b.row_len(r), out.len()));
+                }
+                copy_cols(b, r, base, out);
+                continue;
+            }
+        }
+        let (n, lo, hi) = ws.accumulate(a, None, b, None, i, out.len());
+        if n != out.len() {
+            ws.reset();
+            return Err(row_mismatch(i, n, out.len()));
+        }
+        ws.emit(n, lo, hi, Some(out), None, base);
+    }
+    Ok(())
+}
+
+/// Numeric phase for the rows `rows`: `vals = alpha * row + beta * vals`,
+/// columns into `cols` when given.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    a_vals: &[T],
+    b: &RowPattern<'_, I, J>,
+    b_vals: &[T],
+    b_canonical: bool,
+    rows: Range<usize>,
+    offsets: &[usize],
+    scale: &Scale<T>,
+    mut cols: Option<&mut [J]>,
+    vals: &mut [T],
+) -> Result<()> {
+    let mut ws = Workspace::<T>::new(b.ncols, longest(offsets, &rows), true)?;
+    let origin = offsets[rows.start];
+    for i in rows {
+        let out = offsets[i] - origin..offsets[i + 1] - origin;
+        let len = out.len();
+        let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
+        let out_vals = &mut vals[out];
+        if b_canonical {
+            if let Some(k) = single_entry(a, i) {
+                copy_scaled_row(b, b_vals, a.col(k), a_vals[k], i, scale, out_cols, out_vals)?;
+                continue;
+            }
+        }
+        let (n, lo, hi) = ws.accumulate(a, Some(a_vals), b, Some(b_vals), i, len);
+        if n != len {
+            ws.reset();
+            return Err(row_mismatch(i, n, len));
+        }
+        ws.emit(n, lo, hi, out_cols, Some((out_vals, scale)), scale.base);
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! Pieces every CPU row kernel shares: the output scaling, the error for a
+//! row whose size differs from the plan's, and the direct path for rows of
+//! A with a single entry.
+
+use crate::error::Error;
+use crate::plan::RowPattern;
+use crate::types::{Index, Scalar};
+
+/// α, β and C's index base for the numeric phase.
+pub(crate) struct Scale<T> {
+    pub alpha: T,
+    pub beta: T,
+    pub base: usize,
+}
+
+impl<T: Scalar> Scale<T> {
+    /// `dst = alpha * sum + beta * dst` (the old value is not read when
+    /// `beta == 0`, so it may be uninitialised garbage or NaN).
+    #[inline(always)]
+    pub fn store(&self, dst: &mut T, sum: T) {
+        *dst = if self.beta == T::zero() {
+            self.alpha * sum
+        } else {
+            self.alpha * sum + self.beta * *dst
+        };
+    }
+}
+
+/// The error for a row whose size differs from the planned one: the
+/// pattern of A or B changed in a way the fingerprint did not see.
+pub(crate) fn row_mismatch(row: usize, found: usize, expected: usize) -> Error {
+    Error::InvalidValue(format!(
+        "row {row} of C has {found} entries now but {expected} when the plan was made: \
+         the pattern of A or B changed between phases"
+    ))
+}
+
+/// The error for a row with more columns than its table or buffer allows.
+pub(crate) fn too_many_columns(row: usize, limit: usize) -> Error {
+    Error::InvalidValue(format!(
+        "row {row} of C has more than the {limit} columns its plan allows: \
+         the pattern of A or B changed between phases"
+    ))
+}
+
+/// When row `i` of `a` has exactly one entry `a_ik`, returns `k`'s position
+/// in `a`: C's row is then row `a.col(k)` of B scaled by `a_ik`, already
+/// sorted when B's rows are canonical (seed 004's direct path).
+#[inline(always)]
+pub(crate) fn single_entry<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    i: usize,
+) -> Option<usize> {
+    let r = a.range(i);
+    (r.end == r.start + 1).then_some(r.start)
+}
+
+/// Writes the scaled row `b.col(k)` of B as row `i` of C (`out_cols` /
+/// `out_vals` are exactly that row's slices). B's rows must be canonical.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn copy_scaled_row<T: Scalar, I: Index, J: Index>(
+    b: &RowPattern<'_, I, J>,
+    b_vals: &[T],
+    row_of_b: usize,
+    factor: T,
+    i: usize,
+    scale: &Scale<T>,
+    out_cols: Option<&mut [J]>,
+    out_vals: &mut [T],
+) -> Result<(), Error> {
+    let r = b.range(row_of_b);
+    if r.len() != out_vals.len() {
+        return Err(row_mismatch(i, r.len(), out_vals.len()));
+    }
+    for (d, &v) in out_vals.iter_mut().zip(&b_vals[r.clone()]) {
+        scale.store(d, factor * v);
+    }
+    if let Some(c) = out_cols {
+        copy_cols(b, row_of_b, scale.base, c);
+    }
+    Ok(())
+}
+
+/// Copies the columns of row `row_of_b` of B (shifted to `base`) into `out`,
+/// whose length the caller has checked.
+#[inline]
+pub(crate) fn copy_cols<I: Index, J: Index>(
+    b: &RowPattern<'_, I, J>,
+    row_of_b: usize,
+    base: usize,
+    out: &mut [J],
+) {
+    let r = b.range(row_of_b);
+    if base == b.base {
+        out.copy_from_slice(&b.cols[r]);
+    } else {
+        for (d, &c) in out.iter_mut().zip(&b.cols[r]) {
+            *d = J::from_usize_unchecked(c.as_usize() - b.base + base);
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The algorithm choice: a simple written-down rule for now (the trained
+//! selector of seed 001 replaces it later).
+//!
+//! The rule, per product (measured on the generated suite and the real
+//! matrices of `shared/matrices`, 2-core AMD EPYC, see docs/benchmarks.md):
+//! 1. A concrete algorithm asked for is used as asked, except that BRMerge
+//!    needs op(B)'s rows sorted without duplicates; on other input the
+//!    automatic choice below runs instead.
+//! 2. Otherwise, when one dense accumulator row (`ncols(B)` values) fits in
+//!    [`DENSE_MAX_BYTES`], the dense accumulator: its cost per product is
+//!    one load and one add with no probing, and rows come back sorted from
+//!    the bit map.
+//! 3. Otherwise hash.
+
+use crate::types::Algorithm;
+
+/// The largest dense accumulator (`ncols(B) * size_of::<T>()` bytes) the
+/// automatic choice uses.
+pub const DENSE_MAX_BYTES: usize = 8 << 20;
+
+/// What the rule looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct ProductShape {
+    /// Columns of op(B) (= of C).
+    pub b_cols: usize,
+    /// Bytes of one value.
+    pub value_bytes: usize,
+    /// Whether op(B)'s rows are sorted without duplicates.
+    pub b_canonical: bool,
+}
+
+/// The concrete algorithm to run for `requested` on a product of `shape`.
+pub fn select(requested: Algorithm, shape: &ProductShape) -> Algorithm {
+    match requested {
+        Algorithm::BrmergePrecise | Algorithm::BrmergeUpper if !shape.b_canonical => {
+            automatic(shape)
+        }
+        r if r.is_concrete() => r,
+        _ => automatic(shape),
+    }
+}
+
+fn automatic(shape: &ProductShape) -> Algorithm {
+    if shape.b_cols.saturating_mul(shape.value_bytes) <= DENSE_MAX_BYTES {
+        Algorithm::Dense
+    } else {
+        Algorithm::Hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(b_cols: usize, b_canonical: bool) -> ProductShape {
+        ProductShape {
+            b_cols,
+            value_bytes: 8,
+            b_canonical,
+        }
+    }
+
+    #[test]
+    fn concrete_requests_are_honoured_when_they_can_run() {
+        for alg in [
+            Algorithm::Hash,
+            Algorithm::Dense,
+            Algorithm::BrmergePrecise,
+            Algorithm::BrmergeUpper,
+        ] {
+            assert_eq!(select(alg, &shape(1 << 30, true)), alg);
+        }
+    }
+
+    #[test]
+    fn brmerge_on_unsorted_input_falls_back() {
+        let s = shape(100, false);
+        assert_eq!(select(Algorithm::BrmergePrecise, &s), Algorithm::Dense);
+        assert_eq!(select(Algorithm::BrmergeUpper, &s), Algorithm::Dense);
+    }
+
+    #[test]
+    fn automatic_choice_follows_the_width_of_b() {
+        let narrow = shape(DENSE_MAX_BYTES / 8, true);
+        let wide = shape(DENSE_MAX_BYTES / 8 + 1, true);
+        for generic in [Algorithm::Default, Algorithm::Alg1, Algorithm::Alg3] {
+            assert_eq!(select(generic, &narrow), Algorithm::Dense);
+            assert_eq!(select(generic, &wide), Algorithm::Hash);
+        }
+    }
+}
