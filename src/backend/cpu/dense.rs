@@ -18,7 +18,9 @@
 //! algorithm whose op(B) is narrow enough ([`super::BITMAP_MAX_COLS`]).
 //! Products are added in stored order, so results are bitwise reproducible.
 
-use super::rows::{copy_cols, copy_scaled_row, row_mismatch, single_entry, Scale};
+use super::rows::{
+    copy_cols, copy_scaled_row, repeats_previous, row_mismatch, single_entry, Scale,
+};
 use crate::error::{try_vec, Result};
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
@@ -57,6 +59,88 @@ fn mark_row<I: Index, J: Index>(
     (distinct, lo, hi)
 }
 
+/// The column span `(lo, hi)` of row `i` from the first and last column of
+/// each row of B it reads (B's rows canonical); `lo > hi` for an empty row.
+#[inline(always)]
+fn row_span<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    i: usize,
+) -> (usize, usize) {
+    let (mut lo, mut hi) = (usize::MAX, 0usize);
+    for k in a.range(i) {
+        let r = b.range(a.col(k));
+        if !r.is_empty() {
+            lo = lo.min(b.cols[r.start].as_usize() - b.base);
+            hi = hi.max(b.cols[r.end - 1].as_usize() - b.base);
+        }
+    }
+    (lo, hi)
+}
+
+/// Words of the bit map between `lo` and `hi`.
+#[inline(always)]
+fn span_words(lo: usize, hi: usize) -> usize {
+    if lo > hi {
+        0
+    } else {
+        (hi >> 6) - (lo >> 6) + 1
+    }
+}
+
+/// Sets the bits of row `i` for canonical rows of B whose columns cluster:
+/// the bits of consecutive columns in one word are gathered in a register
+/// and stored once, so neighbouring columns do not wait on each other's
+/// read-modify-write of the same word. With values, also adds the products
+/// into `sums`.
+#[inline(always)]
+fn mark_clustered<T: Scalar, I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    a_vals: Option<&[T]>,
+    b: &RowPattern<'_, I, J>,
+    b_vals: Option<&[T]>,
+    i: usize,
+    bits: &mut [u64],
+    sums: &mut [T],
+) {
+    for k in a.range(i) {
+        let r = b.range(a.col(k));
+        if r.is_empty() {
+            continue;
+        }
+        let cols = &b.cols[r.clone()];
+        let mut word = (cols[0].as_usize() - b.base) >> 6;
+        let mut acc = 0u64;
+        match (a_vals, b_vals) {
+            (Some(av), Some(bv)) => {
+                let f = av[k];
+                for (&c, &v) in cols.iter().zip(&bv[r]) {
+                    let j = c.as_usize() - b.base;
+                    if j >> 6 != word {
+                        bits[word] |= acc;
+                        acc = 0;
+                        word = j >> 6;
+                    }
+                    acc |= 1u64 << (j & 63);
+                    sums[j] += f * v;
+                }
+            }
+            _ => {
+                for &c in cols {
+                    let j = c.as_usize() - b.base;
+                    if j >> 6 != word {
+                        bits[word] |= acc;
+                        acc = 0;
+                        word = j >> 6;
+                    }
+                    acc |= 1u64 << (j & 63);
+                }
+            }
+        }
+        bits[word] |= acc;
+    }
+}
+
 /// Clears the bits set by row `i`: the word range when it is short,
 /// otherwise by walking the products again.
 #[inline]
@@ -93,15 +177,31 @@ pub(super) fn count_rows<I: Index, J: Index>(
     counts: &mut [usize],
 ) -> Result<()> {
     let mut bits = try_vec(words(b.ncols), 0u64, "symbolic bit map")?;
-    for (i, count) in rows.zip(counts.iter_mut()) {
+    let first = rows.start;
+    for (c, i) in rows.enumerate() {
         let nprod = work.row(i);
         if nprod <= 1 {
-            *count = nprod as usize;
+            counts[c] = nprod as usize;
             continue;
         }
+        if repeats_previous(a, first, i) {
+            counts[c] = counts[c - 1];
+            continue;
+        }
+        let count = &mut counts[c];
         if b_canonical {
             if let Some(k) = single_entry(a, i) {
                 *count = b.row_len(a.col(k));
+                continue;
+            }
+        }
+        if b_canonical {
+            let (lo, hi) = row_span(a, b, i);
+            if span_words(lo, hi) as u64 <= nprod {
+                mark_clustered::<f32, I, J>(a, None, b, None, i, &mut bits, &mut []);
+                let span = &mut bits[lo >> 6..=hi >> 6];
+                *count = span.iter().map(|w| w.count_ones() as usize).sum();
+                span.fill(0);
                 continue;
             }
         }
@@ -119,6 +219,9 @@ struct Workspace<T> {
     /// New columns in order of first appearance (one spare slot for the
     /// branch-free append).
     list: Vec<usize>,
+    /// The sorted columns of the last row emitted, for a next row of A
+    /// with the same pattern.
+    previous: Vec<usize>,
 }
 
 impl<T: Scalar> Workspace<T> {
@@ -131,6 +234,11 @@ impl<T: Scalar> Workspace<T> {
                 Vec::new()
             },
             list: try_vec(longest_row + 1, 0usize, "dense accumulator column list")?,
+            previous: {
+                let mut v = Vec::new();
+                crate::error::try_reserve(&mut v, longest_row, "dense accumulator column list")?;
+                v
+            },
         })
     }
 
@@ -146,10 +254,23 @@ impl<T: Scalar> Workspace<T> {
         a_vals: Option<&[T]>,
         b: &RowPattern<'_, I, J>,
         b_vals: Option<&[T]>,
+        b_canonical: bool,
         i: usize,
         limit: usize,
     ) -> (usize, usize, usize) {
         let (bits, sums, list) = (&mut self.bits, &mut self.sums, &mut self.list);
+        if b_canonical {
+            let (lo, hi) = row_span(a, b, i);
+            let words = span_words(lo, hi);
+            if words > 0 && words < SCAN_WORDS_PER_ENTRY * limit {
+                mark_clustered(a, a_vals, b, b_vals, i, bits, sums);
+                let n = bits[lo >> 6..=hi >> 6]
+                    .iter()
+                    .map(|w| w.count_ones() as usize)
+                    .sum();
+                return (n, lo, hi);
+            }
+        }
         let (mut n, mut lo, mut hi) = (0usize, usize::MAX, 0usize);
         for k in a.range(i) {
             let r = b.range(a.col(k));
@@ -203,11 +324,14 @@ impl<T: Scalar> Workspace<T> {
         mut vals: Option<(&mut [T], &Scale<T>)>,
         base: usize,
     ) {
+        self.previous.clear();
         if n == 0 {
             return;
         }
         let (w_lo, w_hi) = (lo >> 6, hi >> 6);
+        let previous = &mut self.previous;
         let mut put = |p: usize, j: usize, sums: &mut [T]| {
+            previous.push(j);
             if let Some(c) = cols.as_deref_mut() {
                 c[p] = J::from_usize_unchecked(j + base);
             }
@@ -264,8 +388,18 @@ pub(super) fn list_rows<I: Index, J: Index>(
 ) -> Result<()> {
     let mut ws = Workspace::<f32>::new(b.ncols, longest(offsets, &rows), false)?;
     let origin = offsets[rows.start];
+    let first = rows.start;
     for i in rows {
-        let out = &mut cols[offsets[i] - origin..offsets[i + 1] - origin];
+        let (start, end) = (offsets[i] - origin, offsets[i + 1] - origin);
+        if repeats_previous(a, first, i) {
+            let prev = offsets[i - 1] - origin;
+            if start - prev != end - start {
+                return Err(row_mismatch(i, start - prev, end - start));
+            }
+            cols.copy_within(prev..start, start);
+            continue;
+        }
+        let out = &mut cols[start..end];
         if b_canonical {
             if let Some(k) = single_entry(a, i) {
                 let r = a.col(k);
@@ -276,7 +410,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
                 continue;
             }
         }
-        let (n, lo, hi) = ws.accumulate(a, None, b, None, i, out.len());
+        let (n, lo, hi) = ws.accumulate(a, None, b, None, b_canonical, i, out.len());
         if n != out.len() {
             ws.reset();
             return Err(row_mismatch(i, n, out.len()));
@@ -303,6 +437,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
 ) -> Result<()> {
     let mut ws = Workspace::<T>::new(b.ncols, longest(offsets, &rows), true)?;
     let origin = offsets[rows.start];
+    let first = rows.start;
     for i in rows {
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         let len = out.len();
@@ -311,10 +446,15 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         if b_canonical {
             if let Some(k) = single_entry(a, i) {
                 copy_scaled_row(b, b_vals, a.col(k), a_vals[k], i, scale, out_cols, out_vals)?;
+                ws.previous.clear();
                 continue;
             }
         }
-        let (n, lo, hi) = ws.accumulate(a, Some(a_vals), b, Some(b_vals), i, len);
+        if repeats_previous(a, first, i) && ws.previous.len() == len && len > 0 {
+            accumulate_repeated_row(a, a_vals, b, b_vals, i, &mut ws, scale, out_cols, out_vals);
+            continue;
+        }
+        let (n, lo, hi) = ws.accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, len);
         if n != len {
             ws.reset();
             return Err(row_mismatch(i, n, len));
@@ -322,4 +462,39 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         ws.emit(n, lo, hi, out_cols, Some((out_vals, scale)), scale.base);
     }
     Ok(())
+}
+
+/// Row `i` whose row of A has the pattern of row `i - 1`, whose sorted
+/// columns are `previous`: the products go into `sums` with no bit map,
+/// and the row is read back at `previous`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn accumulate_repeated_row<T: Scalar, I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    a_vals: &[T],
+    b: &RowPattern<'_, I, J>,
+    b_vals: &[T],
+    i: usize,
+    ws: &mut Workspace<T>,
+    scale: &Scale<T>,
+    out_cols: Option<&mut [J]>,
+    out_vals: &mut [T],
+) {
+    let sums = &mut ws.sums;
+    for k in a.range(i) {
+        let r = b.range(a.col(k));
+        let f = a_vals[k];
+        for (&c, &v) in b.cols[r.clone()].iter().zip(&b_vals[r]) {
+            sums[c.as_usize() - b.base] += f * v;
+        }
+    }
+    for (d, &j) in out_vals.iter_mut().zip(&ws.previous) {
+        scale.store(d, sums[j]);
+        sums[j] = T::zero();
+    }
+    if let Some(oc) = out_cols {
+        for (d, &j) in oc.iter_mut().zip(&ws.previous) {
+            *d = J::from_usize_unchecked(j + scale.base);
+        }
+    }
 }

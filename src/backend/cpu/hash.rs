@@ -6,7 +6,9 @@
 //! `next_pow2(2 * min(p, ncols))` slots, so the load factor stays at or
 //! under one half and clearing costs O(p).
 
-use super::rows::{copy_scaled_row, row_mismatch, single_entry, too_many_columns, Scale};
+use super::rows::{
+    copy_scaled_row, repeats_previous, row_mismatch, single_entry, too_many_columns, Scale,
+};
 use crate::error::{try_reserve, try_vec, Result};
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
@@ -93,14 +95,19 @@ pub(super) fn count_rows<I: Index, J: Index>(
         EMPTY,
         "symbolic hash table",
     )?;
-    for (i, count) in rows.zip(counts.iter_mut()) {
+    let first = rows.start;
+    for (c, i) in rows.enumerate() {
         let nprod = work.row(i);
         if nprod <= 1 {
-            *count = nprod as usize;
+            counts[c] = nprod as usize;
+            continue;
+        }
+        if repeats_previous(a, first, i) {
+            counts[c] = counts[c - 1];
             continue;
         }
         let table = &mut keys[..table_size(nprod, b.ncols)];
-        *count = insert_row(a, b, i, table)?;
+        counts[c] = insert_row(a, b, i, table)?;
         table.fill(EMPTY);
     }
     Ok(())

@@ -100,3 +100,19 @@ pub(crate) fn copy_cols<I: Index, J: Index>(
         }
     }
 }
+
+/// True when row `i` of A (not the first row of its chunk, `first`) has
+/// exactly the columns of row `i - 1`: then row `i` of C has the pattern
+/// of row `i - 1` (block matrices such as FEM with several unknowns per
+/// node repeat every row pattern). Costs one comparison of the two rows.
+#[inline(always)]
+pub(crate) fn repeats_previous<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    first: usize,
+    i: usize,
+) -> bool {
+    i > first && {
+        let (p, r) = (a.range(i - 1), a.range(i));
+        p.len() == r.len() && a.cols[p] == a.cols[r]
+    }
+}
