@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrOutput, CsrView};
 use crate::error::{invalid, try_vec, Result};
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
+use crate::plan::predict::sampled_compression;
 use crate::plan::select::{select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
 use crate::types::{Algorithm, Index, IndexBase, Op, Scalar};
@@ -165,21 +166,19 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                     pb.ncols()
                 );
             }
-            let b_canonical = pb.rows(b).rows_canonical();
+            let (ra, rb) = (pa.rows(a), pb.rows(b));
+            let b_canonical = rb.rows_canonical();
+            let chunks = CpuBackend::chunks_for(ctx.num_threads());
+            let work = RowWork::new(&ra, &rb, chunks)?;
             let selected = select(
                 algorithm,
                 &ProductShape {
                     b_cols: pb.ncols(),
                     value_bytes: std::mem::size_of::<T>(),
                     b_canonical,
+                    compression: sampled_compression(&ra, &rb, &work),
                 },
             );
-            let backend = CpuBackend {
-                threads: ctx.num_threads(),
-                algorithm: selected,
-                b_canonical,
-            };
-            let work = RowWork::new(&pa.rows(a), &pb.rows(b), backend.preferred_chunks())?;
             let (a_fingerprint, b_fingerprint) = fingerprints(a, b);
             Ok(SpgemmPlan {
                 algorithm,

@@ -9,6 +9,7 @@
 
 pub mod fingerprint;
 pub mod operand;
+pub mod predict;
 pub mod row_work;
 pub mod select;
 

@@ -6,17 +6,26 @@
 //! 1. A concrete algorithm asked for is used as asked, except that BRMerge
 //!    needs op(B)'s rows sorted without duplicates; on other input the
 //!    automatic choice below runs instead.
-//! 2. Otherwise, when one dense accumulator row (`ncols(B)` values) fits in
-//!    [`DENSE_MAX_BYTES`], the dense accumulator: its cost per product is
-//!    one load and one add with no probing, and rows come back sorted from
-//!    the bit map.
-//! 3. Otherwise hash.
+//! 2. (The dense accumulator's cost per product is one load and one add
+//!    with no probing, and its rows come back sorted from the bit map.)
+//! 3. Otherwise, when the sampled compression ratio nprod / nnz(C) is at
+//!    most [`UPPER_MAX_RATIO`] and op(B)'s rows are canonical,
+//!    BRMerge-Upper: nearly every product is its own output entry, so the
+//!    temporary C it fills during the symbolic phase is barely larger than
+//!    C, and the product reads B once instead of twice.
+//! 4. Otherwise, when one dense accumulator row (`ncols(B)` values) fits in
+//!    [`DENSE_MAX_BYTES`], the dense accumulator.
+//! 5. Otherwise hash.
 
 use crate::types::Algorithm;
 
 /// The largest dense accumulator (`ncols(B) * size_of::<T>()` bytes) the
 /// automatic choice uses.
 pub const DENSE_MAX_BYTES: usize = 8 << 20;
+
+/// The largest sampled compression ratio for which the automatic choice
+/// computes C in one pass (BRMerge-Upper).
+pub const UPPER_MAX_RATIO: f64 = 1.5;
 
 /// What the rule looks at.
 #[derive(Debug, Clone, Copy)]
@@ -27,6 +36,8 @@ pub struct ProductShape {
     pub value_bytes: usize,
     /// Whether op(B)'s rows are sorted without duplicates.
     pub b_canonical: bool,
+    /// Sampled nprod / nnz(C) (see [`super::predict`]).
+    pub compression: f64,
 }
 
 /// The concrete algorithm to run for `requested` on a product of `shape`.
@@ -41,7 +52,9 @@ pub fn select(requested: Algorithm, shape: &ProductShape) -> Algorithm {
 }
 
 fn automatic(shape: &ProductShape) -> Algorithm {
-    if shape.b_cols.saturating_mul(shape.value_bytes) <= DENSE_MAX_BYTES {
+    if shape.b_canonical && shape.compression <= UPPER_MAX_RATIO {
+        Algorithm::BrmergeUpper
+    } else if shape.b_cols.saturating_mul(shape.value_bytes) <= DENSE_MAX_BYTES {
         Algorithm::Dense
     } else {
         Algorithm::Hash
@@ -57,6 +70,7 @@ mod tests {
             b_cols,
             value_bytes: 8,
             b_canonical,
+            compression: 4.0,
         }
     }
 
@@ -87,5 +101,21 @@ mod tests {
             assert_eq!(select(generic, &narrow), Algorithm::Dense);
             assert_eq!(select(generic, &wide), Algorithm::Hash);
         }
+    }
+
+    #[test]
+    fn low_compression_computes_in_one_pass_when_rows_are_sorted() {
+        let mut s = ProductShape {
+            b_cols: 1000,
+            value_bytes: 8,
+            b_canonical: true,
+            compression: 1.1,
+        };
+        assert_eq!(select(Algorithm::Default, &s), Algorithm::BrmergeUpper);
+        s.b_canonical = false;
+        assert_eq!(select(Algorithm::Default, &s), Algorithm::Dense);
+        s.b_canonical = true;
+        s.compression = 2.0;
+        assert_eq!(select(Algorithm::Default, &s), Algorithm::Dense);
     }
 }

@@ -84,6 +84,11 @@ fn optional_pieces<'a, J>(
 }
 
 impl CpuBackend {
+    /// The number of chunks a pool of `threads` threads splits the rows into.
+    pub fn chunks_for(threads: usize) -> usize {
+        threads.max(1) * CHUNKS_PER_THREAD
+    }
+
     /// Whether the symbolic pass counts with a bit map (else a hash table).
     fn counts_with_bitmap(&self, ncols: usize) -> bool {
         self.algorithm != Algorithm::Hash && ncols <= BITMAP_MAX_COLS
@@ -144,7 +149,7 @@ impl CpuBackend {
 
 impl Backend for CpuBackend {
     fn preferred_chunks(&self) -> usize {
-        self.threads.max(1) * CHUNKS_PER_THREAD
+        Self::chunks_for(self.threads)
     }
 
     fn symbolic<I: Index, J: Index>(
