@@ -273,9 +273,12 @@ int main(int argc, char **argv) {
     static const rusparseOperation_t ops[] = {RUSPARSE_OPERATION_NON_TRANSPOSE,
                                               RUSPARSE_OPERATION_TRANSPOSE,
                                               RUSPARSE_OPERATION_CONJUGATE_TRANSPOSE};
-    static const rusparseSpGEMMAlg_t algs[] = {RUSPARSE_SPGEMM_DEFAULT,
-                                               RUSPARSE_SPGEMM_CSR_ALG_DETERMINISTIC,
-                                               RUSPARSE_SPGEMM_CSR_ALG_NONDETERMINISTIC};
+    static const rusparseSpGEMMAlg_t algs[] = {
+        RUSPARSE_SPGEMM_DEFAULT,          RUSPARSE_SPGEMM_CSR_ALG_DETERMINISTIC,
+        RUSPARSE_SPGEMM_CPU_HASH,         RUSPARSE_SPGEMM_CSR_ALG_NONDETERMINISTIC,
+        RUSPARSE_SPGEMM_CPU_BRMERGE_UPPER, RUSPARSE_SPGEMM_CPU_BRMERGE_PRECISE,
+        RUSPARSE_SPGEMM_CPU_DENSE};
+    enum { NUM_ALGS = sizeof algs / sizeof algs[0] };
     int quick = quick_mode(argc, argv);
     rusparseHandle_t h = NULL;
     int di, ii, base, oa, ob, flows = 0, which;
@@ -287,10 +290,10 @@ int main(int argc, char **argv) {
                 for (oa = 0; oa < 3; oa++)
                     for (ob = 0; ob < 3; ob++, flows++)
                         if (quick && flows % 4 != 0)
-                            run_flow(h, dts[di], idx[ii], base, ops[oa], ops[ob], algs[flows % 3],
+                            run_flow(h, dts[di], idx[ii], base, ops[oa], ops[ob], algs[flows % NUM_ALGS],
                                      0xabc000u + (uint64_t)flows, 4, 3, 3, 45);
                         else
-                            run_flow(h, dts[di], idx[ii], base, ops[oa], ops[ob], algs[flows % 3],
+                            run_flow(h, dts[di], idx[ii], base, ops[oa], ops[ob], algs[flows % NUM_ALGS],
                                      0xabc000u + (uint64_t)flows, 8, 6, 7, 45);
 
     /* empty shapes: 0 rows, inner dimension 0, 0 columns, nnz(A) == 0 */

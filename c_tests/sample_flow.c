@@ -324,7 +324,9 @@ int main(int argc, char **argv) {
     static const rusparseSpGEMMAlg_t algs[] = {
         RUSPARSE_SPGEMM_DEFAULT, RUSPARSE_SPGEMM_CSR_ALG_DETERMINISTIC,
         RUSPARSE_SPGEMM_CSR_ALG_NONDETERMINISTIC, RUSPARSE_SPGEMM_ALG1, RUSPARSE_SPGEMM_ALG2,
-        RUSPARSE_SPGEMM_ALG3};
+        RUSPARSE_SPGEMM_ALG3, RUSPARSE_SPGEMM_CPU_HASH, RUSPARSE_SPGEMM_CPU_BRMERGE_PRECISE,
+        RUSPARSE_SPGEMM_CPU_BRMERGE_UPPER, RUSPARSE_SPGEMM_CPU_DENSE};
+    enum { NUM_ALGS = sizeof algs / sizeof algs[0] };
     /* (alpha, beta) pairs; for real types only the real parts are used */
     static const cf64_t alphas[] = {{1, 0}, {2, 0}, {1, 0}, {-2, 1}, {0, 0}};
     static const cf64_t betas[] = {{0, 0}, {0, 0}, {1, 0}, {3, -2}};
@@ -360,7 +362,7 @@ int main(int argc, char **argv) {
                         cf.base = base;
                         cf.opA = ops[oa];
                         cf.opB = ops[ob];
-                        cf.alg = algs[combo % 6];
+                        cf.alg = algs[combo % NUM_ALGS];
                         cf.alpha = alphas[combo % 5];
                         cf.beta = betas[(combo / 5) % 4];
                         cf.c_offsets_given = combo % 2;
