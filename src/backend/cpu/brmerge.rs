@@ -19,6 +19,7 @@
 //!   are merged into a temporary C sized by nprod during the symbolic phase
 //!   (which then knows the exact sizes for free) and copied into C later.
 
+use super::dense::UnsizedRows;
 use super::rows::{row_mismatch, too_many_columns, Scale};
 use crate::error::{try_vec, Result};
 use crate::plan::{RowPattern, RowWork};
@@ -243,9 +244,16 @@ pub(crate) struct UpperChunk<T, J> {
     vals: Vec<T>,
 }
 
+/// Rows of A with more entries than this are not merged by BRMerge-Upper
+/// (each doubling of the lists adds a pass over the row) but accumulated
+/// in a dense array, when op(B) is narrow enough for one.
+pub(super) const MERGE_MAX_LISTS: usize = 16;
+
 /// BRMerge-Upper, symbolic phase of one chunk: merges every row into a
 /// temporary C sized by the chunk's nprod (the upper bound) and records the
-/// exact row sizes in `counts`.
+/// exact row sizes in `counts`. Rows with more than [`MERGE_MAX_LISTS`]
+/// lists go through a dense accumulator instead when `dense_ok`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     a_vals: &[T],
@@ -253,14 +261,40 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     b_vals: &[T],
     work: &RowWork,
     rows: Range<usize>,
+    dense_ok: bool,
     counts: &mut [usize],
 ) -> Result<UpperChunk<T, J>> {
     let bound = usize::try_from(work.rows(rows.clone())).unwrap_or(usize::MAX);
     let mut cols = try_vec(bound, J::default(), "BRMerge-Upper temporary C")?;
     let mut vals = try_vec(bound, T::zero(), "BRMerge-Upper temporary C")?;
     let mut merger = Merger::for_rows(a, work, &rows)?;
+    let mut dense: Option<UnsizedRows<T>> = None;
     let mut n = 0usize;
     for (i, count) in rows.zip(counts.iter_mut()) {
+        if dense_ok && a.row_len(i) > MERGE_MAX_LISTS {
+            let p = usize::try_from(work.row(i)).unwrap_or(usize::MAX);
+            if n + p > bound {
+                return Err(too_many_columns(i, bound));
+            }
+            if dense.is_none() {
+                let longest = usize::try_from(work.max_row()).unwrap_or(usize::MAX);
+                dense = Some(UnsizedRows::new(b.ncols, longest)?);
+            }
+            if let Some(d) = dense.as_mut() {
+                *count = d.row(
+                    a,
+                    a_vals,
+                    b,
+                    b_vals,
+                    true,
+                    i,
+                    &mut cols[n..n + p],
+                    &mut vals[n..n + p],
+                );
+                n += *count;
+            }
+            continue;
+        }
         let (rc, rv) = merger.merge_row(a, a_vals, b, b_vals, i)?;
         if n + rc.len() > bound {
             return Err(too_many_columns(i, bound));
@@ -288,4 +322,40 @@ pub(super) fn copy_upper_chunk<T: Scalar, J: Index>(
     }
     store_row((&chunk.cols, &chunk.vals), scale, cols, vals);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{reference, Algorithm, Context, CsrMatrix, IndexBase, Op, SpgemmOptions};
+
+    /// Rows with more lists than [`super::MERGE_MAX_LISTS`] take BRMerge-Upper's dense
+    /// path, shorter ones are merged; both must equal the reference exactly
+    /// (integer values), for any thread count.
+    #[test]
+    fn upper_mixes_merged_and_dense_rows_exactly() {
+        let n = 64usize;
+        let mut t = Vec::new();
+        for i in 0..n {
+            // Row i has 2 + (i % 40) entries: from 2 lists to 41.
+            for k in 0..2 + i % 40 {
+                let j = (i * 7 + k * 13) % n;
+                t.push((i, j, ((i + 3 * k) % 5) as f64 - 2.0));
+            }
+        }
+        let a = CsrMatrix::<f64, i32, i32>::from_triplets(n, n, &t, IndexBase::Zero).unwrap();
+        let expected = reference::spgemm(&a.view(), Op::N, &a.view(), Op::N, 3.0).unwrap();
+        for threads in [1, 3] {
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            let opts = SpgemmOptions {
+                alpha: 3.0,
+                algorithm: Algorithm::BrmergeUpper,
+                ..SpgemmOptions::default()
+            };
+            let c = ctx.spgemm(&a.view(), &a.view(), &opts).unwrap();
+            assert_eq!(c.row_offsets(), expected.row_offsets());
+            assert_eq!(c.col_indices(), expected.col_indices());
+            assert_eq!(c.values(), expected.values());
+        }
+    }
 }

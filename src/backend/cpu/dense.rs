@@ -366,6 +366,58 @@ impl<T: Scalar> Workspace<T> {
     }
 }
 
+/// A dense accumulator for rows whose size is not known in advance
+/// (BRMerge-Upper's rows with many lists): each row is written, sorted and
+/// unscaled, into the front of the slices it is given.
+pub(super) struct UnsizedRows<T> {
+    ws: Workspace<T>,
+    ncols: usize,
+}
+
+impl<T: Scalar> UnsizedRows<T> {
+    /// For rows of up to `longest_nprod` products over `ncols` columns.
+    pub(super) fn new(ncols: usize, longest_nprod: usize) -> Result<Self> {
+        Ok(UnsizedRows {
+            ws: Workspace::new(ncols, longest_nprod.min(ncols), true)?,
+            ncols,
+        })
+    }
+
+    /// Accumulates row `i` into `cols` / `vals` (at least its nprod long);
+    /// returns its number of entries.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn row<I: Index, J: Index>(
+        &mut self,
+        a: &RowPattern<'_, I, J>,
+        a_vals: &[T],
+        b: &RowPattern<'_, I, J>,
+        b_vals: &[T],
+        b_canonical: bool,
+        i: usize,
+        cols: &mut [J],
+        vals: &mut [T],
+    ) -> usize {
+        let limit = cols.len().min(self.ncols);
+        let (n, lo, hi) =
+            self.ws
+                .accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, limit);
+        let unscaled = Scale {
+            alpha: T::one(),
+            beta: T::zero(),
+            base: 0,
+        };
+        self.ws.emit(
+            n,
+            lo,
+            hi,
+            Some(&mut cols[..n]),
+            Some((&mut vals[..n], &unscaled)),
+            0,
+        );
+        n
+    }
+}
+
 /// The longest output row of `rows`.
 fn longest(offsets: &[usize], rows: &Range<usize>) -> usize {
     rows.clone()

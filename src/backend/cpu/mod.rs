@@ -28,6 +28,7 @@ pub(crate) use rows::Scale;
 
 use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::error::Result;
+use crate::plan::select::DENSE_MAX_BYTES;
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Algorithm, Index, Scalar};
 use rayon::prelude::*;
@@ -109,10 +110,13 @@ impl CpuBackend {
         work: &RowWork,
         counts: &mut [usize],
     ) -> Result<Vec<UpperChunk<T, J>>> {
+        let dense_ok = b.ncols.saturating_mul(std::mem::size_of::<T>()) <= DENSE_MAX_BYTES;
         split_by_chunks(counts, work.bounds(), |r| r)
             .into_par_iter()
             .zip(work.chunks().collect::<Vec<_>>())
-            .map(|(counts, rows)| brmerge::upper_chunk(a, a_vals, b, b_vals, work, rows, counts))
+            .map(|(counts, rows)| {
+                brmerge::upper_chunk(a, a_vals, b, b_vals, work, rows, dense_ok, counts)
+            })
             .collect()
     }
 

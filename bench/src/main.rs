@@ -1,0 +1,617 @@
+//! `rusparse-bench`: times rusparse's SpGEMM on generated and Matrix Market
+//! matrices and reports GFLOPS, memory and the algorithm the planner chose.
+//!
+//! Run from the repository root:
+//!
+//! ```text
+//! # C = A·A on two generated matrices, 5 timed runs after 1 warm-up:
+//! cargo run --release --bin rusparse-bench -- stencil2d_5pt:725 fem27_3dof:28
+//! # A·Aᵀ of a Matrix Market file, complex doubles, 64-bit indices, 2 threads:
+//! cargo run --release --bin rusparse-bench -- --product aat --value c64 --index i64 \
+//!     --threads 2 /work/shared/matrices/lp_fit2p.mtx.gz
+//! # A·B:
+//! cargo run --release --bin rusparse-bench -- --product ab --b uniform_r4:100000 uniform_r4:100000
+//! # Save results, dump the inputs for the peer script, plot:
+//! cargo run --release --bin rusparse-bench -- --json results.json --csv results.csv \
+//!     --dump dump/ --plot gflops.png delaunay:1048576 band_r120:36000
+//! # Plot only, from saved results and peer results (runs nothing):
+//! cargo run --release --bin rusparse-bench -- --plot out.png --from results.json --peers peers.json
+//! ```
+//!
+//! Matrix specs: `uniform_r4:N`, `stencil2d_5pt:S`, `stencil3d_7pt:S`,
+//! `fem27_3dof:S`, `rmat:SCALE:EDGEFACTOR`, `delaunay:N`, `band_rR:N`, or a
+//! path ending in `.mtx` / `.mtx.gz` (see `generate.rs` and
+//! `matrix_market.rs`). Real matrices used with `--value c32|c64` get zero
+//! imaginary parts; complex files with a real `--value` are an error.
+//!
+//! Each timed run is the C ABI's path: plan, symbolic phase, allocation of
+//! C's three arrays, numeric phase. The exit status is non-zero, with a
+//! message on stderr, on any error.
+
+mod dump;
+mod generate;
+mod matrix_market;
+mod npy;
+mod plot;
+mod report;
+mod sparse;
+mod timing;
+
+use clap::{Parser, ValueEnum};
+use generate::Spec;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use report::{Machine, Report, Row, TOOL};
+use rusparse::{Algorithm, BackendKind, Complex, Context, CsrMatrix, Index, Op};
+use sparse::{index_name, BenchScalar, SparseMatrix};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use timing::{Product, Stats};
+
+#[global_allocator]
+static ALLOCATOR: timing::CountingAllocator = timing::CountingAllocator;
+
+/// Which product each case computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ProductArg {
+    /// C = A·A.
+    Aa,
+    /// C = A·B (B from --b).
+    Ab,
+    /// C = A·Aᵀ.
+    Aat,
+}
+
+impl ProductArg {
+    fn name(self) -> &'static str {
+        match self {
+            ProductArg::Aa => "aa",
+            ProductArg::Ab => "ab",
+            ProductArg::Aat => "aat",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BackendArg {
+    Cpu,
+    Auto,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum AlgorithmArg {
+    /// Let the planner choose.
+    Auto,
+    Hash,
+    BrmergePrecise,
+    BrmergeUpper,
+    Dense,
+}
+
+impl AlgorithmArg {
+    fn algorithm(self) -> Algorithm {
+        match self {
+            AlgorithmArg::Auto => Algorithm::Default,
+            AlgorithmArg::Hash => Algorithm::Hash,
+            AlgorithmArg::BrmergePrecise => Algorithm::BrmergePrecise,
+            AlgorithmArg::BrmergeUpper => Algorithm::BrmergeUpper,
+            AlgorithmArg::Dense => Algorithm::Dense,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ValueArg {
+    F32,
+    F64,
+    C32,
+    C64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum IndexArg {
+    I32,
+    I64,
+}
+
+fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+}
+
+/// Benchmark rusparse SpGEMM (C = A·A, A·B or A·Aᵀ) on generated or
+/// Matrix Market matrices.
+#[derive(Parser, Debug)]
+#[command(name = "rusparse-bench", version, after_help = AFTER_HELP)]
+struct Cli {
+    /// Matrices A: generator specs (uniform_r4:N, stencil2d_5pt:S,
+    /// stencil3d_7pt:S, fem27_3dof:S, rmat:SCALE:EDGEFACTOR, delaunay:N,
+    /// band_rR:N) or paths ending in .mtx / .mtx.gz.
+    #[arg(value_name = "MATRIX")]
+    matrices: Vec<String>,
+    /// The product.
+    #[arg(long, value_enum, default_value_t = ProductArg::Aa)]
+    product: ProductArg,
+    /// B for --product ab (a spec or a path).
+    #[arg(long = "b", value_name = "SPEC")]
+    b: Option<String>,
+    /// Back end.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    backend: BackendArg,
+    /// Algorithm (auto lets the planner choose; the table shows the choice).
+    #[arg(long, value_enum, default_value_t = AlgorithmArg::Auto)]
+    algorithm: AlgorithmArg,
+    /// Value type.
+    #[arg(long, value_enum, default_value_t = ValueArg::F64)]
+    value: ValueArg,
+    /// Index type of row offsets and columns.
+    #[arg(long, value_enum, default_value_t = IndexArg::I32)]
+    index: IndexArg,
+    /// CPU threads (default: RUSPARSE_NUM_THREADS, else all cores).
+    #[arg(long, value_parser = at_least_one())]
+    threads: Option<usize>,
+    /// Timed runs per case.
+    #[arg(long, default_value_t = 5, value_parser = at_least_one())]
+    runs: usize,
+    /// Untimed warm-up runs per case.
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// Seed of the generators.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Write the rows as CSV.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Write the rows as JSON (with machine, date and threads).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Draw a grouped bar chart of GFLOPS per matrix and tool (PNG).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// Peer results (JSON of the same schema) to compare with; repeatable.
+    #[arg(long = "peers", value_name = "FILE")]
+    peers: Vec<PathBuf>,
+    /// Earlier results of this tool (JSON) to include; with no MATRIX,
+    /// nothing runs (plot/table only). Repeatable.
+    #[arg(long = "from", value_name = "FILE")]
+    from: Vec<PathBuf>,
+    /// Write each case's inputs and a check of C as .npy files into DIR/<name>/.
+    #[arg(long, value_name = "DIR")]
+    dump: Option<PathBuf>,
+    /// No progress bar or progress messages.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+const AFTER_HELP: &str = "\
+Examples (from the repository root):
+  cargo run --release --bin rusparse-bench -- stencil2d_5pt:725 fem27_3dof:28
+  cargo run --release --bin rusparse-bench -- --product aat lp_fit2p.mtx.gz
+  cargo run --release --bin rusparse-bench -- --json r.json --dump dump/ delaunay:1048576
+  cargo run --release --bin rusparse-bench -- --plot out.png --from r.json --peers peers.json
+
+Case names (the `matrix` column and the --dump folder): the spec with ':' as '_'
+(stencil2d_5pt_725) or the file stem (1138_bus); '_aat' is appended for
+--product aat and '_x_<B name>' for --product ab.";
+
+/// One case to run: A's spec and the case name.
+struct Case {
+    spec: Spec,
+    name: String,
+}
+
+fn load(spec: &Spec, seed: u64) -> Result<SparseMatrix, String> {
+    let m = match spec {
+        Spec::File(path) => matrix_market::read_path(path)?,
+        _ => spec.generate(seed)?,
+    };
+    debug_assert!(m.is_canonical(), "{spec:?} did not give canonical CSR");
+    Ok(m)
+}
+
+/// Progress output: a bar on a terminal, plain lines otherwise, nothing
+/// with --quiet.
+struct Progress {
+    bar: ProgressBar,
+    quiet: bool,
+}
+
+impl Progress {
+    fn new(total: u64, quiet: bool) -> Progress {
+        let visible = !quiet && std::io::stderr().is_terminal();
+        let target = if visible {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let bar = ProgressBar::with_draw_target(Some(total), target);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "[{elapsed_precise}] {bar:40.cyan/blue} {pos}/{len} runs  {msg}",
+            )
+            .expect("valid template"),
+        );
+        Progress { bar, quiet }
+    }
+    fn log(&self, msg: String) {
+        if self.quiet {
+            return;
+        }
+        if self.bar.is_hidden() {
+            eprintln!("{msg}");
+        } else {
+            self.bar.println(msg);
+        }
+    }
+}
+
+/// Runs every case with value type `T` and index type `I`.
+fn run_cases<T: BenchScalar, I: Index>(
+    cli: &Cli,
+    ctx: &Context,
+    cases: &[Case],
+    b_spec: Option<&Case>,
+    progress: &Progress,
+) -> Result<Vec<Row>, String> {
+    let b: Option<CsrMatrix<T, I, I>> = match b_spec {
+        Some(bc) => {
+            progress.log(format!("loading B = {}", bc.name));
+            let m = load(&bc.spec, cli.seed).map_err(|e| format!("B: {e}"))?;
+            Some(
+                m.to_csr::<T, I>()
+                    .map_err(|e| format!("B ({}): {e}", bc.name))?,
+            )
+        }
+        None => None,
+    };
+    let mut rows = Vec::new();
+    for (k, case) in cases.iter().enumerate() {
+        progress.bar.set_message(format!("{} (loading)", case.name));
+        let started = std::time::Instant::now();
+        let a = load(&case.spec, cli.seed)
+            .and_then(|m| m.to_csr::<T, I>())
+            .map_err(|e| format!("{}: {e}", case.name))?;
+        progress.log(format!(
+            "[{}/{}] {}: {} x {}, nnz {} (ready in {:.2} s)",
+            k + 1,
+            cases.len(),
+            case.name,
+            a.nrows(),
+            a.ncols(),
+            a.nnz(),
+            started.elapsed().as_secs_f64()
+        ));
+        let (b_view, op_b) = match (cli.product, &b) {
+            (ProductArg::Aa, _) => (a.view(), Op::N),
+            (ProductArg::Aat, _) => (a.view(), Op::T),
+            (ProductArg::Ab, Some(b)) => (b.view(), Op::N),
+            (ProductArg::Ab, None) => return Err("--product ab needs --b SPEC".into()),
+        };
+        progress.bar.set_message(case.name.clone());
+        let product = Product {
+            ctx,
+            a: a.view(),
+            op_a: Op::N,
+            b: b_view,
+            op_b,
+            algorithm: cli.algorithm.algorithm(),
+        };
+        let m = product
+            .measure(cli.warmup, cli.runs, || progress.bar.inc(1))
+            .map_err(|e| format!("{}: rusparse failed: {e}", case.name))?;
+        let stats = Stats::of(&m.times).expect("at least one run");
+        let row = Row {
+            tool: TOOL.into(),
+            matrix: case.name.clone(),
+            rows: a.nrows() as u64,
+            cols: a.ncols() as u64,
+            nnz_a: a.nnz() as u64,
+            nprod: m.nprod,
+            nnz_c: m.c.nnz() as u64,
+            median_s: stats.median,
+            min_s: stats.min,
+            max_s: stats.max,
+            gflops: report::gflops(m.nprod, stats.median),
+            peak_extra_bytes: Some(m.peak_extra_bytes),
+            algorithm: m.algorithm.into(),
+            threads: ctx.num_threads() as u64,
+            value: T::NAME.into(),
+            index: index_name::<I>().into(),
+        };
+        progress.log(format!(
+            "    nprod {}, nnz(C) {}, median {:.4} s, {:.3} GFLOPS, {}",
+            row.nprod, row.nnz_c, row.median_s, row.gflops, row.algorithm
+        ));
+        if let Some(dir) = &cli.dump {
+            let b_dump = match cli.product {
+                ProductArg::Ab => b.as_ref(),
+                _ => None,
+            };
+            dump::write_case(dir, &case.name, cli.product.name(), &a, b_dump, &m.c)
+                .map_err(|e| format!("{}: dump: {e}", case.name))?;
+        }
+        rows.push(row);
+    }
+    progress.bar.finish_and_clear();
+    Ok(rows)
+}
+
+fn run(cli: &Cli) -> Result<(), String> {
+    if cli.matrices.is_empty() && cli.from.is_empty() {
+        return Err(
+            "no MATRIX given and no --from results to show; see --help for the matrix specs".into(),
+        );
+    }
+    match (cli.product, &cli.b) {
+        (ProductArg::Ab, None) => return Err("--product ab needs --b SPEC".into()),
+        (p, Some(_)) if p != ProductArg::Ab => {
+            return Err("--b is only used with --product ab".into())
+        }
+        _ => {}
+    }
+    let b_case = cli
+        .b
+        .as_deref()
+        .map(|s| {
+            Spec::parse(s).map(|spec| Case {
+                name: spec.safe_name(),
+                spec,
+            })
+        })
+        .transpose()?;
+    let cases = cli
+        .matrices
+        .iter()
+        .map(|s| {
+            let spec = Spec::parse(s)?;
+            let mut name = spec.safe_name();
+            match (cli.product, &b_case) {
+                (ProductArg::Aat, _) => name.push_str("_aat"),
+                (ProductArg::Ab, Some(b)) => name = format!("{name}_x_{}", b.name),
+                _ => {}
+            }
+            Ok(Case { spec, name })
+        })
+        .collect::<Result<Vec<Case>, String>>()?;
+
+    // Earlier results and peers are read first, so a bad file fails fast.
+    let mut own: Vec<Row> = Vec::new();
+    for f in &cli.from {
+        own.extend(report::read_rows(f)?);
+    }
+    let mut peers: Vec<Row> = Vec::new();
+    for f in &cli.peers {
+        peers.extend(report::read_rows(f)?);
+    }
+
+    let mut threads = own.first().map_or(0, |r| r.threads);
+    if !cases.is_empty() {
+        let backend = match cli.backend {
+            BackendArg::Cpu => BackendKind::Cpu,
+            BackendArg::Auto => BackendKind::Auto,
+        };
+        let mut ctx =
+            Context::new(backend).map_err(|e| format!("cannot create the context: {e}"))?;
+        if let Some(t) = cli.threads {
+            ctx.set_num_threads(t)
+                .map_err(|e| format!("--threads {t}: {e}"))?;
+        }
+        threads = ctx.num_threads() as u64;
+        let total = (cases.len() * (cli.warmup + cli.runs)) as u64;
+        let progress = Progress::new(total, cli.quiet);
+        let b = b_case.as_ref();
+        let measured = match (cli.value, cli.index) {
+            (ValueArg::F32, IndexArg::I32) => {
+                run_cases::<f32, i32>(cli, &ctx, &cases, b, &progress)
+            }
+            (ValueArg::F32, IndexArg::I64) => {
+                run_cases::<f32, i64>(cli, &ctx, &cases, b, &progress)
+            }
+            (ValueArg::F64, IndexArg::I32) => {
+                run_cases::<f64, i32>(cli, &ctx, &cases, b, &progress)
+            }
+            (ValueArg::F64, IndexArg::I64) => {
+                run_cases::<f64, i64>(cli, &ctx, &cases, b, &progress)
+            }
+            (ValueArg::C32, IndexArg::I32) => {
+                run_cases::<Complex<f32>, i32>(cli, &ctx, &cases, b, &progress)
+            }
+            (ValueArg::C32, IndexArg::I64) => {
+                run_cases::<Complex<f32>, i64>(cli, &ctx, &cases, b, &progress)
+            }
+            (ValueArg::C64, IndexArg::I32) => {
+                run_cases::<Complex<f64>, i32>(cli, &ctx, &cases, b, &progress)
+            }
+            (ValueArg::C64, IndexArg::I64) => {
+                run_cases::<Complex<f64>, i64>(cli, &ctx, &cases, b, &progress)
+            }
+        };
+        let measured = measured.inspect_err(|_| progress.bar.abandon())?;
+        own.extend(measured);
+    }
+
+    let mut all: Vec<Row> = own.iter().chain(&peers).cloned().collect();
+    report::fill_peer_gflops(&mut all);
+    print!("{}", report::table(&all));
+
+    if let Some(path) = &cli.csv {
+        report::write_csv(path, &own)?;
+    }
+    if let Some(path) = &cli.json {
+        let rep = Report {
+            machine: Machine::this(),
+            date: report::now_iso(),
+            threads,
+            rows: own.clone(),
+        };
+        report::write_json(path, &rep)?;
+    }
+    if let Some(path) = &cli.plot {
+        plot::plot(&all, path)?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rusparse-bench: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_parses_the_documented_options() {
+        let cli = Cli::try_parse_from([
+            "rusparse-bench",
+            "--product",
+            "aat",
+            "--algorithm",
+            "brmerge-precise",
+            "--value",
+            "c32",
+            "--index",
+            "i64",
+            "--threads",
+            "3",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--peers",
+            "a.json",
+            "--peers",
+            "b.json",
+            "stencil2d_5pt:4",
+            "x.mtx",
+        ])
+        .unwrap();
+        assert_eq!(cli.product, ProductArg::Aat);
+        assert_eq!(cli.algorithm.algorithm(), Algorithm::BrmergePrecise);
+        assert_eq!((cli.value, cli.index), (ValueArg::C32, IndexArg::I64));
+        assert_eq!((cli.threads, cli.runs, cli.warmup), (Some(3), 2, 0));
+        assert_eq!(cli.peers.len(), 2);
+        assert_eq!(cli.matrices, ["stencil2d_5pt:4", "x.mtx"]);
+        assert!(Cli::try_parse_from(["rusparse-bench", "--runs", "0", "m"]).is_err());
+        assert!(Cli::try_parse_from(["rusparse-bench", "--value", "f16", "m"]).is_err());
+    }
+
+    fn cli(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("rusparse-bench").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn bad_requests_fail_with_a_message() {
+        let e = run(&cli(&[])).unwrap_err();
+        assert!(e.contains("no MATRIX"), "{e}");
+        let e = run(&cli(&["--product", "ab", "uniform_r4:10"])).unwrap_err();
+        assert!(e.contains("needs --b"), "{e}");
+        let e = run(&cli(&["--b", "uniform_r4:10", "uniform_r4:10"])).unwrap_err();
+        assert!(e.contains("only used with --product ab"), "{e}");
+        let e = run(&cli(&["-q", "nope:3"])).unwrap_err();
+        assert!(e.contains("unknown family"), "{e}");
+        let e = run(&cli(&["-q", "/nonexistent/m.mtx"])).unwrap_err();
+        assert!(e.contains("cannot open /nonexistent/m.mtx"), "{e}");
+        let e = run(&cli(&["-q", "--from", "/nonexistent/r.json"])).unwrap_err();
+        assert!(e.contains("cannot read /nonexistent/r.json"), "{e}");
+        // Inner dimensions differ: a library error, named with the case.
+        let e = run(&cli(&[
+            "-q",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--product",
+            "ab",
+            "--b",
+            "uniform_r4:12",
+            "uniform_r4:10",
+        ]))
+        .unwrap_err();
+        assert!(
+            e.contains("uniform_r4_10_x_uniform_r4_12: rusparse failed"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn end_to_end_json_dump_and_plot_only() {
+        let dir = std::env::temp_dir().join(format!("rusparse-bench-e2e-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = dir.join("r.json");
+        let csv = dir.join("r.csv");
+        let dump = dir.join("dump");
+        let png = dir.join("p.png");
+        let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+        run(&cli(&[
+            "-q",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--threads",
+            "2",
+            "--json",
+            &s(&json),
+            "--csv",
+            &s(&csv),
+            "--dump",
+            &s(&dump),
+            "stencil2d_5pt:6",
+            "fem27_3dof:3",
+        ]))
+        .unwrap();
+        let rows = report::read_rows(&json).unwrap();
+        assert_eq!(rows.len(), 2);
+        let st = &rows[0];
+        assert_eq!(st.matrix, "stencil2d_5pt_6");
+        assert_eq!((st.rows, st.nnz_a), (36, 5 * 36 - 4 * 6));
+        // C = A² of the 5-point stencil is the 13-point stencil: offset
+        // (dx, dy) with |dx| + |dy| <= 2 fits (6 - |dx|)(6 - |dy|) times.
+        assert_eq!(st.nnz_c, 36 + 4 * 30 + 4 * 24 + 4 * 25);
+        assert_eq!(
+            (st.threads, st.value.as_str(), st.index.as_str()),
+            (2, "f64", "i32")
+        );
+        assert!(st.median_s > 0.0 && st.min_s <= st.median_s && st.median_s <= st.max_s);
+        assert!(st.gflops > 0.0);
+        assert!(!st.algorithm.is_empty());
+        let text = std::fs::read_to_string(&json).unwrap();
+        assert!(text.contains("\"machine\"") && text.contains("\"date\""));
+        assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 3);
+        for f in [
+            "A_indptr.npy",
+            "A_indices.npy",
+            "A_data.npy",
+            "shape.json",
+            "check_x.npy",
+            "check_y.npy",
+        ] {
+            assert!(dump.join("fem27_3dof_3").join(f).exists(), "{f}");
+        }
+        // Plot only: a peer file of the same schema.
+        let peers = dir.join("peers.json");
+        std::fs::write(
+            &peers,
+            r#"{"rows": [{"tool": "scipy", "matrix": "stencil2d_5pt_6", "median_s": 0.001}]}"#,
+        )
+        .unwrap();
+        run(&cli(&[
+            "--plot",
+            &s(&png),
+            "--from",
+            &s(&json),
+            "--peers",
+            &s(&peers),
+        ]))
+        .unwrap();
+        assert!(std::fs::metadata(&png).unwrap().len() > 1000);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,289 @@
+//! Timed runs of one product and the counting allocator that measures their
+//! peak extra memory.
+//!
+//! One timed run is exactly the C ABI's path: plan (work estimation),
+//! symbolic phase, allocation of C's three arrays, numeric phase. Dropping C
+//! and the plan happens after the clock stops.
+
+use rusparse::{
+    Algorithm, Context, CsrMatrix, CsrOutput, CsrView, Index, IndexBase, Op, Scalar, SpgemmPlan,
+};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// A `#[global_allocator]` wrapper around [`System`] that tracks the bytes
+/// currently allocated and their peak.
+pub struct CountingAllocator;
+
+impl CountingAllocator {
+    fn grew(by: usize) {
+        let now = CURRENT.fetch_add(by, Relaxed) + by;
+        PEAK.fetch_max(now, Relaxed);
+    }
+    fn shrank(by: usize) {
+        CURRENT.fetch_sub(by, Relaxed);
+    }
+}
+
+// SAFETY: every call forwards to `System` with the same arguments; the
+// counters only observe sizes.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            Self::grew(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            Self::grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged.
+        unsafe { System.dealloc(ptr, layout) };
+        Self::shrank(layout.size());
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                Self::grew(new_size - layout.size());
+            } else {
+                Self::shrank(layout.size() - new_size);
+            }
+        }
+        p
+    }
+}
+
+/// Bytes allocated now (through the counting allocator, when installed).
+pub fn current_bytes() -> usize {
+    CURRENT.load(Relaxed)
+}
+
+/// The peak of [`current_bytes`] since the last [`reset_peak`].
+pub fn peak_bytes() -> usize {
+    PEAK.load(Relaxed)
+}
+
+/// Starts a new peak at the current level.
+pub fn reset_peak() {
+    PEAK.store(CURRENT.load(Relaxed), Relaxed);
+}
+
+/// Median, minimum and maximum of a set of run times.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    /// The median (mean of the two middle values for an even count).
+    pub median: f64,
+    /// The fastest run.
+    pub min: f64,
+    /// The slowest run.
+    pub max: f64,
+}
+
+impl Stats {
+    /// Statistics of `times`; `None` when empty.
+    pub fn of(times: &[f64]) -> Option<Stats> {
+        if times.is_empty() {
+            return None;
+        }
+        let mut t = times.to_vec();
+        t.sort_by(f64::total_cmp);
+        let n = t.len();
+        let median = if n % 2 == 1 {
+            t[n / 2]
+        } else {
+            (t[n / 2 - 1] + t[n / 2]) / 2.0
+        };
+        Some(Stats {
+            median,
+            min: t[0],
+            max: t[n - 1],
+        })
+    }
+}
+
+/// What the runs of one product measured.
+pub struct Measurement<T, I> {
+    /// Seconds of each timed run.
+    pub times: Vec<f64>,
+    /// The largest peak of bytes beyond those live before a run and C's own
+    /// arrays, over the timed runs.
+    pub peak_extra_bytes: u64,
+    /// The number of scalar products.
+    pub nprod: u64,
+    /// The concrete algorithm the plan chose.
+    pub algorithm: &'static str,
+    /// C from the last timed run.
+    pub c: CsrMatrix<T, I, I>,
+}
+
+/// One product, timed.
+pub struct Product<'a, T, I> {
+    /// The context.
+    pub ctx: &'a Context,
+    /// Left operand.
+    pub a: CsrView<'a, T, I, I>,
+    /// Operation on A.
+    pub op_a: Op,
+    /// Right operand.
+    pub b: CsrView<'a, T, I, I>,
+    /// Operation on B.
+    pub op_b: Op,
+    /// Algorithm asked for.
+    pub algorithm: Algorithm,
+}
+
+/// C of one run, and what the plan told.
+struct Run<T, I> {
+    seconds: f64,
+    c: CsrMatrix<T, I, I>,
+    nprod: u64,
+    algorithm: &'static str,
+}
+
+impl<T: Scalar, I: Index> Product<'_, T, I> {
+    /// One run: plan, symbolic, allocate C, numeric (timed), then C's
+    /// structure is checked as a matrix outside the clock.
+    fn run_once(&self) -> Result<Run<T, I>, rusparse::Error> {
+        let (a, b) = (&self.a, &self.b);
+        let start = Instant::now();
+        let mut plan = SpgemmPlan::new(self.ctx, a, self.op_a, b, self.op_b, self.algorithm)?;
+        let nnz = plan.symbolic(self.ctx, a, b)?;
+        let (rows, cols) = plan.shape();
+        let mut ro = vec![I::default(); rows + 1];
+        let mut ci = vec![I::default(); nnz];
+        let mut v = vec![T::zero(); nnz];
+        plan.numeric(
+            self.ctx,
+            a,
+            b,
+            T::one(),
+            T::zero(),
+            CsrOutput::full(&mut ro, &mut ci, &mut v, IndexBase::Zero),
+        )?;
+        let seconds = start.elapsed().as_secs_f64();
+        let nprod = plan.num_products();
+        let algorithm = plan.selected_algorithm().name();
+        drop(plan);
+        let c = CsrMatrix::try_from_parts(rows, cols, ro, ci, v, IndexBase::Zero)?;
+        Ok(Run {
+            seconds,
+            c,
+            nprod,
+            algorithm,
+        })
+    }
+
+    /// `warmup` untimed runs, then `runs` timed ones (at least one);
+    /// `tick` is called after every run.
+    pub fn measure(
+        &self,
+        warmup: usize,
+        runs: usize,
+        mut tick: impl FnMut(),
+    ) -> Result<Measurement<T, I>, rusparse::Error> {
+        for _ in 0..warmup {
+            drop(self.run_once()?);
+            tick();
+        }
+        let mut times = Vec::with_capacity(runs);
+        let mut peak_extra = 0u64;
+        let mut last = None;
+        for _ in 0..runs.max(1) {
+            // Free the previous C first, so it does not count as live input.
+            drop(last.take());
+            let before = current_bytes();
+            reset_peak();
+            let run = self.run_once()?;
+            let c_bytes = c_bytes(&run.c);
+            let extra = peak_bytes().saturating_sub(before).saturating_sub(c_bytes);
+            peak_extra = peak_extra.max(extra as u64);
+            times.push(run.seconds);
+            last = Some(run);
+            tick();
+        }
+        let last = last.expect("at least one timed run");
+        Ok(Measurement {
+            times,
+            peak_extra_bytes: peak_extra,
+            nprod: last.nprod,
+            algorithm: last.algorithm,
+            c: last.c,
+        })
+    }
+}
+
+/// Bytes of C's three arrays.
+pub fn c_bytes<T, I>(c: &CsrMatrix<T, I, I>) -> usize
+where
+    T: Scalar,
+    I: Index,
+{
+    std::mem::size_of_val(c.row_offsets())
+        + std::mem::size_of_val(c.col_indices())
+        + std::mem::size_of_val(c.values())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_min_max() {
+        let s = Stats::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        let s = Stats::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 4.0));
+        let s = Stats::of(&[0.5]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (0.5, 0.5, 0.5));
+        assert!(Stats::of(&[]).is_none());
+    }
+
+    #[test]
+    fn a_measured_product_is_correct_and_reports_the_plan() {
+        // A = [[1, 2], [0, 3]], A² = [[1, 8], [0, 9]]. nprod: row 0 has
+        // a00 * (2 entries of row 0) + a01 * (1 entry of row 1) = 3, row 1 has 1.
+        let a = CsrMatrix::<f64, i32, i32>::from_triplets(
+            2,
+            2,
+            &[(0, 0, 1.0), (0, 1, 2.0), (1, 1, 3.0)],
+            IndexBase::Zero,
+        )
+        .unwrap();
+        let ctx = Context::cpu().unwrap();
+        let p = Product {
+            ctx: &ctx,
+            a: a.view(),
+            op_a: Op::N,
+            b: a.view(),
+            op_b: Op::N,
+            algorithm: Algorithm::Default,
+        };
+        let mut ticks = 0;
+        let m = p.measure(2, 3, || ticks += 1).unwrap();
+        assert_eq!(ticks, 5);
+        assert_eq!(m.times.len(), 3);
+        assert!(m.times.iter().all(|&t| t > 0.0));
+        assert_eq!(m.nprod, 4);
+        assert_eq!(m.c.values(), &[1.0, 8.0, 9.0]);
+        assert_eq!(m.c.col_indices(), &[0, 1, 1]);
+        assert!(!m.algorithm.is_empty());
+        // A·Aᵀ = [[5, 6], [6, 9]].
+        let t = Product { op_b: Op::T, ..p };
+        let m = t.measure(0, 1, || {}).unwrap();
+        assert_eq!(m.c.values(), &[5.0, 6.0, 6.0, 9.0]);
+    }
+}
