@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrOutput, CsrView};
 use crate::error::{invalid, try_vec, Result};
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
-use crate::plan::predict::sampled_compression;
+use crate::plan::predict::sample_rows;
 use crate::plan::select::{select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
 use crate::types::{Algorithm, Index, IndexBase, Op, Scalar};
@@ -176,7 +176,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                     b_cols: pb.ncols(),
                     value_bytes: std::mem::size_of::<T>(),
                     b_canonical,
-                    compression: sampled_compression(&ra, &rb, &work),
+                    sample: sample_rows(&ra, &rb, &work),
                 },
             );
             let (a_fingerprint, b_fingerprint) = fingerprints(a, b);

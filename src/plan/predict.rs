@@ -14,17 +14,40 @@ const SAMPLE_ROWS: usize = 300;
 /// long rows cannot make the estimate expensive.
 const SAMPLE_PRODUCTS: u64 = 1 << 20;
 
-/// `nprod / nnz` over evenly spaced rows of `a * b` (1.0 when nothing
-/// was sampled). Deterministic; costs O(sampled products · log).
-pub fn sampled_compression<I: Index, J: Index>(
+/// What a sample of output rows says about the product.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowSample {
+    /// nprod / nnz over the sampled rows (1.0 when nothing was sampled).
+    pub compression: f64,
+    /// Share of the sampled products in rows whose columns are scattered:
+    /// the row's column span is more than 1024 columns per entry (so a
+    /// dense accumulator touches a new cache line for almost every entry).
+    pub scattered: f64,
+    /// Average number of rows of B merged per output row, weighted by the
+    /// row's products (what the depth of a BRMerge tree costs).
+    pub lists: f64,
+}
+
+/// A row whose span exceeds this many columns per entry counts as scattered.
+const SCATTERED_SPAN_PER_ENTRY: usize = 1024;
+
+/// Samples evenly spaced rows of `a * b`. Deterministic; costs
+/// O(sampled products · log).
+pub fn sample_rows<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
     work: &RowWork,
-) -> f64 {
+) -> RowSample {
     let m = a.nrows;
+    let mut sample = RowSample {
+        compression: 1.0,
+        scattered: 0.0,
+        lists: 0.0,
+    };
     if m == 0 || work.total() == 0 {
-        return 1.0;
+        return sample;
     }
+    let (mut scattered, mut weighted_lists) = (0u64, 0f64);
     let step = m.div_ceil(SAMPLE_ROWS).max(1);
     let (mut products, mut distinct) = (0u64, 0u64);
     let mut cols: Vec<usize> = Vec::new();
@@ -44,12 +67,19 @@ pub fn sampled_compression<I: Index, J: Index>(
         cols.dedup();
         products += p;
         distinct += cols.len() as u64;
+        if let (Some(first), Some(last)) = (cols.first(), cols.last()) {
+            if last - first > SCATTERED_SPAN_PER_ENTRY * cols.len() {
+                scattered += p;
+            }
+        }
+        weighted_lists += p as f64 * a.row_len(i) as f64;
     }
-    if distinct == 0 {
-        1.0
-    } else {
-        products as f64 / distinct as f64
+    if distinct > 0 {
+        sample.compression = products as f64 / distinct as f64;
+        sample.scattered = scattered as f64 / products as f64;
+        sample.lists = weighted_lists / products as f64;
     }
+    sample
 }
 
 #[cfg(test)]
@@ -72,14 +102,19 @@ mod tests {
         let id_cols: Vec<i32> = (0..8).collect();
         let id = pattern(&off, &id_cols, 8);
         let work = RowWork::new(&id, &id, 1).unwrap();
-        assert_eq!(sampled_compression(&id, &id, &work), 1.0);
+        let s = sample_rows(&id, &id, &work);
+        assert_eq!(s.compression, 1.0);
+        assert_eq!(s.lists, 1.0);
+        assert_eq!(s.scattered, 0.0);
 
         let dense_off: Vec<i32> = (0..=8).map(|i| i * 8).collect();
         let dense_cols: Vec<i32> = (0..64).map(|k| k % 8).collect();
         let dense = pattern(&dense_off, &dense_cols, 8);
         let work = RowWork::new(&dense, &dense, 1).unwrap();
         // Every row: 64 products onto 8 columns.
-        assert_eq!(sampled_compression(&dense, &dense, &work), 8.0);
+        let s = sample_rows(&dense, &dense, &work);
+        assert_eq!(s.compression, 8.0);
+        assert_eq!(s.lists, 8.0);
     }
 
     #[test]
@@ -87,6 +122,33 @@ mod tests {
         let off = [0i32, 0, 0];
         let e = pattern(&off, &[], 2);
         let work = RowWork::new(&e, &e, 1).unwrap();
-        assert_eq!(sampled_compression(&e, &e, &work), 1.0);
+        assert_eq!(sample_rows(&e, &e, &work).compression, 1.0);
+    }
+
+    #[test]
+    fn far_apart_columns_count_as_scattered() {
+        // One row of A with two entries; B's rows 0 and 1 hit columns 0 and 5000.
+        let a_off = [0i32, 2, 2];
+        let a_cols = [0i32, 1];
+        let b_off = [0i32, 1, 2];
+        let b_cols = [0i32, 5000];
+        let a = RowPattern {
+            nrows: 2,
+            ncols: 2,
+            offsets: &a_off[..],
+            cols: &a_cols[..],
+            base: 0,
+        };
+        let b = RowPattern {
+            nrows: 2,
+            ncols: 6000,
+            offsets: &b_off[..],
+            cols: &b_cols[..],
+            base: 0,
+        };
+        let work = RowWork::new(&a, &b, 1).unwrap();
+        let s = sample_rows(&a, &b, &work);
+        assert_eq!(s.scattered, 1.0);
+        assert_eq!(s.compression, 1.0);
     }
 }

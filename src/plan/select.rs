@@ -13,10 +13,15 @@
 //!    BRMerge-Upper: nearly every product is its own output entry, so the
 //!    temporary C it fills during the symbolic phase is barely larger than
 //!    C, and the product reads B once instead of twice.
-//! 4. Otherwise, when one dense accumulator row (`ncols(B)` values) fits in
+//! 4. Otherwise, when most sampled products lie in scattered rows (columns
+//!    far apart, as in a mesh with random numbering) that merge few rows of
+//!    B ([`MERGE_MAX_LISTS`]), and op(B)'s rows are canonical,
+//!    BRMerge-Precise: streaming merges beat a dense array's cache misses.
+//! 5. Otherwise, when one dense accumulator row (`ncols(B)` values) fits in
 //!    [`DENSE_MAX_BYTES`], the dense accumulator.
-//! 5. Otherwise hash.
+//! 6. Otherwise hash.
 
+use super::predict::RowSample;
 use crate::types::Algorithm;
 
 /// The largest dense accumulator (`ncols(B) * size_of::<T>()` bytes) the
@@ -25,7 +30,16 @@ pub const DENSE_MAX_BYTES: usize = 8 << 20;
 
 /// The largest sampled compression ratio for which the automatic choice
 /// computes C in one pass (BRMerge-Upper).
-pub const UPPER_MAX_RATIO: f64 = 1.5;
+pub const UPPER_MAX_RATIO: f64 = 1.2;
+
+/// BRMerge-Precise is chosen for scattered rows only when they merge at most
+/// this many rows of B on average (weighted by products): deeper trees cost
+/// more passes than a dense accumulator's cache misses.
+pub const MERGE_MAX_LISTS: f64 = 16.0;
+
+/// Share of sampled products in scattered rows above which a product counts
+/// as scattered.
+pub const SCATTERED_SHARE: f64 = 0.5;
 
 /// What the rule looks at.
 #[derive(Debug, Clone, Copy)]
@@ -36,8 +50,8 @@ pub struct ProductShape {
     pub value_bytes: usize,
     /// Whether op(B)'s rows are sorted without duplicates.
     pub b_canonical: bool,
-    /// Sampled nprod / nnz(C) (see [`super::predict`]).
-    pub compression: f64,
+    /// The sampled rows (see [`super::predict`]).
+    pub sample: RowSample,
 }
 
 /// The concrete algorithm to run for `requested` on a product of `shape`.
@@ -52,8 +66,11 @@ pub fn select(requested: Algorithm, shape: &ProductShape) -> Algorithm {
 }
 
 fn automatic(shape: &ProductShape) -> Algorithm {
-    if shape.b_canonical && shape.compression <= UPPER_MAX_RATIO {
+    let s = &shape.sample;
+    if shape.b_canonical && s.compression <= UPPER_MAX_RATIO {
         Algorithm::BrmergeUpper
+    } else if shape.b_canonical && s.scattered > SCATTERED_SHARE && s.lists <= MERGE_MAX_LISTS {
+        Algorithm::BrmergePrecise
     } else if shape.b_cols.saturating_mul(shape.value_bytes) <= DENSE_MAX_BYTES {
         Algorithm::Dense
     } else {
@@ -70,7 +87,11 @@ mod tests {
             b_cols,
             value_bytes: 8,
             b_canonical,
-            compression: 4.0,
+            sample: RowSample {
+                compression: 4.0,
+                scattered: 0.0,
+                lists: 8.0,
+            },
         }
     }
 
@@ -105,17 +126,26 @@ mod tests {
 
     #[test]
     fn low_compression_computes_in_one_pass_when_rows_are_sorted() {
-        let mut s = ProductShape {
-            b_cols: 1000,
-            value_bytes: 8,
-            b_canonical: true,
-            compression: 1.1,
-        };
+        let mut s = shape(1000, true);
+        s.sample.compression = 1.1;
         assert_eq!(select(Algorithm::Default, &s), Algorithm::BrmergeUpper);
         s.b_canonical = false;
         assert_eq!(select(Algorithm::Default, &s), Algorithm::Dense);
         s.b_canonical = true;
-        s.compression = 2.0;
+        s.sample.compression = 2.0;
+        assert_eq!(select(Algorithm::Default, &s), Algorithm::Dense);
+    }
+
+    #[test]
+    fn scattered_rows_with_few_lists_merge() {
+        let mut s = shape(1000, true);
+        s.sample.scattered = 0.9;
+        s.sample.lists = 7.0;
+        assert_eq!(select(Algorithm::Default, &s), Algorithm::BrmergePrecise);
+        s.sample.lists = 200.0;
+        assert_eq!(select(Algorithm::Default, &s), Algorithm::Dense);
+        s.sample.lists = 7.0;
+        s.b_canonical = false;
         assert_eq!(select(Algorithm::Default, &s), Algorithm::Dense);
     }
 }
