@@ -13,10 +13,11 @@
 //!    BRMerge-Upper: nearly every product is its own output entry, so the
 //!    temporary C it fills during the symbolic phase is barely larger than
 //!    C, and the product reads B once instead of twice.
-//! 4. Otherwise, when most sampled products lie in scattered rows (columns
-//!    far apart, as in a mesh with random numbering) that merge few rows of
-//!    B ([`MERGE_MAX_LISTS`]), and op(B)'s rows are canonical,
-//!    BRMerge-Precise: streaming merges beat a dense array's cache misses.
+//! 4. Otherwise, when output rows merge few rows of B ([`MERGE_MAX_LISTS`],
+//!    weighted by products: meshes, stencils, graphs of low degree) and
+//!    op(B)'s rows are canonical, BRMerge-Precise: a shallow merge tree
+//!    streams through two small buffers, while a dense array pays a cache
+//!    miss per scattered column and a hash table a probe and a sort.
 //! 5. Otherwise, when one dense accumulator row (`ncols(B)` values) fits in
 //!    [`DENSE_MAX_BYTES`], the dense accumulator.
 //! 6. Otherwise hash.
@@ -32,14 +33,10 @@ pub const DENSE_MAX_BYTES: usize = 8 << 20;
 /// computes C in one pass (BRMerge-Upper).
 pub const UPPER_MAX_RATIO: f64 = 1.2;
 
-/// BRMerge-Precise is chosen for scattered rows only when they merge at most
-/// this many rows of B on average (weighted by products): deeper trees cost
-/// more passes than a dense accumulator's cache misses.
+/// BRMerge-Precise is chosen when output rows merge at most this many rows
+/// of B on average (weighted by products): deeper trees cost more passes
+/// over the row than a dense accumulator's scattered adds.
 pub const MERGE_MAX_LISTS: f64 = 16.0;
-
-/// Share of sampled products in scattered rows above which a product counts
-/// as scattered.
-pub const SCATTERED_SHARE: f64 = 0.5;
 
 /// What the rule looks at.
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +66,7 @@ fn automatic(shape: &ProductShape) -> Algorithm {
     let s = &shape.sample;
     if shape.b_canonical && s.compression <= UPPER_MAX_RATIO {
         Algorithm::BrmergeUpper
-    } else if shape.b_canonical && s.scattered > SCATTERED_SHARE && s.lists <= MERGE_MAX_LISTS {
+    } else if shape.b_canonical && s.lists <= MERGE_MAX_LISTS {
         Algorithm::BrmergePrecise
     } else if shape.b_cols.saturating_mul(shape.value_bytes) <= DENSE_MAX_BYTES {
         Algorithm::Dense
@@ -90,7 +87,7 @@ mod tests {
             sample: RowSample {
                 compression: 4.0,
                 scattered: 0.0,
-                lists: 8.0,
+                lists: 40.0,
             },
         }
     }
@@ -137,9 +134,8 @@ mod tests {
     }
 
     #[test]
-    fn scattered_rows_with_few_lists_merge() {
+    fn rows_merging_few_lists_use_brmerge() {
         let mut s = shape(1000, true);
-        s.sample.scattered = 0.9;
         s.sample.lists = 7.0;
         assert_eq!(select(Algorithm::Default, &s), Algorithm::BrmergePrecise);
         s.sample.lists = 200.0;

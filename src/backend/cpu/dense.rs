@@ -28,7 +28,7 @@ use std::ops::Range;
 
 /// Rows whose column range spans at most this many 64-bit words per output
 /// entry are read by scanning the bit map; others by sorting their list.
-pub(super) const SCAN_WORDS_PER_ENTRY: usize = 16;
+pub(super) const SCAN_WORDS_PER_ENTRY: usize = 4;
 
 /// Number of 64-bit words of a bit map over `ncols` columns.
 fn words(ncols: usize) -> usize {
