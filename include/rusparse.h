@@ -24,22 +24,10 @@
 #define RUSPARSE_VERSION_STRING "0.1.0"
 
 /**
- * The widest op(B) whose symbolic pass uses a bit map (`ncols / 8` bytes
- * per chunk: 1 MiB here, which stays in L2/L3); wider ones hash.
- */
-#define BITMAP_MAX_COLS (1 << 23)
-
-/**
  * The most CPU threads one context may ask for (a guard against typos that
  * would start a hundred thousand threads).
  */
 #define RUSPARSE_MAX_THREADS 4096
-
-/**
- * The largest dense accumulator (`ncols(B) * size_of::<T>()` bytes) the
- * automatic choice uses.
- */
-#define DENSE_MAX_BYTES (8 << 20)
 
 /**
  * Status returned by every function (same numbers as `cusparseStatus_t`).
