@@ -35,30 +35,6 @@ fn words(ncols: usize) -> usize {
     ncols.div_ceil(64).max(1)
 }
 
-/// Sets the bits of the columns of row `i` of `op(A) op(B)`; returns the
-/// number of columns that were new and the smallest and largest column.
-#[inline(always)]
-fn mark_row<I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    b: &RowPattern<'_, I, J>,
-    i: usize,
-    bits: &mut [u64],
-) -> (usize, usize, usize) {
-    let (mut distinct, mut lo, mut hi) = (0usize, usize::MAX, 0usize);
-    for k in a.range(i) {
-        for &c in &b.cols[b.range(a.col(k))] {
-            let j = c.as_usize() - b.base;
-            let w = &mut bits[j >> 6];
-            let bit = 1u64 << (j & 63);
-            distinct += usize::from(*w & bit == 0);
-            *w |= bit;
-            lo = lo.min(j);
-            hi = hi.max(j);
-        }
-    }
-    (distinct, lo, hi)
-}
-
 /// The column span `(lo, hi)` of row `i` from the first and last column of
 /// each row of B it reads (B's rows canonical); `lo > hi` for an empty row.
 #[inline(always)]
@@ -141,33 +117,39 @@ fn mark_clustered<T: Scalar, I: Index, J: Index>(
     }
 }
 
-/// Clears the bits set by row `i`: the word range when it is short,
-/// otherwise by walking the products again.
-#[inline]
-fn clear_row<I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    b: &RowPattern<'_, I, J>,
-    i: usize,
-    nprod: u64,
-    lo: usize,
-    hi: usize,
-    bits: &mut [u64],
-) {
-    if lo > hi {
-        return;
+/// Rows with fewer products than this never take the bit-map path: for
+/// them the span scan and popcount cost more than stamping and a small sort.
+const LONG_ROW_PRODUCTS: u64 = 64;
+
+/// Per-column stamps: `stamps[j] == tag` means column `j` was seen in the
+/// current row. A new row takes a new tag, so nothing is cleared per row.
+struct Stamps {
+    stamps: Vec<u32>,
+    tag: u32,
+}
+
+impl Stamps {
+    fn new(ncols: usize) -> Result<Self> {
+        Ok(Stamps {
+            stamps: try_vec(ncols, 0u32, "column stamps")?,
+            tag: 0,
+        })
     }
-    if ((hi >> 6) - (lo >> 6)) as u64 <= nprod {
-        bits[lo >> 6..=hi >> 6].fill(0);
-    } else {
-        for k in a.range(i) {
-            for &c in &b.cols[b.range(a.col(k))] {
-                bits[(c.as_usize() - b.base) >> 6] = 0;
-            }
+
+    /// Starts a row; returns its tag.
+    #[inline(always)]
+    fn next_row(&mut self) -> u32 {
+        self.tag = self.tag.wrapping_add(1);
+        if self.tag == 0 {
+            self.stamps.fill(0);
+            self.tag = 1;
         }
+        self.tag
     }
 }
 
-/// Counts the distinct columns of each row of `rows` with a bit map.
+/// Counts the distinct columns of each row of `rows`: long clustered rows
+/// with a bit map and a popcount, others with column stamps.
 pub(super) fn count_rows<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
@@ -177,6 +159,7 @@ pub(super) fn count_rows<I: Index, J: Index>(
     counts: &mut [usize],
 ) -> Result<()> {
     let mut bits = try_vec(words(b.ncols), 0u64, "symbolic bit map")?;
+    let mut stamps = Stamps::new(b.ncols)?;
     let first = rows.start;
     for (c, i) in rows.enumerate() {
         let nprod = work.row(i);
@@ -195,7 +178,7 @@ pub(super) fn count_rows<I: Index, J: Index>(
                 continue;
             }
         }
-        if b_canonical {
+        if b_canonical && nprod >= LONG_ROW_PRODUCTS {
             let (lo, hi) = row_span(a, b, i);
             if span_words(lo, hi) as u64 <= nprod {
                 mark_clustered::<f32, I, J>(a, None, b, None, i, &mut bits, &mut []);
@@ -205,8 +188,15 @@ pub(super) fn count_rows<I: Index, J: Index>(
                 continue;
             }
         }
-        let (distinct, lo, hi) = mark_row(a, b, i, &mut bits);
-        clear_row(a, b, i, nprod, lo, hi, &mut bits);
+        let tag = stamps.next_row();
+        let mut distinct = 0usize;
+        for k in a.range(i) {
+            for &col in &b.cols[b.range(a.col(k))] {
+                let s = &mut stamps.stamps[col.as_usize() - b.base];
+                distinct += usize::from(*s != tag);
+                *s = tag;
+            }
+        }
         *count = distinct;
     }
     Ok(())
@@ -215,6 +205,7 @@ pub(super) fn count_rows<I: Index, J: Index>(
 /// The per-chunk state of the numeric kernel.
 struct Workspace<T> {
     bits: Vec<u64>,
+    stamps: Stamps,
     sums: Vec<T>,
     /// New columns in order of first appearance (one spare slot for the
     /// branch-free append).
@@ -228,6 +219,7 @@ impl<T: Scalar> Workspace<T> {
     fn new(ncols: usize, longest_row: usize, with_sums: bool) -> Result<Self> {
         Ok(Workspace {
             bits: try_vec(words(ncols), 0u64, "dense accumulator bit map")?,
+            stamps: Stamps::new(ncols)?,
             sums: if with_sums {
                 try_vec(ncols, T::zero(), "dense accumulator")?
             } else {
@@ -245,7 +237,8 @@ impl<T: Scalar> Workspace<T> {
     /// Accumulates row `i` (values only when `a_vals` / `b_vals` are given).
     /// At most `limit` new columns are recorded; the return value is the
     /// number of distinct columns (more than `limit` means a stale plan)
-    /// and the smallest and largest column.
+    /// and, when the row went into the bit map, its column span (otherwise
+    /// its columns are in `list`, unsorted).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn accumulate<I: Index, J: Index>(
@@ -257,9 +250,9 @@ impl<T: Scalar> Workspace<T> {
         b_canonical: bool,
         i: usize,
         limit: usize,
-    ) -> (usize, usize, usize) {
+    ) -> (usize, Option<(usize, usize)>) {
         let (bits, sums, list) = (&mut self.bits, &mut self.sums, &mut self.list);
-        if b_canonical {
+        if b_canonical && limit as u64 >= LONG_ROW_PRODUCTS / 2 {
             let (lo, hi) = row_span(a, b, i);
             let words = span_words(lo, hi);
             if words > 0 && words < SCAN_WORDS_PER_ENTRY * limit {
@@ -268,10 +261,12 @@ impl<T: Scalar> Workspace<T> {
                     .iter()
                     .map(|w| w.count_ones() as usize)
                     .sum();
-                return (n, lo, hi);
+                return (n, Some((lo, hi)));
             }
         }
-        let (mut n, mut lo, mut hi) = (0usize, usize::MAX, 0usize);
+        let tag = self.stamps.next_row();
+        let stamps = &mut self.stamps.stamps;
+        let mut n = 0usize;
         for k in a.range(i) {
             let r = b.range(a.col(k));
             let cols = &b.cols[r.clone()];
@@ -280,31 +275,25 @@ impl<T: Scalar> Workspace<T> {
                     let f = av[k];
                     for (&c, &v) in cols.iter().zip(&bv[r]) {
                         let j = c.as_usize() - b.base;
-                        let w = &mut bits[j >> 6];
-                        let bit = 1u64 << (j & 63);
+                        let s = &mut stamps[j];
                         list[n.min(limit)] = j;
-                        n += usize::from(*w & bit == 0);
-                        *w |= bit;
+                        n += usize::from(*s != tag);
+                        *s = tag;
                         sums[j] += f * v;
-                        lo = lo.min(j);
-                        hi = hi.max(j);
                     }
                 }
                 _ => {
                     for &c in cols {
                         let j = c.as_usize() - b.base;
-                        let w = &mut bits[j >> 6];
-                        let bit = 1u64 << (j & 63);
+                        let s = &mut stamps[j];
                         list[n.min(limit)] = j;
-                        n += usize::from(*w & bit == 0);
-                        *w |= bit;
-                        lo = lo.min(j);
-                        hi = hi.max(j);
+                        n += usize::from(*s != tag);
+                        *s = tag;
                     }
                 }
             }
         }
-        (n, lo, hi)
+        (n, None)
     }
 
     /// Forgets everything (after a stale-plan error).
@@ -318,8 +307,7 @@ impl<T: Scalar> Workspace<T> {
     fn emit<J: Index>(
         &mut self,
         n: usize,
-        lo: usize,
-        hi: usize,
+        span: Option<(usize, usize)>,
         mut cols: Option<&mut [J]>,
         mut vals: Option<(&mut [T], &Scale<T>)>,
         base: usize,
@@ -328,7 +316,6 @@ impl<T: Scalar> Workspace<T> {
         if n == 0 {
             return;
         }
-        let (w_lo, w_hi) = (lo >> 6, hi >> 6);
         let previous = &mut self.previous;
         let mut put = |p: usize, j: usize, sums: &mut [T]| {
             previous.push(j);
@@ -340,9 +327,9 @@ impl<T: Scalar> Workspace<T> {
                 sums[j] = T::zero();
             }
         };
-        if w_hi - w_lo < SCAN_WORDS_PER_ENTRY * n {
+        if let Some((lo, hi)) = span {
             let mut p = 0;
-            for w in w_lo..=w_hi {
+            for w in lo >> 6..=hi >> 6 {
                 let mut x = self.bits[w];
                 if x == 0 {
                     continue;
@@ -357,9 +344,8 @@ impl<T: Scalar> Workspace<T> {
             }
         } else {
             let list = &mut self.list[..n];
-            list.sort_unstable();
+            sort_small(list);
             for (p, &j) in list.iter().enumerate() {
-                self.bits[j >> 6] = 0;
                 put(p, j, &mut self.sums);
             }
         }
@@ -398,9 +384,9 @@ impl<T: Scalar> UnsizedRows<T> {
         vals: &mut [T],
     ) -> usize {
         let limit = cols.len().min(self.ncols);
-        let (n, lo, hi) =
-            self.ws
-                .accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, limit);
+        let (n, span) = self
+            .ws
+            .accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, limit);
         let unscaled = Scale {
             alpha: T::one(),
             beta: T::zero(),
@@ -408,13 +394,31 @@ impl<T: Scalar> UnsizedRows<T> {
         };
         self.ws.emit(
             n,
-            lo,
-            hi,
+            span,
             Some(&mut cols[..n]),
             Some((&mut vals[..n], &unscaled)),
             0,
         );
         n
+    }
+}
+
+/// Sorts a row's columns: insertion sort for the short rows that dominate
+/// meshes and graphs (no call, no recursion), `sort_unstable` otherwise.
+#[inline]
+fn sort_small(list: &mut [usize]) {
+    if list.len() > 24 {
+        list.sort_unstable();
+        return;
+    }
+    for k in 1..list.len() {
+        let x = list[k];
+        let mut p = k;
+        while p > 0 && list[p - 1] > x {
+            list[p] = list[p - 1];
+            p -= 1;
+        }
+        list[p] = x;
     }
 }
 
@@ -462,12 +466,12 @@ pub(super) fn list_rows<I: Index, J: Index>(
                 continue;
             }
         }
-        let (n, lo, hi) = ws.accumulate(a, None, b, None, b_canonical, i, out.len());
+        let (n, span) = ws.accumulate(a, None, b, None, b_canonical, i, out.len());
         if n != out.len() {
             ws.reset();
             return Err(row_mismatch(i, n, out.len()));
         }
-        ws.emit(n, lo, hi, Some(out), None, base);
+        ws.emit(n, span, Some(out), None, base);
     }
     Ok(())
 }
@@ -506,12 +510,12 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
             accumulate_repeated_row(a, a_vals, b, b_vals, i, &mut ws, scale, out_cols, out_vals);
             continue;
         }
-        let (n, lo, hi) = ws.accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, len);
+        let (n, span) = ws.accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, len);
         if n != len {
             ws.reset();
             return Err(row_mismatch(i, n, len));
         }
-        ws.emit(n, lo, hi, out_cols, Some((out_vals, scale)), scale.base);
+        ws.emit(n, span, out_cols, Some((out_vals, scale)), scale.base);
     }
     Ok(())
 }
