@@ -27,6 +27,7 @@ import datetime
 import gc
 import glob
 import hashlib
+import gzip
 import json
 import math
 import os
@@ -576,6 +577,15 @@ class BenchError(Exception):
     pass
 
 
+def mm_is_complex(spec):
+    """True when SPEC is a Matrix Market file whose banner says complex."""
+    if not (spec.endswith(".mtx") or spec.endswith(".mtx.gz")) or not os.path.exists(spec):
+        return False
+    opener = gzip.open if spec.endswith(".gz") else open
+    with opener(spec, "rt") as f:
+        return "complex" in f.readline().lower()
+
+
 def run_rusparse(a, spec, product, tmp, runs, warmup):
     """Run rusparse-bench on one SPEC; return (json meta, rusparse rows)."""
     jpath = os.path.join(tmp, "rusparse_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(spec)) + ".json")
@@ -583,6 +593,8 @@ def run_rusparse(a, spec, product, tmp, runs, warmup):
            "--dump", tmp, "--json", jpath, "--quiet"]
     if product:
         cmd += ["--product", product]
+    if mm_is_complex(spec):
+        cmd += ["--value", "c64"]  # complex files run as complex128 everywhere
     cmd.append(spec)
     log("  $ " + " ".join(cmd))
     try:
