@@ -847,8 +847,9 @@ def build_report(a, records, meta, versions, started):
     L.append("- speedup = peer's median / rusparse's median (> 1: rusparse is faster); best peer = fastest of the "
              "peers run; peak extra = memory beyond the inputs and C (rusparse: its own report; peers: VmHWM "
              "per call, see bench/PEERS.md)")
-    L.append("- scipy and MKL return C with unsorted column indices (MKL: reorder_output="
-             + ("True" if a.mkl_sort else "False") + "); GraphBLAS's C.wait() materializes a sorted C; "
+    L.append("- rusparse returns C with sorted columns; scipy's C is unsorted; MKL's is "
+             + ("sorted (reorder_output=True, sorting timed)" if a.mkl_sort else "unsorted (reorder_output=False)")
+             + "; GraphBLAS's C.wait() materializes a sorted C; "
              "A·Aᵀ: scipy/MKL get Aᵀ as CSR precomputed outside the timing, GraphBLAS gets A.T inside mxm")
     if any(r["rs"] and r["rs"].get("algorithm") == "STAND-IN(scipy)" for r in records):
         L.append("- **STAND-IN: the rusparse column is scipy (1 thread), not rusparse; for testing this script only**")
