@@ -28,7 +28,19 @@ impl<I, J> Clone for RowPattern<'_, I, J> {
 }
 impl<I, J> Copy for RowPattern<'_, I, J> {}
 
-impl<I: Index, J: Index> RowPattern<'_, I, J> {
+impl<'a, I: Index, J: Index> RowPattern<'a, I, J> {
+    /// A zero-based pattern over plain arrays (for tests of the kernels).
+    #[cfg(test)]
+    pub(crate) fn zero_based(offsets: &'a [I], cols: &'a [J], ncols: usize) -> Self {
+        RowPattern {
+            nrows: offsets.len() - 1,
+            ncols,
+            offsets,
+            cols,
+            base: 0,
+        }
+    }
+
     /// Zero-based range of row `i`.
     #[inline(always)]
     pub fn range(&self, i: usize) -> std::ops::Range<usize> {

@@ -87,13 +87,7 @@ mod tests {
     use super::*;
 
     fn pattern<'a>(offsets: &'a [i32], cols: &'a [i32], ncols: usize) -> RowPattern<'a, i32, i32> {
-        RowPattern {
-            nrows: offsets.len() - 1,
-            ncols,
-            offsets,
-            cols,
-            base: 0,
-        }
+        RowPattern::zero_based(offsets, cols, ncols)
     }
 
     #[test]
@@ -132,20 +126,8 @@ mod tests {
         let a_cols = [0i32, 1];
         let b_off = [0i32, 1, 2];
         let b_cols = [0i32, 5000];
-        let a = RowPattern {
-            nrows: 2,
-            ncols: 2,
-            offsets: &a_off[..],
-            cols: &a_cols[..],
-            base: 0,
-        };
-        let b = RowPattern {
-            nrows: 2,
-            ncols: 6000,
-            offsets: &b_off[..],
-            cols: &b_cols[..],
-            base: 0,
-        };
+        let a = pattern(&a_off, &a_cols, 2);
+        let b = pattern(&b_off, &b_cols, 6000);
         let work = RowWork::new(&a, &b, 1).unwrap();
         let s = sample_rows(&a, &b, &work);
         assert_eq!(s.scattered, 1.0);

@@ -251,13 +251,7 @@ mod tests {
     use crate::Error;
 
     fn pattern<'a>(offsets: &'a [i32], cols: &'a [i32], ncols: usize) -> RowPattern<'a, i32, i32> {
-        RowPattern {
-            nrows: offsets.len() - 1,
-            ncols,
-            offsets,
-            cols,
-            base: 0,
-        }
+        RowPattern::zero_based(offsets, cols, ncols)
     }
 
     /// A plan made for one pattern and run on another (what a fingerprint

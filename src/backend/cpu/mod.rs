@@ -69,19 +69,33 @@ fn split_by_chunks<'a, X>(
     pieces
 }
 
-/// C's column pieces per chunk, or `None` for each chunk.
-fn optional_pieces<'a, J>(
-    cols: Option<&'a mut [J]>,
+/// The pieces of C's values (and columns, when given) per chunk of rows,
+/// and the scaling of the numeric phase.
+#[allow(clippy::type_complexity)]
+fn output_pieces<'a, T: Scalar, J>(
+    out: NumericOutput<'a, T, J>,
     bounds: &[usize],
-    offsets: &[usize],
-) -> Vec<Option<&'a mut [J]>> {
-    match cols {
+) -> (Vec<(&'a mut [T], Option<&'a mut [J]>)>, Scale<T>) {
+    let NumericOutput {
+        offsets,
+        cols,
+        values,
+        base,
+        alpha,
+        beta,
+    } = out;
+    let cols: Vec<Option<&mut [J]>> = match cols {
         Some(c) => split_by_chunks(c, bounds, |r| offsets[r])
             .into_iter()
             .map(Some)
             .collect(),
         None => bounds.windows(2).map(|_| None).collect(),
-    }
+    };
+    let vals = split_by_chunks(values, bounds, |r| offsets[r]);
+    (
+        vals.into_iter().zip(cols).collect(),
+        Scale { alpha, beta, base },
+    )
 }
 
 impl CpuBackend {
@@ -131,19 +145,9 @@ impl CpuBackend {
         work: &RowWork,
         out: NumericOutput<'_, T, J>,
     ) -> Result<()> {
-        let bounds = work.bounds();
-        let NumericOutput {
-            offsets,
-            cols,
-            values,
-            base,
-            alpha,
-            beta,
-        } = out;
-        let scale = Scale { alpha, beta, base };
-        split_by_chunks(values, bounds, |r| offsets[r])
+        let (pieces, scale) = output_pieces(out, work.bounds());
+        pieces
             .into_par_iter()
-            .zip(optional_pieces(cols, bounds, offsets))
             .zip(chunks)
             .try_for_each(|((vals, cols), chunk)| {
                 brmerge::copy_upper_chunk(chunk, &scale, cols, vals)
@@ -203,16 +207,8 @@ impl Backend for CpuBackend {
         work: &RowWork,
         out: NumericOutput<'_, T, J>,
     ) -> Result<()> {
-        let bounds = work.bounds();
-        let NumericOutput {
-            offsets,
-            cols,
-            values,
-            base,
-            alpha,
-            beta,
-        } = out;
-        let scale = Scale { alpha, beta, base };
+        let offsets = out.offsets;
+        let (pieces, scale) = output_pieces(out, work.bounds());
         let canonical = self.b_canonical;
         let algorithm = match self.algorithm {
             // Merging needs sorted rows without duplicates; the planner
@@ -220,9 +216,8 @@ impl Backend for CpuBackend {
             Algorithm::BrmergePrecise | Algorithm::BrmergeUpper if !canonical => Algorithm::Hash,
             other => other,
         };
-        split_by_chunks(values, bounds, |r| offsets[r])
+        pieces
             .into_par_iter()
-            .zip(optional_pieces(cols, bounds, offsets))
             .zip(work.chunks().collect::<Vec<_>>())
             .try_for_each(|((vals, cols), rows)| match algorithm {
                 Algorithm::Dense => dense::accumulate_rows(
