@@ -10,9 +10,12 @@ use crate::types::Index;
 /// Rows sampled at most (seed 000 uses about min(0.003 M, 300)).
 const SAMPLE_ROWS: usize = 300;
 
-/// Stop sampling once this many products were looked at, so a few very
-/// long rows cannot make the estimate expensive.
-const SAMPLE_PRODUCTS: u64 = 1 << 20;
+/// Stop sampling once this share of all products (1/64, but at least 4096
+/// and at most 2^20 products) was looked at, so the sample stays a small
+/// part of the product's cost even for small matrices with long rows.
+fn sample_budget(total: u64) -> u64 {
+    (total / 64).clamp(1 << 12, 1 << 20)
+}
 
 /// What a sample of output rows says about the product.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,6 +51,7 @@ pub fn sample_rows<I: Index, J: Index>(
         return sample;
     }
     let (mut scattered, mut weighted_lists) = (0u64, 0f64);
+    let budget = sample_budget(work.total());
     let step = m.div_ceil(SAMPLE_ROWS).max(1);
     let (mut products, mut distinct) = (0u64, 0u64);
     let mut cols: Vec<usize> = Vec::new();
@@ -56,7 +60,7 @@ pub fn sample_rows<I: Index, J: Index>(
         if p == 0 {
             continue;
         }
-        if products > 0 && products + p > SAMPLE_PRODUCTS {
+        if products > 0 && products + p > budget {
             break;
         }
         cols.clear();
