@@ -108,8 +108,8 @@ pub struct SpgemmPlan<I, J> {
 #[derive(Clone)]
 struct UpperStore {
     chunks: Arc<dyn Any + Send + Sync>,
-    a_values: u64,
-    b_values: u64,
+    /// Fingerprints of A's and B's values.
+    values: (u64, u64),
     bytes: usize,
 }
 
@@ -123,18 +123,50 @@ fn fingerprint<T: Scalar, I: Index, J: Index>(x: &CsrView<'_, T, I, J>) -> u64 {
     pattern_fingerprint(x.nrows(), x.ncols(), x.row_offsets(), x.col_indices())
 }
 
-/// Fingerprints of A and B, hashing once when both are the same arrays
-/// (C = A * A, A * Aᵀ).
+/// True when A and B are the same arrays (C = A * A, A * Aᵀ).
+fn same_pattern_arrays<T: Scalar, I: Index, J: Index>(
+    a: &CsrView<'_, T, I, J>,
+    b: &CsrView<'_, T, I, J>,
+) -> bool {
+    a.nrows() == b.nrows()
+        && a.ncols() == b.ncols()
+        && std::ptr::eq(a.row_offsets(), b.row_offsets())
+        && std::ptr::eq(a.col_indices(), b.col_indices())
+}
+
+/// Fingerprints of A's and B's patterns, hashing once when both are the
+/// same arrays.
 fn fingerprints<T: Scalar, I: Index, J: Index>(
     a: &CsrView<'_, T, I, J>,
     b: &CsrView<'_, T, I, J>,
 ) -> (u64, u64) {
     let fa = fingerprint(a);
-    let same = a.nrows() == b.nrows()
-        && a.ncols() == b.ncols()
-        && std::ptr::eq(a.row_offsets(), b.row_offsets())
-        && std::ptr::eq(a.col_indices(), b.col_indices());
-    (fa, if same { fa } else { fingerprint(b) })
+    (
+        fa,
+        if same_pattern_arrays(a, b) {
+            fa
+        } else {
+            fingerprint(b)
+        },
+    )
+}
+
+/// Fingerprints of A's and B's values, hashing once when both are the
+/// same arrays.
+fn value_fingerprints<T: Scalar, I: Index, J: Index>(
+    a: &CsrView<'_, T, I, J>,
+    b: &CsrView<'_, T, I, J>,
+) -> (u64, u64) {
+    let fa = values_fingerprint(a.values());
+    let same = std::ptr::eq(a.values(), b.values());
+    (
+        fa,
+        if same {
+            fa
+        } else {
+            values_fingerprint(b.values())
+        },
+    )
 }
 
 impl<I: Index, J: Index> SpgemmPlan<I, J> {
@@ -307,8 +339,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 let entries: usize = counts[1..].iter().sum();
                 Some(UpperStore {
                     chunks: Arc::new(chunks),
-                    a_values: values_fingerprint(a.values()),
-                    b_values: values_fingerprint(b.values()),
+                    values: value_fingerprints(a, b),
                     bytes: entries * (std::mem::size_of::<T>() + std::mem::size_of::<J>()),
                 })
             } else {
@@ -340,9 +371,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     ) -> Option<&Vec<UpperChunk<T, J>>> {
         let u = self.upper.as_ref()?;
         let chunks = u.chunks.downcast_ref::<Vec<UpperChunk<T, J>>>()?;
-        (u.a_values == values_fingerprint(a.values())
-            && u.b_values == values_fingerprint(b.values()))
-        .then_some(chunks)
+        (u.values == value_fingerprints(a, b)).then_some(chunks)
     }
 
     /// Writes C's row offsets (with `base`) into `out` (`rows + 1` entries).

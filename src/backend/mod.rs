@@ -55,9 +55,6 @@ pub struct NumericOutput<'a, T, J> {
 /// (never panic, never write out of bounds) when an output row does not
 /// have the size the plan recorded.
 pub trait Backend {
-    /// Number of chunks to split the rows into.
-    fn preferred_chunks(&self) -> usize;
-
     /// Symbolic phase: exact nnz, or the sorted columns, of every output row.
     ///
     /// # Errors

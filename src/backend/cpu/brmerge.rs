@@ -20,7 +20,7 @@
 //!   (which then knows the exact sizes for free) and copied into C later.
 
 use super::dense::UnsizedRows;
-use super::rows::{row_mismatch, too_many_columns, Scale};
+use super::rows::{row_mismatch, shift_cols, too_many_columns, Scale};
 use crate::error::{try_vec, Result};
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
@@ -95,14 +95,12 @@ impl<T: Scalar, J: Index> Merger<T, J> {
                 return Err(too_many_columns(i, cap));
             }
             let f = a_vals[k];
-            let dst_c = &mut self.ping.cols[n..n + r.len()];
-            if b.base == 0 {
-                dst_c.copy_from_slice(&b.cols[r.clone()]);
-            } else {
-                for (d, &c) in dst_c.iter_mut().zip(&b.cols[r.clone()]) {
-                    *d = J::from_usize_unchecked(c.as_usize() - b.base);
-                }
-            }
+            shift_cols(
+                &b.cols[r.clone()],
+                b.base,
+                0,
+                &mut self.ping.cols[n..n + r.len()],
+            );
             for (d, &v) in self.ping.vals[n..n + r.len()]
                 .iter_mut()
                 .zip(&b_vals[r.clone()])
@@ -197,13 +195,7 @@ fn store_row<T: Scalar, J: Index>(
         scale.store(d, s);
     }
     if let Some(oc) = out_cols {
-        if scale.base == 0 {
-            oc.copy_from_slice(cols);
-        } else {
-            for (d, &c) in oc.iter_mut().zip(cols) {
-                *d = J::from_usize_unchecked(c.as_usize() + scale.base);
-            }
-        }
+        shift_cols(cols, 0, scale.base, oc);
     }
 }
 

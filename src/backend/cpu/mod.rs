@@ -156,10 +156,6 @@ impl CpuBackend {
 }
 
 impl Backend for CpuBackend {
-    fn preferred_chunks(&self) -> usize {
-        Self::chunks_for(self.threads)
-    }
-
     fn symbolic<I: Index, J: Index>(
         &self,
         a: &RowPattern<'_, I, J>,

@@ -91,12 +91,18 @@ pub(crate) fn copy_cols<I: Index, J: Index>(
     base: usize,
     out: &mut [J],
 ) {
-    let r = b.range(row_of_b);
-    if base == b.base {
-        out.copy_from_slice(&b.cols[r]);
+    shift_cols(&b.cols[b.range(row_of_b)], b.base, base, out);
+}
+
+/// Copies column indices counted from index base `from` into `out` (as
+/// long as `src`), counted from base `to`.
+#[inline]
+pub(crate) fn shift_cols<J: Index>(src: &[J], from: usize, to: usize, out: &mut [J]) {
+    if from == to {
+        out.copy_from_slice(src);
     } else {
-        for (d, &c) in out.iter_mut().zip(&b.cols[r]) {
-            *d = J::from_usize_unchecked(c.as_usize() - b.base + base);
+        for (d, &c) in out.iter_mut().zip(src) {
+            *d = J::from_usize_unchecked(c.as_usize() - from + to);
         }
     }
 }
