@@ -228,3 +228,66 @@ impl Backend for CpuBackend {
             })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+
+    fn stale(e: Error) -> bool {
+        matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed"))
+    }
+
+    /// Every algorithm, run with row sizes planned for another pattern (what
+    /// a fingerprint collision would allow), must refuse with the stale-plan
+    /// message, never write out of bounds or panic.
+    #[test]
+    fn every_algorithm_refuses_a_stale_plan() {
+        // Planned: A = one row with two entries, B = identity 64 x 64.
+        let b_off: Vec<i32> = (0..=64).collect();
+        let b_cols: Vec<i32> = (0..64).collect();
+        let b = RowPattern::zero_based(&b_off, &b_cols, 64);
+        let a_off = [0i32, 2];
+        let planned = RowPattern::zero_based(&a_off, &[0, 1], 64);
+        let work = RowWork::new(&planned, &b, 1).unwrap();
+        // Actual: the row of A touches all 64 rows of B.
+        let wide_off = [0i32, 64];
+        let wide = RowPattern::zero_based(&wide_off, &b_cols, 64);
+        let offsets = [0usize, 2];
+        let ones = [1.0f64; 64];
+        for algorithm in [
+            Algorithm::Hash,
+            Algorithm::Dense,
+            Algorithm::BrmergePrecise,
+            Algorithm::BrmergeUpper,
+        ] {
+            for b_canonical in [true, false] {
+                let backend = CpuBackend {
+                    threads: 1,
+                    algorithm,
+                    b_canonical,
+                };
+                let (mut cols, mut vals) = ([0i32; 2], [0.0f64; 2]);
+                let out = NumericOutput {
+                    offsets: &offsets,
+                    cols: Some(&mut cols[..]),
+                    values: &mut vals,
+                    base: 0,
+                    alpha: 1.0,
+                    beta: 0.0,
+                };
+                let e = backend
+                    .numeric(&wide, &ones, &b, &ones, &work, out)
+                    .unwrap_err();
+                assert!(stale(e), "{algorithm:?} numeric, canonical {b_canonical}");
+                let out = SymbolicOutput::Columns {
+                    offsets: &offsets,
+                    cols: &mut cols,
+                    base: 0,
+                };
+                let e = backend.symbolic(&wide, &b, &work, out).unwrap_err();
+                assert!(stale(e), "{algorithm:?} columns, canonical {b_canonical}");
+            }
+        }
+    }
+}
