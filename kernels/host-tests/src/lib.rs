@@ -1,0 +1,1 @@
+//! Host-emulated GPU kernels (see `kernels/README.md`).
