@@ -3,11 +3,13 @@
 //! Everything here looks only at patterns (never at values) and is shared by
 //! every back end: the row-accessible form of each operand
 //! ([`operand`]), the work per output row and its balanced split into
-//! chunks ([`row_work`]), the pattern fingerprint that lets later phases
+//! chunks ([`row_work`]), the GPU pipeline's bins and kernel
+//! configurations derived from the device ([`gpu_bins`]), the pattern fingerprint that lets later phases
 //! refuse a changed input ([`fingerprint`]), and the algorithm choice
 //! ([`select`]).
 
 pub mod fingerprint;
+pub mod gpu_bins;
 pub mod operand;
 pub mod predict;
 pub mod row_work;

@@ -1,0 +1,426 @@
+//! Row bins and kernel configurations of the GPU pipeline, derived from the
+//! device's properties (seed 002, OpSparse §5.6; seed 004 for the
+//! refinements), shared by the CUDA and HIP back ends.
+//!
+//! OpSparse tuned its tables for a V100 (96 KiB of shared memory and 2,048
+//! threads per SM). The same reasoning, applied to whatever device runs:
+//!
+//! * **Bin 0** packs many short rows into one block, `team` threads per row
+//!   (4 in the symbolic phase, 8 in the numeric one, as OpSparse), with the
+//!   largest power-of-two table that still lets a full SM's worth of teams
+//!   be resident: `shared_per_sm * team / max_threads_per_sm` bytes per row.
+//! * **Bins 1..** give one block per row. Block sizes double from 64
+//!   threads; each table is the largest power of two that lets
+//!   `max_threads_per_sm / block` blocks share the SM's memory (full
+//!   occupancy), then one more bin with the largest power-of-two table one
+//!   block may opt into (half or less occupancy, but far cheaper than
+//!   global memory).
+//! * A row goes to the first bin whose table is at least 1.2× its nprod
+//!   (symbolic, OpSparse's `sym_1.2x`) or 2× its nnz (numeric, `num_2x`).
+//! * The symbolic phase's last bin takes every longer row and spills a row
+//!   to the global-memory kernel once its count reaches 0.8 of the table;
+//!   the numeric phase's last bin *is* the global-memory kernel, so rows of
+//!   10⁴ and more entries (power-law graphs) never overflow anything.
+//!
+//! Tables are powers of two so probing uses a mask; every table size, block
+//! size and byte count here is checked against the device's limits by the
+//! tests below for a V100, an A100, an H100 and a 64-wide AMD device.
+
+/// The device properties the bins are derived from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceLimits {
+    /// Threads per warp (32 on NVIDIA, 64 on AMD GCN/CDNA and Hygon DCUs).
+    pub warp: u32,
+    /// Streaming multiprocessors (compute units).
+    pub sm_count: u32,
+    /// Most threads in one block.
+    pub max_threads_per_block: u32,
+    /// Most threads resident on one SM.
+    pub max_threads_per_sm: u32,
+    /// Shared memory one block gets without opting in (48 KiB on NVIDIA).
+    pub shared_per_block: u32,
+    /// Shared memory one block may opt into (equal to `shared_per_block`
+    /// where the device has no opt-in).
+    pub shared_per_block_optin: u32,
+    /// Shared memory of one SM.
+    pub shared_per_sm: u32,
+    /// Shared memory the hardware reserves for each resident block (1 KiB
+    /// from sm_80 on, `CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK`;
+    /// 0 on a V100 and on AMD).
+    pub reserved_shared_per_block: u32,
+}
+
+/// One bin: the rows it takes and the kernel configuration that runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelBin {
+    /// Largest row size (nprod or nnz) of the bin, inclusive; the previous
+    /// bin's `max_size` is the exclusive lower bound. The last bin has
+    /// `i64::MAX`.
+    pub max_size: i64,
+    /// Hash table entries per row (a power of two); 0 for the
+    /// global-memory kernel.
+    pub table_size: u32,
+    /// Threads per block.
+    pub block: u32,
+    /// Threads per row (`block` when a block takes one row).
+    pub team: u32,
+    /// Dynamic shared memory per block in bytes.
+    pub shared_bytes: u32,
+}
+
+impl KernelBin {
+    /// Rows one block computes.
+    pub fn rows_per_block(&self) -> u32 {
+        self.block / self.team
+    }
+
+    /// Whether this bin runs the global-memory kernel.
+    pub fn is_global(&self) -> bool {
+        self.table_size == 0
+    }
+}
+
+/// The bins of both phases for one device and one pair of types.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuBins {
+    /// Symbolic bins by nprod; all use shared tables, the last spills.
+    pub symbolic: Vec<KernelBin>,
+    /// Count at which a row of the last symbolic bin moves to the
+    /// global-memory kernel (0.8 of its table).
+    pub spill_limit: u32,
+    /// Numeric bins by nnz; the last is the global-memory kernel.
+    pub numeric: Vec<KernelBin>,
+}
+
+/// Bytes of shared memory a kernel keeps beside its tables (counters).
+pub const KERNEL_SHARED_EXTRA: u32 = 16;
+
+/// Smallest block of the one-row-per-block kernels (OpSparse's 64).
+const MIN_ROW_BLOCK: u32 = 64;
+
+/// Block size of bin 0 (many rows per block).
+const PACKED_BLOCK: u32 = 256;
+
+fn pow2_floor(x: u64) -> u64 {
+    if x == 0 {
+        0
+    } else {
+        1 << (63 - x.leading_zeros())
+    }
+}
+
+/// Inputs of one phase's bin list.
+struct PhaseShape {
+    /// Bytes per table entry.
+    entry_bytes: u32,
+    /// Threads per row in bin 0.
+    packed_team: u32,
+    /// Table entries per row size unit: a row of size `s` needs a table of
+    /// at least `s * load_num / load_den` entries.
+    load_num: i64,
+    load_den: i64,
+    /// The last bin is the global-memory kernel.
+    global_last: bool,
+}
+
+impl PhaseShape {
+    fn max_rows_for(&self, table: u32) -> i64 {
+        i64::from(table) * self.load_den / self.load_num
+    }
+}
+
+fn phase_bins(d: &DeviceLimits, p: &PhaseShape) -> Vec<KernelBin> {
+    let max_block = d.max_threads_per_block.min(1024).max(d.warp);
+    let fits = |table: u64, rows: u32| -> Option<u32> {
+        let bytes = table * u64::from(p.entry_bytes) * u64::from(rows)
+            + u64::from(KERNEL_SHARED_EXTRA);
+        (bytes <= u64::from(d.shared_per_block_optin)).then_some(bytes as u32)
+    };
+    let mut bins = Vec::new();
+    let mut push = |bins: &mut Vec<KernelBin>, table: u64, block: u32, team: u32| {
+        let rows = block / team;
+        let Some(shared_bytes) = fits(table, rows) else {
+            return;
+        };
+        let table = table as u32;
+        let max_size = p.max_rows_for(table);
+        if bins.last().is_some_and(|b: &KernelBin| b.max_size >= max_size) || max_size < 1 {
+            return;
+        }
+        bins.push(KernelBin {
+            max_size,
+            table_size: table,
+            block,
+            team,
+            shared_bytes,
+        });
+    };
+
+    // Bin 0: packed teams at full occupancy.
+    let team = p.packed_team.min(max_block);
+    let block = PACKED_BLOCK.clamp(d.warp, max_block);
+    let per_row = u64::from(d.shared_per_sm) * u64::from(team) / u64::from(d.max_threads_per_sm);
+    let per_row = per_row.saturating_sub(
+        u64::from(d.reserved_shared_per_block + KERNEL_SHARED_EXTRA) * u64::from(team) / u64::from(block),
+    );
+    push(
+        &mut bins,
+        pow2_floor(per_row / u64::from(p.entry_bytes)),
+        block,
+        team,
+    );
+
+    // Bins 1..: one row per block, full occupancy.
+    let mut block = MIN_ROW_BLOCK.max(d.warp).min(max_block);
+    loop {
+        let resident = (d.max_threads_per_sm / block).max(1);
+        let share = (d.shared_per_sm / resident)
+            .min(d.shared_per_block_optin)
+            .saturating_sub(d.reserved_shared_per_block + KERNEL_SHARED_EXTRA);
+        push(
+            &mut bins,
+            pow2_floor(u64::from(share / p.entry_bytes)),
+            block,
+            block,
+        );
+        if block >= max_block {
+            break;
+        }
+        block *= 2;
+    }
+    // One more: the largest table a block may opt into.
+    let share = d
+        .shared_per_block_optin
+        .min(d.shared_per_sm.saturating_sub(d.reserved_shared_per_block))
+        .saturating_sub(KERNEL_SHARED_EXTRA);
+    push(
+        &mut bins,
+        pow2_floor(u64::from(share / p.entry_bytes)),
+        max_block,
+        max_block,
+    );
+
+    if p.global_last {
+        bins.push(KernelBin {
+            max_size: i64::MAX,
+            table_size: 0,
+            block: max_block,
+            team: max_block,
+            shared_bytes: KERNEL_SHARED_EXTRA,
+        });
+    } else if let Some(last) = bins.last_mut() {
+        last.max_size = i64::MAX;
+    }
+    bins
+}
+
+/// The symbolic and numeric bins for a device, with column indices of
+/// `index_bytes` and values of `value_bytes`.
+pub fn gpu_bins(limits: &DeviceLimits, index_bytes: u32, value_bytes: u32) -> GpuBins {
+    let symbolic = phase_bins(
+        limits,
+        &PhaseShape {
+            entry_bytes: index_bytes,
+            packed_team: 4,
+            load_num: 6,
+            load_den: 5,
+            global_last: false,
+        },
+    );
+    let numeric = phase_bins(
+        limits,
+        &PhaseShape {
+            entry_bytes: index_bytes + value_bytes,
+            packed_team: 8,
+            load_num: 2,
+            load_den: 1,
+            global_last: true,
+        },
+    );
+    let spill_limit = symbolic
+        .last()
+        .map_or(0, |b| (u64::from(b.table_size) * 4 / 5) as u32);
+    GpuBins {
+        symbolic,
+        spill_limit,
+        numeric,
+    }
+}
+
+/// The inclusive upper bounds of `bins`, as the binning kernels take them.
+pub fn bin_bounds(bins: &[KernelBin]) -> Vec<i64> {
+    bins.iter().map(|b| b.max_size).collect()
+}
+
+/// Threads that share one row of B (seed 004): about eight entries each of
+/// a typical long row, a power of two from 2 to the warp width. The
+/// "typical long row" is B's longest row, but never more than four times
+/// its mean, so a few very long rows (power-law graphs) do not leave most
+/// threads idle on the short ones.
+pub fn threads_per_b_row(b_nnz: i64, b_rows: i64, b_max_row: i64, warp: u32) -> u32 {
+    let mean = if b_rows > 0 {
+        (b_nnz + b_rows - 1) / b_rows
+    } else {
+        0
+    };
+    let typical = b_max_row.min(mean.saturating_mul(4)).max(mean).max(1);
+    let want = (typical + 7) / 8;
+    let g = u32::try_from(want).unwrap_or(u32::MAX).next_power_of_two();
+    g.clamp(2, warp.max(2))
+}
+
+/// Keys of the global symbolic table of a row with `nprod` products and
+/// `ncols` possible columns: a power of two with load at most 0.8, never
+/// below 32.
+pub fn symbolic_global_table(nprod: i64, ncols: i64) -> u64 {
+    let distinct = nprod.min(ncols).max(0) as u64;
+    (distinct.saturating_mul(5) / 4 + 1).max(32).next_power_of_two()
+}
+
+/// Entries of the global numeric table of a row with `nnz` entries: a
+/// power of two of at least twice `nnz` (OpSparse's `num_2x`), never below
+/// 32.
+pub fn numeric_global_table(nnz: i64) -> u64 {
+    (nnz.max(0) as u64).saturating_mul(2).max(32).next_power_of_two()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V100: DeviceLimits = DeviceLimits {
+        warp: 32,
+        sm_count: 80,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: 2048,
+        shared_per_block: 48 << 10,
+        shared_per_block_optin: 96 << 10,
+        shared_per_sm: 96 << 10,
+        reserved_shared_per_block: 0,
+    };
+    const A100: DeviceLimits = DeviceLimits {
+        warp: 32,
+        sm_count: 108,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: 2048,
+        shared_per_block: 48 << 10,
+        shared_per_block_optin: 163 << 10,
+        shared_per_sm: 164 << 10,
+        reserved_shared_per_block: 1024,
+    };
+    const H100: DeviceLimits = DeviceLimits {
+        warp: 32,
+        sm_count: 132,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: 2048,
+        shared_per_block: 48 << 10,
+        shared_per_block_optin: 227 << 10,
+        shared_per_sm: 228 << 10,
+        reserved_shared_per_block: 1024,
+    };
+    /// MI50 / Hygon DCU: 64-wide wavefronts, 64 KiB of LDS per CU.
+    const GFX906: DeviceLimits = DeviceLimits {
+        warp: 64,
+        sm_count: 60,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: 2560,
+        shared_per_block: 64 << 10,
+        shared_per_block_optin: 64 << 10,
+        shared_per_sm: 64 << 10,
+        reserved_shared_per_block: 0,
+    };
+
+    fn check(d: &DeviceLimits, bins: &[KernelBin], entry: u32, global_last: bool) {
+        assert!(bins.len() >= 4, "{bins:?}");
+        let mut prev = 0;
+        for (k, b) in bins.iter().enumerate() {
+            assert!(b.max_size > prev, "bounds increase: {bins:?}");
+            prev = b.max_size;
+            assert!(b.block <= d.max_threads_per_block && b.block % d.warp == 0);
+            assert!(b.team.is_power_of_two() && b.block % b.team == 0);
+            assert!(b.shared_bytes <= d.shared_per_block_optin);
+            let last = k + 1 == bins.len();
+            assert_eq!(b.max_size == i64::MAX, last);
+            if b.is_global() {
+                assert!(global_last && last);
+                continue;
+            }
+            assert!(b.table_size.is_power_of_two());
+            assert_eq!(
+                b.shared_bytes,
+                b.table_size * entry * b.rows_per_block() + KERNEL_SHARED_EXTRA
+            );
+            // Every row of the bin fits its table with the phase's load.
+            if !last {
+                let load = if global_last { 2 } else { 1 };
+                assert!(b.max_size * load <= i64::from(b.table_size), "{b:?}");
+            }
+        }
+        assert_eq!(bins[0].team < bins[0].block, true, "bin 0 packs rows");
+    }
+
+    #[test]
+    fn bins_respect_every_device() {
+        for d in [V100, A100, H100, GFX906] {
+            for (ib, vb) in [(4, 4), (4, 8), (8, 16), (8, 8)] {
+                let g = gpu_bins(&d, ib, vb);
+                check(&d, &g.symbolic, ib, false);
+                check(&d, &g.numeric, ib + vb, true);
+                let last = g.symbolic.last().unwrap();
+                assert!(g.spill_limit > 0 && g.spill_limit < last.table_size);
+            }
+        }
+    }
+
+    #[test]
+    fn v100_resembles_opsparse_tables() {
+        // OpSparse Table 1 (symbolic) starts with a 32-entry table for 4
+        // threads per row (rows up to 26) and 512 entries for 64-thread
+        // blocks; Table 2 (numeric, f64) with 31 entries for 8 threads
+        // (rows up to 16) and 255 for 64-thread blocks. Powers of two keep
+        // the first bins and halve the 255 (rows up to 64, not 128).
+        let g = gpu_bins(&V100, 4, 8);
+        assert_eq!((g.symbolic[0].table_size, g.symbolic[0].team), (32, 4));
+        assert_eq!(g.symbolic[0].max_size, 26);
+        assert_eq!(g.symbolic[1].block, 64);
+        assert_eq!(g.symbolic[1].table_size, 512);
+        assert_eq!((g.numeric[0].table_size, g.numeric[0].team), (32, 8));
+        assert_eq!(g.numeric[0].max_size, 16);
+        assert_eq!(g.numeric[1].table_size, 128);
+    }
+
+    #[test]
+    fn h100_uses_its_larger_shared_memory() {
+        let v = gpu_bins(&V100, 4, 8);
+        let h = gpu_bins(&H100, 4, 8);
+        let largest = |b: &[KernelBin]| b.iter().map(|b| b.table_size).max().unwrap();
+        assert!(largest(&h.symbolic) > largest(&v.symbolic));
+        assert!(largest(&h.numeric) > largest(&v.numeric));
+        // The largest shared numeric bin uses more than the 48 KiB default.
+        let big = h.numeric[h.numeric.len() - 2];
+        assert!(big.shared_bytes > H100.shared_per_block, "{big:?}");
+        assert_eq!(h.numeric.last().unwrap().table_size, 0);
+    }
+
+    #[test]
+    fn threads_per_b_row_follow_row_lengths() {
+        assert_eq!(threads_per_b_row(5 * 100, 100, 5, 32), 2);
+        assert_eq!(threads_per_b_row(81 * 100, 100, 81, 32), 16);
+        assert_eq!(threads_per_b_row(1000 * 100, 100, 1000, 32), 32);
+        assert_eq!(threads_per_b_row(1000 * 100, 100, 1000, 64), 64);
+        // Power law: mean 4, one row of 10^4 → capped at 4x the mean.
+        assert_eq!(threads_per_b_row(4 << 20, 1 << 20, 9977, 32), 2);
+        assert_eq!(threads_per_b_row(0, 0, 0, 32), 2);
+    }
+
+    #[test]
+    fn global_tables_hold_their_rows() {
+        assert_eq!(symbolic_global_table(0, 10), 32);
+        assert_eq!(symbolic_global_table(1_000_000, 8), 32);
+        let t = symbolic_global_table(1_000_000, 1 << 30);
+        assert!(t.is_power_of_two() && t * 4 >= 5 * 1_000_000);
+        assert_eq!(numeric_global_table(9977), 32768);
+        assert_eq!(numeric_global_table(16384), 32768);
+        assert_eq!(numeric_global_table(16385), 65536);
+    }
+}
