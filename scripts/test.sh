@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole rusparse test suite, as CI runs it (.ci/run calls this script):
 # formatting, clippy, the committed header, cargo tests (unit, property and
-# doc tests), the C tests, and the C tests again under valgrind.
-# Installs what it needs (cmake, a C/C++ compiler, valgrind) with apt-get
-# when missing.
+# doc tests, the GPU kernels compiled by NVRTC and run on the host
+# emulator), the C tests, and the C tests again under valgrind.
+# Installs what it needs (cmake, a C/C++ compiler, valgrind, the NVRTC
+# wheel) with apt-get / pip when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -26,6 +27,24 @@ for component in rustfmt clippy; do
         rustup component add "$component"
     fi
 done
+
+# NVRTC from PyPI (no GPU needed): tests/nvrtc_kernels.rs compiles every
+# kernel instantiation for compute_70/80/90 with it. The CUDA 12 wheel is
+# used because it still accepts compute_70 (the CUDA 13 one starts at 75).
+nvrtc_dir="$root/target/nvrtc-cu12"
+nvrtc_lib="$nvrtc_dir/nvidia/cuda_nvrtc/lib"
+if [ ! -e "$nvrtc_lib/libnvrtc.so.12" ]; then
+    step "installing NVRTC (pip: nvidia-cuda-nvrtc-cu12) into target/nvrtc-cu12"
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
+        $sudo_cmd apt-get update -qq
+        $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip
+    fi
+    python3 -m pip install -q --no-deps --target "$nvrtc_dir" "nvidia-cuda-nvrtc-cu12==12.9.86"
+fi
+export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Without NVRTC the kernel compile test would skip; here it must run.
+export RUSPARSE_REQUIRE_NVRTC=1
 
 # The header test compares the committed include/rusparse.h with what
 # cbindgen generates; keep build.rs from refreshing it during the run.

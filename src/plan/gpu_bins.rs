@@ -137,7 +137,7 @@ fn phase_bins(d: &DeviceLimits, p: &PhaseShape) -> Vec<KernelBin> {
         (bytes <= u64::from(d.shared_per_block_optin)).then_some(bytes as u32)
     };
     let mut bins = Vec::new();
-    let mut push = |bins: &mut Vec<KernelBin>, table: u64, block: u32, team: u32| {
+    let push = |bins: &mut Vec<KernelBin>, table: u64, block: u32, team: u32| {
         let rows = block / team;
         let Some(shared_bytes) = fits(table, rows) else {
             return;
@@ -356,7 +356,7 @@ mod tests {
                 assert!(b.max_size * load <= i64::from(b.table_size), "{b:?}");
             }
         }
-        assert_eq!(bins[0].team < bins[0].block, true, "bin 0 packs rows");
+        assert!(bins[0].team < bins[0].block, "bin 0 packs rows");
     }
 
     #[test]

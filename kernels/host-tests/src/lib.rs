@@ -1,1 +1,292 @@
-//! Host-emulated GPU kernels (see `kernels/README.md`).
+//! Host-emulated GPU kernels (see `kernels/README.md`, "Host emulation").
+//!
+//! `build.rs` compiles the kernels in `kernels/*.cu` as host C++ against
+//! `kernels/testing/host.h`, which emulates blocks, threads, shared memory,
+//! barriers, atomics and warp operations with one host thread per GPU
+//! thread. The tests in `tests/` run them and compare with sequential code
+//! or with rusparse's reference SpGEMM.
+//!
+//! # Variants
+//!
+//! One compilation serves one combination of types and warp width, as on a
+//! device. Each *variant* is compiled separately (its own `-D RS_VALUE`,
+//! `RS_OFFSET64`, `RS_INDEX64`, `RS_WARP`) and all are linked together; its
+//! suffix, `<value>_<offset>_<index>_w<warp>`, ends the name of every host
+//! entry point it exports:
+//!
+//! | type here | suffix | value | offsets | columns | warp |
+//! |---|---|---|---|---|---|
+//! | [`F64I32I32W32`] | `f64_i32_i32_w32` | f64 | i32 | i32 | 32 |
+//! | [`F64I32I32W64`] | `f64_i32_i32_w64` | f64 | i32 | i32 | 64 |
+//! | [`F32I64I32W32`] | `f32_i64_i32_w32` | f32 | i64 | i32 | 32 |
+//! | [`C64I64I64W64`] | `c64_i64_i64_w64` | c64 | i64 | i64 | 64 |
+//! | [`C32I32I64W32`] | `c32_i32_i64_w32` | c32 | i32 | i64 | 32 |
+//!
+//! The list lives in `for_each_variant!` below and in `VARIANTS` in
+//! `build.rs`; keep them in step (a variant missing from `build.rs` is a
+//! link error).
+//!
+//! # Launchers
+//!
+//! A launcher file `kernels/testing/launch_<name>.cpp` defines, for kernel
+//! `rs_x`, the host entry point
+//!
+//! ```c
+//! extern "C" void RS_HOST_FN(rs_host_x)(long long grid, long long block,
+//!                                       long long shared, /* rs_x's arguments */) {
+//!   rs_host::launch(grid, block, shared, [&] { rs_x(/* arguments */); });
+//! }
+//! ```
+//!
+//! where `RS_HOST_FN(rs_host_x)` expands to `rs_host_x_<suffix>`. `build.rs`
+//! compiles every launcher for every variant, in one translation unit per
+//! variant after `portability.h` and all `kernels/*.cu`. On the Rust side a
+//! module per launcher (here [`scan_binning`], [`emulator`]) declares a
+//! trait with one `unsafe fn` per entry point, implements it for every
+//! variant with a `macro_rules!` callback of `for_each_variant!` (the
+//! `#[link_name]` is `concat!("rs_host_x_", suffix)`), and wraps the entry
+//! points in safe functions generic over the variant. Adding a launcher:
+//! write the `.cpp`, add such a module, and add its trait to [`Kernels`].
+
+use std::fmt::Debug;
+use std::marker::PhantomData;
+
+pub use rusparse::{Complex, Index, Scalar};
+
+/// `Complex<f64>` in one token (for `for_each_variant!`).
+pub type C64 = Complex<f64>;
+/// `Complex<f32>` in one token.
+pub type C32 = Complex<f32>;
+
+/// Calls `$m!(Type, "suffix", value, offset, index, warp)` for every
+/// variant. Keep in step with `VARIANTS` in `build.rs`.
+macro_rules! for_each_variant {
+    ($m:ident) => {
+        $m!(F64I32I32W32, "f64_i32_i32_w32", f64, i32, i32, 32);
+        $m!(F64I32I32W64, "f64_i32_i32_w64", f64, i32, i32, 64);
+        $m!(F32I64I32W32, "f32_i64_i32_w32", f32, i64, i32, 32);
+        $m!(C64I64I64W64, "c64_i64_i64_w64", $crate::C64, i64, i64, 64);
+        $m!(C32I32I64W32, "c32_i32_i64_w32", $crate::C32, i32, i64, 32);
+    };
+}
+
+pub mod emulator;
+pub mod hash;
+pub mod scan_binning;
+
+/// Value types with exact conversions for tests.
+pub trait TestValue: Scalar {
+    /// `re + i·im` (`re` for real types).
+    fn from_parts(re: f64, im: f64) -> Self;
+    /// `(re, im)` (`im = 0` for real types).
+    fn parts(self) -> (f64, f64);
+}
+
+impl TestValue for f32 {
+    fn from_parts(re: f64, _im: f64) -> Self {
+        re as f32
+    }
+    fn parts(self) -> (f64, f64) {
+        (self as f64, 0.0)
+    }
+}
+
+impl TestValue for f64 {
+    fn from_parts(re: f64, _im: f64) -> Self {
+        re
+    }
+    fn parts(self) -> (f64, f64) {
+        (self, 0.0)
+    }
+}
+
+impl TestValue for Complex<f32> {
+    fn from_parts(re: f64, im: f64) -> Self {
+        Complex::new(re as f32, im as f32)
+    }
+    fn parts(self) -> (f64, f64) {
+        (self.re as f64, self.im as f64)
+    }
+}
+
+impl TestValue for Complex<f64> {
+    fn from_parts(re: f64, im: f64) -> Self {
+        Complex::new(re, im)
+    }
+    fn parts(self) -> (f64, f64) {
+        (self.re, self.im)
+    }
+}
+
+/// One compilation of the kernels: its types and warp width.
+pub trait Variant: Send + Sync + 'static {
+    /// `value_t`.
+    type Value: TestValue;
+    /// `offset_t`: row offsets of A, B and C.
+    type Offset: Index;
+    /// `index_t`: column indices.
+    type Index: Index;
+    /// `RS_WARP`.
+    const WARP: i64;
+    /// The suffix of its entry points, e.g. `f64_i32_i32_w32`.
+    const NAME: &'static str;
+    /// Whether `value_t` is complex.
+    const COMPLEX: bool;
+}
+
+macro_rules! declare_variant {
+    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
+        #[doc = concat!("The variant `", $sfx, "`.")]
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
+        impl Variant for $name {
+            type Value = $v;
+            type Offset = $o;
+            type Index = $i;
+            const WARP: i64 = $w;
+            const NAME: &'static str = $sfx;
+            const COMPLEX: bool = $sfx.as_bytes()[0] == b'c';
+        }
+    };
+}
+for_each_variant!(declare_variant);
+
+/// Everything a variant runs: one supertrait per launcher file.
+pub trait Kernels: Variant + scan_binning::ScanBinning + emulator::Emulator {}
+impl<T: Variant + scan_binning::ScanBinning + emulator::Emulator> Kernels for T {}
+
+/// Runs a test body once per variant: `visit::<V>()` for each.
+pub trait VariantVisitor {
+    /// Called once per variant.
+    fn visit<V: Kernels>(&mut self);
+}
+
+/// Calls `visitor.visit::<V>()` for every variant, in the order of the
+/// table above.
+pub fn visit_variants(visitor: &mut impl VariantVisitor) {
+    macro_rules! visit {
+        ($name:ident, $($rest:tt)*) => {
+            visitor.visit::<$name>();
+        };
+    }
+    for_each_variant!(visit);
+}
+
+/// Launch geometry: `grid` blocks of `block` threads, `shared` bytes of
+/// dynamic shared memory per block. The emulator aborts the process on a
+/// grid below 1 or a block that is not a multiple of the warp width (or
+/// above 1024), as a device would refuse the launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// Blocks.
+    pub grid: i64,
+    /// Threads per block.
+    pub block: i64,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared: i64,
+}
+
+impl Launch {
+    /// `grid` blocks of `block` threads, no dynamic shared memory.
+    pub fn new(grid: i64, block: i64) -> Self {
+        Launch {
+            grid,
+            block,
+            shared: 0,
+        }
+    }
+}
+
+/// `op(X)` in CSR as the kernels take it: `struct rs_csr` of
+/// `kernels/README.md`, passed by value. Borrows the arrays it points at.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct KernelCsr<'a, O, I, T> {
+    /// `nrows + 1` offsets.
+    pub rows: *const O,
+    /// `nnz` column indices.
+    pub cols: *const I,
+    /// `nnz` values, or null in symbolic kernels.
+    pub vals: *const T,
+    /// Rows.
+    pub nrows: i64,
+    /// Columns.
+    pub ncols: i64,
+    /// Stored entries.
+    pub nnz: i64,
+    /// 0 or 1.
+    pub base: i32,
+    /// Padding (keeps the C layout explicit).
+    pub pad_: i32,
+    _borrow: PhantomData<&'a ()>,
+}
+
+impl<'a, O: Index, I: Index, T> KernelCsr<'a, O, I, T> {
+    /// Points at `rows`, `cols` and (when given) `vals`.
+    ///
+    /// # Panics
+    /// When `rows` is empty, or `cols` (or `vals`) is shorter than the
+    /// entry count `rows[nrows] - base`.
+    pub fn new(rows: &'a [O], cols: &'a [I], vals: Option<&'a [T]>, ncols: i64, base: i32) -> Self {
+        let nrows = rows
+            .len()
+            .checked_sub(1)
+            .expect("rows holds nrows + 1 offsets");
+        let nnz = rows[nrows].to_i64() - i64::from(base);
+        let need = usize::try_from(nnz).expect("non-negative entry count");
+        assert!(
+            cols.len() >= need,
+            "cols holds {} of {need} entries",
+            cols.len()
+        );
+        if let Some(v) = vals {
+            assert!(v.len() >= need, "vals holds {} of {need} entries", v.len());
+        }
+        KernelCsr {
+            rows: rows.as_ptr(),
+            cols: cols.as_ptr(),
+            vals: vals.map_or(std::ptr::null(), <[T]>::as_ptr),
+            nrows: nrows as i64,
+            ncols,
+            nnz,
+            base,
+            pad_: 0,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+/// A small deterministic generator (SplitMix64) for test data.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+/// Checks a slice length against what a kernel will touch.
+#[track_caller]
+pub(crate) fn need<T: Debug>(what: &str, slice: &[T], len: usize) {
+    assert!(
+        slice.len() >= len,
+        "{what} has {} entries, the kernel needs {len}",
+        slice.len()
+    );
+}

@@ -1,0 +1,248 @@
+//! The emulator's self-test kernels in
+//! `kernels/testing/launch_emulator.cpp` (checked by `tests/emulator.rs`).
+
+use crate::{Launch, Variant};
+
+/// The raw host entry points of `launch_emulator.cpp`.
+///
+/// # Safety
+/// Every pointer must be valid for all the kernel reads and writes (the
+/// safe functions of this module check the lengths), and the launch
+/// geometry must be what the kernel expects.
+#[allow(clippy::too_many_arguments, clippy::missing_safety_doc, missing_docs)]
+pub trait Emulator: Variant {
+    unsafe fn raw_test_ids(l: Launch, out: *mut i64);
+    unsafe fn raw_test_shuffles(l: Launch, out: *mut i64);
+    unsafe fn raw_test_ballot(l: Launch, pred: *const i32, out: *mut u64);
+    unsafe fn raw_test_atomics(
+        l: Launch,
+        reps: i32,
+        counters: *mut i64,
+        fsum: *mut f32,
+        dsum: *mut f64,
+        olds: *mut u64,
+        block_out: *mut i64,
+    );
+    unsafe fn raw_test_barrier(
+        l: Launch,
+        rounds: i32,
+        garbage: *mut u64,
+        sum: *mut i64,
+        addr: *mut u64,
+    );
+    unsafe fn raw_test_values(
+        l: Launch,
+        out: *mut Self::Value,
+        flags: *mut i32,
+        acc: *mut Self::Value,
+    );
+    unsafe fn raw_test_divergent_sync(l: Launch);
+}
+
+macro_rules! impl_emulator {
+    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
+        impl Emulator for crate::$name {
+            unsafe fn raw_test_ids(l: Launch, out: *mut i64) {
+                extern "C" {
+                    #[link_name = concat!("rs_host_test_ids_", $sfx)]
+                    fn f(grid: i64, block: i64, out: *mut i64);
+                }
+                unsafe { f(l.grid, l.block, out) }
+            }
+            unsafe fn raw_test_shuffles(l: Launch, out: *mut i64) {
+                extern "C" {
+                    #[link_name = concat!("rs_host_test_shuffles_", $sfx)]
+                    fn f(grid: i64, block: i64, out: *mut i64);
+                }
+                unsafe { f(l.grid, l.block, out) }
+            }
+            unsafe fn raw_test_ballot(l: Launch, pred: *const i32, out: *mut u64) {
+                extern "C" {
+                    #[link_name = concat!("rs_host_test_ballot_", $sfx)]
+                    fn f(grid: i64, block: i64, pred: *const i32, out: *mut u64);
+                }
+                unsafe { f(l.grid, l.block, pred, out) }
+            }
+            unsafe fn raw_test_atomics(
+                l: Launch,
+                reps: i32,
+                counters: *mut i64,
+                fsum: *mut f32,
+                dsum: *mut f64,
+                olds: *mut u64,
+                block_out: *mut i64,
+            ) {
+                extern "C" {
+                    #[link_name = concat!("rs_host_test_atomics_", $sfx)]
+                    fn f(
+                        grid: i64,
+                        block: i64,
+                        reps: i32,
+                        counters: *mut i64,
+                        fsum: *mut f32,
+                        dsum: *mut f64,
+                        olds: *mut u64,
+                        block_out: *mut i64,
+                    );
+                }
+                unsafe { f(l.grid, l.block, reps, counters, fsum, dsum, olds, block_out) }
+            }
+            unsafe fn raw_test_barrier(
+                l: Launch,
+                rounds: i32,
+                garbage: *mut u64,
+                sum: *mut i64,
+                addr: *mut u64,
+            ) {
+                extern "C" {
+                    #[link_name = concat!("rs_host_test_barrier_", $sfx)]
+                    fn f(
+                        grid: i64,
+                        block: i64,
+                        rounds: i32,
+                        garbage: *mut u64,
+                        sum: *mut i64,
+                        addr: *mut u64,
+                    );
+                }
+                unsafe { f(l.grid, l.block, rounds, garbage, sum, addr) }
+            }
+            unsafe fn raw_test_values(l: Launch, out: *mut $v, flags: *mut i32, acc: *mut $v) {
+                extern "C" {
+                    #[link_name = concat!("rs_host_test_values_", $sfx)]
+                    fn f(grid: i64, block: i64, out: *mut $v, flags: *mut i32, acc: *mut $v);
+                }
+                unsafe { f(l.grid, l.block, out, flags, acc) }
+            }
+            unsafe fn raw_test_divergent_sync(l: Launch) {
+                extern "C" {
+                    #[link_name = concat!("rs_host_test_divergent_sync_", $sfx)]
+                    fn f(grid: i64, block: i64);
+                }
+                unsafe { f(l.grid, l.block) }
+            }
+        }
+    };
+}
+for_each_variant!(impl_emulator);
+
+fn threads(l: Launch) -> usize {
+    (l.grid * l.block) as usize
+}
+
+/// `[tid, bid, bdim, gdim, lane]` of every global thread.
+pub fn ids<V: Emulator>(l: Launch) -> Vec<[i64; 5]> {
+    let mut out = vec![[0i64; 5]; threads(l)];
+    unsafe { V::raw_test_ids(l, out.as_mut_ptr().cast()) }
+    out
+}
+
+/// Shuffle tests per type; `out[g][t][k]` is result `k` of type `t` (int,
+/// unsigned, long long, unsigned long long, float, double) in thread `g`,
+/// where thread `g` holds `5 g + 7`. The results, by `k`: `rs_shfl` from
+/// lane `(7 lane + 3) % W`, `lane + W + 1`, `-1`; `rs_shfl_down` by 1, 5,
+/// `W - 1`, `W`; `rs_shfl_xor` with 1, 6, `W - 1`, `W`.
+pub fn shuffles<V: Emulator>(l: Launch) -> Vec<[[i64; 11]; 6]> {
+    let mut out = vec![[[0i64; 11]; 6]; threads(l)];
+    unsafe { V::raw_test_shuffles(l, out.as_mut_ptr().cast()) }
+    out
+}
+
+/// `[ballot(pred[g] != 0), ballot(true), ballot(false), popcll(first)]` per
+/// thread.
+pub fn ballot<V: Emulator>(l: Launch, pred: &[i32]) -> Vec<[u64; 4]> {
+    crate::need("pred", pred, threads(l));
+    let mut out = vec![[0u64; 4]; threads(l)];
+    unsafe { V::raw_test_ballot(l, pred.as_ptr(), out.as_mut_ptr().cast()) }
+    out
+}
+
+/// What `rs_test_atomics` leaves (see launch_emulator.cpp).
+#[derive(Clone, Debug)]
+pub struct AtomicsOut {
+    /// The ten global counters.
+    pub counters: [i64; 10],
+    /// `rs_atomic_add(float)` of 1 by every thread `reps` times.
+    pub fsum: f32,
+    /// `rs_atomic_add(double)` of 1 likewise.
+    pub dsum: f64,
+    /// The old values `rs_atomic_add(unsigned long long)` returned.
+    pub olds: Vec<u64>,
+    /// Per block: its shared int counter and twice its shared double sum.
+    pub block_out: Vec<[i64; 2]>,
+}
+
+/// Every thread adds to shared and global counters `reps` times.
+pub fn atomics<V: Emulator>(l: Launch, reps: i32) -> AtomicsOut {
+    let mut out = AtomicsOut {
+        counters: [0; 10],
+        fsum: 0.0,
+        dsum: 0.0,
+        olds: vec![0; threads(l) * reps as usize],
+        block_out: vec![[0; 2]; l.grid as usize],
+    };
+    out.counters[8] = -1; // u64::MAX for rs_atomic_min
+    out.counters[9] = i64::MIN;
+    unsafe {
+        V::raw_test_atomics(
+            l,
+            reps,
+            out.counters.as_mut_ptr(),
+            &mut out.fsum,
+            &mut out.dsum,
+            out.olds.as_mut_ptr(),
+            out.block_out.as_mut_ptr().cast(),
+        )
+    }
+    out
+}
+
+/// What `rs_test_barrier` leaves, per global thread.
+#[derive(Clone, Debug)]
+pub struct BarrierOut {
+    /// The raw bits of the thread's static and dynamic shared slots before
+    /// the kernel wrote them.
+    pub garbage: Vec<[u64; 2]>,
+    /// The sum of what the thread read from its neighbours' slots.
+    pub sum: Vec<i64>,
+    /// The addresses of the static and dynamic shared arrays it saw.
+    pub addr: Vec<[u64; 2]>,
+}
+
+/// Neighbour exchanges through shared memory, `rounds` times, with a
+/// barrier between writes and reads (`l.shared` is ignored: the launcher
+/// asks for `8 * block` bytes).
+pub fn barrier<V: Emulator>(l: Launch, rounds: i32) -> BarrierOut {
+    let n = threads(l);
+    let mut out = BarrierOut {
+        garbage: vec![[0; 2]; n],
+        sum: vec![0; n],
+        addr: vec![[0; 2]; n],
+    };
+    unsafe {
+        V::raw_test_barrier(
+            l,
+            rounds,
+            out.garbage.as_mut_ptr().cast(),
+            out.sum.as_mut_ptr(),
+            out.addr.as_mut_ptr().cast(),
+        )
+    }
+    out
+}
+
+/// `(a * b + c, zero)`, `[is_zero(zero), is_zero(a)]` and the sum of
+/// `(1, 2)` (or 1) over all threads, by `rs_atomic_add_value`.
+pub fn values<V: Emulator>(l: Launch) -> ([V::Value; 2], [i32; 2], V::Value) {
+    let mut out = [V::Value::default(); 2];
+    let mut flags = [0i32; 2];
+    let mut acc = V::Value::default();
+    unsafe { V::raw_test_values(l, out.as_mut_ptr(), flags.as_mut_ptr(), &mut acc) }
+    (out, flags, acc)
+}
+
+/// A kernel whose threads call `rs_sync` at two different lines: the
+/// emulator aborts the process (used from a child process).
+pub fn divergent_sync<V: Emulator>(l: Launch) {
+    unsafe { V::raw_test_divergent_sync(l) }
+}

@@ -1,0 +1,462 @@
+// kernels/testing/host.h: a GPU emulator for host C++20, included by
+// portability.h when RS_HOST_EMULATION is defined (kernels/README.md,
+// "Host emulation").
+//
+// rs_host::launch(grid, block, dynamic_shared_bytes, [&] { kernel(args...); })
+// starts `block` host threads, one per GPU thread, and runs the blocks one
+// after another with those threads (a block barrier between blocks). Each
+// thread sees its own rs_tid()/rs_bid(); shared memory is one arena per
+// launch, refilled with a garbage pattern at every block start, so a kernel
+// that reads shared memory it did not write fails its tests. Warp operations
+// go through a per-warp exchange buffer and a per-warp barrier; lanes are
+// not in lockstep, so warp-synchronous code without warp operations fails
+// here as it may on a GPU.
+//
+// Misuse aborts with a message: a block size that is not a multiple of
+// RS_WARP (or above 1024), a grid of 0 blocks, threads of a block meeting at
+// different barriers (an rs_sync inside a divergent branch, an early return
+// before an rs_sync), lanes of a warp at different warp operations (or some
+// at an rs_sync), static shared memory beyond 48 KiB, and writes just past
+// the dynamic or static shared memory.
+//
+// Everything is in an unnamed namespace: each translation unit is one
+// variant (RS_VALUE, RS_OFFSET64, RS_INDEX64, RS_WARP) and several link into
+// one test binary.
+#ifndef RS_TESTING_HOST_H
+#define RS_TESTING_HOST_H
+
+#include <atomic>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <source_location>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#ifndef RS_WARP
+#define RS_WARP 32
+#endif
+
+// Host entry points carry the variant's suffix (set by build.rs), e.g.
+// RS_HOST_FN(rs_host_scan_blocks) -> rs_host_scan_blocks_f64_i32_i32_w32.
+#define RS_HOST_CAT2_(a, b) a##_##b
+#define RS_HOST_CAT_(a, b) RS_HOST_CAT2_(a, b)
+#define RS_HOST_FN(name) RS_HOST_CAT_(name, RS_HOST_SUFFIX)
+
+// Kernels are internal to their translation unit (the launch files wrap the
+// .cu files in an unnamed namespace); unused ones are not worth a warning.
+#define RS_GLOBAL [[maybe_unused]]
+#define RS_DEVICE
+#define RS_INLINE inline
+
+// The block's dynamic shared memory (the launch's dynamic_shared_bytes).
+#define RS_DYNAMIC_SHARED(type, name) \
+  type* name = reinterpret_cast<type*>(::rs_host::dynamic_shared())
+// A static shared array: the same slice of the block's arena in every thread
+// and at every pass, keyed by the address of a static local (one per
+// declaration and template instantiation). `name` is a reference to an
+// array, so sizeof(name) works as on a device.
+#define RS_SHARED(type, name, count)                                             \
+  static char rs_shared_key_##name;                                              \
+  type(&name)[count] = *reinterpret_cast<type(*)[count]>(::rs_host::shared_static( \
+      &rs_shared_key_##name, sizeof(type) * (count), alignof(type)))
+
+namespace {
+namespace rs_host {
+
+constexpr int kWarp = RS_WARP;
+constexpr int kMaxBlock = 1024;
+// CUDA's limit for static __shared__ arrays.
+constexpr std::size_t kStaticShared = 48 * 1024;
+constexpr std::size_t kGuard = 64;
+constexpr unsigned char kGuardByte = 0xC3;
+// Shared memory at block start: as f64 a NaN, as f32 a NaN and -0.467, as
+// i32 neither 0 nor -1 (the empty key of hash tables).
+constexpr std::uint64_t kGarbage = 0xFFF4DEADBEEF5A5Aull;
+
+struct Launch;
+struct Warp;
+
+struct ThreadState {
+  Launch* launch = nullptr;
+  Warp* warp = nullptr;
+  int tid = 0;
+  int lane = 0;
+  long long bid = 0;
+  unsigned parity = 0;  // which half of the warp's exchange buffer is next
+  std::vector<std::pair<const void*, std::size_t>> shared_cache;
+};
+thread_local ThreadState tls;
+
+[[noreturn]] [[gnu::format(printf, 1, 2)]] inline void fail(const char* fmt, ...) {
+  std::fprintf(stderr, "rs_host emulator: ");
+  va_list args;
+  va_start(args, fmt);
+  std::vfprintf(stderr, fmt, args);
+  va_end(args);
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+  std::abort();
+}
+
+// What a thread is doing when it arrives at a barrier, and where: the kind
+// in the high 32 bits, the source line in the low ones.
+enum Kind : std::uint32_t {
+  kSync = 1,
+  kBlockEnd,
+  kShfl,
+  kShflDown,
+  kShflXor,
+  kBallot,
+};
+
+inline const char* kind_name(std::uint64_t tag) {
+  switch (tag >> 32) {
+    case kSync:
+      return "rs_sync";
+    case kBlockEnd:
+      return "the end of the kernel";
+    case kShfl:
+      return "rs_shfl";
+    case kShflDown:
+      return "rs_shfl_down";
+    case kShflXor:
+      return "rs_shfl_xor";
+    case kBallot:
+      return "rs_ballot";
+    default:
+      return "?";
+  }
+}
+
+inline std::uint64_t make_tag(Kind kind, const std::source_location& loc) {
+  return (std::uint64_t(kind) << 32) | std::uint64_t(loc.line());
+}
+
+[[noreturn]] inline void mismatch(const char* scope, std::uint64_t first, std::uint64_t mine) {
+  fail("block %lld thread %d (lane %d): %s at line %u met %s at line %u in the same %s "
+       "barrier (divergent barrier or warp operation)",
+       tls.bid, tls.tid, tls.lane, kind_name(mine), unsigned(mine & 0xffffffffu),
+       kind_name(first), unsigned(first & 0xffffffffu), scope);
+}
+
+// A central barrier for n threads that checks that every thread of a phase
+// arrives with the same tag (same operation at the same line).
+class alignas(64) Barrier {
+ public:
+  Barrier(unsigned n, const char* scope) : n_(n), scope_(scope) {}
+
+  // Arrives and waits until all n threads arrived; the last one runs
+  // `last()` before releasing the others.
+  template <class Last>
+  void arrive_and_wait(std::uint64_t tag, Last&& last) {
+    const std::uint32_t gen = gen_.load(std::memory_order_acquire);
+    if (arrive(tag, last)) return;
+    while (gen_.load(std::memory_order_acquire) == gen) gen_.wait(gen, std::memory_order_acquire);
+  }
+
+  // Arrives without waiting (marks a phase in which the thread does no
+  // exchange, so that lanes still inside a warp operation are reported).
+  void arrive_only(std::uint64_t tag) {
+    arrive(tag, [] {});
+  }
+
+ private:
+  template <class Last>
+  bool arrive(std::uint64_t tag, Last&& last) {
+    std::uint64_t first = 0;
+    if (!tag_.compare_exchange_strong(first, tag, std::memory_order_acq_rel) && first != tag)
+      mismatch(scope_, first, tag);
+    if (count_.fetch_add(1, std::memory_order_acq_rel) + 1 != n_) return false;
+    count_.store(0, std::memory_order_relaxed);
+    tag_.store(0, std::memory_order_relaxed);
+    last();
+    gen_.fetch_add(1, std::memory_order_acq_rel);
+    gen_.notify_all();
+    return true;
+  }
+
+  std::atomic<std::uint32_t> count_{0};
+  std::atomic<std::uint32_t> gen_{0};
+  std::atomic<std::uint64_t> tag_{0};
+  const unsigned n_;
+  const char* scope_;
+};
+
+struct alignas(64) Warp {
+  Warp() : bar(kWarp, "warp") {}
+  Barrier bar;
+  // Double-buffered by the lanes' parity: one barrier per operation is
+  // enough, because a lane can only overwrite a half after every lane has
+  // passed the next operation's barrier, hence finished reading it.
+  std::uint64_t slot[2][kWarp];
+};
+
+struct Launch {
+  Launch(long long grid_, int block_, std::size_t dyn_)
+      : grid(grid_), block(block_), dyn(dyn_), block_bar(unsigned(block_), "block") {
+    dyn_padded = (dyn + 15) / 16 * 16;
+    size = dyn_padded + kGuard + kStaticShared + kGuard;
+    arena.reset(new (std::align_val_t(64)) unsigned char[size]);
+    dynamic = arena.get();
+    statics = arena.get() + dyn_padded + kGuard;
+    warps.reset(new Warp[std::size_t(block / kWarp)]);
+    fill();
+  }
+
+  struct ArenaDelete {
+    void operator()(unsigned char* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+
+  void fill() {
+    for (std::size_t i = 0; i + 8 <= size; i += 8) std::memcpy(arena.get() + i, &kGarbage, 8);
+    std::memset(dynamic + dyn, kGuardByte, dyn_padded + kGuard - dyn);
+    std::memset(statics + kStaticShared, kGuardByte, kGuard);
+  }
+
+  void check_guards(long long bid) const {
+    for (std::size_t i = dyn; i < dyn_padded + kGuard; ++i)
+      if (dynamic[i] != kGuardByte)
+        fail("block %lld wrote byte %zu of dynamic shared memory, which has %zu bytes", bid, i,
+             dyn);
+    for (std::size_t i = 0; i < kGuard; ++i)
+      if (statics[kStaticShared + i] != kGuardByte)
+        fail("block %lld wrote past the %zu bytes of static shared memory", bid, kStaticShared);
+  }
+
+  const long long grid;
+  const int block;
+  const std::size_t dyn;
+  std::size_t dyn_padded = 0;
+  std::size_t size = 0;
+  std::unique_ptr<unsigned char[], ArenaDelete> arena;
+  unsigned char* dynamic = nullptr;
+  unsigned char* statics = nullptr;
+  Barrier block_bar;
+  std::unique_ptr<Warp[]> warps;
+  // Static shared arrays: declaration key -> offset in `statics`, the same
+  // for all threads and blocks of the launch.
+  std::mutex shared_mutex;
+  std::vector<std::pair<const void*, std::size_t>> shared_map;
+  std::size_t shared_used = 0;
+};
+
+inline Launch& current() {
+  Launch* l = tls.launch;
+  if (l == nullptr) fail("a kernel primitive was called outside rs_host::launch");
+  return *l;
+}
+
+inline void* dynamic_shared() { return current().dynamic; }
+
+inline void* shared_static(const void* key, std::size_t bytes, std::size_t align) {
+  Launch& l = current();
+  for (const auto& e : tls.shared_cache)
+    if (e.first == key) return l.statics + e.second;
+  std::size_t offset = 0;
+  {
+    std::lock_guard<std::mutex> lock(l.shared_mutex);
+    bool found = false;
+    for (const auto& e : l.shared_map)
+      if (e.first == key) {
+        offset = e.second;
+        found = true;
+      }
+    if (!found) {
+      const std::size_t a = align < 16 ? 16 : align;
+      offset = (l.shared_used + a - 1) / a * a;
+      if (offset + bytes > kStaticShared)
+        fail("static shared memory (RS_SHARED) exceeds %zu bytes", kStaticShared);
+      l.shared_map.emplace_back(key, offset);
+      l.shared_used = offset + bytes;
+    }
+  }
+  tls.shared_cache.emplace_back(key, offset);
+  return l.statics + offset;
+}
+
+inline void end_block() {
+  Launch& l = *tls.launch;
+  const std::uint64_t tag = std::uint64_t(kBlockEnd) << 32;
+  tls.warp->bar.arrive_only(tag);
+  const long long bid = tls.bid;
+  l.block_bar.arrive_and_wait(tag, [&l, bid] {
+    l.check_guards(bid);
+    l.fill();
+  });
+}
+
+// Runs `body` (which calls one kernel) on a grid of `grid` blocks of `block`
+// threads with `dynamic_shared_bytes` of dynamic shared memory; returns when
+// every block finished.
+template <class Body>
+void launch(long long grid, long long block, long long dynamic_shared_bytes, Body&& body) {
+  if (grid < 1) fail("launch with a grid of %lld blocks (CUDA rejects grids below 1)", grid);
+  if (block < kWarp || block > kMaxBlock || block % kWarp != 0)
+    fail("launch with a block of %lld threads: it must be a multiple of RS_WARP = %d, at most %d",
+         block, kWarp, kMaxBlock);
+  if (dynamic_shared_bytes < 0)
+    fail("launch with %lld bytes of dynamic shared memory", dynamic_shared_bytes);
+  Launch l(grid, int(block), std::size_t(dynamic_shared_bytes));
+  std::vector<std::thread> threads;
+  threads.reserve(std::size_t(block));
+  for (int t = 0; t < int(block); ++t) {
+    threads.emplace_back([&l, &body, t] {
+      tls.launch = &l;
+      tls.tid = t;
+      tls.lane = t % kWarp;
+      tls.warp = &l.warps[std::size_t(t / kWarp)];
+      tls.parity = 0;
+      tls.shared_cache.clear();
+      for (long long b = 0; b < l.grid; ++b) {
+        tls.bid = b;
+        body();
+        end_block();
+      }
+      tls.launch = nullptr;
+      tls.warp = nullptr;
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+// One warp exchange: every lane publishes `v`, then reads lane `pick(lane)`.
+template <class T, class Pick>
+T exchange(T v, Kind kind, const std::source_location& loc, Pick pick) {
+  static_assert(std::is_same_v<T, int> || std::is_same_v<T, unsigned> ||
+                    std::is_same_v<T, long long> || std::is_same_v<T, unsigned long long> ||
+                    std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "warp shuffles take int, unsigned, long long, unsigned long long, float, double");
+  ThreadState& t = tls;
+  Warp& w = *t.warp;
+  std::uint64_t* slot = w.slot[t.parity];
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  slot[t.lane] = bits;
+  w.bar.arrive_and_wait(make_tag(kind, loc), [] {});
+  t.parity ^= 1u;
+  T out;
+  std::memcpy(&out, &slot[pick(t.lane)], sizeof(T));
+  return out;
+}
+
+// Generic atomics through GCC's builtins (lock-free for 4 and 8 bytes).
+template <class T>
+T cas(T* p, T cmp, T val) {
+  __atomic_compare_exchange(p, &cmp, &val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return cmp;  // the old value, whether or not it was replaced
+}
+template <class T, class F>
+T update(T* p, F f) {
+  T old;
+  __atomic_load(p, &old, __ATOMIC_RELAXED);
+  for (;;) {
+    T val = f(old);
+    if (__atomic_compare_exchange(p, &old, &val, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+      return old;
+  }
+}
+
+}  // namespace rs_host
+
+// ---- the portability.h API ----------------------------------------------
+
+inline int rs_tid() { return rs_host::tls.tid; }
+inline long long rs_bid() { return rs_host::tls.bid; }
+inline int rs_bdim() { return rs_host::current().block; }
+inline long long rs_gdim() { return rs_host::current().grid; }
+inline int rs_lane() { return rs_host::tls.lane; }
+
+inline void rs_sync(std::source_location loc = std::source_location::current()) {
+  const std::uint64_t tag = rs_host::make_tag(rs_host::kSync, loc);
+  rs_host::tls.warp->bar.arrive_only(tag);
+  rs_host::current().block_bar.arrive_and_wait(tag, [] {});
+}
+
+inline int rs_atomic_cas(int* p, int c, int v) { return rs_host::cas(p, c, v); }
+inline unsigned rs_atomic_cas(unsigned* p, unsigned c, unsigned v) {
+  return rs_host::cas(p, c, v);
+}
+inline unsigned long long rs_atomic_cas(unsigned long long* p, unsigned long long c,
+                                        unsigned long long v) {
+  return rs_host::cas(p, c, v);
+}
+inline long long rs_atomic_cas(long long* p, long long c, long long v) {
+  return rs_host::cas(p, c, v);
+}
+
+inline int rs_atomic_add(int* p, int v) {
+  // Wrapping, as on a GPU (signed overflow in an atomic is defined here).
+  return int(__atomic_fetch_add(reinterpret_cast<unsigned*>(p), unsigned(v), __ATOMIC_SEQ_CST));
+}
+inline unsigned rs_atomic_add(unsigned* p, unsigned v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+inline unsigned long long rs_atomic_add(unsigned long long* p, unsigned long long v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+inline long long rs_atomic_add(long long* p, long long v) {
+  return (long long)__atomic_fetch_add(reinterpret_cast<unsigned long long*>(p),
+                                       (unsigned long long)v, __ATOMIC_SEQ_CST);
+}
+inline float rs_atomic_add(float* p, float v) {
+  return rs_host::update(p, [v](float old) { return old + v; });
+}
+inline double rs_atomic_add(double* p, double v) {
+  return rs_host::update(p, [v](double old) { return old + v; });
+}
+inline unsigned long long rs_atomic_min(unsigned long long* p, unsigned long long v) {
+  return rs_host::update(p, [v](unsigned long long old) { return old < v ? old : v; });
+}
+inline long long rs_atomic_max(long long* p, long long v) {
+  return rs_host::update(p, [v](long long old) { return old > v ? old : v; });
+}
+
+// Shuffles as on CUDA: rs_shfl takes the source lane modulo RS_WARP;
+// rs_shfl_down and rs_shfl_xor return the caller's own value when the
+// source lane is outside the warp.
+template <class T>
+T rs_shfl(T v, int src_lane, std::source_location loc = std::source_location::current()) {
+  return rs_host::exchange(v, rs_host::kShfl, loc,
+                           [src_lane](int) { return src_lane & (rs_host::kWarp - 1); });
+}
+template <class T>
+T rs_shfl_down(T v, unsigned delta, std::source_location loc = std::source_location::current()) {
+  return rs_host::exchange(v, rs_host::kShflDown, loc, [delta](int lane) {
+    return delta < unsigned(rs_host::kWarp - lane) ? lane + int(delta) : lane;
+  });
+}
+template <class T>
+T rs_shfl_xor(T v, int mask, std::source_location loc = std::source_location::current()) {
+  return rs_host::exchange(v, rs_host::kShflXor, loc, [mask](int lane) {
+    const int src = lane ^ mask;
+    return src >= 0 && src < rs_host::kWarp ? src : lane;
+  });
+}
+
+inline unsigned long long rs_ballot(bool pred,
+                                    std::source_location loc = std::source_location::current()) {
+  rs_host::ThreadState& t = rs_host::tls;
+  rs_host::Warp& w = *t.warp;
+  std::uint64_t* slot = w.slot[t.parity];
+  slot[t.lane] = pred ? 1 : 0;
+  w.bar.arrive_and_wait(rs_host::make_tag(rs_host::kBallot, loc), [] {});
+  t.parity ^= 1u;
+  unsigned long long mask = 0;
+  for (int l = 0; l < rs_host::kWarp; ++l) mask |= (unsigned long long)(slot[l] & 1u) << l;
+  return mask;
+}
+
+inline int rs_popcll(unsigned long long x) { return __builtin_popcountll(x); }
+
+}  // namespace
+
+#endif  // RS_TESTING_HOST_H
