@@ -1,0 +1,575 @@
+/* kernels/numeric.cu: columns and values of C's rows (OpSparse's numeric
+ * step, seed 002 §5.2/5.6, with seed 004's direct path and bitonic sort).
+ *
+ *   rs_numeric_shared  (column, value) hash tables in shared memory, several
+ *                      rows per block when team < block;
+ *   rs_numeric_global  one block per row, tables in global memory: the rows
+ *                      too long for shared memory (10^4 entries, 10^6
+ *                      products and more);
+ *   rs_numeric_single  rows of A with one entry: C's row is a scaled copy of
+ *                      B's row (B canonical).
+ *
+ * Each hashed row goes through three phases:
+ *   hash      (column, product) pairs into the table, linear probing with
+ *             ONE atomicCAS per probe (Algorithm 5): old = CAS(key slot, -1,
+ *             col); old == -1 or old == col: add the product to the value
+ *             slot (atomically; plainly in the deterministic mode); else the
+ *             next slot;
+ *   condense  the occupied slots are moved to the front of the table: a
+ *             shared counter bumped once per warp (one row per block), or
+ *             ballots and popcounts (teams of at most a warp, no atomics);
+ *   sort      by column: a bitonic sorting network over the next power of
+ *             two >= the row's nnz, the missing positions acting as +inf
+ *             keys (tables of 64 and more); a rank sort, in which each entry
+ *             counts the smaller keys of its (uncondensed) table and writes
+ *             itself to C at that rank, for the small per-team tables.
+ * Then c_cols = col + c_base, c_vals = alpha * sum (+ beta * old value)
+ * at c_offsets[row] onwards.
+ *
+ * Deterministic modes (the bits of C do not depend on timing):
+ *   deterministic = 1  the entries of A's row are taken one after another
+ *                      with a block barrier between them, the team splitting
+ *                      each B row; as a column appears once per B row, each
+ *                      value slot has one writer per step and plain adds
+ *                      form every sum in A's order. Needs B without
+ *                      repeated columns in a row.
+ *   deterministic = 2  for B that may repeat a column in a row: one thread
+ *                      of the team accumulates the row alone (A's order,
+ *                      then B's), plain adds; the team still condenses,
+ *                      sorts and writes. (team = 1 with mode 1 is the same.)
+ */
+#ifndef RS_AMALGAMATED
+#include "portability.h"
+#endif
+
+/* ---- helpers shared by setup.cu, symbolic.cu and numeric.cu ------------ *
+ * The block between the RSH_COMMON_ guards is identical in the three files
+ * (a host test compares them), so that any one of them compiles alone and
+ * any order of concatenation compiles.                                      */
+#ifndef RSH_COMMON_
+#define RSH_COMMON_
+
+/* op(X) in CSR, as rs_csr but templated on the value, offset and index
+ * types the kernels are written for. */
+template <class V, class O, class I>
+struct rsh_csr {
+  const O* rows;
+  const I* cols;
+  const V* vals;
+  long long nrows, ncols, nnz;
+  int base;
+};
+
+RS_DEVICE RS_INLINE rsh_csr<value_t, offset_t, index_t> rsh_view(const rs_csr& x) {
+  rsh_csr<value_t, offset_t, index_t> v;
+  v.rows = x.rows;
+  v.cols = x.cols;
+  v.vals = x.vals;
+  v.nrows = x.nrows;
+  v.ncols = x.ncols;
+  v.nnz = x.nnz;
+  v.base = x.base;
+  return v;
+}
+
+/* The unsigned type of an index (empty keys, -1, compare as the largest). */
+template <class I>
+struct rsh_unsigned;
+template <>
+struct rsh_unsigned<int> {
+  typedef unsigned type;
+};
+template <>
+struct rsh_unsigned<long long> {
+  typedef unsigned long long type;
+};
+
+/* Multiplicative hash of a column (nsparse's scale 107): the slot is this
+ * modulo the table size. 107 is odd, so consecutive columns land 107 slots
+ * apart and 32 consecutive columns hit 32 different banks. */
+RS_DEVICE RS_INLINE unsigned rsh_hash(int key) { return (unsigned)key * 107u; }
+RS_DEVICE RS_INLINE unsigned long long rsh_hash(long long key) {
+  return (unsigned long long)key * 107ull;
+}
+
+/* Smallest power of two >= x (x >= 1). */
+RS_DEVICE RS_INLINE long long rsh_pow2_ceil(long long x) {
+  long long p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+/* log2 of a power of two. */
+RS_DEVICE RS_INLINE int rsh_log2(long long p) {
+  int l = 0;
+  while ((1ll << l) < p) ++l;
+  return l;
+}
+
+/* Position of the lowest set bit of a nonzero mask. */
+RS_DEVICE RS_INLINE int rsh_lowest_bit(unsigned long long x) {
+  return rs_popcll((x & (~x + 1ull)) - 1ull);
+}
+
+/* Sum over the whole warp (all lanes active). */
+RS_DEVICE RS_INLINE long long rsh_warp_sum(long long v) {
+  for (int d = RS_WARP / 2; d > 0; d >>= 1) v += rs_shfl_xor(v, d);
+  return v;
+}
+
+/* Zero-based range [lo, hi) of row r of x. */
+template <class V, class O, class I>
+RS_DEVICE RS_INLINE void rsh_row(const rsh_csr<V, O, I>& x, long long r, long long& lo,
+                                 long long& hi) {
+  lo = (long long)x.rows[r] - x.base;
+  hi = (long long)x.rows[r + 1] - x.base;
+}
+
+/* Threads per B row of the global kernels, which have no `group` argument:
+ * about eight entries of an average B row per thread (seed 004), a power of
+ * two from 2 to RS_WARP. */
+template <class V, class O, class I>
+RS_DEVICE RS_INLINE int rsh_global_group(const rsh_csr<V, O, I>& b) {
+  const long long mean = b.nrows > 0 ? (b.nnz + b.nrows - 1) / b.nrows : 1;
+  const long long want = (mean + 7) / 8;
+  long long g = rsh_pow2_ceil(want > 0 ? want : 1);
+  if (g < 2) g = 2;
+  if (g > RS_WARP) g = RS_WARP;
+  return (int)g;
+}
+
+#endif /* RSH_COMMON_ */
+/* ------------------------------------------------------------------------ */
+
+/* Adds v to the value of `key` in the table (`size` slots, `pow2` as in
+ * symbolic.cu): one atomicCAS per probe. PLAIN: the caller guarantees it is
+ * the only writer of this key's value (deterministic mode). A full table
+ * without the key drops the product (cannot happen when the table has at
+ * least the row's nnz slots). */
+template <bool PLAIN, class S, class I, class V>
+RS_DEVICE RS_INLINE void rsh_insert_pair(I* keys, V* vals, S size, bool pow2, I key, V v) {
+  S h = pow2 ? ((S)rsh_hash(key) & (size - 1)) : (S)(rsh_hash(key) % size);
+  for (S p = 0; p < size; ++p) {
+    const I old = rs_atomic_cas(keys + h, (I)-1, key);
+    if (old == (I)-1 || old == key) {
+      if (PLAIN)
+        vals[h] = vals[h] + v;
+      else
+        rs_atomic_add_value(vals + h, v);
+      return;
+    }
+    h = h + 1 == size ? 0 : h + 1;
+  }
+}
+
+/* Hash phase of row `row`, thread t of `team`, g threads per B row (team /
+ * g entries of A at once, each B row read by g consecutive threads). */
+template <class S, class V, class O, class I>
+RS_DEVICE RS_INLINE void rsh_accumulate_row(const rsh_csr<V, O, I>& a, const rsh_csr<V, O, I>& b,
+                                            long long row, I* keys, V* vals, S size, bool pow2,
+                                            int t, int team, int g) {
+  const int sub = t / g, l = t % g, nsub = team / g;
+  long long alo, ahi;
+  rsh_row(a, row, alo, ahi);
+  for (long long ka = alo + sub; ka < ahi; ka += nsub) {
+    const V av = a.vals[ka];
+    const long long c = (long long)a.cols[ka] - a.base;
+    long long blo, bhi;
+    rsh_row(b, c, blo, bhi);
+    for (long long kb = blo + l; kb < bhi; kb += g)
+      rsh_insert_pair<false>(keys, vals, size, pow2, (I)(b.cols[kb] - b.base), av * b.vals[kb]);
+  }
+}
+
+/* Deterministic step: entry ka of A times its B row, split over the team,
+ * plain adds. */
+template <class S, class V, class O, class I>
+RS_DEVICE RS_INLINE void rsh_accumulate_entry(const rsh_csr<V, O, I>& a,
+                                              const rsh_csr<V, O, I>& b, long long ka, I* keys,
+                                              V* vals, S size, bool pow2, int t, int team) {
+  const V av = a.vals[ka];
+  const long long c = (long long)a.cols[ka] - a.base;
+  long long blo, bhi;
+  rsh_row(b, c, blo, bhi);
+  for (long long kb = blo + t; kb < bhi; kb += team)
+    rsh_insert_pair<true>(keys, vals, size, pow2, (I)(b.cols[kb] - b.base), av * b.vals[kb]);
+}
+
+/* Condense with the whole block on one table: chunks of block size; each
+ * chunk is read, then (after a barrier, so no slot is overwritten before it
+ * is read) every warp reserves its occupied slots with one atomicAdd on the
+ * shared `counter` (zero, and the zero visible, on entry) and writes them at
+ * counter's old value + its rank in the warp's ballot. Writes of chunk c go
+ * below the number of occupied slots in chunks 0..c, slots already read.
+ * Returns the number of occupied slots. Every thread of the block calls it. */
+template <class S, class I, class V>
+RS_DEVICE long long rsh_condense_block(I* keys, V* vals, S size, long long* counter) {
+  const int tid = rs_tid(), lane = rs_lane();
+  const S bdim = (S)rs_bdim();
+  for (S base = 0; base < size; base += bdim) {
+    const S s = base + (S)tid;
+    I key = (I)-1;
+    V v = rs_zero<V>();
+    if (s < size) {
+      key = keys[s];
+      v = vals[s];
+    }
+    rs_sync();
+    const bool full = key != (I)-1;
+    const unsigned long long bal = rs_ballot(full);
+    long long at = 0;
+    if (lane == 0 && bal != 0ull) at = rs_atomic_add(counter, (long long)rs_popcll(bal));
+    at = rs_shfl(at, 0);
+    if (full) {
+      at += rs_popcll(bal & ((1ull << lane) - 1ull));
+      keys[at] = key;
+      vals[at] = v;
+    }
+  }
+  rs_sync();
+  return *counter;
+}
+
+/* Condense of a team of at most a warp (teams aligned in the warp), with
+ * ballots only: chunk by chunk, each occupied slot goes to the team's count
+ * so far + its rank in the team's ballot bits. The ballot is reached by every
+ * lane after its read of the chunk, so writes (at or below the slots of this
+ * and earlier chunks) cannot overtake a read. Returns the count. Every
+ * thread of the warp calls it (same `size` and `team`). */
+template <class I, class V>
+RS_DEVICE long long rsh_condense_team(I* keys, V* vals, unsigned size, int t, int team) {
+  const int first_lane = rs_lane() - t;
+  const unsigned long long team_bits = team >= 64 ? ~0ull : ((1ull << team) - 1ull);
+  long long run = 0;
+  for (unsigned base = 0; base < size; base += (unsigned)team) {
+    const unsigned s = base + (unsigned)t;
+    I key = (I)-1;
+    V v = rs_zero<V>();
+    if (s < size) {
+      key = keys[s];
+      v = vals[s];
+    }
+    const bool full = key != (I)-1;
+    const unsigned long long bits = (rs_ballot(full) >> first_lane) & team_bits;
+    if (full) {
+      const long long at = run + rs_popcll(bits & ((1ull << t) - 1ull));
+      keys[at] = key;
+      vals[at] = v;
+    }
+    run += rs_popcll(bits);
+  }
+  return run;
+}
+
+/* Bitonic sort of keys[0..n) (with their values) by unsigned key (-1 last),
+ * in place, by `nthreads` threads (this is thread t) with a block barrier
+ * after each step. `len` is a power of two >= n, the same in the whole block
+ * (every thread of the block calls this with it, whatever its n). The
+ * network is the one whose first step of each stage compares mirrored
+ * positions, so every comparator puts the smaller key at the lower
+ * position; positions >= n behave as +inf keys and their comparators are
+ * skipped, which sorts any n without padding. */
+template <class I, class V>
+RS_DEVICE void rsh_bitonic(I* keys, V* vals, long long n, long long len, long long t,
+                           long long nthreads) {
+  typedef typename rsh_unsigned<I>::type U;
+  const long long half = len >> 1;
+  int lk = 1;
+  for (long long k = 2; k <= len; k <<= 1, ++lk) {
+    int lj = lk - 1;
+    for (long long j = k >> 1; j > 0; j >>= 1, --lj) {
+      const bool mirror = j == (k >> 1);
+      for (long long p = t; p < half; p += nthreads) {
+        const long long r = p & (j - 1);
+        const long long lo = ((p >> lj) << (lj + 1)) + r;
+        const long long hi = mirror ? lo + 2 * (j - r) - 1 : lo + j;
+        if (hi < n) {
+          const I kl = keys[lo], kh = keys[hi];
+          if ((U)kh < (U)kl) {
+            const V vl = vals[lo];
+            keys[lo] = kh;
+            keys[hi] = kl;
+            vals[lo] = vals[hi];
+            vals[hi] = vl;
+          }
+        }
+      }
+      rs_sync();
+    }
+  }
+}
+
+/* C's value of a sum: alpha * sum (+ beta * the value already there). */
+template <class V>
+RS_DEVICE RS_INLINE V rsh_out(V sum, V alpha, V beta, bool use_beta, const V* old) {
+  V v = alpha * sum;
+  if (use_beta) v = v + beta * *old;
+  return v;
+}
+
+/* Writes the first min(n, c_len) entries of a sorted table to C. */
+template <class I, class V>
+RS_DEVICE RS_INLINE void rsh_write_sorted(const I* keys, const V* vals, long long n,
+                                          long long c_lo, long long c_len, I* c_cols, V* c_vals,
+                                          int c_base, V alpha, V beta, bool use_beta, long long t,
+                                          long long nthreads) {
+  const long long nout = n < c_len ? n : c_len;
+  for (long long e = t; e < nout; e += nthreads) {
+    const I key = keys[e];
+    if (key == (I)-1) continue;
+    c_cols[c_lo + e] = (I)(key + c_base);
+    c_vals[c_lo + e] = rsh_out(vals[e], alpha, beta, use_beta, c_vals + c_lo + e);
+  }
+}
+
+/* Rank sort of a small uncondensed table straight into C: each occupied
+ * slot counts the smaller keys (empty slots compare as the largest) and
+ * writes itself at that rank. Each lane starts its scan at its own slot so
+ * that the teams of a warp read different banks. */
+template <class I, class V>
+RS_DEVICE RS_INLINE void rsh_rank_write(const I* keys, const V* vals, unsigned size, int t,
+                                        int team, long long c_lo, long long c_len, I* c_cols,
+                                        V* c_vals, int c_base, V alpha, V beta, bool use_beta) {
+  typedef typename rsh_unsigned<I>::type U;
+  const unsigned start = (unsigned)rs_lane() % size;
+  for (unsigned s = (unsigned)t; s < size; s += (unsigned)team) {
+    const I key = keys[s];
+    if (key == (I)-1) continue;
+    long long rank = 0;
+    unsigned j = start;
+    for (unsigned i = 0; i < size; ++i) {
+      rank += (U)keys[j] < (U)key ? 1 : 0;
+      j = j + 1 == size ? 0 : j + 1;
+    }
+    if (rank < c_len) {
+      c_cols[c_lo + rank] = (I)(key + c_base);
+      c_vals[c_lo + rank] = rsh_out(vals[s], alpha, beta, use_beta, c_vals + c_lo + rank);
+    }
+  }
+}
+
+/* rs_numeric_shared: C's row for each listed row (nnz(row) = c_offsets[row
+ * + 1] - c_offsets[row], zero-based long long offsets).
+ *
+ * Launch: block = (rows per block) * team, a multiple of RS_WARP; grid any
+ * (grid-stride); dynamic shared = rows per block * table_size *
+ * (sizeof(index_t) + sizeof(value_t)) + 16 bytes. team: power of two <=
+ * block; group: power of two (clamped to team); table_size (any size, a
+ * power of two probes with a mask) >= the nnz of every listed row. Shared
+ * layout: 16 bytes of counters, then the value tables and the key tables,
+ * the array of the wider type first (alignment); table r for the block's
+ * r-th row. Tables below 64 slots are rank-sorted; larger ones are
+ * condensed (block counter when team == block, ballots when team <=
+ * RS_WARP; not at all otherwise, sorting the whole table) and
+ * bitonic-sorted. alpha, beta: device pointers to one value each. */
+template <class V, class O, class I>
+RS_DEVICE void rsh_numeric_shared(const unsigned* rows, long long count,
+                                  const rsh_csr<V, O, I> a, const rsh_csr<V, O, I> b,
+                                  const V* alpha_p, const V* beta_p, const long long* c_offsets,
+                                  I* c_cols, V* c_vals, int c_base, long long table_size,
+                                  int team, int group, int deterministic) {
+  RS_DYNAMIC_SHARED(long long, counters);
+  const int tid = rs_tid(), bdim = rs_bdim();
+  const int rpb = bdim / team;
+  const int slot = tid / team, t = tid % team;
+  const int g = group < 1 ? 1 : (group < team ? group : team);
+  const unsigned size = (unsigned)table_size;
+  const bool pow2 = (size & (size - 1u)) == 0u;
+  const long long slots = (long long)rpb * table_size;
+  V* vals;
+  I* keys;
+  if (sizeof(V) >= sizeof(I)) {
+    vals = reinterpret_cast<V*>(counters + 2);
+    keys = reinterpret_cast<I*>(vals + slots);
+  } else {
+    keys = reinterpret_cast<I*>(counters + 2);
+    vals = reinterpret_cast<V*>(keys + slots);
+  }
+  I* const my_keys = keys + (long long)slot * table_size;
+  V* const my_vals = vals + (long long)slot * table_size;
+  const V alpha = *alpha_p, beta = *beta_p;
+  const bool use_beta = !rs_is_zero(beta);
+  for (long long first = rs_bid() * rpb; first < count; first += rs_gdim() * rpb) {
+    const long long k = first + slot;
+    const bool valid = k < count;
+    const long long row = valid ? (long long)rows[k] : 0;
+    for (unsigned s = (unsigned)t; s < size; s += (unsigned)team) {
+      my_keys[s] = (I)-1;
+      my_vals[s] = rs_zero<V>();
+    }
+    if (tid == 0) {
+      counters[0] = 0;
+      counters[1] = 0;
+    }
+    rs_sync();
+
+    /* hash */
+    long long alo = 0, ahi = 0;
+    if (valid) rsh_row(a, row, alo, ahi);
+    if (!deterministic) {
+      if (valid) rsh_accumulate_row(a, b, row, my_keys, my_vals, size, pow2, t, team, g);
+    } else if (deterministic == 2 || team == 1) {
+      if (t == 0)
+        for (long long ka = alo; ka < ahi; ++ka)
+          rsh_accumulate_entry(a, b, ka, my_keys, my_vals, size, pow2, 0, 1);
+    } else {
+      if (valid && t == 0) rs_atomic_max(&counters[0], ahi - alo);
+      rs_sync();
+      const long long steps = counters[0];
+      for (long long j = 0; j < steps; ++j) {
+        if (alo + j < ahi)
+          rsh_accumulate_entry(a, b, alo + j, my_keys, my_vals, size, pow2, t, team);
+        rs_sync();
+      }
+    }
+    rs_sync();
+
+    /* condense, sort, write */
+    long long c_lo = 0, c_len = 0;
+    if (valid) {
+      c_lo = c_offsets[row];
+      c_len = c_offsets[row + 1] - c_lo;
+    }
+    if (size < 64u) {
+      if (valid)
+        rsh_rank_write(my_keys, my_vals, size, t, team, c_lo, c_len, c_cols, c_vals, c_base,
+                       alpha, beta, use_beta);
+    } else {
+      long long n, len;
+      if (team == bdim) {
+        n = rsh_condense_block(my_keys, my_vals, size, &counters[1]);
+        len = rsh_pow2_ceil(n);
+      } else if (team <= RS_WARP) {
+        n = rsh_condense_team(my_keys, my_vals, size, t, team);
+        if (t == 0 && n > 0) rs_atomic_max(&counters[1], n);
+        rs_sync();
+        len = rsh_pow2_ceil(counters[1]);
+      } else {
+        n = valid ? (long long)size : 0;
+        len = rsh_pow2_ceil((long long)size);
+      }
+      rsh_bitonic(my_keys, my_vals, n, len, t, team);
+      if (valid)
+        rsh_write_sorted(my_keys, my_vals, n, c_lo, c_len, c_cols, c_vals, c_base, alpha, beta,
+                         use_beta, t, team);
+    }
+    rs_sync();
+  }
+}
+
+/* rs_numeric_global: the same for one listed row per block (grid-stride over
+ * the list), with row k's tables at key_tables / val_tables[table_offsets[k]
+ * .. table_offsets[k + 1]) in global memory (any size >= the row's nnz; the
+ * planner uses a power of two >= 2 nnz), initialised here. Condense with a
+ * shared counter, then a bitonic sort in global memory with block barriers.
+ * Launch: block a multiple of RS_WARP (up to 1024), no dynamic shared
+ * memory. Threads per B row: rsh_global_group. */
+template <class V, class O, class I>
+RS_DEVICE void rsh_numeric_global(const unsigned* rows, long long count,
+                                  const rsh_csr<V, O, I> a, const rsh_csr<V, O, I> b,
+                                  const V* alpha_p, const V* beta_p, const long long* c_offsets,
+                                  I* c_cols, V* c_vals, int c_base, const long long* table_offsets,
+                                  I* key_tables, V* val_tables, int deterministic) {
+  RS_SHARED(long long, counters, 2);
+  const int tid = rs_tid(), bdim = rs_bdim();
+  const int g = rsh_global_group(b);
+  const V alpha = *alpha_p, beta = *beta_p;
+  const bool use_beta = !rs_is_zero(beta);
+  for (long long k = rs_bid(); k < count; k += rs_gdim()) {
+    const long long row = (long long)rows[k];
+    const long long off = table_offsets[k];
+    const unsigned long long size = (unsigned long long)(table_offsets[k + 1] - off);
+    const bool pow2 = (size & (size - 1ull)) == 0ull;
+    I* const keys = key_tables + off;
+    V* const vals = val_tables + off;
+    for (unsigned long long s = (unsigned long long)tid; s < size; s += (unsigned long long)bdim) {
+      keys[s] = (I)-1;
+      vals[s] = rs_zero<V>();
+    }
+    if (tid == 0) counters[1] = 0;
+    rs_sync();
+
+    long long alo, ahi;
+    rsh_row(a, row, alo, ahi);
+    if (size > 0) {
+      if (!deterministic) {
+        rsh_accumulate_row(a, b, row, keys, vals, size, pow2, tid, bdim, g);
+      } else if (deterministic == 2) {
+        if (tid == 0)
+          for (long long ka = alo; ka < ahi; ++ka)
+            rsh_accumulate_entry(a, b, ka, keys, vals, size, pow2, 0, 1);
+      } else {
+        for (long long ka = alo; ka < ahi; ++ka) {
+          rsh_accumulate_entry(a, b, ka, keys, vals, size, pow2, tid, bdim);
+          rs_sync();
+        }
+      }
+    }
+    rs_sync();
+
+    const long long n = rsh_condense_block(keys, vals, size, &counters[1]);
+    rsh_bitonic(keys, vals, n, rsh_pow2_ceil(n), tid, bdim);
+    const long long c_lo = c_offsets[row];
+    rsh_write_sorted(keys, vals, n, c_lo, c_offsets[row + 1] - c_lo, c_cols, c_vals, c_base,
+                     alpha, beta, use_beta, tid, bdim);
+    rs_sync();
+  }
+}
+
+/* rs_numeric_single: rows of A with exactly one entry (a, c) and B without
+ * repeated or unsorted columns: C's row = alpha * (a * B's row c) (+ beta *
+ * old), written in B's order. Launch: grid-stride, a warp per listed row
+ * (lanes stride over B's row, coalesced), any block, no shared memory. */
+template <class V, class O, class I>
+RS_DEVICE void rsh_numeric_single(const unsigned* rows, long long count,
+                                  const rsh_csr<V, O, I> a, const rsh_csr<V, O, I> b,
+                                  const V* alpha_p, const V* beta_p, const long long* c_offsets,
+                                  I* c_cols, V* c_vals, int c_base) {
+  const long long gtid = rs_bid() * rs_bdim() + rs_tid();
+  const long long lane = gtid % RS_WARP;
+  const long long nwarps = rs_gdim() * rs_bdim() / RS_WARP;
+  const V alpha = *alpha_p, beta = *beta_p;
+  const bool use_beta = !rs_is_zero(beta);
+  for (long long k = gtid / RS_WARP; k < count; k += nwarps) {
+    const long long row = (long long)rows[k];
+    const long long ka = (long long)a.rows[row] - a.base;
+    const V av = a.vals[ka];
+    long long blo, bhi;
+    rsh_row(b, (long long)a.cols[ka] - a.base, blo, bhi);
+    const long long c_lo = c_offsets[row];
+    const long long c_len = c_offsets[row + 1] - c_lo;
+    const long long len = bhi - blo < c_len ? bhi - blo : c_len;
+    for (long long e = lane; e < len; e += RS_WARP) {
+      /* 0 + product, as a hash table forms it. */
+      const V sum = rs_zero<V>() + av * b.vals[blo + e];
+      c_cols[c_lo + e] = (I)(b.cols[blo + e] - b.base + c_base);
+      c_vals[c_lo + e] = rsh_out(sum, alpha, beta, use_beta, c_vals + c_lo + e);
+    }
+  }
+}
+
+RS_GLOBAL void rs_numeric_shared(const unsigned* rows, long long count, rs_csr a, rs_csr b,
+                                 const value_t* alpha, const value_t* beta,
+                                 const long long* c_offsets, index_t* c_cols, value_t* c_vals,
+                                 int c_base, long long table_size, int team, int group,
+                                 int deterministic) {
+  rsh_numeric_shared(rows, count, rsh_view(a), rsh_view(b), alpha, beta, c_offsets, c_cols,
+                     c_vals, c_base, table_size, team, group, deterministic);
+}
+
+RS_GLOBAL void rs_numeric_global(const unsigned* rows, long long count, rs_csr a, rs_csr b,
+                                 const value_t* alpha, const value_t* beta,
+                                 const long long* c_offsets, index_t* c_cols, value_t* c_vals,
+                                 int c_base, const long long* table_offsets, index_t* key_tables,
+                                 value_t* val_tables, int deterministic) {
+  rsh_numeric_global(rows, count, rsh_view(a), rsh_view(b), alpha, beta, c_offsets, c_cols,
+                     c_vals, c_base, table_offsets, key_tables, val_tables, deterministic);
+}
+
+RS_GLOBAL void rs_numeric_single(const unsigned* rows, long long count, rs_csr a, rs_csr b,
+                                 const value_t* alpha, const value_t* beta,
+                                 const long long* c_offsets, index_t* c_cols, value_t* c_vals,
+                                 int c_base) {
+  rsh_numeric_single(rows, count, rsh_view(a), rsh_view(b), alpha, beta, c_offsets, c_cols,
+                     c_vals, c_base);
+}
