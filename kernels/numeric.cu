@@ -42,104 +42,8 @@
 #include "portability.h"
 #endif
 
-/* ---- helpers shared by setup.cu, symbolic.cu and numeric.cu ------------ *
- * The block between the RSH_COMMON_ guards is identical in the three files
- * (a host test compares them), so that any one of them compiles alone and
- * any order of concatenation compiles.                                      */
-#ifndef RSH_COMMON_
-#define RSH_COMMON_
-
-/* op(X) in CSR, as rs_csr but templated on the value, offset and index
- * types the kernels are written for. */
-template <class V, class O, class I>
-struct rsh_csr {
-  const O* rows;
-  const I* cols;
-  const V* vals;
-  long long nrows, ncols, nnz;
-  int base;
-};
-
-RS_DEVICE RS_INLINE rsh_csr<value_t, offset_t, index_t> rsh_view(const rs_csr& x) {
-  rsh_csr<value_t, offset_t, index_t> v;
-  v.rows = x.rows;
-  v.cols = x.cols;
-  v.vals = x.vals;
-  v.nrows = x.nrows;
-  v.ncols = x.ncols;
-  v.nnz = x.nnz;
-  v.base = x.base;
-  return v;
-}
-
-/* The unsigned type of an index (empty keys, -1, compare as the largest). */
-template <class I>
-struct rsh_unsigned;
-template <>
-struct rsh_unsigned<int> {
-  typedef unsigned type;
-};
-template <>
-struct rsh_unsigned<long long> {
-  typedef unsigned long long type;
-};
-
-/* Multiplicative hash of a column (nsparse's scale 107): the slot is this
- * modulo the table size. 107 is odd, so consecutive columns land 107 slots
- * apart and 32 consecutive columns hit 32 different banks. */
-RS_DEVICE RS_INLINE unsigned rsh_hash(int key) { return (unsigned)key * 107u; }
-RS_DEVICE RS_INLINE unsigned long long rsh_hash(long long key) {
-  return (unsigned long long)key * 107ull;
-}
-
-/* Smallest power of two >= x (x >= 1). */
-RS_DEVICE RS_INLINE long long rsh_pow2_ceil(long long x) {
-  long long p = 1;
-  while (p < x) p <<= 1;
-  return p;
-}
-
-/* log2 of a power of two. */
-RS_DEVICE RS_INLINE int rsh_log2(long long p) {
-  int l = 0;
-  while ((1ll << l) < p) ++l;
-  return l;
-}
-
-/* Position of the lowest set bit of a nonzero mask. */
-RS_DEVICE RS_INLINE int rsh_lowest_bit(unsigned long long x) {
-  return rs_popcll((x & (~x + 1ull)) - 1ull);
-}
-
-/* Sum over the whole warp (all lanes active). */
-RS_DEVICE RS_INLINE long long rsh_warp_sum(long long v) {
-  for (int d = RS_WARP / 2; d > 0; d >>= 1) v += rs_shfl_xor(v, d);
-  return v;
-}
-
-/* Zero-based range [lo, hi) of row r of x. */
-template <class V, class O, class I>
-RS_DEVICE RS_INLINE void rsh_row(const rsh_csr<V, O, I>& x, long long r, long long& lo,
-                                 long long& hi) {
-  lo = (long long)x.rows[r] - x.base;
-  hi = (long long)x.rows[r + 1] - x.base;
-}
-
-/* Threads per B row of the global kernels, which have no `group` argument:
- * about eight entries of an average B row per thread (seed 004), a power of
- * two from 2 to RS_WARP. */
-template <class V, class O, class I>
-RS_DEVICE RS_INLINE int rsh_global_group(const rsh_csr<V, O, I>& b) {
-  const long long mean = b.nrows > 0 ? (b.nnz + b.nrows - 1) / b.nrows : 1;
-  const long long want = (mean + 7) / 8;
-  long long g = rsh_pow2_ceil(want > 0 ? want : 1);
-  if (g < 2) g = 2;
-  if (g > RS_WARP) g = RS_WARP;
-  return (int)g;
-}
-
-#endif /* RSH_COMMON_ */
-/* ------------------------------------------------------------------------ */
+/* Uses the helpers (rsh_*) defined in setup.cu, which precedes this file
+ * in the kernels' concatenation order (kernels/README.md). */
 
 /* Adds v to the value of `key` in the table (`size` slots, `pow2` as in
  * symbolic.cu): one atomicCAS per probe. PLAIN: the caller guarantees it is
@@ -168,16 +72,17 @@ template <class S, class V, class O, class I>
 RS_DEVICE RS_INLINE void rsh_accumulate_row(const rsh_csr<V, O, I>& a, const rsh_csr<V, O, I>& b,
                                             long long row, I* keys, V* vals, S size, bool pow2,
                                             int t, int team, int g) {
+  typedef typename rsh_unsigned<O>::type U;
   const int sub = t / g, l = t % g, nsub = team / g;
-  long long alo, ahi;
-  rsh_row(a, row, alo, ahi);
-  for (long long ka = alo + sub; ka < ahi; ka += nsub) {
+  U alo, ahi;
+  rsh_urow(a, row, alo, ahi);
+  for (U ka = alo + (U)sub; ka < ahi; ka += (U)nsub) {
     const V av = a.vals[ka];
-    const long long c = (long long)a.cols[ka] - a.base;
-    long long blo, bhi;
-    rsh_row(b, c, blo, bhi);
-    for (long long kb = blo + l; kb < bhi; kb += g)
-      rsh_insert_pair<false>(keys, vals, size, pow2, (I)(b.cols[kb] - b.base), av * b.vals[kb]);
+    U blo, bhi;
+    rsh_urow(b, (unsigned long long)(a.cols[ka] - (I)a.base), blo, bhi);
+    for (U kb = blo + (U)l; kb < bhi; kb += (U)g)
+      rsh_insert_pair<false>(keys, vals, size, pow2, (I)(b.cols[kb] - (I)b.base),
+                             av * b.vals[kb]);
   }
 }
 
@@ -187,12 +92,13 @@ template <class S, class V, class O, class I>
 RS_DEVICE RS_INLINE void rsh_accumulate_entry(const rsh_csr<V, O, I>& a,
                                               const rsh_csr<V, O, I>& b, long long ka, I* keys,
                                               V* vals, S size, bool pow2, int t, int team) {
+  typedef typename rsh_unsigned<O>::type U;
   const V av = a.vals[ka];
-  const long long c = (long long)a.cols[ka] - a.base;
-  long long blo, bhi;
-  rsh_row(b, c, blo, bhi);
-  for (long long kb = blo + t; kb < bhi; kb += team)
-    rsh_insert_pair<true>(keys, vals, size, pow2, (I)(b.cols[kb] - b.base), av * b.vals[kb]);
+  U blo, bhi;
+  rsh_urow(b, (unsigned long long)(a.cols[ka] - (I)a.base), blo, bhi);
+  for (U kb = blo + (U)t; kb < bhi; kb += (U)team)
+    rsh_insert_pair<true>(keys, vals, size, pow2, (I)(b.cols[kb] - (I)b.base),
+                          av * b.vals[kb]);
 }
 
 /* Condense with the whole block on one table: chunks of block size; each
@@ -263,26 +169,26 @@ RS_DEVICE long long rsh_condense_team(I* keys, V* vals, unsigned size, int t, in
 
 /* Bitonic sort of keys[0..n) (with their values) by unsigned key (-1 last),
  * in place, by `nthreads` threads (this is thread t) with a block barrier
- * after each step. `len` is a power of two >= n, the same in the whole block
+ * after each step; S, the index type, is 32-bit for shared tables. `len` is
+ * a power of two >= n, the same in the whole block
  * (every thread of the block calls this with it, whatever its n). The
  * network is the one whose first step of each stage compares mirrored
  * positions, so every comparator puts the smaller key at the lower
  * position; positions >= n behave as +inf keys and their comparators are
  * skipped, which sorts any n without padding. */
-template <class I, class V>
-RS_DEVICE void rsh_bitonic(I* keys, V* vals, long long n, long long len, long long t,
-                           long long nthreads) {
+template <class S, class I, class V>
+RS_DEVICE void rsh_bitonic(I* keys, V* vals, S n, S len, S t, S nthreads) {
   typedef typename rsh_unsigned<I>::type U;
-  const long long half = len >> 1;
+  const S half = len >> 1;
   int lk = 1;
-  for (long long k = 2; k <= len; k <<= 1, ++lk) {
+  for (S k = 2; k <= len; k <<= 1, ++lk) {
     int lj = lk - 1;
-    for (long long j = k >> 1; j > 0; j >>= 1, --lj) {
+    for (S j = k >> 1; j > 0; j >>= 1, --lj) {
       const bool mirror = j == (k >> 1);
-      for (long long p = t; p < half; p += nthreads) {
-        const long long r = p & (j - 1);
-        const long long lo = ((p >> lj) << (lj + 1)) + r;
-        const long long hi = mirror ? lo + 2 * (j - r) - 1 : lo + j;
+      for (S p = t; p < half; p += nthreads) {
+        const S r = p & (j - 1);
+        const S lo = ((p >> lj) << (lj + 1)) + r;
+        const S hi = mirror ? lo + 2 * (j - r) - 1 : lo + j;
         if (hi < n) {
           const I kl = keys[lo], kh = keys[hi];
           if ((U)kh < (U)kl) {
@@ -299,11 +205,14 @@ RS_DEVICE void rsh_bitonic(I* keys, V* vals, long long n, long long len, long lo
   }
 }
 
-/* C's value of a sum: alpha * sum (+ beta * the value already there). */
+/* C's value of a sum: alpha * sum (+ beta * the value already there, read
+ * only when beta != 0). alpha and beta are read here, from the cache, rather
+ * than held in registers through the hash phase. */
 template <class V>
-RS_DEVICE RS_INLINE V rsh_out(V sum, V alpha, V beta, bool use_beta, const V* old) {
-  V v = alpha * sum;
-  if (use_beta) v = v + beta * *old;
+RS_DEVICE RS_INLINE V rsh_out(V sum, const V* alpha, const V* beta, const V* old) {
+  V v = *alpha * sum;
+  const V b = *beta;
+  if (!rs_is_zero(b)) v = v + b * *old;
   return v;
 }
 
@@ -311,14 +220,14 @@ RS_DEVICE RS_INLINE V rsh_out(V sum, V alpha, V beta, bool use_beta, const V* ol
 template <class I, class V>
 RS_DEVICE RS_INLINE void rsh_write_sorted(const I* keys, const V* vals, long long n,
                                           long long c_lo, long long c_len, I* c_cols, V* c_vals,
-                                          int c_base, V alpha, V beta, bool use_beta, long long t,
+                                          int c_base, const V* alpha, const V* beta, long long t,
                                           long long nthreads) {
   const long long nout = n < c_len ? n : c_len;
   for (long long e = t; e < nout; e += nthreads) {
     const I key = keys[e];
     if (key == (I)-1) continue;
     c_cols[c_lo + e] = (I)(key + c_base);
-    c_vals[c_lo + e] = rsh_out(vals[e], alpha, beta, use_beta, c_vals + c_lo + e);
+    c_vals[c_lo + e] = rsh_out(vals[e], alpha, beta, c_vals + c_lo + e);
   }
 }
 
@@ -329,7 +238,7 @@ RS_DEVICE RS_INLINE void rsh_write_sorted(const I* keys, const V* vals, long lon
 template <class I, class V>
 RS_DEVICE RS_INLINE void rsh_rank_write(const I* keys, const V* vals, unsigned size, int t,
                                         int team, long long c_lo, long long c_len, I* c_cols,
-                                        V* c_vals, int c_base, V alpha, V beta, bool use_beta) {
+                                        V* c_vals, int c_base, const V* alpha, const V* beta) {
   typedef typename rsh_unsigned<I>::type U;
   const unsigned start = (unsigned)rs_lane() % size;
   for (unsigned s = (unsigned)t; s < size; s += (unsigned)team) {
@@ -343,7 +252,7 @@ RS_DEVICE RS_INLINE void rsh_rank_write(const I* keys, const V* vals, unsigned s
     }
     if (rank < c_len) {
       c_cols[c_lo + rank] = (I)(key + c_base);
-      c_vals[c_lo + rank] = rsh_out(vals[s], alpha, beta, use_beta, c_vals + c_lo + rank);
+      c_vals[c_lo + rank] = rsh_out(vals[s], alpha, beta, c_vals + c_lo + rank);
     }
   }
 }
@@ -387,8 +296,6 @@ RS_DEVICE void rsh_numeric_shared(const unsigned* rows, long long count,
   }
   I* const my_keys = keys + (long long)slot * table_size;
   V* const my_vals = vals + (long long)slot * table_size;
-  const V alpha = *alpha_p, beta = *beta_p;
-  const bool use_beta = !rs_is_zero(beta);
   for (long long first = rs_bid() * rpb; first < count; first += rs_gdim() * rpb) {
     const long long k = first + slot;
     const bool valid = k < count;
@@ -433,7 +340,7 @@ RS_DEVICE void rsh_numeric_shared(const unsigned* rows, long long count,
     if (size < 64u) {
       if (valid)
         rsh_rank_write(my_keys, my_vals, size, t, team, c_lo, c_len, c_cols, c_vals, c_base,
-                       alpha, beta, use_beta);
+                       alpha_p, beta_p);
     } else {
       long long n, len;
       if (team == bdim) {
@@ -448,10 +355,10 @@ RS_DEVICE void rsh_numeric_shared(const unsigned* rows, long long count,
         n = valid ? (long long)size : 0;
         len = rsh_pow2_ceil((long long)size);
       }
-      rsh_bitonic(my_keys, my_vals, n, len, t, team);
+      rsh_bitonic(my_keys, my_vals, (unsigned)n, (unsigned)len, (unsigned)t, (unsigned)team);
       if (valid)
-        rsh_write_sorted(my_keys, my_vals, n, c_lo, c_len, c_cols, c_vals, c_base, alpha, beta,
-                         use_beta, t, team);
+        rsh_write_sorted(my_keys, my_vals, n, c_lo, c_len, c_cols, c_vals, c_base, alpha_p,
+                         beta_p, t, team);
     }
     rs_sync();
   }
@@ -473,8 +380,6 @@ RS_DEVICE void rsh_numeric_global(const unsigned* rows, long long count,
   RS_SHARED(long long, counters, 2);
   const int tid = rs_tid(), bdim = rs_bdim();
   const int g = rsh_global_group(b);
-  const V alpha = *alpha_p, beta = *beta_p;
-  const bool use_beta = !rs_is_zero(beta);
   for (long long k = rs_bid(); k < count; k += rs_gdim()) {
     const long long row = (long long)rows[k];
     const long long off = table_offsets[k];
@@ -508,10 +413,11 @@ RS_DEVICE void rsh_numeric_global(const unsigned* rows, long long count,
     rs_sync();
 
     const long long n = rsh_condense_block(keys, vals, size, &counters[1]);
-    rsh_bitonic(keys, vals, n, rsh_pow2_ceil(n), tid, bdim);
+    rsh_bitonic(keys, vals, (unsigned long long)n, (unsigned long long)rsh_pow2_ceil(n),
+                (unsigned long long)tid, (unsigned long long)bdim);
     const long long c_lo = c_offsets[row];
     rsh_write_sorted(keys, vals, n, c_lo, c_offsets[row + 1] - c_lo, c_cols, c_vals, c_base,
-                     alpha, beta, use_beta, tid, bdim);
+                     alpha_p, beta_p, tid, bdim);
     rs_sync();
   }
 }
@@ -528,8 +434,6 @@ RS_DEVICE void rsh_numeric_single(const unsigned* rows, long long count,
   const long long gtid = rs_bid() * rs_bdim() + rs_tid();
   const long long lane = gtid % RS_WARP;
   const long long nwarps = rs_gdim() * rs_bdim() / RS_WARP;
-  const V alpha = *alpha_p, beta = *beta_p;
-  const bool use_beta = !rs_is_zero(beta);
   for (long long k = gtid / RS_WARP; k < count; k += nwarps) {
     const long long row = (long long)rows[k];
     const long long ka = (long long)a.rows[row] - a.base;
@@ -543,7 +447,7 @@ RS_DEVICE void rsh_numeric_single(const unsigned* rows, long long count,
       /* 0 + product, as a hash table forms it. */
       const V sum = rs_zero<V>() + av * b.vals[blo + e];
       c_cols[c_lo + e] = (I)(b.cols[blo + e] - b.base + c_base);
-      c_vals[c_lo + e] = rsh_out(sum, alpha, beta, use_beta, c_vals + c_lo + e);
+      c_vals[c_lo + e] = rsh_out(sum, alpha_p, beta_p, c_vals + c_lo + e);
     }
   }
 }

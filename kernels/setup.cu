@@ -19,12 +19,9 @@
 #include "portability.h"
 #endif
 
-/* ---- helpers shared by setup.cu, symbolic.cu and numeric.cu ------------ *
- * The block between the RSH_COMMON_ guards is identical in the three files
- * (a host test compares them), so that any one of them compiles alone and
- * any order of concatenation compiles.                                      */
-#ifndef RSH_COMMON_
-#define RSH_COMMON_
+/* ---- helpers of setup.cu, symbolic.cu and numeric.cu ------------------- *
+ * Defined here, the first of the three in the concatenation order
+ * (kernels/README.md, "Host emulation"), and used by the other two.        */
 
 /* op(X) in CSR, as rs_csr but templated on the value, offset and index
  * types the kernels are written for. */
@@ -102,6 +99,18 @@ RS_DEVICE RS_INLINE void rsh_row(const rsh_csr<V, O, I>& x, long long r, long lo
   hi = (long long)x.rows[r + 1] - x.base;
 }
 
+/* Zero-based range [lo, hi) of row r of x in the unsigned type of the
+ * offsets: the hash loops then count in 32 bits when offsets are int (fewer
+ * registers; validated rows, and lo + step < 2^32 since nnz < 2^31). */
+template <class V, class O, class I>
+RS_DEVICE RS_INLINE void rsh_urow(const rsh_csr<V, O, I>& x, unsigned long long r,
+                                  typename rsh_unsigned<O>::type& lo,
+                                  typename rsh_unsigned<O>::type& hi) {
+  typedef typename rsh_unsigned<O>::type U;
+  lo = (U)(x.rows[r] - (O)x.base);
+  hi = (U)(x.rows[r + 1] - (O)x.base);
+}
+
 /* Threads per B row of the global kernels, which have no `group` argument:
  * about eight entries of an average B row per thread (seed 004), a power of
  * two from 2 to RS_WARP. */
@@ -115,7 +124,6 @@ RS_DEVICE RS_INLINE int rsh_global_group(const rsh_csr<V, O, I>& b) {
   return (int)g;
 }
 
-#endif /* RSH_COMMON_ */
 /* ------------------------------------------------------------------------ */
 
 /* Error key of (row, code), ordered so that the smallest row wins. */

@@ -20,104 +20,8 @@
 #include "portability.h"
 #endif
 
-/* ---- helpers shared by setup.cu, symbolic.cu and numeric.cu ------------ *
- * The block between the RSH_COMMON_ guards is identical in the three files
- * (a host test compares them), so that any one of them compiles alone and
- * any order of concatenation compiles.                                      */
-#ifndef RSH_COMMON_
-#define RSH_COMMON_
-
-/* op(X) in CSR, as rs_csr but templated on the value, offset and index
- * types the kernels are written for. */
-template <class V, class O, class I>
-struct rsh_csr {
-  const O* rows;
-  const I* cols;
-  const V* vals;
-  long long nrows, ncols, nnz;
-  int base;
-};
-
-RS_DEVICE RS_INLINE rsh_csr<value_t, offset_t, index_t> rsh_view(const rs_csr& x) {
-  rsh_csr<value_t, offset_t, index_t> v;
-  v.rows = x.rows;
-  v.cols = x.cols;
-  v.vals = x.vals;
-  v.nrows = x.nrows;
-  v.ncols = x.ncols;
-  v.nnz = x.nnz;
-  v.base = x.base;
-  return v;
-}
-
-/* The unsigned type of an index (empty keys, -1, compare as the largest). */
-template <class I>
-struct rsh_unsigned;
-template <>
-struct rsh_unsigned<int> {
-  typedef unsigned type;
-};
-template <>
-struct rsh_unsigned<long long> {
-  typedef unsigned long long type;
-};
-
-/* Multiplicative hash of a column (nsparse's scale 107): the slot is this
- * modulo the table size. 107 is odd, so consecutive columns land 107 slots
- * apart and 32 consecutive columns hit 32 different banks. */
-RS_DEVICE RS_INLINE unsigned rsh_hash(int key) { return (unsigned)key * 107u; }
-RS_DEVICE RS_INLINE unsigned long long rsh_hash(long long key) {
-  return (unsigned long long)key * 107ull;
-}
-
-/* Smallest power of two >= x (x >= 1). */
-RS_DEVICE RS_INLINE long long rsh_pow2_ceil(long long x) {
-  long long p = 1;
-  while (p < x) p <<= 1;
-  return p;
-}
-
-/* log2 of a power of two. */
-RS_DEVICE RS_INLINE int rsh_log2(long long p) {
-  int l = 0;
-  while ((1ll << l) < p) ++l;
-  return l;
-}
-
-/* Position of the lowest set bit of a nonzero mask. */
-RS_DEVICE RS_INLINE int rsh_lowest_bit(unsigned long long x) {
-  return rs_popcll((x & (~x + 1ull)) - 1ull);
-}
-
-/* Sum over the whole warp (all lanes active). */
-RS_DEVICE RS_INLINE long long rsh_warp_sum(long long v) {
-  for (int d = RS_WARP / 2; d > 0; d >>= 1) v += rs_shfl_xor(v, d);
-  return v;
-}
-
-/* Zero-based range [lo, hi) of row r of x. */
-template <class V, class O, class I>
-RS_DEVICE RS_INLINE void rsh_row(const rsh_csr<V, O, I>& x, long long r, long long& lo,
-                                 long long& hi) {
-  lo = (long long)x.rows[r] - x.base;
-  hi = (long long)x.rows[r + 1] - x.base;
-}
-
-/* Threads per B row of the global kernels, which have no `group` argument:
- * about eight entries of an average B row per thread (seed 004), a power of
- * two from 2 to RS_WARP. */
-template <class V, class O, class I>
-RS_DEVICE RS_INLINE int rsh_global_group(const rsh_csr<V, O, I>& b) {
-  const long long mean = b.nrows > 0 ? (b.nnz + b.nrows - 1) / b.nrows : 1;
-  const long long want = (mean + 7) / 8;
-  long long g = rsh_pow2_ceil(want > 0 ? want : 1);
-  if (g < 2) g = 2;
-  if (g > RS_WARP) g = RS_WARP;
-  return (int)g;
-}
-
-#endif /* RSH_COMMON_ */
-/* ------------------------------------------------------------------------ */
+/* Uses the helpers (rsh_*) defined in setup.cu, which precedes this file
+ * in the kernels' concatenation order (kernels/README.md). */
 
 /* Inserts `key` into `table` (`size` slots; `pow2`: size is a power of
  * two, so the first slot is a mask, else a modulo). One atomicCAS per
@@ -148,17 +52,17 @@ RS_DEVICE RS_INLINE long long rsh_hash_row(const rsh_csr<V, O, I>& a, const rsh_
                                            long long row, I* table, S size, bool pow2, int t,
                                            int team, int g, long long* counter,
                                            long long limit) {
+  typedef typename rsh_unsigned<O>::type U;
   const int sub = t / g, l = t % g, nsub = team / g;
-  long long alo, ahi;
-  rsh_row(a, row, alo, ahi);
+  U alo, ahi;
+  rsh_urow(a, row, alo, ahi);
   long long mine = 0;
-  for (long long ka = alo + sub; ka < ahi; ka += nsub) {
+  for (U ka = alo + (U)sub; ka < ahi; ka += (U)nsub) {
     if (counter != 0 && *(volatile long long*)counter >= limit) return mine;
-    const long long c = (long long)a.cols[ka] - a.base;
-    long long blo, bhi;
-    rsh_row(b, c, blo, bhi);
-    for (long long kb = blo + l; kb < bhi; kb += g) {
-      const I key = (I)(b.cols[kb] - b.base);
+    U blo, bhi;
+    rsh_urow(b, (unsigned long long)(a.cols[ka] - (I)a.base), blo, bhi);
+    for (U kb = blo + (U)l; kb < bhi; kb += (U)g) {
+      const I key = b.cols[kb] - (I)b.base;
       const int r = rsh_insert_key(table, size, pow2, key);
       if (r == 0) continue;
       if (r < 0) {

@@ -15,7 +15,14 @@ pub type Csr<'a, V> =
 /// The raw host entry points of `launch_hash.cpp`, one per kernel, with the
 /// kernel's parameters (kernels/README.md, "Launch contract") after the
 /// launch geometry. Pointers are host pointers.
-#[allow(clippy::too_many_arguments, missing_docs)]
+///
+/// # Safety
+/// Every function runs a kernel that reads and writes through its pointers
+/// as the launch contract says: the arrays must be as long as the contract
+/// requires, the matrices must have passed `rs_setup` / `rs_validate`
+/// (except for those two), and row lists must name rows of A.
+/// [`hash_spgemm`], [`setup`] and [`validate`] are the safe ways in.
+#[allow(clippy::too_many_arguments, clippy::missing_safety_doc, missing_docs)]
 pub trait HashKernels: Variant {
     unsafe fn raw_setup(l: Launch, a: Csr<Self>, b: Csr<Self>, row_size: *mut i64, error: *mut u64);
     unsafe fn raw_validate(
