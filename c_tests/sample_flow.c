@@ -410,6 +410,15 @@ int main(int argc, char **argv) {
                     }
 
     {
+        /* An AUTO handle reports where its last product ran: host arrays,
+         * so the CPU. */
+        rusparseBackend_t be = RUSPARSE_BACKEND_AUTO;
+        CHECK(rusparseGetBackend(h, &be));
+        EXPECT_TRUE(be == RUSPARSE_BACKEND_CPU, "AUTO handle after host products reports %d, expected CPU",
+                    (int)be);
+    }
+
+    {
         /* conjugation really conjugates: 1x1 complex (1 + 2i), op C on A and B:
          * conj(1+2i) * conj(3-1i) = (1-2i)(3+1i) = 5 - 5i */
         tmat_t a, b;

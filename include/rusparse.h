@@ -356,7 +356,9 @@ rusparseStatus_t rusparseGetVersion(rusparseHandle_t handle,
                                     int *version);
 
 /**
- * The back end the handle was created for.
+ * The back end of the handle: CPU or CUDA as created; for an AUTO handle,
+ * the back end its last product ran on (chosen by where matA's arrays
+ * live), or AUTO before its first product.
  */
 rusparseStatus_t rusparseGetBackend(rusparseHandle_t handle,
                                     rusparseBackend_t *backend);

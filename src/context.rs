@@ -18,6 +18,9 @@ pub const MAX_THREADS: usize = 4096;
 pub struct Context {
     backend: BackendKind,
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// The GPU of a CUDA context (AUTO contexts open devices per call).
+    #[cfg(feature = "cuda")]
+    cuda: Option<Arc<crate::backend::cuda::CudaDevice>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -30,21 +33,33 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
-    /// A context for `backend`. `Auto` and `Cpu` always work (this build has
-    /// no GPU back end, so `Auto` runs everything on the CPU). The thread
-    /// count comes from `RUSPARSE_NUM_THREADS` when set, else from rayon's
-    /// global pool (all cores, or `RAYON_NUM_THREADS`).
+    /// A context for `backend`. `Auto` and `Cpu` always work: `Auto` runs
+    /// each product where A's data lives (device memory on that GPU, host
+    /// memory on the CPU). `Cuda` opens the current CUDA device (the one
+    /// whose context is current on this thread, else device 0), loads the
+    /// driver and NVRTC and fails cleanly when any is missing. The CPU
+    /// thread count comes from `RUSPARSE_NUM_THREADS` when set, else from
+    /// rayon's global pool (all cores, or `RAYON_NUM_THREADS`).
     ///
     /// # Errors
-    /// [`Error::NotSupported`] for `Cuda` and `Hip` (not built in);
-    /// [`Error::InvalidValue`] when `RUSPARSE_NUM_THREADS` is not a positive
-    /// integer.
+    /// [`Error::NotSupported`] for `Cuda` when this build has no CUDA back
+    /// end or the machine has no NVIDIA driver, GPU or NVRTC (the message
+    /// says which), and for `Hip` (not built in); [`Error::InvalidValue`]
+    /// when `RUSPARSE_NUM_THREADS` is not a positive integer.
     pub fn new(backend: BackendKind) -> Result<Self> {
+        #[cfg(feature = "cuda")]
+        let cuda = match backend {
+            BackendKind::Cuda => Some(crate::backend::cuda::CudaDevice::current()?),
+            _ => None,
+        };
         match backend {
             BackendKind::Auto | BackendKind::Cpu => {}
+            #[cfg(feature = "cuda")]
+            BackendKind::Cuda => {}
+            #[cfg(not(feature = "cuda"))]
             BackendKind::Cuda => {
                 return Err(Error::NotSupported(
-                    "this build of rusparse has no CUDA back end".into(),
+                    "this build of rusparse has no CUDA back end (build with the default feature `cuda`)".into(),
                 ))
             }
             BackendKind::Hip => {
@@ -56,6 +71,8 @@ impl Context {
         let mut ctx = Context {
             backend,
             pool: None,
+            #[cfg(feature = "cuda")]
+            cuda,
         };
         if let Ok(v) = std::env::var(NUM_THREADS_ENV) {
             let n = v
@@ -84,6 +101,12 @@ impl Context {
     /// The back end this context was created for.
     pub fn backend(&self) -> BackendKind {
         self.backend
+    }
+
+    /// The GPU of a CUDA context.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_device(&self) -> Option<&Arc<crate::backend::cuda::CudaDevice>> {
+        self.cuda.as_ref()
     }
 
     /// Gives this context its own pool of `n` CPU threads; `0` returns to the
@@ -147,13 +170,31 @@ mod tests {
     }
 
     #[test]
-    fn gpu_back_ends_are_not_built_in() {
-        for kind in [BackendKind::Cuda, BackendKind::Hip] {
-            let e = Context::new(kind).unwrap_err();
-            assert!(
-                matches!(&e, Error::NotSupported(m) if m.contains("no") && m.contains("back end")),
-                "{e}"
-            );
+    fn hip_is_not_built_in() {
+        let e = Context::new(BackendKind::Hip).unwrap_err();
+        assert!(
+            matches!(&e, Error::NotSupported(m) if m.contains("no HIP back end")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn cuda_opens_a_gpu_or_says_what_is_missing() {
+        match Context::new(BackendKind::Cuda) {
+            Ok(ctx) => {
+                assert_eq!(ctx.backend(), BackendKind::Cuda);
+                #[cfg(feature = "cuda")]
+                assert!(ctx.cuda_device().is_some());
+            }
+            Err(Error::NotSupported(m)) => {
+                assert!(
+                    m.contains("not found")
+                        || m.contains("no CUDA back end")
+                        || m.contains("failed"),
+                    "{m}"
+                );
+            }
+            Err(e) => panic!("unexpected {e:?}"),
         }
     }
 }

@@ -7,6 +7,8 @@
 //! back ends implement the same trait behind their cargo features.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 use crate::error::Result;
 use crate::plan::{RowPattern, RowWork};

@@ -12,6 +12,8 @@ pub(crate) struct Handle {
     pub(crate) stream: *mut c_void,
     /// true: alpha/beta in device memory (read as host memory on the CPU).
     pub(crate) device_pointers: bool,
+    /// Where the last work estimation of an AUTO handle placed its product.
+    pub(crate) last_placed: std::cell::Cell<Option<crate::BackendKind>>,
 }
 
 impl Opaque for rusparseContext {
@@ -30,6 +32,7 @@ fn create(handle: *mut rusparseHandle_t, backend: BackendArg) -> crate::Result<(
         ctx,
         stream: std::ptr::null_mut(),
         device_pointers: false,
+        last_placed: std::cell::Cell::new(None),
     });
     Ok(())
 }
@@ -148,7 +151,9 @@ pub(crate) fn version_number() -> c_int {
         + part(env!("CARGO_PKG_VERSION_PATCH"))
 }
 
-/// The back end the handle was created for.
+/// The back end of the handle: CPU or CUDA as created; for an AUTO handle,
+/// the back end its last product ran on (chosen by where matA's arrays
+/// live), or AUTO before its first product.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseGetBackend(
     handle: rusparseHandle_t,
@@ -157,7 +162,11 @@ pub unsafe extern "C" fn rusparseGetBackend(
     boundary("rusparseGetBackend", || {
         // SAFETY: NULL or a live handle; NULL or a writable slot.
         let h = unsafe { rusparseContext::get(handle) }?;
-        *unsafe { out_ref(backend, "backend") }? = backend_number(h.ctx.backend());
+        let kind = match h.ctx.backend() {
+            crate::BackendKind::Auto => h.last_placed.get().unwrap_or(crate::BackendKind::Auto),
+            other => other,
+        };
+        *unsafe { out_ref(backend, "backend") }? = backend_number(kind);
         Ok(())
     })
 }

@@ -21,7 +21,10 @@ mod boundary;
 pub mod errors;
 pub mod handle;
 pub mod matrix;
+mod placement;
 pub mod spgemm;
+#[cfg(feature = "cuda")]
+mod spgemm_cuda;
 pub mod types;
 
 pub use types::*;

@@ -16,6 +16,7 @@
 use super::boundary::{boundary, out_ref, Opaque};
 use super::handle::Handle;
 use super::matrix::{slice_at_mut, SpMat};
+use super::placement::{arrays, check_same, place, Placement};
 use super::types::*;
 use crate::plan::fingerprint::pattern_fingerprint;
 use crate::types::{Algorithm, DataType, IndexType, Op};
@@ -56,7 +57,10 @@ struct Planned {
     phase: Phase,
     call: Call,
     num_products: u64,
-    /// A `SpgemmPlan<I, J>` for the index types of A and B.
+    /// Where the product runs (decided by work estimation).
+    placement: Placement,
+    /// A `SpgemmPlan<I, J>` for the index types of A and B (CPU), or a
+    /// `GpuProduct` (CUDA).
     plan: Box<dyn Any + Send>,
     /// Fingerprint of C's structure after `reuse_copy`.
     c_fingerprint: Option<u64>,
@@ -410,26 +414,102 @@ fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
     }
 }
 
+/// A numeric phase on the GPU. `reuse_copy` (structure) runs the whole
+/// numeric phase with alpha = 1, beta = 0 (its values are overwritten by
+/// `reuse_compute`), so C's value array must be set by then.
+#[cfg(feature = "cuda")]
+fn numeric_gpu<T: Scalar>(
+    x: &mut Args<'_>,
+    g: &mut super::spgemm_cuda::GpuProduct,
+    job: &Numeric,
+) -> Result<()> {
+    use super::spgemm_cuda::Scalars;
+    fn bytes<T>(v: &T) -> &[u8] {
+        // SAFETY: any value is readable as its bytes (Scalar types are
+        // plain floats or pairs of floats, without padding).
+        unsafe {
+            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
+        }
+    }
+    let (alpha, beta) = match job.fill {
+        Fill::Structure => (T::one(), T::zero()),
+        _ if x.h.device_pointers => {
+            if job.alpha.is_null() || job.beta.is_null() {
+                return Err(Error::InvalidValue("alpha or beta is NULL".into()));
+            }
+            let scalars = Scalars::Device {
+                alpha: job.alpha,
+                beta: job.beta,
+            };
+            return g.numeric(x.h.stream, x.a, x.b, x.c, scalars);
+        }
+        _ => (
+            scalar::<T>(job.alpha, "alpha")?,
+            scalar::<T>(job.beta, "beta")?,
+        ),
+    };
+    let scalars = Scalars::Host {
+        alpha: bytes(&alpha),
+        beta: bytes(&beta),
+        beta_is_zero: beta == T::zero(),
+    };
+    g.numeric(x.h.stream, x.a, x.b, x.c, scalars)
+}
+
 /// Runs work estimation for `flow` and stores the plan in the descriptor.
-fn estimate_work(x: &mut Args<'_>, flow: Flow) -> Result<()> {
+/// `buffer` is the external buffer of the call (it must live where the
+/// product runs).
+fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()> {
     x.descr.planned = None;
-    let (plan, num_products) = dispatch!(x.value_type(), x.index_types(), plan_new(x))?;
+    let mut others = vec![(x.c.offsets.cast_const(), "matC's rowOffsets".to_string())];
+    others.push((buffer.cast_const(), "externalBuffer1".to_string()));
+    let placement = place(&x.h.ctx, x.a, x.b, &others)?;
+    let (plan, num_products) = match &placement {
+        Placement::Cpu => dispatch!(x.value_type(), x.index_types(), plan_new(x))?,
+        #[cfg(feature = "cuda")]
+        Placement::Cuda(dev) => {
+            let (g, n) = super::spgemm_cuda::GpuProduct::new(
+                dev.clone(),
+                x.h.stream,
+                x.call.op_a,
+                x.call.op_b,
+                x.call.alg,
+                x.a,
+                x.b,
+                x.c,
+            )?;
+            (Box::new(g) as Box<dyn Any + Send>, n)
+        }
+    };
+    x.h.last_placed.set(Some(placement.backend()));
     x.descr.planned = Some(Planned {
         flow,
         phase: Phase::WorkEstimated,
         call: x.call,
         num_products,
+        placement,
         plan,
         c_fingerprint: None,
     });
     Ok(())
 }
 
+#[cfg(feature = "cuda")]
+fn gpu_product(plan: &mut (dyn Any + Send)) -> Result<&mut super::spgemm_cuda::GpuProduct> {
+    plan.downcast_mut()
+        .ok_or_else(|| Error::InternalError("GPU product of the wrong kind".into()))
+}
+
 /// Runs the symbolic phase and publishes nnz(C) in matC.
 fn size_output(x: &mut Args<'_>, flow: Flow, what: &str) -> Result<()> {
     let (dt, it) = (x.value_type(), x.index_types());
     with_planned(x, flow, Phase::WorkEstimated, what, |x, p| {
-        let nnz = dispatch!(dt, it, symbolic(x, p.plan.as_mut()))?;
+        check_same(&p.placement, &arrays(x.c, "matC")[..1])?;
+        let nnz = match &p.placement {
+            Placement::Cpu => dispatch!(dt, it, symbolic(x, p.plan.as_mut()))?,
+            #[cfg(feature = "cuda")]
+            Placement::Cuda(_) => gpu_product(p.plan.as_mut())?.symbolic(x.h.stream, x.a, x.b)?,
+        };
         let base = x.c.base.offset() as u64;
         if nnz as u64 + base > x.c.offset_type.max() {
             return Err(Error::InvalidValue(format!(
@@ -459,7 +539,26 @@ fn fill_output(
             return Err(Error::InternalError("plan without nnz(C)".into()));
         }
         job.c_fingerprint = p.c_fingerprint;
-        let print = dispatch!(dt, it, numeric(x, p.plan.as_mut(), &job))?;
+        let mut pointers: Vec<_> = arrays(x.c, "matC").into();
+        if x.h.device_pointers && job.fill != Fill::Structure {
+            pointers.push((job.alpha, "alpha".to_string()));
+            pointers.push((job.beta, "beta".to_string()));
+        }
+        check_same(&p.placement, &pointers)?;
+        let print = match &p.placement {
+            Placement::Cpu => dispatch!(dt, it, numeric(x, p.plan.as_mut(), &job))?,
+            #[cfg(feature = "cuda")]
+            Placement::Cuda(_) => {
+                let g = gpu_product(p.plan.as_mut())?;
+                match dt {
+                    DataType::R32F => numeric_gpu::<f32>(x, g, &job),
+                    DataType::R64F => numeric_gpu::<f64>(x, g, &job),
+                    DataType::C32F => numeric_gpu::<Complex<f32>>(x, g, &job),
+                    DataType::C64F => numeric_gpu::<Complex<f64>>(x, g, &job),
+                }?;
+                0
+            }
+        };
         if job.fill == Fill::Structure {
             p.c_fingerprint = Some(print);
         }
@@ -536,7 +635,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_workEstimation(
         if !buffer_protocol(bufferSize1, externalBuffer1, "bufferSize1")? {
             return Ok(());
         }
-        estimate_work(&mut x, Flow::Compute)
+        estimate_work(&mut x, Flow::Compute, externalBuffer1)
     })
 }
 
@@ -741,7 +840,7 @@ pub unsafe extern "C" fn rusparseSpGEMMreuse_workEstimation(
         if !buffer_protocol(bufferSize1, externalBuffer1, "bufferSize1")? {
             return Ok(());
         }
-        estimate_work(&mut x, Flow::Reuse)
+        estimate_work(&mut x, Flow::Reuse, externalBuffer1)
     })
 }
 

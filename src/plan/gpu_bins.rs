@@ -132,8 +132,8 @@ impl PhaseShape {
 fn phase_bins(d: &DeviceLimits, p: &PhaseShape) -> Vec<KernelBin> {
     let max_block = d.max_threads_per_block.min(1024).max(d.warp);
     let fits = |table: u64, rows: u32| -> Option<u32> {
-        let bytes = table * u64::from(p.entry_bytes) * u64::from(rows)
-            + u64::from(KERNEL_SHARED_EXTRA);
+        let bytes =
+            table * u64::from(p.entry_bytes) * u64::from(rows) + u64::from(KERNEL_SHARED_EXTRA);
         (bytes <= u64::from(d.shared_per_block_optin)).then_some(bytes as u32)
     };
     let mut bins = Vec::new();
@@ -144,7 +144,11 @@ fn phase_bins(d: &DeviceLimits, p: &PhaseShape) -> Vec<KernelBin> {
         };
         let table = table as u32;
         let max_size = p.max_rows_for(table);
-        if bins.last().is_some_and(|b: &KernelBin| b.max_size >= max_size) || max_size < 1 {
+        if bins
+            .last()
+            .is_some_and(|b: &KernelBin| b.max_size >= max_size)
+            || max_size < 1
+        {
             return;
         }
         bins.push(KernelBin {
@@ -161,7 +165,8 @@ fn phase_bins(d: &DeviceLimits, p: &PhaseShape) -> Vec<KernelBin> {
     let block = PACKED_BLOCK.clamp(d.warp, max_block);
     let per_row = u64::from(d.shared_per_sm) * u64::from(team) / u64::from(d.max_threads_per_sm);
     let per_row = per_row.saturating_sub(
-        u64::from(d.reserved_shared_per_block + KERNEL_SHARED_EXTRA) * u64::from(team) / u64::from(block),
+        u64::from(d.reserved_shared_per_block + KERNEL_SHARED_EXTRA) * u64::from(team)
+            / u64::from(block),
     );
     push(
         &mut bins,
@@ -274,14 +279,19 @@ pub fn threads_per_b_row(b_nnz: i64, b_rows: i64, b_max_row: i64, warp: u32) -> 
 /// below 32.
 pub fn symbolic_global_table(nprod: i64, ncols: i64) -> u64 {
     let distinct = nprod.min(ncols).max(0) as u64;
-    (distinct.saturating_mul(5) / 4 + 1).max(32).next_power_of_two()
+    (distinct.saturating_mul(5) / 4 + 1)
+        .max(32)
+        .next_power_of_two()
 }
 
 /// Entries of the global numeric table of a row with `nnz` entries: a
 /// power of two of at least twice `nnz` (OpSparse's `num_2x`), never below
 /// 32.
 pub fn numeric_global_table(nnz: i64) -> u64 {
-    (nnz.max(0) as u64).saturating_mul(2).max(32).next_power_of_two()
+    (nnz.max(0) as u64)
+        .saturating_mul(2)
+        .max(32)
+        .next_power_of_two()
 }
 
 #[cfg(test)]

@@ -1,0 +1,858 @@
+//! Kernel source, NVRTC options, compilation and the on-disk kernel cache.
+//!
+//! The kernels are one text: `kernels/portability.h` followed by every
+//! `kernels/*.cu` in the order of [`KERNEL_SOURCES`], prefixed with
+//! `#define RS_AMALGAMATED` (so their `#include "portability.h"` lines are
+//! skipped) and with a `#line` directive before each file, so NVRTC's
+//! messages name the real file and line.
+//!
+//! The files are embedded with `include_str!` rather than copied by
+//! `build.rs`: cargo records every `include_str!` file as a dependency of
+//! the crate, so editing a kernel rebuilds rusparse with no
+//! `rerun-if-changed` bookkeeping and no generated file to go stale.
+//!
+//! One compilation serves one [`KernelTypes`] (value, offset and index
+//! type) for one warp width and architecture; table sizes, blocks and teams
+//! are run-time arguments. Compiled images are cached per device in memory
+//! (`device.rs`) and on disk in `$XDG_CACHE_HOME/rusparse` (else
+//! `$HOME/.cache/rusparse`), keyed by an FNV-1a hash of the source, the
+//! options, the architecture and the NVRTC version. A cache that is
+//! missing, corrupt, unreadable or unwritable only costs a compilation.
+
+use crate::error::{Error, Result};
+use crate::types::DataType;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The kernel files, in the order they are concatenated (`portability.h`
+/// first), as `(file name, text)`.
+pub const KERNEL_SOURCES: &[(&str, &str)] = &[
+    (
+        "portability.h",
+        include_str!("../../../kernels/portability.h"),
+    ),
+    ("setup.cu", include_str!("../../../kernels/setup.cu")),
+    ("binning.cu", include_str!("../../../kernels/binning.cu")),
+    ("scan.cu", include_str!("../../../kernels/scan.cu")),
+    ("symbolic.cu", include_str!("../../../kernels/symbolic.cu")),
+    ("numeric.cu", include_str!("../../../kernels/numeric.cu")),
+];
+
+/// Builds the amalgamated source from `files` (see the module docs).
+pub fn amalgamate(files: &[(&str, &str)]) -> String {
+    let len: usize = files.iter().map(|(n, t)| n.len() + t.len() + 32).sum();
+    let mut s = String::with_capacity(len + 32);
+    s.push_str("#define RS_AMALGAMATED 1\n");
+    for (name, text) in files {
+        s.push_str(&format!("#line 1 \"kernels/{name}\"\n"));
+        s.push_str(text);
+        if !text.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// The amalgamated source of [`KERNEL_SOURCES`] (built once).
+pub fn kernel_source() -> &'static str {
+    static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SOURCE.get_or_init(|| amalgamate(KERNEL_SOURCES))
+}
+
+/// The value type of one kernel compilation (`RS_VALUE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ValueKind {
+    /// `float` (`RS_VALUE=0`).
+    F32,
+    /// `double` (`RS_VALUE=1`).
+    F64,
+    /// `rs_complex<float>` (`RS_VALUE=2`).
+    C32,
+    /// `rs_complex<double>` (`RS_VALUE=3`).
+    C64,
+}
+
+impl ValueKind {
+    /// Every value kind, in `RS_VALUE` order.
+    pub const ALL: [ValueKind; 4] = [
+        ValueKind::F32,
+        ValueKind::F64,
+        ValueKind::C32,
+        ValueKind::C64,
+    ];
+
+    /// The `RS_VALUE` number.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// Bytes of one value.
+    pub fn bytes(self) -> u32 {
+        match self {
+            ValueKind::F32 => 4,
+            ValueKind::F64 | ValueKind::C32 => 8,
+            ValueKind::C64 => 16,
+        }
+    }
+
+    /// The kind of a C data type.
+    pub fn of(data_type: DataType) -> ValueKind {
+        match data_type {
+            DataType::R32F => ValueKind::F32,
+            DataType::R64F => ValueKind::F64,
+            DataType::C32F => ValueKind::C32,
+            DataType::C64F => ValueKind::C64,
+        }
+    }
+
+    /// A short name (`f32`, `f64`, `c32`, `c64`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueKind::F32 => "f32",
+            ValueKind::F64 => "f64",
+            ValueKind::C32 => "c32",
+            ValueKind::C64 => "c64",
+        }
+    }
+}
+
+/// The type combination of one kernel compilation: values, row offsets
+/// (`RS_OFFSET64`) and column indices (`RS_INDEX64`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelTypes {
+    /// `value_t`.
+    pub value: ValueKind,
+    /// `offset_t` is `long long` (else `int`).
+    pub offset64: bool,
+    /// `index_t` is `long long` (else `int`).
+    pub index64: bool,
+}
+
+impl KernelTypes {
+    /// All 16 combinations.
+    pub fn all() -> impl Iterator<Item = KernelTypes> {
+        ValueKind::ALL.into_iter().flat_map(|value| {
+            [(false, false), (false, true), (true, false), (true, true)]
+                .into_iter()
+                .map(move |(offset64, index64)| KernelTypes {
+                    value,
+                    offset64,
+                    index64,
+                })
+        })
+    }
+
+    /// Bytes of one column index.
+    pub fn index_bytes(self) -> u32 {
+        if self.index64 {
+            8
+        } else {
+            4
+        }
+    }
+
+    /// Bytes of one row offset.
+    pub fn offset_bytes(self) -> u32 {
+        if self.offset64 {
+            8
+        } else {
+            4
+        }
+    }
+
+    /// Bytes of one value.
+    pub fn value_bytes(self) -> u32 {
+        self.value.bytes()
+    }
+
+    /// The largest row offset (and so nnz) the offset type holds.
+    pub fn offset_max(self) -> i64 {
+        if self.offset64 {
+            i64::MAX
+        } else {
+            i32::MAX as i64
+        }
+    }
+}
+
+impl fmt::Display for KernelTypes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} values, {} offsets, {} indices",
+            self.value.name(),
+            if self.offset64 { "i64" } else { "i32" },
+            if self.index64 { "i64" } else { "i32" }
+        )
+    }
+}
+
+/// The target of a compilation: a virtual architecture (PTX, JIT-compiled
+/// by the driver) or a real one (CUBIN). The number is `10 * major + minor`
+/// of the compute capability.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arch {
+    /// `-arch=compute_XY`: PTX text.
+    Virtual(u32),
+    /// `-arch=sm_XY`: a CUBIN. Used when the driver is older than NVRTC and
+    /// refuses its PTX (CUDA's minor-version compatibility covers CUBINs).
+    Real(u32),
+}
+
+impl Arch {
+    /// The `-arch=` value, e.g. `compute_80`.
+    pub fn name(self) -> String {
+        match self {
+            Arch::Virtual(cc) => format!("compute_{cc}"),
+            Arch::Real(cc) => format!("sm_{cc}"),
+        }
+    }
+
+    /// `10 * major + minor`.
+    pub fn number(self) -> u32 {
+        match self {
+            Arch::Virtual(cc) | Arch::Real(cc) => cc,
+        }
+    }
+}
+
+/// Everything that selects one compiled module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelOptions {
+    /// Value, offset and index types.
+    pub types: KernelTypes,
+    /// Warp width (`RS_WARP`): 32 on NVIDIA GPUs.
+    pub warp: u32,
+    /// Target architecture.
+    pub arch: Arch,
+}
+
+impl KernelOptions {
+    /// The NVRTC command line: `-D` types and warp, `-arch`, C++17, every
+    /// function a device function by default. `-lineinfo` and
+    /// `--use_fast_math` are deliberately absent (fast math would change
+    /// results; line info only grows the image).
+    pub fn nvrtc_options(&self) -> Vec<String> {
+        vec![
+            format!("-DRS_VALUE={}", self.types.value.code()),
+            format!("-DRS_OFFSET64={}", u32::from(self.types.offset64)),
+            format!("-DRS_INDEX64={}", u32::from(self.types.index64)),
+            format!("-DRS_WARP={}", self.warp),
+            format!("-arch={}", self.arch.name()),
+            "--std=c++17".to_string(),
+            "-default-device".to_string(),
+        ]
+    }
+}
+
+/// A compiled module image and the compiler's log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compiled {
+    /// What `cuModuleLoadData` takes: NUL-terminated PTX text, or a CUBIN.
+    pub image: Vec<u8>,
+    /// NVRTC's log (warnings); empty when it had nothing to say.
+    pub log: String,
+}
+
+/// Compiles `source` with NVRTC.
+///
+/// `strict` turns any log text (every warning, except NVRTC's own notice
+/// that an architecture is deprecated, see [`is_arch_notice`]) into an
+/// error, as the CI compile check wants; otherwise warnings are returned
+/// in [`Compiled::log`]. Cost: NVRTC's compile time (about a second per
+/// instantiation of the rusparse kernels).
+///
+/// # Errors
+/// [`Error::NotSupported`] when NVRTC cannot be loaded;
+/// [`Error::ArchMismatch`] when NVRTC does not know the architecture;
+/// [`Error::InternalError`] with the full log when compilation fails (or
+/// warns, when `strict`).
+#[doc(hidden)]
+pub fn compile_nvrtc(source: &str, opts: &KernelOptions, strict: bool) -> Result<Compiled> {
+    super::loader::nvrtc()?;
+    super::loader::guarded("running NVRTC", || nvrtc_compile(source, opts, strict))
+}
+
+fn nvrtc_compile(source: &str, opts: &KernelOptions, strict: bool) -> Result<Compiled> {
+    use cudarc::nvrtc::result as nv;
+    use cudarc::nvrtc::sys;
+    use std::ffi::CString;
+
+    let what = || {
+        format!(
+            "NVRTC ({}, {}, warp {})",
+            opts.types,
+            opts.arch.name(),
+            opts.warp
+        )
+    };
+    let src = CString::new(source)
+        .map_err(|_| Error::InternalError(format!("{}: the kernel source contains NUL", what())))?;
+    let options = opts.nvrtc_options();
+    let prog = nv::create_program(&src, Some(c"rusparse_kernels.cu"))
+        .map_err(|e| Error::InternalError(format!("{}: nvrtcCreateProgram: {e:?}", what())))?;
+    struct Program(sys::nvrtcProgram);
+    impl Drop for Program {
+        fn drop(&mut self) {
+            // SAFETY: created above, destroyed once.
+            let _ = unsafe { nv::destroy_program(self.0) };
+        }
+    }
+    let prog = Program(prog);
+    // SAFETY: `prog` is a live program; options have no interior NUL.
+    let compiled = unsafe { nv::compile_program(prog.0, &options) };
+    // SAFETY: as above.
+    let log = unsafe { nv::get_program_log(prog.0) }
+        .map(|raw| {
+            let bytes: Vec<u8> = raw
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+        .unwrap_or_default();
+    if let Err(e) = compiled {
+        let msg = format!(
+            "{} failed ({:?}) with options {}:\n{}",
+            what(),
+            e.0,
+            options.join(" "),
+            log.trim_end()
+        );
+        return Err(if e.0 == sys::nvrtcResult::NVRTC_ERROR_INVALID_OPTION {
+            Error::ArchMismatch(msg)
+        } else {
+            Error::InternalError(msg)
+        });
+    }
+    if strict
+        && !log
+            .lines()
+            .all(|l| l.trim().is_empty() || is_arch_notice(l))
+    {
+        return Err(Error::InternalError(format!(
+            "{} produced warnings (strict) with options {}:\n{}",
+            what(),
+            options.join(" "),
+            log.trim_end()
+        )));
+    }
+    let image = match opts.arch {
+        Arch::Virtual(_) => {
+            // SAFETY: compiled program.
+            let ptx = unsafe { nv::get_ptx(prog.0) }
+                .map_err(|e| Error::InternalError(format!("{}: nvrtcGetPTX: {e:?}", what())))?;
+            let mut bytes: Vec<u8> = ptx
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            bytes.push(0);
+            bytes
+        }
+        Arch::Real(_) => {
+            let mut size = 0usize;
+            // SAFETY: compiled program, valid out pointer.
+            unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }
+                .result()
+                .map_err(|e| {
+                    Error::InternalError(format!("{}: nvrtcGetCUBINSize: {e:?}", what()))
+                })?;
+            let mut bytes = vec![0u8; size];
+            // SAFETY: `bytes` has the size NVRTC asked for.
+            unsafe { sys::nvrtcGetCUBIN(prog.0, bytes.as_mut_ptr().cast()) }
+                .result()
+                .map_err(|e| Error::InternalError(format!("{}: nvrtcGetCUBIN: {e:?}", what())))?;
+            bytes
+        }
+    };
+    Ok(Compiled { image, log })
+}
+
+/// Whether a log line is NVRTC's own notice that an architecture is
+/// deprecated (NVRTC 12.9 prints it for every `compute_70` compilation and
+/// has no option to silence it). It says nothing about the kernels, so
+/// strict compilation ignores it; every other line fails.
+pub fn is_arch_notice(line: &str) -> bool {
+    let l = line.trim();
+    l.starts_with("nvrtc: warning: Architectures prior to")
+        && l.ends_with("are deprecated and may be removed in a future release")
+}
+
+/// The architectures NVRTC can compile for (`nvrtcGetSupportedArchs`), as
+/// `10 * major + minor`.
+///
+/// # Errors
+/// [`Error::NotSupported`] when NVRTC cannot be loaded.
+pub fn nvrtc_supported_archs() -> Result<Vec<u32>> {
+    super::loader::nvrtc()?;
+    super::loader::guarded("asking NVRTC for its architectures", || {
+        use cudarc::nvrtc::sys;
+        let mut n = 0;
+        // SAFETY: valid out pointer.
+        unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) }
+            .result()
+            .map_err(|e| Error::NotSupported(format!("nvrtcGetNumSupportedArchs: {e:?}")))?;
+        let mut archs = vec![0i32; n.max(0) as usize];
+        // SAFETY: `archs` holds `n` entries.
+        unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
+            .result()
+            .map_err(|e| Error::NotSupported(format!("nvrtcGetSupportedArchs: {e:?}")))?;
+        Ok(archs
+            .into_iter()
+            .filter(|&a| a > 0)
+            .map(|a| a as u32)
+            .collect())
+    })
+}
+
+/// The architecture to compile for on a device of compute capability
+/// `device` (`10 * major + minor`): the device's own when NVRTC knows it,
+/// else the newest older one NVRTC knows (its PTX runs on the newer device
+/// through the driver's JIT). `None` when NVRTC knows nothing that old.
+pub fn pick_arch(device: u32, supported: &[u32]) -> Option<u32> {
+    supported.iter().copied().filter(|&a| a <= device).max()
+}
+
+/// 64-bit FNV-1a, the stable hash of the cache key (no dependency, same
+/// value on every platform and Rust version).
+pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in *part {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        // Separate parts so that ("ab", "c") and ("a", "bc") differ.
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The cache key of one compilation: source, options, architecture and
+/// the compiler's identity (e.g. `nvrtc 12.9`).
+pub fn cache_key(source: &str, opts: &KernelOptions, compiler: &str) -> u64 {
+    let options = opts.nvrtc_options().join("\u{1}");
+    let arch = opts.arch.name();
+    fnv1a64(&[
+        b"rusparse-kernel-cache-v1",
+        source.as_bytes(),
+        options.as_bytes(),
+        arch.as_bytes(),
+        compiler.as_bytes(),
+    ])
+}
+
+const MAGIC: &[u8; 16] = b"rusparse-kernel1";
+const HEADER: usize = 16 + 8 + 8 + 8;
+
+/// The on-disk kernel cache: one file per key, `kernels-<key>.bin`, holding
+/// a magic, the key, the length and an FNV-1a checksum before the image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskCache {
+    dir: Option<PathBuf>,
+}
+
+impl DiskCache {
+    /// `$XDG_CACHE_HOME/rusparse` when that variable is an absolute path,
+    /// else `$HOME/.cache/rusparse`; disabled when neither is set.
+    pub fn from_env() -> DiskCache {
+        let xdg = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute());
+        let home = || {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".cache"))
+        };
+        DiskCache {
+            dir: xdg.or_else(home).map(|d| d.join("rusparse")),
+        }
+    }
+
+    /// A cache in `dir` (created on the first store).
+    pub fn at(dir: impl Into<PathBuf>) -> DiskCache {
+        DiskCache {
+            dir: Some(dir.into()),
+        }
+    }
+
+    /// A cache that never finds nor stores anything.
+    pub fn disabled() -> DiskCache {
+        DiskCache { dir: None }
+    }
+
+    /// The folder, when enabled.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    /// The file of `key`, when enabled.
+    pub fn path(&self, key: u64) -> Option<PathBuf> {
+        self.dir
+            .as_ref()
+            .map(|d| d.join(format!("kernels-{key:016x}.bin")))
+    }
+
+    /// The image stored under `key`; `None` when absent, unreadable or
+    /// corrupt (wrong magic, key, length or checksum).
+    pub fn load(&self, key: u64) -> Option<Vec<u8>> {
+        let bytes = std::fs::read(self.path(key)?).ok()?;
+        if bytes.len() < HEADER || &bytes[..16] != MAGIC {
+            return None;
+        }
+        let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+        let (k, len, sum) = (word(16), word(24), word(32));
+        let image = &bytes[HEADER..];
+        (k == key && len == image.len() as u64 && sum == fnv1a64(&[image])).then(|| image.to_vec())
+    }
+
+    /// Stores `image` under `key`: written to a temporary file in the same
+    /// folder, then renamed over the final name, so readers never see a
+    /// partial file. Returns whether it was stored; failures (read-only
+    /// folder, full disk) are not errors.
+    pub fn store(&self, key: u64, image: &[u8]) -> bool {
+        let (Some(dir), Some(path)) = (self.dir.as_ref(), self.path(key)) else {
+            return false;
+        };
+        if std::fs::create_dir_all(dir).is_err() {
+            return false;
+        }
+        let mut bytes = Vec::with_capacity(HEADER + image.len());
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&key.to_le_bytes());
+        bytes.extend_from_slice(&(image.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&fnv1a64(&[image]).to_le_bytes());
+        bytes.extend_from_slice(image);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let tmp = dir.join(format!(
+            ".kernels-{key:016x}.{}.{nanos}.tmp",
+            std::process::id()
+        ));
+        let ok = std::fs::write(&tmp, &bytes).is_ok() && std::fs::rename(&tmp, &path).is_ok();
+        if !ok {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        ok
+    }
+}
+
+/// Where a loaded image came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageSource {
+    /// Read from the disk cache.
+    Cache,
+    /// Compiled in this call (and stored, when the cache is writable).
+    Compiler,
+}
+
+/// Finds or makes the module for `key` and loads it with `load`:
+///
+/// 1. a cached image is loaded; when `load` refuses it (a stale or damaged
+///    file that passed the checksum, a driver that changed), it is
+///    recompiled and the file overwritten;
+/// 2. otherwise `compile` runs, the image is stored, then loaded.
+///
+/// `compile` runs at most once. Errors of `compile` and of loading a
+/// freshly compiled image are returned.
+///
+/// # Errors
+/// Whatever `compile` or `load` return.
+pub fn load_or_compile<T>(
+    cache: &DiskCache,
+    key: u64,
+    compile: impl FnOnce() -> Result<Compiled>,
+    mut load: impl FnMut(&[u8]) -> Result<T>,
+) -> Result<(T, ImageSource)> {
+    if let Some(image) = cache.load(key) {
+        if let Ok(loaded) = load(&image) {
+            return Ok((loaded, ImageSource::Cache));
+        }
+    }
+    let compiled = compile()?;
+    cache.store(key, &compiled.image);
+    Ok((load(&compiled.image)?, ImageSource::Compiler))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn opts() -> KernelOptions {
+        KernelOptions {
+            types: KernelTypes {
+                value: ValueKind::C64,
+                offset64: true,
+                index64: false,
+            },
+            warp: 32,
+            arch: Arch::Virtual(80),
+        }
+    }
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "rusparse-cache-test-{tag}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn option_strings() {
+        assert_eq!(
+            opts().nvrtc_options(),
+            [
+                "-DRS_VALUE=3",
+                "-DRS_OFFSET64=1",
+                "-DRS_INDEX64=0",
+                "-DRS_WARP=32",
+                "-arch=compute_80",
+                "--std=c++17",
+                "-default-device"
+            ]
+        );
+        let mut o = opts();
+        o.arch = Arch::Real(90);
+        o.types.value = ValueKind::F32;
+        assert!(o.nvrtc_options().contains(&"-arch=sm_90".to_string()));
+        assert!(o.nvrtc_options().contains(&"-DRS_VALUE=0".to_string()));
+        assert!(!o
+            .nvrtc_options()
+            .iter()
+            .any(|s| s.contains("fast_math") || s.contains("lineinfo")));
+    }
+
+    #[test]
+    fn sixteen_type_combinations() {
+        let all: Vec<_> = KernelTypes::all().collect();
+        assert_eq!(all.len(), 16);
+        let distinct: std::collections::HashSet<_> = all.iter().collect();
+        assert_eq!(distinct.len(), 16);
+        assert_eq!(ValueKind::ALL.map(ValueKind::bytes), [4, 8, 8, 16]);
+    }
+
+    #[test]
+    fn amalgamation_marks_files() {
+        let s = amalgamate(&[("a.h", "int a;"), ("b.cu", "int b;\n")]);
+        assert_eq!(
+            s,
+            "#define RS_AMALGAMATED 1\n#line 1 \"kernels/a.h\"\nint a;\n#line 1 \"kernels/b.cu\"\nint b;\n"
+        );
+        assert!(kernel_source().starts_with("#define RS_AMALGAMATED"));
+        assert_eq!(KERNEL_SOURCES[0].0, "portability.h");
+    }
+
+    #[test]
+    fn every_kernel_file_is_embedded() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".cu"))
+            .collect();
+        on_disk.sort();
+        let mut listed: Vec<String> = KERNEL_SOURCES[1..]
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        listed.sort();
+        assert_eq!(
+            listed, on_disk,
+            "KERNEL_SOURCES must list every kernels/*.cu"
+        );
+        for (name, text) in KERNEL_SOURCES {
+            assert_eq!(
+                std::fs::read_to_string(dir.join(name)).unwrap(),
+                *text,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn key_depends_on_everything() {
+        let base = cache_key("src", &opts(), "nvrtc 12.9");
+        assert_eq!(base, cache_key("src", &opts(), "nvrtc 12.9"), "stable");
+        assert_ne!(base, cache_key("src2", &opts(), "nvrtc 12.9"));
+        assert_ne!(base, cache_key("src", &opts(), "nvrtc 12.8"));
+        let mut o = opts();
+        o.arch = Arch::Virtual(90);
+        assert_ne!(base, cache_key("src", &o, "nvrtc 12.9"));
+        let mut o = opts();
+        o.arch = Arch::Real(80);
+        assert_ne!(base, cache_key("src", &o, "nvrtc 12.9"));
+        let mut o = opts();
+        o.types.index64 = true;
+        assert_ne!(base, cache_key("src", &o, "nvrtc 12.9"));
+        let mut o = opts();
+        o.warp = 64;
+        assert_ne!(base, cache_key("src", &o, "nvrtc 12.9"));
+        // The published FNV-1a test vector, then part separation.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in b"a" {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        assert_eq!(h, 0xaf63_dc4c_8601_ec8c);
+        assert_ne!(fnv1a64(&[b"ab", b"c"]), fnv1a64(&[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn only_the_deprecation_notice_is_tolerated() {
+        assert!(is_arch_notice(
+            "nvrtc: warning: Architectures prior to '<compute/sm>_75' are deprecated and may be removed in a future release"
+        ));
+        assert!(!is_arch_notice("kernels/numeric.cu(12): warning #177-D: variable \"x\" was declared but never referenced"));
+        assert!(!is_arch_notice("nvrtc: warning: something else"));
+    }
+
+    #[test]
+    fn arch_choice() {
+        let supported = [50, 52, 60, 70, 75, 80, 86, 89, 90];
+        assert_eq!(pick_arch(80, &supported), Some(80));
+        assert_eq!(pick_arch(87, &supported), Some(86));
+        assert_eq!(pick_arch(120, &supported), Some(90));
+        assert_eq!(pick_arch(35, &supported), None);
+    }
+
+    #[test]
+    fn cache_round_trip_and_corruption() {
+        let dir = temp_dir("roundtrip");
+        let cache = DiskCache::at(&dir);
+        assert_eq!(cache.load(7), None);
+        assert!(cache.store(7, b"ptx text\0"));
+        assert_eq!(cache.load(7).as_deref(), Some(&b"ptx text\0"[..]));
+        assert_eq!(cache.load(8), None, "other key");
+        // No temporary files are left behind.
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["kernels-0000000000000007.bin"]);
+
+        let path = cache.path(7).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        // A flipped payload byte, a truncated file, a bad magic, a file
+        // renamed to another key: all read as absent.
+        let mut bad = good.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        std::fs::write(&path, &bad).unwrap();
+        assert_eq!(cache.load(7), None);
+        std::fs::write(&path, &good[..good.len() - 1]).unwrap();
+        assert_eq!(cache.load(7), None);
+        std::fs::write(&path, b"short").unwrap();
+        assert_eq!(cache.load(7), None);
+        let mut bad = good.clone();
+        bad[0] ^= 1;
+        std::fs::write(&path, &bad).unwrap();
+        assert_eq!(cache.load(7), None);
+        std::fs::write(cache.path(9).unwrap(), &good).unwrap();
+        assert_eq!(cache.load(9), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn disabled_and_unwritable_caches_only_cost_a_compile() {
+        assert!(!DiskCache::disabled().store(1, b"x"));
+        assert_eq!(DiskCache::disabled().load(1), None);
+        // A regular file where the folder should be: nothing can be stored.
+        let file = temp_dir("notadir");
+        std::fs::write(&file, b"").unwrap();
+        let cache = DiskCache::at(file.join("sub"));
+        assert!(!cache.store(1, b"x"));
+        let compiles = Cell::new(0);
+        let compile = || {
+            compiles.set(compiles.get() + 1);
+            Ok(Compiled {
+                image: b"img\0".to_vec(),
+                log: String::new(),
+            })
+        };
+        let (img, src) = load_or_compile(&cache, 1, compile, |i| Ok(i.to_vec())).unwrap();
+        assert_eq!(
+            (img.as_slice(), src, compiles.get()),
+            (&b"img\0"[..], ImageSource::Compiler, 1)
+        );
+        let _ = std::fs::remove_file(&file);
+    }
+
+    #[test]
+    fn load_or_compile_policy() {
+        let dir = temp_dir("policy");
+        let cache = DiskCache::at(&dir);
+        let compiles = Cell::new(0);
+        let compile = |image: &'static [u8]| {
+            let compiles = &compiles;
+            move || {
+                compiles.set(compiles.get() + 1);
+                Ok(Compiled {
+                    image: image.to_vec(),
+                    log: String::new(),
+                })
+            }
+        };
+        let accept = |i: &[u8]| Ok(i.to_vec());
+
+        // Miss: compiled and stored.
+        let (img, src) = load_or_compile(&cache, 5, compile(b"v1\0"), accept).unwrap();
+        assert_eq!((img, src), (b"v1\0".to_vec(), ImageSource::Compiler));
+        assert_eq!(cache.load(5).as_deref(), Some(&b"v1\0"[..]));
+        // Hit: no compile.
+        let (img, src) = load_or_compile(&cache, 5, compile(b"v2\0"), accept).unwrap();
+        assert_eq!(
+            (img, src, compiles.get()),
+            (b"v1\0".to_vec(), ImageSource::Cache, 1)
+        );
+        // A corrupt file: recompiled and overwritten.
+        let path = cache.path(5).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        *bytes.last_mut().unwrap() ^= 0x55;
+        std::fs::write(&path, bytes).unwrap();
+        let (img, src) = load_or_compile(&cache, 5, compile(b"v3\0"), accept).unwrap();
+        assert_eq!(
+            (img, src, compiles.get()),
+            (b"v3\0".to_vec(), ImageSource::Compiler, 2)
+        );
+        assert_eq!(cache.load(5).as_deref(), Some(&b"v3\0"[..]));
+        // A cached image the loader refuses (module load failure):
+        // recompiled, overwritten, loaded.
+        let refuse_v3 = |i: &[u8]| {
+            if i == b"v3\0" {
+                Err(Error::ExecutionFailed("CUDA_ERROR_INVALID_PTX".into()))
+            } else {
+                Ok(i.to_vec())
+            }
+        };
+        let (img, src) = load_or_compile(&cache, 5, compile(b"v4\0"), refuse_v3).unwrap();
+        assert_eq!(
+            (img, src, compiles.get()),
+            (b"v4\0".to_vec(), ImageSource::Compiler, 3)
+        );
+        assert_eq!(cache.load(5).as_deref(), Some(&b"v4\0"[..]));
+        // Compile errors come back as they are.
+        let failing = || Err(Error::InternalError("log: error".into()));
+        assert_eq!(
+            load_or_compile(&cache, 6, failing, accept).unwrap_err(),
+            Error::InternalError("log: error".into())
+        );
+        assert_eq!(cache.load(6), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn cache_folder_from_environment() {
+        // Only inspects the rule; never changes the process environment.
+        let c = DiskCache::from_env();
+        if let Some(d) = c.dir() {
+            assert!(d.is_absolute() && d.ends_with("rusparse"));
+        }
+    }
+}

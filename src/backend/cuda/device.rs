@@ -1,0 +1,356 @@
+//! One CUDA device: its primary context, its limits, and its kernels.
+//!
+//! A [`CudaDevice`] is created once per device ordinal and process
+//! ([`CudaDevice::get`]) and shared by every handle and plan on that device,
+//! so each kernel module (one per [`KernelTypes`]) is compiled or read from
+//! the disk cache once per process.
+
+use super::compile::{
+    self, cache_key, kernel_source, load_or_compile, Arch, Compiled, DiskCache, KernelOptions,
+    KernelTypes,
+};
+use super::loader;
+use crate::error::{Error, Result};
+use crate::plan::gpu_bins::DeviceLimits;
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute, CUresult};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DriverError};
+use cudarc::nvrtc::Ptx;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Every kernel of the launch contract (`kernels/README.md`) with the size
+/// in bytes of each parameter, in order: 56 for `rs_csr`, 8 for pointers
+/// and `long long`, 4 for `int`. Every launch is checked against it, and
+/// `tests/nvrtc_kernels.rs` checks it against the compiled PTX, so an
+/// argument list that drifts from a kernel's signature fails without a GPU.
+pub const KERNEL_PARAMS: &[(&str, &[usize])] = &[
+    ("rs_setup", &[56, 56, 8, 8]),
+    ("rs_validate", &[56, 4, 4, 8, 8]),
+    ("rs_bin_count", &[8, 8, 8, 4, 8, 4, 8, 8]),
+    ("rs_bin_fill", &[8, 8, 8, 4, 8, 4, 8, 8, 8]),
+    ("rs_scan_blocks", &[8, 8, 8]),
+    ("rs_scan_sums", &[8, 8]),
+    ("rs_scan_add", &[8, 8, 8]),
+    ("rs_write_offsets", &[8, 8, 8, 4, 8]),
+    ("rs_symbolic_shared", &[8, 8, 56, 56, 8, 8, 4, 4, 8, 8, 8]),
+    ("rs_symbolic_global", &[8, 8, 56, 56, 8, 8, 8]),
+    (
+        "rs_numeric_shared",
+        &[8, 8, 56, 56, 8, 8, 8, 8, 8, 4, 8, 4, 4, 4],
+    ),
+    (
+        "rs_numeric_global",
+        &[8, 8, 56, 56, 8, 8, 8, 8, 8, 4, 8, 8, 8, 4],
+    ),
+    ("rs_numeric_single", &[8, 8, 56, 56, 8, 8, 8, 8, 8, 4]),
+];
+
+/// The parameter sizes of kernel `name` (see [`KERNEL_PARAMS`]).
+pub fn kernel_params(name: &str) -> Option<&'static [usize]> {
+    KERNEL_PARAMS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, p)| *p)
+}
+
+/// Kernels launched with more dynamic shared memory than the 48 KiB
+/// default; they get `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` at
+/// load time.
+const LARGE_SHARED_KERNELS: &[&str] = &["rs_symbolic_shared", "rs_numeric_shared"];
+
+/// Turns a driver error into a rusparse error naming `what`.
+/// Out of memory becomes [`Error::InsufficientResources`].
+pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
+    let name = e
+        .error_name()
+        .ok()
+        .and_then(|n| n.to_str().ok().map(str::to_owned))
+        .unwrap_or_else(|| format!("{:?}", e.0));
+    let text = e
+        .error_string()
+        .ok()
+        .and_then(|n| n.to_str().ok().map(str::to_owned))
+        .unwrap_or_default();
+    let msg = format!("{what}: {name} ({text})");
+    match e.0 {
+        CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::InsufficientResources(msg),
+        CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
+            Error::ArchMismatch(msg)
+        }
+        CUresult::CUDA_ERROR_INVALID_CONTEXT | CUresult::CUDA_ERROR_INVALID_HANDLE => {
+            Error::InvalidValue(msg)
+        }
+        _ => Error::ExecutionFailed(msg),
+    }
+}
+
+/// A kernel module for one type combination, with every contract kernel
+/// looked up.
+#[derive(Debug)]
+pub struct KernelModule {
+    _module: Arc<CudaModule>,
+    functions: HashMap<&'static str, CudaFunction>,
+    options: KernelOptions,
+}
+
+impl KernelModule {
+    /// The kernel `name` (one of [`KERNEL_PARAMS`]).
+    ///
+    /// # Errors
+    /// [`Error::InternalError`] for a name outside the contract.
+    pub fn function(&self, name: &str) -> Result<&CudaFunction> {
+        self.functions
+            .get(name)
+            .ok_or_else(|| Error::InternalError(format!("kernel {name} is not in the module")))
+    }
+
+    /// The options the module was compiled with.
+    pub fn options(&self) -> &KernelOptions {
+        &self.options
+    }
+}
+
+/// One CUDA device (see the module docs).
+#[derive(Debug)]
+pub struct CudaDevice {
+    ctx: Arc<CudaContext>,
+    name: String,
+    compute_capability: (u32, u32),
+    limits: DeviceLimits,
+    async_alloc: bool,
+    driver_version: i32,
+    modules: Mutex<HashMap<KernelTypes, Arc<KernelModule>>>,
+}
+
+impl CudaDevice {
+    /// The device with this ordinal, created on first use and shared
+    /// afterwards.
+    ///
+    /// Cost: on first use, loading the driver and retaining the device's
+    /// primary context (tens of milliseconds); a map look-up afterwards.
+    ///
+    /// # Errors
+    /// [`Error::NotSupported`] when there is no driver or no such device
+    /// (the message says which); a driver error otherwise.
+    pub fn get(ordinal: usize) -> Result<Arc<CudaDevice>> {
+        static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<CudaDevice>>>> = OnceLock::new();
+        let info = loader::device(ordinal)?;
+        let map = DEVICES.get_or_init(Default::default);
+        let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = map.get(&ordinal) {
+            return Ok(d.clone());
+        }
+        let dev = Arc::new(loader::guarded("opening the CUDA device", || {
+            CudaDevice::open(ordinal, info.version)
+        })?);
+        map.insert(ordinal, dev.clone());
+        Ok(dev)
+    }
+
+    fn open(ordinal: usize, driver_version: i32) -> Result<CudaDevice> {
+        let what = format!("CUDA device {ordinal}");
+        let ctx = CudaContext::new(ordinal).map_err(|e| driver_error(&what, e))?;
+        let attr = |a: CUdevice_attribute| -> Result<u32> {
+            ctx.attribute(a)
+                .map(|v| v.max(0) as u32)
+                .map_err(|e| driver_error(&format!("{what}: reading {a:?}"), e))
+        };
+        use CUdevice_attribute as A;
+        let (major, minor) = (
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        );
+        let shared_per_block = attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?;
+        let limits = DeviceLimits {
+            warp: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+            sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_threads_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            shared_per_block,
+            shared_per_block_optin: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+                .max(shared_per_block),
+            shared_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
+            reserved_shared_per_block: attr(
+                A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+            )?,
+        };
+        if limits.warp == 0 || limits.max_threads_per_block < limits.warp {
+            return Err(Error::NotSupported(format!(
+                "{what} reports warp size {} and {} threads per block",
+                limits.warp, limits.max_threads_per_block
+            )));
+        }
+        let name = ctx.name().unwrap_or_else(|_| "unknown".into());
+        Ok(CudaDevice {
+            async_alloc: ctx.has_async_alloc(),
+            ctx,
+            name,
+            compute_capability: (major, minor),
+            limits,
+            driver_version,
+            modules: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The device's primary context (shared with the CUDA runtime).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ctx.ordinal()
+    }
+
+    /// The device's name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `(major, minor)` compute capability.
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.compute_capability
+    }
+
+    /// The limits the bins are planned from.
+    pub fn limits(&self) -> &DeviceLimits {
+        &self.limits
+    }
+
+    /// Whether the device supports stream-ordered allocation
+    /// (`cuMemAllocAsync`); without it, plans allocate synchronously.
+    pub fn has_async_alloc(&self) -> bool {
+        self.async_alloc
+    }
+
+    /// `cuDriverGetVersion`, e.g. 12040.
+    pub fn driver_version(&self) -> i32 {
+        self.driver_version
+    }
+
+    /// Makes the device's context current on the calling thread.
+    ///
+    /// # Errors
+    /// A driver error.
+    pub fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error("making the CUDA context current", e))
+    }
+
+    /// The kernels for `types`: from the in-memory cache, else the disk
+    /// cache, else NVRTC.
+    ///
+    /// Cost: the first call per type combination and process compiles
+    /// (about a second) or reads the disk cache (milliseconds).
+    ///
+    /// # Errors
+    /// [`Error::NotSupported`] without NVRTC; [`Error::ArchMismatch`] when
+    /// NVRTC or the driver cannot target the device; compile and load
+    /// errors otherwise.
+    pub fn module(&self, types: KernelTypes) -> Result<Arc<KernelModule>> {
+        // Held while compiling: two threads wanting the same module wait
+        // for one compilation instead of running two.
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = modules.get(&types) {
+            return Ok(m.clone());
+        }
+        self.bind()?;
+        let m = Arc::new(loader::guarded("loading the rusparse kernels", || {
+            self.build_module(types)
+        })?);
+        modules.insert(types, m.clone());
+        Ok(m)
+    }
+
+    fn build_module(&self, types: KernelTypes) -> Result<KernelModule> {
+        let (nv_major, nv_minor) = loader::nvrtc()?;
+        let compiler = format!("nvrtc {nv_major}.{nv_minor}");
+        let (major, minor) = self.compute_capability;
+        let cc = major * 10 + minor;
+        let supported = compile::nvrtc_supported_archs()?;
+        let arch = compile::pick_arch(cc, &supported).ok_or_else(|| {
+            Error::ArchMismatch(format!(
+                "{} (compute capability {major}.{minor}) is older than every architecture \
+                 {compiler} supports ({supported:?})",
+                self.name
+            ))
+        })?;
+        let cache = DiskCache::from_env();
+        let source = kernel_source();
+        let build = |arch: Arch| -> Result<KernelModule> {
+            let opts = KernelOptions {
+                types,
+                warp: self.limits.warp,
+                arch,
+            };
+            let key = cache_key(source, &opts, &compiler);
+            let compile = || -> Result<Compiled> { compile::compile_nvrtc(source, &opts, false) };
+            let load = |image: &[u8]| self.load_image(image, opts);
+            load_or_compile(&cache, key, compile, load).map(|(m, _)| m)
+        };
+        match build(Arch::Virtual(arch)) {
+            // A driver older than NVRTC refuses its PTX; CUBINs built for
+            // the device itself are covered by minor-version compatibility.
+            Err(Error::ArchMismatch(msg)) if supported.contains(&cc) => build(Arch::Real(cc))
+                .map_err(|e| match e {
+                    Error::ArchMismatch(m2) => Error::ArchMismatch(format!(
+                        "{msg}; then as a CUBIN for sm_{cc}: {m2} (update the NVIDIA driver, \
+                         which supports CUDA {}.{}, to one as new as {compiler})",
+                        self.driver_version / 1000,
+                        self.driver_version % 1000 / 10
+                    )),
+                    other => other,
+                }),
+            other => other,
+        }
+    }
+
+    /// Loads one image into the context and looks every kernel up.
+    fn load_image(&self, image: &[u8], options: KernelOptions) -> Result<KernelModule> {
+        // A PTX image must be NUL-terminated text (a damaged cache file
+        // could be neither); refuse it here rather than let the driver read
+        // past the end.
+        if matches!(options.arch, Arch::Virtual(_))
+            && (image.last() != Some(&0) || image[..image.len() - 1].contains(&0))
+        {
+            return Err(Error::InternalError(
+                "the PTX image is not one NUL-terminated text".into(),
+            ));
+        }
+        let what = format!("loading the kernels ({})", options.types);
+        let module = self
+            .ctx
+            .load_module(Ptx::from_binary(image.to_vec()))
+            .map_err(|e| driver_error(&what, e))?;
+        let mut functions = HashMap::new();
+        for &(name, _) in KERNEL_PARAMS {
+            let f = module.load_function(name).map_err(|e| {
+                Error::InternalError(format!(
+                    "{what}: kernel {name} not found in the module ({})",
+                    driver_error("", e)
+                ))
+            })?;
+            if LARGE_SHARED_KERNELS.contains(&name) {
+                let fixed = f.shared_size_bytes().map_err(|e| driver_error(&what, e))?;
+                let dynamic = (self.limits.shared_per_block_optin as i32 - fixed).max(0);
+                f.set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dynamic,
+                )
+                .map_err(|e| {
+                    driver_error(
+                        &format!("{what}: opting {name} into {dynamic} bytes of shared memory"),
+                        e,
+                    )
+                })?;
+            }
+            functions.insert(name, f);
+        }
+        Ok(KernelModule {
+            _module: module,
+            functions,
+            options,
+        })
+    }
+}

@@ -1,0 +1,83 @@
+//! The CUDA back end (feature `cuda`, on by default).
+//!
+//! Nothing CUDA is needed to build it: cudarc loads `libcuda` and NVRTC at
+//! run time. [`loader`] probes for both before anything touches them (cudarc
+//! panics on a missing library) and turns every absence into
+//! [`crate::Error::NotSupported`] naming what was missing.
+//!
+//! # Pieces
+//!
+//! * [`loader`]: finding the driver, a device and NVRTC.
+//! * [`device`]: [`device::CudaDevice`], one per device ordinal and
+//!   process: the primary context, the limits the bins are planned from
+//!   ([`crate::plan::gpu_bins::DeviceLimits`]) and the compiled kernel
+//!   modules, one per type combination.
+//! * [`compile`]: the kernel source (`kernels/portability.h` and
+//!   `kernels/*.cu`, embedded), NVRTC options, compilation and the disk
+//!   cache in `$XDG_CACHE_HOME/rusparse`.
+//! * [`spgemm`]: [`spgemm::CudaSpgemm`], one product, phase by phase.
+//!
+//! # The pipeline (OpSparse, seed 002, with seed 004's refinements)
+//!
+//! Everything is queued on the caller's stream (a raw `CUstream`; null is
+//! the legacy default stream). The host waits for that stream only where it
+//! must read a number back; there is no device-wide synchronisation.
+//!
+//! 1. **Work estimation** ([`spgemm::CudaSpgemm::work_estimation`]):
+//!    `rs_setup` validates A (offsets and columns) fused with counting the
+//!    products of each row (`row_size[i] = nprod_i`); `rs_validate` checks
+//!    all of B and reports whether its rows are sorted without repeats
+//!    ("canonical") and its longest row. A scan of a temporary copy gives
+//!    the total products. One wait reads the error word: a bad matrix is
+//!    [`crate::Error::InvalidValue`] naming the matrix, row and value.
+//! 2. **Symbolic phase** ([`spgemm::CudaSpgemm::symbolic`], called by
+//!    `compute`): rows are binned by products (`rs_bin_count`, one wait for
+//!    the bin sizes, `rs_bin_fill`; empty rows go nowhere, rows of A with
+//!    one entry need no work when B is canonical); one shared-memory hash
+//!    kernel per bin, largest rows first on up to three extra streams
+//!    forked from and joined back into the caller's with events; rows of
+//!    the last bin whose count overflows spill to `rs_symbolic_global`
+//!    with tables in a second, temporary allocation sized from those rows
+//!    only. Then the rows are binned again by nnz for the numeric phase,
+//!    and an exclusive scan turns the counts into C's zero-based row
+//!    offsets; nnz(C) is read back. Only per-row metadata is kept (about
+//!    12 bytes per row of A, one allocation): C is never stored twice.
+//! 3. **Numeric phase** ([`spgemm::CudaSpgemm::numeric`], called by `copy`):
+//!    `rs_write_offsets` writes C's row offsets; the global-memory kernel
+//!    (rows too long for shared memory, tables in batches of at most
+//!    256 MiB), the shared-memory bins from the largest, and the direct
+//!    path for rows of A with one entry write columns and values straight
+//!    into the caller's arrays, sorted. No wait.
+//!
+//! Bin bounds, table sizes, blocks and teams come from
+//! [`crate::plan::gpu_bins`], derived from the device's shared memory, warp
+//! width and SM count; threads per B row from B's mean and longest row.
+//! Kernels whose shared memory exceeds 48 KiB are opted in with
+//! `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` when the module loads.
+//! Allocations are stream-ordered (`cuMemAllocAsync`/`cuMemFreeAsync`) so
+//! they overlap running kernels; out of device memory is
+//! [`crate::Error::InsufficientResources`] and every allocation is freed by
+//! RAII on every path. Deterministic plans (`CSR_ALG_DETERMINISTIC`,
+//! `ALG1`) add each row's products in A's order: the team splits each B
+//! row when B is canonical, one thread per row otherwise.
+//!
+//! # Not done yet
+//!
+//! * `op(A)`, `op(B)` other than N (transposes go through the planner's
+//!   explicit transpose on the device, a later step);
+//! * ALG3's memory-bounded chunking by `chunk_fraction`;
+//! * AUTO placement (choosing this back end from where A's pointers live)
+//!   and the C ABI wiring, which are the FFI's;
+//! * A, B and C with different index types (the kernels take one offset
+//!   and one index type for all three).
+
+pub mod compile;
+pub mod device;
+pub mod loader;
+pub mod placement;
+pub mod spgemm;
+
+pub use compile::{KernelTypes, ValueKind};
+pub use device::CudaDevice;
+pub use placement::{memory_space, MemorySpace};
+pub use spgemm::{CudaPlanInfo, CudaSpgemm, DeviceCsr, KernelCsr};

@@ -1,0 +1,1631 @@
+//! The SpGEMM pipeline on one CUDA device, `C = alpha * A * B (+ beta * C)`
+//! (op N·N), driven phase by phase by the FFI (see the module docs of
+//! [`super`] for the order of kernels and what runs where).
+//!
+//! Driver calls go through cudarc's `result` layer: the caller's stream is a
+//! raw `CUstream` owned by someone else and every array is a raw device
+//! pointer, which the safe layer cannot wrap without taking ownership.
+
+use super::compile::KernelTypes;
+use super::device::{driver_error, kernel_params, CudaDevice, KernelModule};
+use crate::error::{Error, Result};
+use crate::plan::gpu_bins::{self, GpuBins, KernelBin};
+use cudarc::driver::result as cu;
+use cudarc::driver::sys::{self, CUdeviceptr, CUevent, CUstream};
+use cudarc::driver::DeviceRepr;
+use std::ffi::c_void;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// One CSR matrix in device memory, as the FFI describes it. The types of
+/// the arrays are given separately ([`KernelTypes`]); A, B and C share them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceCsr {
+    /// Row offsets, `nrows + 1` entries of the offset type.
+    pub rows: u64,
+    /// Column indices, `nnz` entries of the index type (0 allowed when
+    /// `nnz == 0`).
+    pub cols: u64,
+    /// Values, `nnz` entries (0 allowed when `nnz == 0`, and for A and B in
+    /// the symbolic phases).
+    pub vals: u64,
+    /// Rows.
+    pub nrows: i64,
+    /// Columns.
+    pub ncols: i64,
+    /// Stored entries.
+    pub nnz: i64,
+    /// Index base, 0 or 1.
+    pub base: i32,
+}
+
+/// `rs_csr` of `kernels/portability.h`, passed to kernels by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelCsr {
+    /// `const offset_t* rows`.
+    pub rows: u64,
+    /// `const index_t* cols`.
+    pub cols: u64,
+    /// `const value_t* vals`.
+    pub vals: u64,
+    /// `long long nrows`.
+    pub nrows: i64,
+    /// `long long ncols`.
+    pub ncols: i64,
+    /// `long long nnz`.
+    pub nnz: i64,
+    /// `int base`.
+    pub base: i32,
+    /// `int pad_`.
+    pub pad: i32,
+}
+
+// SAFETY: plain old data with the layout of `rs_csr` (repr(C), no padding
+// the C side lacks: 3 pointers, 3 long long, 2 int = 56 bytes).
+unsafe impl DeviceRepr for KernelCsr {}
+
+impl From<&DeviceCsr> for KernelCsr {
+    fn from(x: &DeviceCsr) -> Self {
+        KernelCsr {
+            rows: x.rows,
+            cols: x.cols,
+            vals: x.vals,
+            nrows: x.nrows,
+            ncols: x.ncols,
+            nnz: x.nnz,
+            base: x.base,
+            pad: 0,
+        }
+    }
+}
+
+/// Most rows of A a GPU plan takes (row lists are `unsigned int`; one value
+/// is kept free).
+pub const MAX_ROWS: i64 = (1i64 << 32) - 2;
+
+/// Extra streams the largest bins run on, beside the caller's.
+const AUX_STREAMS: usize = 3;
+/// Block of the grid-stride setup and validation kernels.
+const SETUP_BLOCK: u32 = 256;
+/// Block of the binning kernels (at least the bin count + 1, at most 1024).
+const BIN_BLOCK: u32 = 512;
+/// Block of `rs_write_offsets` and `rs_numeric_single` (a warp per row).
+const PLAIN_BLOCK: u32 = 256;
+/// The binning kernels take fewer than this many bins (`RS_BIN_MAX`).
+const MAX_BINS: usize = 32;
+/// Bytes of global hash tables one batch of spilled or huge rows may use
+/// (at least one row's table); batches run one after another.
+const GLOBAL_TABLE_BUDGET: u64 = 256 << 20;
+/// Reading `k` single entries costs about as much as copying `k * 20000`
+/// entries in one transfer.
+const GATHER_RATIO: u64 = 20_000;
+
+// The metadata header, in 8-byte words.
+const H_ERROR: usize = 0;
+const H_FLAGS: usize = 1; // 2 words: unsorted B, longest B row
+const H_NPROD: usize = 3;
+const H_MAX: usize = 4;
+const H_SPILL: usize = 5;
+const H_ZERO: usize = 6; // 2 words of zero: a value_t 0 for beta
+const H_BIN_SIZE: usize = 8;
+const H_BIN_CURSOR: usize = H_BIN_SIZE + MAX_BINS;
+const H_BIN_OFFSET: usize = H_BIN_CURSOR + MAX_BINS;
+const H_BOUNDS_SYM: usize = H_BIN_OFFSET + MAX_BINS;
+const H_BOUNDS_NUM: usize = H_BOUNDS_SYM + MAX_BINS;
+const HEADER_WORDS: usize = H_BOUNDS_NUM + MAX_BINS;
+
+// The header fits the layout's first 256-byte block multiple; the zero
+// value is 16-byte aligned.
+const _: () = assert!(HEADER_WORDS <= 200 && H_ZERO % 2 == 0);
+
+fn align(x: u64) -> u64 {
+    x.div_ceil(256) * 256
+}
+
+/// Offsets (bytes) of the arrays in the one metadata allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Layout {
+    /// `m + 1` long long: nprod, then nnz, then C's zero-based offsets.
+    row_size: u64,
+    /// Scan tile totals.
+    block_sums: u64,
+    /// `m` unsigned: the rows of every bin, one bin after another.
+    bins: u64,
+    /// Total bytes.
+    total: u64,
+}
+
+impl Layout {
+    fn new(m: u64, scan_block: u32) -> Layout {
+        let row_size = align((HEADER_WORDS * 8) as u64);
+        let block_sums = row_size + align((m + 1) * 8);
+        let bins = block_sums + align(scan_tiles(m + 1, scan_block).max(1) * 8);
+        Layout {
+            row_size,
+            block_sums,
+            bins,
+            total: bins + align(m * 4),
+        }
+    }
+}
+
+fn scan_tiles(n: u64, scan_block: u32) -> u64 {
+    n.div_ceil(2 * u64::from(scan_block))
+}
+
+/// Splits rows with global tables of `tables[k]` entries into consecutive
+/// batches of at most `budget` entries (a batch holds at least one row).
+fn batches(tables: &[u64], budget: u64) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut sum) = (0, 0u64);
+    for (k, &t) in tables.iter().enumerate() {
+        if k > start && sum + t > budget {
+            out.push(start..k);
+            start = k;
+            sum = 0;
+        }
+        sum += t;
+    }
+    if start < tables.len() {
+        out.push(start..tables.len());
+    }
+    out
+}
+
+/// Exclusive prefix sum of `counts`.
+fn exclusive(counts: &[i64]) -> Vec<i64> {
+    let mut acc = 0;
+    counts
+        .iter()
+        .map(|&c| {
+            let o = acc;
+            acc += c;
+            o
+        })
+        .collect()
+}
+
+/// A device allocation freed when dropped, stream-ordered where the device
+/// supports it (`cuMemAllocAsync` / `cuMemFreeAsync`), else synchronously.
+struct DeviceBuffer {
+    dev: Arc<CudaDevice>,
+    ptr: CUdeviceptr,
+    bytes: u64,
+    /// The stream the free is ordered on.
+    stream: CUstream,
+}
+
+impl DeviceBuffer {
+    fn new(dev: &Arc<CudaDevice>, stream: CUstream, bytes: u64, what: &str) -> Result<Self> {
+        let mut buf = DeviceBuffer {
+            dev: dev.clone(),
+            ptr: 0,
+            bytes,
+            stream,
+        };
+        if bytes == 0 {
+            return Ok(buf);
+        }
+        let size = usize::try_from(bytes).map_err(|_| {
+            Error::InsufficientResources(format!("{what}: {bytes} bytes exceed the address space"))
+        })?;
+        let what = || format!("allocating {bytes} bytes of device memory for {what}");
+        // SAFETY: a valid stream of the current context (or the legacy
+        // default stream); the memory is only used in stream order.
+        buf.ptr = unsafe {
+            if dev.has_async_alloc() {
+                cu::malloc_async(stream, size)
+            } else {
+                cu::malloc_sync(size)
+            }
+        }
+        .map_err(|e| driver_error(&what(), e))?;
+        Ok(buf)
+    }
+
+    fn ptr(&self) -> u64 {
+        self.ptr
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        // Errors cannot be reported from here; the memory is lost at worst.
+        let _ = self.dev.bind();
+        // SAFETY: allocated above, freed once, after the work ordered
+        // before it on `stream`.
+        unsafe {
+            if self.dev.has_async_alloc() {
+                let _ = cu::free_async(self.ptr, self.stream);
+            } else {
+                let _ = cu::stream::synchronize(self.stream);
+                let _ = cu::free_sync(self.ptr);
+            }
+        }
+        self.ptr = 0;
+    }
+}
+
+/// The extra streams and events of one plan.
+struct Lanes {
+    dev: Arc<CudaDevice>,
+    streams: Vec<CUstream>,
+    /// Recorded on the caller's stream before a fork.
+    fork: CUevent,
+    /// One per extra stream, recorded at a join.
+    joins: Vec<CUevent>,
+    /// Recorded on the caller's stream at the end of every phase, so the
+    /// plan's memory can be freed after its last work even when the
+    /// caller's stream no longer exists.
+    done: CUevent,
+}
+
+impl Lanes {
+    fn new(dev: &Arc<CudaDevice>) -> Result<Lanes> {
+        let event = || {
+            cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                .map_err(|e| driver_error("creating a CUDA event", e))
+        };
+        let mut lanes = Lanes {
+            dev: dev.clone(),
+            streams: Vec::new(),
+            fork: std::ptr::null_mut(),
+            joins: Vec::new(),
+            done: std::ptr::null_mut(),
+        };
+        lanes.fork = event()?;
+        lanes.done = event()?;
+        for _ in 0..AUX_STREAMS {
+            lanes.streams.push(
+                cu::stream::create(cu::stream::StreamKind::NonBlocking)
+                    .map_err(|e| driver_error("creating a CUDA stream", e))?,
+            );
+            lanes.joins.push(event()?);
+        }
+        Ok(lanes)
+    }
+
+    fn record_done(&self, caller: CUstream) -> Result<()> {
+        // SAFETY: live event and stream.
+        unsafe { cu::event::record(self.done, caller) }
+            .map_err(|e| driver_error("recording a CUDA event", e))
+    }
+
+    /// Makes `n` extra streams wait for the work queued on `caller`.
+    fn fork(&self, caller: CUstream, n: usize) -> Result<Fork<'_>> {
+        let n = n.min(self.streams.len());
+        let mut fork = Fork {
+            lanes: self,
+            caller,
+            used: 0,
+        };
+        if n > 0 {
+            // SAFETY: live events and streams.
+            unsafe { cu::event::record(self.fork, caller) }
+                .map_err(|e| driver_error("recording a CUDA event", e))?;
+            for &s in &self.streams[..n] {
+                unsafe {
+                    cu::stream::wait_event(
+                        s,
+                        self.fork,
+                        sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                    )
+                }
+                .map_err(|e| driver_error("making a CUDA stream wait", e))?;
+                fork.used += 1;
+            }
+        }
+        Ok(fork)
+    }
+}
+
+impl Drop for Lanes {
+    fn drop(&mut self) {
+        let _ = self.dev.bind();
+        // SAFETY: created in `new`, destroyed once. Destroying a stream
+        // with queued work returns at once; the work still completes.
+        unsafe {
+            for &s in &self.streams {
+                let _ = cu::stream::destroy(s);
+            }
+            for &e in self.joins.iter().chain([&self.fork, &self.done]) {
+                if !e.is_null() {
+                    let _ = cu::event::destroy(e);
+                }
+            }
+        }
+    }
+}
+
+/// Work spread over the caller's stream and some extra streams; joining
+/// (explicitly, or on drop after an error) makes the caller's stream wait
+/// for all of it.
+struct Fork<'a> {
+    lanes: &'a Lanes,
+    caller: CUstream,
+    used: usize,
+}
+
+impl Fork<'_> {
+    /// Lane `i` of `used + 1`: the extra streams first, the caller's last.
+    fn stream(&self, i: usize) -> CUstream {
+        let i = i % (self.used + 1);
+        if i < self.used {
+            self.lanes.streams[i]
+        } else {
+            self.caller
+        }
+    }
+
+    fn join_all(&mut self) -> Result<()> {
+        let mut first_err = None;
+        for i in 0..self.used {
+            // SAFETY: live events and streams.
+            let r = unsafe {
+                cu::event::record(self.lanes.joins[i], self.lanes.streams[i]).and_then(|()| {
+                    cu::stream::wait_event(
+                        self.caller,
+                        self.lanes.joins[i],
+                        sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                    )
+                })
+            };
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
+        self.used = 0;
+        first_err.map_or(Ok(()), |e| Err(driver_error("joining CUDA streams", e)))
+    }
+
+    fn join(mut self) -> Result<()> {
+        self.join_all()
+    }
+}
+
+impl Drop for Fork<'_> {
+    fn drop(&mut self) {
+        if self.used > 0 {
+            let _ = self.join_all();
+        }
+    }
+}
+
+/// Kernel arguments: a pointer to each value and its size (checked against
+/// [`super::device::KERNEL_PARAMS`] at launch).
+macro_rules! args {
+    ($($x:expr),* $(,)?) => {
+        [$((&$x as *const _ as *mut c_void, std::mem::size_of_val(&$x))),*]
+    };
+}
+
+/// What the symbolic phase leaves for the numeric one.
+#[derive(Clone, Debug)]
+struct SymbolicResult {
+    nnz: i64,
+    /// Rows per numeric bin (the direct bin last).
+    numeric_counts: Vec<i64>,
+    /// Where each numeric bin starts in the bin array.
+    numeric_offsets: Vec<i64>,
+    /// Global table entries of each row of the global numeric bin, in the
+    /// order of the bin array.
+    global_tables: Vec<u64>,
+    /// Rows per symbolic bin (the direct bin last).
+    symbolic_counts: Vec<i64>,
+    /// Rows moved from the last shared symbolic bin to the global kernel.
+    spilled: i64,
+}
+
+/// What a plan ran, for `rusparseSpGEMM_getPlanInfo` and benchmarks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaPlanInfo {
+    /// The device's name.
+    pub device: String,
+    /// Products of the whole multiplication.
+    pub nprod: i64,
+    /// nnz(C), once the symbolic phase ran.
+    pub nnz: Option<i64>,
+    /// Rows per symbolic bin, the direct bin (one entry in A's row) last.
+    pub symbolic_rows: Vec<i64>,
+    /// Rows per numeric bin, the global bin second to last, the direct bin
+    /// last.
+    pub numeric_rows: Vec<i64>,
+    /// Rows whose symbolic count overflowed shared memory.
+    pub spilled_rows: i64,
+    /// Threads per B row in the shared-memory kernels.
+    pub threads_per_b_row: u32,
+    /// B has sorted rows without repeated columns (enables the direct path
+    /// and the parallel deterministic mode).
+    pub b_canonical: bool,
+    /// Bitwise-reproducible numeric phase.
+    pub deterministic: bool,
+}
+
+/// One product `A * B` on a CUDA device: work estimation (validation and
+/// products per row), symbolic phase (nnz of every row of C) and numeric
+/// phase (C's arrays), each queued on the caller's stream.
+///
+/// Holds one device allocation of row metadata (about 12 bytes per row of
+/// A) from [`CudaSpgemm::work_estimation`] until dropped; hash tables of
+/// spilled or very long rows live only during the phase that needs them.
+pub struct CudaSpgemm {
+    // Declared before `lanes`: freed (on an extra stream) before the
+    // streams are destroyed.
+    meta: DeviceBuffer,
+    lanes: Lanes,
+    dev: Arc<CudaDevice>,
+    module: Arc<KernelModule>,
+    types: KernelTypes,
+    deterministic: bool,
+    bins: GpuBins,
+    layout: Layout,
+    scan_block: u32,
+    m: i64,
+    inner: i64,
+    n: i64,
+    a_nnz: i64,
+    b_nnz: i64,
+    nprod: i64,
+    b_canonical: bool,
+    b_longest: i64,
+    group: u32,
+    symbolic: Option<SymbolicResult>,
+    /// The error of a failed symbolic phase (its metadata is then partly
+    /// overwritten, so it cannot run again).
+    symbolic_failed: Option<Error>,
+}
+
+// SAFETY: the raw handles (streams, events, device pointers) may be used
+// from any thread once the device's context is current, which every method
+// and `Drop` ensure; `&self` methods only read host data.
+unsafe impl Send for CudaSpgemm {}
+// SAFETY: as above.
+unsafe impl Sync for CudaSpgemm {}
+
+impl std::fmt::Debug for CudaSpgemm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaSpgemm")
+            .field("device", &self.dev.name())
+            .field("types", &self.types)
+            .field("m", &self.m)
+            .field("n", &self.n)
+            .field("nprod", &self.nprod)
+            .field("nnz", &self.symbolic.as_ref().map(|s| s.nnz))
+            .finish()
+    }
+}
+
+fn check_csr(x: &DeviceCsr, name: &str, need_vals: bool) -> Result<()> {
+    if x.nrows < 0 || x.ncols < 0 || x.nnz < 0 {
+        return Err(Error::InvalidValue(format!(
+            "{name} has a negative size ({} x {}, nnz {})",
+            x.nrows, x.ncols, x.nnz
+        )));
+    }
+    if x.base != 0 && x.base != 1 {
+        return Err(Error::InvalidValue(format!(
+            "{name}'s index base is {} (0 or 1 expected)",
+            x.base
+        )));
+    }
+    if x.rows == 0 {
+        return Err(Error::InvalidValue(format!(
+            "{name}'s row offsets are NULL"
+        )));
+    }
+    if x.nnz > 0 && x.cols == 0 {
+        return Err(Error::InvalidValue(format!(
+            "{name}'s column indices are NULL with nnz = {}",
+            x.nnz
+        )));
+    }
+    if need_vals && x.nnz > 0 && x.vals == 0 {
+        return Err(Error::InvalidValue(format!(
+            "{name}'s values are NULL with nnz = {}",
+            x.nnz
+        )));
+    }
+    Ok(())
+}
+
+impl CudaSpgemm {
+    /// Validates A and B on the device and counts the products of every
+    /// row of `A * B`.
+    ///
+    /// Queues `rs_setup` (A, and B's offsets where read) and `rs_validate`
+    /// (all of B: offsets, columns, sortedness, longest row) on `stream`
+    /// (raw; null is the legacy default stream), then waits for `stream`
+    /// once to read the error word. Cost: one pass over A and B, plus the
+    /// first-use compilation of the kernels for `types` (about a second, or
+    /// a disk-cache read).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a malformed matrix (naming the matrix,
+    /// the row and what is wrong, e.g. `A's row 17 has a column index
+    /// outside 0..8: colInd[42] = 9`) or mismatched sizes;
+    /// [`Error::NotSupported`] for more than 2^32 - 2 rows or without a
+    /// CUDA driver/NVRTC; [`Error::InsufficientResources`] when device
+    /// memory runs out (nothing is leaked).
+    pub fn work_estimation(
+        dev: &Arc<CudaDevice>,
+        stream: CUstream,
+        a: &DeviceCsr,
+        b: &DeviceCsr,
+        types: KernelTypes,
+        deterministic: bool,
+    ) -> Result<Self> {
+        check_csr(a, "A", false)?;
+        check_csr(b, "B", false)?;
+        if a.ncols != b.nrows {
+            return Err(Error::InvalidValue(format!(
+                "A is {} x {} but B is {} x {}: A's columns must equal B's rows",
+                a.nrows, a.ncols, b.nrows, b.ncols
+            )));
+        }
+        if a.nrows > MAX_ROWS {
+            return Err(Error::NotSupported(format!(
+                "A has {} rows; the CUDA back end takes at most 2^32 - 2",
+                a.nrows
+            )));
+        }
+        if !types.index64 && b.ncols > i64::from(i32::MAX) {
+            return Err(Error::InvalidValue(format!(
+                "B has {} columns, more than 32-bit column indices hold",
+                b.ncols
+            )));
+        }
+        dev.bind()?;
+        let module = dev.module(types)?;
+        let limits = *dev.limits();
+        let bins = gpu_bins::gpu_bins(&limits, types.index_bytes(), types.value_bytes());
+        if bins.symbolic.len() + 1 > MAX_BINS || bins.numeric.len() + 1 > MAX_BINS {
+            return Err(Error::InternalError(format!(
+                "the planner made {} symbolic and {} numeric bins; the binning kernels take at most {}",
+                bins.symbolic.len(),
+                bins.numeric.len(),
+                MAX_BINS - 1
+            )));
+        }
+        let scan_block =
+            (limits.max_threads_per_block.min(1024) / limits.warp * limits.warp).max(limits.warp);
+        let m = a.nrows as u64;
+        let layout = Layout::new(m, scan_block);
+        let lanes = Lanes::new(dev)?;
+        let meta = DeviceBuffer::new(dev, stream, layout.total, "the SpGEMM row metadata")?;
+        let mut plan = CudaSpgemm {
+            meta,
+            lanes,
+            dev: dev.clone(),
+            module,
+            types,
+            deterministic,
+            bins,
+            layout,
+            scan_block,
+            m: a.nrows,
+            inner: a.ncols,
+            n: b.ncols,
+            a_nnz: a.nnz,
+            b_nnz: b.nnz,
+            nprod: 0,
+            b_canonical: false,
+            b_longest: 0,
+            group: 2,
+            symbolic: None,
+            symbolic_failed: None,
+        };
+        let r = plan.estimate(stream, a, b);
+        // Recorded even after an error: dropping the plan frees its memory
+        // after the work already queued.
+        let done = plan.lanes.record_done(stream);
+        r?;
+        done?;
+        Ok(plan)
+    }
+
+    fn estimate(&mut self, stream: CUstream, a: &DeviceCsr, b: &DeviceCsr) -> Result<()> {
+        let h = self.meta.ptr();
+        let word = |w: usize| h + 8 * w as u64;
+        self.memset(stream, h, 0, (HEADER_WORDS * 8) as u64)?;
+        self.memset(stream, word(H_ERROR), 0xff, 8)?;
+        let sym = gpu_bins::bin_bounds(&self.bins.symbolic);
+        let num = gpu_bins::bin_bounds(&self.bins.numeric);
+        self.upload(stream, word(H_BOUNDS_SYM), &sym)?;
+        self.upload(stream, word(H_BOUNDS_NUM), &num)?;
+
+        let (ka, kb) = (KernelCsr::from(a), KernelCsr::from(b));
+        let row_size = h + self.layout.row_size;
+        let error = word(H_ERROR);
+        let flags = word(H_FLAGS);
+        let grid = self.grid(self.m as u64, SETUP_BLOCK);
+        // SAFETY (all launches): arguments match the kernel's parameters
+        // (kernels/README.md); every pointer is a live device allocation of
+        // the stated size, queued in stream order.
+        unsafe {
+            self.launch(
+                "rs_setup",
+                grid,
+                SETUP_BLOCK,
+                0,
+                stream,
+                &args![ka, kb, row_size, error],
+            )?;
+            let (code_offsets, code_cols) = (3i32, 4i32);
+            let grid_b = self.grid(b.nrows as u64, SETUP_BLOCK);
+            self.launch(
+                "rs_validate",
+                grid_b,
+                SETUP_BLOCK,
+                0,
+                stream,
+                &args![kb, code_offsets, code_cols, error, flags],
+            )?;
+        }
+        // nprod: a scan of a copy of the per-row counts (kept per row for
+        // the symbolic binning); the copy lives only here.
+        let n = self.m as u64 + 1;
+        let copy = DeviceBuffer::new(&self.dev, stream, n * 8, "counting the products")?;
+        // SAFETY: both ranges are `n * 8` bytes of live allocations.
+        unsafe { cu::memcpy_dtod_async(copy.ptr(), row_size, (n * 8) as usize, stream) }
+            .map_err(|e| driver_error("copying the products per row", e))?;
+        self.scan(stream, copy.ptr(), n)?;
+        // SAFETY: one word inside each allocation.
+        unsafe { cu::memcpy_dtod_async(word(H_NPROD), copy.ptr() + 8 * (n - 1), 8, stream) }
+            .map_err(|e| driver_error("copying the product count", e))?;
+        drop(copy);
+        let head: Vec<i64> = self.read(stream, h, 4)?;
+        if head[H_ERROR] as u64 != u64::MAX {
+            return Err(self.describe(stream, head[H_ERROR] as u64, a, b));
+        }
+        self.b_canonical = head[H_FLAGS] == 0;
+        self.b_longest = head[H_FLAGS + 1];
+        self.nprod = head[H_NPROD];
+        self.group =
+            gpu_bins::threads_per_b_row(b.nnz, b.nrows, self.b_longest, self.dev.limits().warp);
+        Ok(())
+    }
+
+    /// Products of the whole multiplication (`rusparseSpGEMM_getNumProducts`).
+    pub fn num_products(&self) -> i64 {
+        self.nprod
+    }
+
+    /// nnz(C), once [`CudaSpgemm::symbolic`] ran.
+    pub fn nnz(&self) -> Option<i64> {
+        self.symbolic.as_ref().map(|s| s.nnz)
+    }
+
+    /// The types the plan was made for.
+    pub fn types(&self) -> KernelTypes {
+        self.types
+    }
+
+    /// Device memory the plan holds between phases, in bytes (for
+    /// `rusparseSpGEMM_estimateMemory` and the plan info).
+    pub fn device_bytes(&self) -> usize {
+        self.meta.bytes as usize
+    }
+
+    /// What the plan ran so far.
+    pub fn info(&self) -> CudaPlanInfo {
+        let s = self.symbolic.as_ref();
+        CudaPlanInfo {
+            device: self.dev.name().to_string(),
+            nprod: self.nprod,
+            nnz: s.map(|s| s.nnz),
+            symbolic_rows: s.map(|s| s.symbolic_counts.clone()).unwrap_or_default(),
+            numeric_rows: s.map(|s| s.numeric_counts.clone()).unwrap_or_default(),
+            spilled_rows: s.map_or(0, |s| s.spilled),
+            threads_per_b_row: self.group,
+            b_canonical: self.b_canonical,
+            deterministic: self.deterministic,
+        }
+    }
+
+    fn check_same(&self, a: &DeviceCsr, b: &DeviceCsr, phase: &str, need_vals: bool) -> Result<()> {
+        check_csr(a, "A", need_vals)?;
+        check_csr(b, "B", need_vals)?;
+        if (a.nrows, a.ncols, a.nnz, b.nrows, b.ncols, b.nnz)
+            != (
+                self.m, self.inner, self.a_nnz, self.inner, self.n, self.b_nnz,
+            )
+        {
+            return Err(Error::InvalidValue(format!(
+                "{phase}: A ({} x {}, nnz {}) or B ({} x {}, nnz {}) differ from the work \
+                 estimation's ({} x {}, nnz {}; {} x {}, nnz {})",
+                a.nrows,
+                a.ncols,
+                a.nnz,
+                b.nrows,
+                b.ncols,
+                b.nnz,
+                self.m,
+                self.inner,
+                self.a_nnz,
+                self.inner,
+                self.n,
+                self.b_nnz
+            )));
+        }
+        Ok(())
+    }
+
+    /// Symbolic phase: nnz of every row of C, then C's zero-based row
+    /// offsets, kept in the plan's metadata; returns nnz(C).
+    ///
+    /// Bins the rows by products (`rs_bin_count`, `rs_bin_fill`), runs the
+    /// shared-memory hash kernels (largest rows first, on extra streams),
+    /// the global-memory kernel for rows that spill, bins the rows again by
+    /// nnz for the numeric phase, and scans. Waits for `stream` four times
+    /// at most, to read bin sizes, the spill count and nnz(C). Calling it
+    /// again returns the same count without work.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when A or B changed size or nnz(C) does not
+    /// fit the offset type; [`Error::InsufficientResources`] when device
+    /// memory runs out; driver errors as [`Error::ExecutionFailed`]. After
+    /// a failure the plan cannot run the phase again (the same error is
+    /// returned).
+    pub fn symbolic(&mut self, stream: CUstream, a: &DeviceCsr, b: &DeviceCsr) -> Result<i64> {
+        if let Some(s) = &self.symbolic {
+            return Ok(s.nnz);
+        }
+        if let Some(e) = &self.symbolic_failed {
+            return Err(e.clone());
+        }
+        self.check_same(a, b, "symbolic phase", false)?;
+        self.dev.bind()?;
+        let r = self.run_symbolic(stream, a, b);
+        let done = self.lanes.record_done(stream);
+        let s = r.inspect_err(|e| {
+            self.symbolic_failed = Some(
+                e.clone()
+                    .context("an earlier symbolic phase of this plan failed"),
+            );
+        })?;
+        done?;
+        let nnz = s.nnz;
+        self.symbolic = Some(s);
+        Ok(nnz)
+    }
+
+    fn run_symbolic(
+        &self,
+        stream: CUstream,
+        a: &DeviceCsr,
+        b: &DeviceCsr,
+    ) -> Result<SymbolicResult> {
+        let h = self.meta.ptr();
+        let word = |w: usize| h + 8 * w as u64;
+        let row_size = h + self.layout.row_size;
+        let bins_ptr = h + self.layout.bins;
+        let (ka, kb) = (KernelCsr::from(a), KernelCsr::from(b));
+        let m = self.m as u64;
+        let a_rows = if self.b_canonical { a.rows } else { 0 };
+        let sym = &self.bins.symbolic;
+        let nb = sym.len();
+        let mut result = SymbolicResult {
+            nnz: 0,
+            numeric_counts: vec![0; self.bins.numeric.len() + 1],
+            numeric_offsets: vec![0; self.bins.numeric.len() + 1],
+            global_tables: Vec::new(),
+            symbolic_counts: vec![0; nb + 1],
+            spilled: 0,
+        };
+        if self.nprod == 0 {
+            // Every row is empty: row_size is all zeros, and so are C's
+            // offsets.
+            return Ok(result);
+        }
+
+        // 1. Bin by products; run the shared-memory kernels, largest first.
+        let (counts, offsets) = self.bin_rows(stream, a_rows, a.base, H_BOUNDS_SYM, nb)?;
+        result.symbolic_counts = counts.clone();
+        let last = nb - 1;
+        let spill_cap = counts[last].max(0) as u64;
+        let spill = DeviceBuffer::new(&self.dev, stream, spill_cap * 4, "the spilled rows")?;
+        {
+            let order: Vec<usize> = (0..nb).rev().filter(|&j| counts[j] > 0).collect();
+            let fork = self.lanes.fork(stream, order.len().saturating_sub(1))?;
+            for (lane, &j) in order.iter().enumerate() {
+                let bin = &sym[j];
+                let rows = bins_ptr + 4 * offsets[j] as u64;
+                let count = counts[j];
+                let table = i64::from(bin.table_size);
+                let (team, group) = (bin.team as i32, self.group.min(bin.team) as i32);
+                let spill_limit = if j == last {
+                    i64::from(self.bins.spill_limit)
+                } else {
+                    0
+                };
+                let (spill_rows, spill_count) = (spill.ptr(), word(H_SPILL));
+                let grid = Self::rows_grid(count, bin);
+                // SAFETY: see `estimate`.
+                unsafe {
+                    self.launch(
+                        "rs_symbolic_shared",
+                        grid,
+                        bin.block,
+                        bin.shared_bytes,
+                        fork.stream(lane),
+                        &args![
+                            rows,
+                            count,
+                            ka,
+                            kb,
+                            row_size,
+                            table,
+                            team,
+                            group,
+                            spill_limit,
+                            spill_rows,
+                            spill_count
+                        ],
+                    )?;
+                }
+            }
+            fork.join()?;
+        }
+
+        // 2. Rows that spilled: global tables sized from their products.
+        if spill_cap > 0 {
+            let spilled = self.read::<i64>(stream, word(H_SPILL), 1)?[0];
+            result.spilled = spilled;
+            if spilled > 0 {
+                let rows: Vec<u32> = self.read(stream, spill.ptr(), spilled as usize)?;
+                let nprod = self.gather(stream, row_size, m + 1, &rows, false)?;
+                let tables: Vec<u64> = nprod
+                    .iter()
+                    .map(|&p| gpu_bins::symbolic_global_table(p, self.n))
+                    .collect();
+                let global = GlobalTables::new(
+                    self,
+                    stream,
+                    &tables,
+                    u64::from(self.types.index_bytes()),
+                    0,
+                )?;
+                let block = sym[last].block;
+                for (range, table_offsets) in &global.batches {
+                    let rows_b = spill.ptr() + 4 * range.start as u64;
+                    let count = range.len() as i64;
+                    let keys = global.keys;
+                    let table_offsets = *table_offsets;
+                    let grid = count.min(i64::from(i32::MAX)) as u32;
+                    // SAFETY: see `estimate`.
+                    unsafe {
+                        self.launch(
+                            "rs_symbolic_global",
+                            grid,
+                            block,
+                            0,
+                            stream,
+                            &args![rows_b, count, ka, kb, row_size, table_offsets, keys],
+                        )?;
+                    }
+                }
+            }
+        }
+        drop(spill);
+
+        // 3. Bin by nnz for the numeric phase (kept until C is written).
+        let (counts, offsets) = self.bin_rows(
+            stream,
+            a_rows,
+            a.base,
+            H_BOUNDS_NUM,
+            self.bins.numeric.len(),
+        )?;
+        result.numeric_counts = counts;
+        result.numeric_offsets = offsets;
+
+        // 4. C's zero-based row offsets, and nnz(C).
+        self.scan(stream, row_size, m + 1)?;
+        let nnz = self.read::<i64>(stream, row_size + 8 * m, 1)?[0];
+        if nnz > self.types.offset_max() {
+            return Err(Error::InvalidValue(format!(
+                "nnz(C) = {nnz} does not fit 32-bit row offsets (use 64-bit offsets)"
+            )));
+        }
+        result.nnz = nnz;
+
+        // 5. Table sizes of the rows the numeric phase runs in global memory.
+        let g = self.bins.numeric.len() - 1;
+        if result.numeric_counts[g] > 0 {
+            let rows: Vec<u32> = self.read(
+                stream,
+                bins_ptr + 4 * result.numeric_offsets[g] as u64,
+                result.numeric_counts[g] as usize,
+            )?;
+            let sizes = self.gather(stream, row_size, m + 1, &rows, true)?;
+            result.global_tables = sizes
+                .iter()
+                .map(|&s| gpu_bins::numeric_global_table(s))
+                .collect();
+        }
+        Ok(result)
+    }
+
+    /// Numeric phase: writes C's row offsets, column indices and values
+    /// (`alpha * A * B`, plus `beta` times the values already in C when
+    /// `beta` is not zero) straight into C's arrays.
+    ///
+    /// `c` has `nnz` = the count [`CudaSpgemm::symbolic`] returned and its
+    /// three arrays allocated by the caller (columns and values may be 0
+    /// when nnz(C) = 0). `alpha` and `beta` are device pointers to one value
+    /// each; with `beta_is_zero`, `beta` is not read (and may be 0). Queues
+    /// everything on `stream` without waiting; may be called again (with
+    /// new values of A and B on the same pattern).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] before the symbolic phase, or for a C of the
+    /// wrong size or NULL arrays; [`Error::InsufficientResources`] when the
+    /// hash tables of very long rows do not fit in device memory.
+    #[allow(clippy::too_many_arguments)]
+    pub fn numeric(
+        &mut self,
+        stream: CUstream,
+        a: &DeviceCsr,
+        b: &DeviceCsr,
+        c: &DeviceCsr,
+        alpha: u64,
+        beta: u64,
+        beta_is_zero: bool,
+    ) -> Result<()> {
+        let Some(s) = self.symbolic.as_ref() else {
+            return Err(Error::InvalidValue(
+                "the numeric phase (copy) was called before the symbolic phase (compute)".into(),
+            ));
+        };
+        self.check_same(a, b, "numeric phase", true)?;
+        check_csr(c, "C", true)?;
+        if (c.nrows, c.ncols, c.nnz) != (self.m, self.n, s.nnz) {
+            return Err(Error::InvalidValue(format!(
+                "C is {} x {} with nnz {}; the product is {} x {} with nnz {}",
+                c.nrows, c.ncols, c.nnz, self.m, self.n, s.nnz
+            )));
+        }
+        if alpha == 0 || (beta == 0 && !beta_is_zero) {
+            return Err(Error::InvalidValue(
+                "alpha or beta is a NULL device pointer".into(),
+            ));
+        }
+        self.dev.bind()?;
+        let r = self.run_numeric(stream, a, b, c, alpha, if beta_is_zero { 0 } else { beta });
+        let done = self.lanes.record_done(stream);
+        r?;
+        done
+    }
+
+    fn run_numeric(
+        &self,
+        stream: CUstream,
+        a: &DeviceCsr,
+        b: &DeviceCsr,
+        c: &DeviceCsr,
+        alpha: u64,
+        beta: u64,
+    ) -> Result<()> {
+        let s = self.symbolic.as_ref().expect("checked by numeric");
+        let h = self.meta.ptr();
+        let word = |w: usize| h + 8 * w as u64;
+        let beta = if beta == 0 { word(H_ZERO) } else { beta };
+        let offsets = h + self.layout.row_size;
+        let bins_ptr = h + self.layout.bins;
+        let (ka, kb) = (KernelCsr::from(a), KernelCsr::from(b));
+        let (c_rows, c_cols, c_vals, c_base) = (c.rows, c.cols, c.vals, c.base);
+        let error = word(H_ERROR);
+        let m = self.m;
+        let grid = self.grid(m as u64 + 1, PLAIN_BLOCK);
+        // SAFETY: see `estimate`.
+        unsafe {
+            self.launch(
+                "rs_write_offsets",
+                grid,
+                PLAIN_BLOCK,
+                0,
+                stream,
+                &args![m, offsets, c_rows, c_base, error],
+            )?;
+        }
+        if s.nnz == 0 {
+            return Ok(());
+        }
+        let det: i32 = match (self.deterministic, self.b_canonical) {
+            (false, _) => 0,
+            (true, true) => 1,
+            // Repeated columns in a B row: one thread per row keeps the
+            // order of the sums.
+            (true, false) => 2,
+        };
+        let num = &self.bins.numeric;
+        let g = num.len() - 1;
+        let direct = num.len();
+        // Tables first: allocated on the caller's stream before the fork.
+        let global = if s.numeric_counts[g] > 0 {
+            Some(GlobalTables::new(
+                self,
+                stream,
+                &s.global_tables,
+                u64::from(self.types.index_bytes()),
+                u64::from(self.types.value_bytes()),
+            )?)
+        } else {
+            None
+        };
+        // Largest rows first: the global bin, shared bins from the largest,
+        // the direct bin last.
+        let order: Vec<usize> = std::iter::once(g)
+            .chain((0..g).rev())
+            .chain(std::iter::once(direct))
+            .filter(|&j| s.numeric_counts[j] > 0)
+            .collect();
+        let fork = self.lanes.fork(stream, order.len().saturating_sub(1))?;
+        for (lane, &j) in order.iter().enumerate() {
+            let lane = fork.stream(lane);
+            let rows = bins_ptr + 4 * s.numeric_offsets[j] as u64;
+            let count = s.numeric_counts[j];
+            if j == g {
+                let global = global.as_ref().expect("allocated above");
+                let (keys, vals) = (global.keys, global.vals);
+                for (range, table_offsets) in &global.batches {
+                    let rows_b = rows + 4 * range.start as u64;
+                    let count = range.len() as i64;
+                    let table_offsets = *table_offsets;
+                    let grid = count.min(i64::from(i32::MAX)) as u32;
+                    // SAFETY: see `estimate`.
+                    unsafe {
+                        self.launch(
+                            "rs_numeric_global",
+                            grid,
+                            num[g].block,
+                            0,
+                            lane,
+                            &args![
+                                rows_b,
+                                count,
+                                ka,
+                                kb,
+                                alpha,
+                                beta,
+                                offsets,
+                                c_cols,
+                                c_vals,
+                                c_base,
+                                table_offsets,
+                                keys,
+                                vals,
+                                det
+                            ],
+                        )?;
+                    }
+                }
+            } else if j == direct {
+                let warps_per_block = u64::from(PLAIN_BLOCK / self.dev.limits().warp);
+                let grid = (count as u64)
+                    .div_ceil(warps_per_block)
+                    .min(i32::MAX as u64) as u32;
+                // SAFETY: see `estimate`.
+                unsafe {
+                    self.launch(
+                        "rs_numeric_single",
+                        grid,
+                        PLAIN_BLOCK,
+                        0,
+                        lane,
+                        &args![rows, count, ka, kb, alpha, beta, offsets, c_cols, c_vals, c_base],
+                    )?;
+                }
+            } else {
+                let bin = &num[j];
+                let table = i64::from(bin.table_size);
+                let (team, group) = (bin.team as i32, self.group.min(bin.team) as i32);
+                let grid = Self::rows_grid(count, bin);
+                // SAFETY: see `estimate`.
+                unsafe {
+                    self.launch(
+                        "rs_numeric_shared",
+                        grid,
+                        bin.block,
+                        bin.shared_bytes,
+                        lane,
+                        &args![
+                            rows, count, ka, kb, alpha, beta, offsets, c_cols, c_vals, c_base,
+                            table, team, group, det
+                        ],
+                    )?;
+                }
+            }
+        }
+        fork.join()?;
+        // `global` is freed here, on the caller's stream, after the join.
+        drop(global);
+        Ok(())
+    }
+
+    // ---- helpers ------------------------------------------------------
+
+    /// Blocks for a grid-stride kernel over `items`: enough to fill the
+    /// device four times over, at least one.
+    fn grid(&self, items: u64, block: u32) -> u32 {
+        let l = self.dev.limits();
+        let resident =
+            u64::from(l.sm_count.max(1)) * u64::from((l.max_threads_per_sm / block).max(1));
+        items.div_ceil(u64::from(block)).clamp(1, 4 * resident) as u32
+    }
+
+    /// Blocks for `count` rows of a shared-memory bin.
+    fn rows_grid(count: i64, bin: &KernelBin) -> u32 {
+        (count as u64)
+            .div_ceil(u64::from(bin.rows_per_block().max(1)))
+            .clamp(1, i32::MAX as u64) as u32
+    }
+
+    /// Launches kernel `name`.
+    ///
+    /// # Safety
+    /// `args` must point at values of exactly the kernel's parameter types,
+    /// alive until this returns; device pointers must be valid for the
+    /// kernel's accesses in stream order.
+    unsafe fn launch(
+        &self,
+        name: &str,
+        grid: u32,
+        block: u32,
+        shared: u32,
+        stream: CUstream,
+        args: &[(*mut c_void, usize)],
+    ) -> Result<()> {
+        let sizes: Vec<usize> = args.iter().map(|&(_, s)| s).collect();
+        if kernel_params(name) != Some(&sizes[..]) {
+            return Err(Error::InternalError(format!(
+                "{name} launched with arguments of {sizes:?} bytes; its parameters take {:?}",
+                kernel_params(name)
+            )));
+        }
+        let mut ptrs: Vec<*mut c_void> = args.iter().map(|&(p, _)| p).collect();
+        let f = self.module.function(name)?;
+        cu::launch_kernel(
+            f.cu_function(),
+            (grid, 1, 1),
+            (block, 1, 1),
+            shared,
+            stream,
+            &mut ptrs,
+        )
+        .map_err(|e| {
+            driver_error(
+                &format!(
+                    "launching {name} (grid {grid}, block {block}, {shared} bytes of shared memory)"
+                ),
+                e,
+            )
+        })
+    }
+
+    fn memset(&self, stream: CUstream, dst: u64, byte: u8, bytes: u64) -> Result<()> {
+        // SAFETY: `dst..dst + bytes` lies in a live allocation.
+        unsafe { cu::memset_d8_async(dst, byte, bytes as usize, stream) }
+            .map_err(|e| driver_error("clearing device memory", e))
+    }
+
+    fn upload<T>(&self, stream: CUstream, dst: u64, src: &[T]) -> Result<()> {
+        // SAFETY: `dst` has room for `src`; a copy from pageable memory is
+        // staged before the call returns, so `src` may be dropped after.
+        unsafe { cu::memcpy_htod_async(dst, src, stream) }
+            .map_err(|e| driver_error("copying to the device", e))
+    }
+
+    /// Waits for `stream` and reads `n` values at `src`.
+    fn read<T: Copy + Default>(&self, stream: CUstream, src: u64, n: usize) -> Result<Vec<T>> {
+        let mut out = vec![T::default(); n];
+        if n == 0 {
+            return Ok(out);
+        }
+        // SAFETY: `src` holds `n` values of `T`; the stream is synchronised
+        // before `out` is read or dropped.
+        unsafe {
+            cu::memcpy_dtoh_async(&mut out, src, stream)
+                .and_then(|()| cu::stream::synchronize(stream))
+        }
+        .map_err(|e| driver_error("reading back from the device", e))?;
+        Ok(out)
+    }
+
+    /// `array[r]` (or `array[r + 1] - array[r]` with `diff`) of `len` long
+    /// longs for each listed row: single reads for a few rows, one copy of
+    /// the whole array otherwise.
+    fn gather(
+        &self,
+        stream: CUstream,
+        array: u64,
+        len: u64,
+        rows: &[u32],
+        diff: bool,
+    ) -> Result<Vec<i64>> {
+        let width = if diff { 2 } else { 1 };
+        if (rows.len() as u64).saturating_mul(GATHER_RATIO) < len {
+            rows.iter()
+                .map(|&r| {
+                    let v: Vec<i64> = self.read(stream, array + 8 * u64::from(r), width)?;
+                    Ok(if diff { v[1] - v[0] } else { v[0] })
+                })
+                .collect()
+        } else {
+            let all: Vec<i64> = self.read(stream, array, len as usize)?;
+            Ok(rows
+                .iter()
+                .map(|&r| {
+                    let r = r as usize;
+                    if diff {
+                        all[r + 1] - all[r]
+                    } else {
+                        all[r]
+                    }
+                })
+                .collect())
+        }
+    }
+
+    /// Exclusive scan of `n` long longs at `data`, in place.
+    fn scan(&self, stream: CUstream, data: u64, n: u64) -> Result<()> {
+        let sb = self.scan_block;
+        let tiles = scan_tiles(n, sb);
+        let sums = self.meta.ptr() + self.layout.block_sums;
+        let (n_arg, tiles_arg) = (n as i64, tiles as i64);
+        let grid_tiles = tiles.clamp(1, i32::MAX as u64) as u32;
+        let grid_add = self.grid(n, sb);
+        // SAFETY: see `estimate`; `block_sums` holds a word per tile.
+        unsafe {
+            self.launch(
+                "rs_scan_blocks",
+                grid_tiles,
+                sb,
+                0,
+                stream,
+                &args![n_arg, data, sums],
+            )?;
+            self.launch("rs_scan_sums", 1, sb, 0, stream, &args![tiles_arg, sums])?;
+            self.launch(
+                "rs_scan_add",
+                grid_add,
+                sb,
+                0,
+                stream,
+                &args![n_arg, data, sums],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Bins the rows by `row_size` with the bounds at header word
+    /// `bounds_word`; returns the rows per bin (`nb + 1`, the direct bin
+    /// last) and where each bin starts in the bin array.
+    fn bin_rows(
+        &self,
+        stream: CUstream,
+        a_rows: u64,
+        a_base: i32,
+        bounds_word: usize,
+        nb: usize,
+    ) -> Result<(Vec<i64>, Vec<i64>)> {
+        let h = self.meta.ptr();
+        let word = |w: usize| h + 8 * w as u64;
+        self.memset(stream, word(H_BIN_SIZE), 0, (2 * MAX_BINS * 8) as u64)?;
+        self.memset(stream, word(H_MAX), 0, 8)?;
+        let m = self.m;
+        let row_size = h + self.layout.row_size;
+        let (bounds, nb_arg) = (word(bounds_word), nb as i32);
+        let (bin_size, bin_cursor, bin_offset, max_size) = (
+            word(H_BIN_SIZE),
+            word(H_BIN_CURSOR),
+            word(H_BIN_OFFSET),
+            word(H_MAX),
+        );
+        let bins = h + self.layout.bins;
+        let grid = self.grid(m as u64, BIN_BLOCK);
+        // SAFETY: see `estimate`.
+        unsafe {
+            self.launch(
+                "rs_bin_count",
+                grid,
+                BIN_BLOCK,
+                0,
+                stream,
+                &args![m, row_size, a_rows, a_base, bounds, nb_arg, bin_size, max_size],
+            )?;
+        }
+        let counts: Vec<i64> = self.read(stream, bin_size, nb + 1)?;
+        let offsets = exclusive(&counts);
+        if counts.iter().sum::<i64>() > 0 {
+            self.upload(stream, bin_offset, &offsets)?;
+            // SAFETY: see `estimate`.
+            unsafe {
+                self.launch(
+                    "rs_bin_fill",
+                    grid,
+                    BIN_BLOCK,
+                    0,
+                    stream,
+                    &args![
+                        m, row_size, a_rows, a_base, bounds, nb_arg, bin_offset, bin_cursor, bins
+                    ],
+                )?;
+            }
+        }
+        Ok((counts, offsets))
+    }
+
+    /// The message for an error word `(row << 8) | code` of the kernels,
+    /// with the offending values read back where possible.
+    fn describe(&self, stream: CUstream, word: u64, a: &DeviceCsr, b: &DeviceCsr) -> Error {
+        let (row, code) = ((word >> 8) as i64, (word & 0xff) as u32);
+        let (x, name) = match code {
+            1 | 2 => (a, "A"),
+            3 | 4 => (b, "B"),
+            _ => {
+                return Error::InvalidValue(format!(
+                    "nnz(C) does not fit the row offset type (at row {row} of C)"
+                ))
+            }
+        };
+        let offsets = self.read_offsets(stream, x, row);
+        if code == 1 || code == 3 {
+            let detail = match offsets {
+                Some((lo, hi)) => {
+                    let (base, nnz, last) = (i64::from(x.base), x.nnz, x.nrows - 1);
+                    let why = if row == 0 && lo != base {
+                        format!("rowOffsets[0] = {lo} is not the index base {base}")
+                    } else if lo < base {
+                        format!("rowOffsets[{row}] = {lo} is below the index base {base}")
+                    } else if hi < lo {
+                        format!(
+                            "rowOffsets decrease: rowOffsets[{row}] = {lo} > rowOffsets[{}] = {hi}",
+                            row + 1
+                        )
+                    } else if row == last && hi - base != nnz {
+                        format!(
+                            "rowOffsets[{}] - base = {} differs from nnz = {nnz}",
+                            row + 1,
+                            hi - base
+                        )
+                    } else {
+                        format!(
+                            "rowOffsets[{}] = {hi} exceeds nnz + base = {}",
+                            row + 1,
+                            nnz + base
+                        )
+                    };
+                    format!(": {why}")
+                }
+                None => String::new(),
+            };
+            return Error::InvalidValue(format!(
+                "{name}'s row offsets are invalid at row {row}{detail}"
+            ));
+        }
+        let range = format!("{}..{}", x.base, x.ncols + i64::from(x.base));
+        let detail = offsets
+            .and_then(|(lo, hi)| self.first_bad_column(stream, x, lo, hi))
+            .map(|(k, v)| format!(": colInd[{k}] = {v}"))
+            .unwrap_or_default();
+        Error::InvalidValue(format!(
+            "{name}'s row {row} has a column index outside {range}{detail}"
+        ))
+    }
+
+    /// `(rows[row], rows[row + 1])` of `x`, when readable.
+    fn read_offsets(&self, stream: CUstream, x: &DeviceCsr, row: i64) -> Option<(i64, i64)> {
+        if row < 0 || row >= x.nrows {
+            return None;
+        }
+        let w = u64::from(self.types.offset_bytes());
+        let at = x.rows + w * row as u64;
+        if self.types.offset64 {
+            let v: Vec<i64> = self.read(stream, at, 2).ok()?;
+            Some((v[0], v[1]))
+        } else {
+            let v: Vec<i32> = self.read(stream, at, 2).ok()?;
+            Some((i64::from(v[0]), i64::from(v[1])))
+        }
+    }
+
+    /// The first column of `x.cols[lo - base..hi - base]` outside the
+    /// matrix, for a row of at most 2^20 entries.
+    fn first_bad_column(
+        &self,
+        stream: CUstream,
+        x: &DeviceCsr,
+        lo: i64,
+        hi: i64,
+    ) -> Option<(i64, i64)> {
+        let base = i64::from(x.base);
+        let (lo, hi) = (lo - base, hi - base);
+        if lo < 0 || hi < lo || hi > x.nnz || hi - lo > 1 << 20 {
+            return None;
+        }
+        let w = u64::from(self.types.index_bytes());
+        let at = x.cols + w * lo as u64;
+        let n = (hi - lo) as usize;
+        let cols: Vec<i64> = if self.types.index64 {
+            self.read(stream, at, n).ok()?
+        } else {
+            self.read::<i32>(stream, at, n)
+                .ok()?
+                .into_iter()
+                .map(i64::from)
+                .collect()
+        };
+        cols.iter()
+            .position(|&c| c - base < 0 || c - base >= x.ncols)
+            .map(|k| (lo + k as i64, cols[k]))
+    }
+}
+
+impl Drop for CudaSpgemm {
+    fn drop(&mut self) {
+        // Free the metadata after the plan's last work, ordered through the
+        // `done` event on an extra stream: the caller's stream may be gone.
+        let _ = self.dev.bind();
+        let aux = self.lanes.streams[0];
+        // SAFETY: live stream and event.
+        let waited = unsafe {
+            cu::stream::wait_event(
+                aux,
+                self.lanes.done,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        };
+        if waited.is_ok() {
+            self.meta.stream = aux;
+        } else {
+            // SAFETY: live event; then every earlier use has finished.
+            let _ = unsafe { cu::event::synchronize(self.lanes.done) };
+            self.meta.stream = std::ptr::null_mut();
+        }
+    }
+}
+
+/// Global hash tables for a list of rows, in batches that fit the budget:
+/// per batch, `count + 1` table offsets (from 0), then one key region and
+/// one value region shared by the batches (which run one after another on
+/// one stream).
+struct GlobalTables {
+    _buf: DeviceBuffer,
+    /// Rows of the list and the device address of their table offsets.
+    batches: Vec<(Range<usize>, u64)>,
+    keys: u64,
+    vals: u64,
+}
+
+impl GlobalTables {
+    fn new(
+        plan: &CudaSpgemm,
+        stream: CUstream,
+        tables: &[u64],
+        key_bytes: u64,
+        val_bytes: u64,
+    ) -> Result<Self> {
+        let entry = key_bytes + val_bytes;
+        let largest = tables.iter().copied().max().unwrap_or(0);
+        let budget = (GLOBAL_TABLE_BUDGET / entry).max(largest);
+        let ranges = batches(tables, budget);
+        let mut offsets: Vec<i64> = Vec::with_capacity(tables.len() + ranges.len());
+        let mut starts = Vec::with_capacity(ranges.len());
+        let mut widest = 0u64;
+        for r in &ranges {
+            starts.push(offsets.len());
+            let mut acc = 0u64;
+            offsets.push(0);
+            for &t in &tables[r.clone()] {
+                acc += t;
+                offsets.push(acc as i64);
+            }
+            widest = widest.max(acc);
+        }
+        let offsets_bytes = align(offsets.len() as u64 * 8);
+        let keys_bytes = align(widest * key_bytes);
+        let total = offsets_bytes + keys_bytes + widest * val_bytes;
+        let buf = DeviceBuffer::new(
+            &plan.dev,
+            stream,
+            total,
+            "the global hash tables of long rows",
+        )?;
+        plan.upload(stream, buf.ptr(), &offsets)?;
+        let batches = ranges
+            .into_iter()
+            .zip(starts)
+            .map(|(r, s)| (r, buf.ptr() + 8 * s as u64))
+            .collect();
+        Ok(GlobalTables {
+            keys: buf.ptr() + offsets_bytes,
+            vals: buf.ptr() + offsets_bytes + keys_bytes,
+            batches,
+            _buf: buf,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_csr_matches_rs_csr() {
+        assert_eq!(std::mem::size_of::<KernelCsr>(), 56);
+        assert_eq!(std::mem::align_of::<KernelCsr>(), 8);
+        let d = DeviceCsr {
+            rows: 1,
+            cols: 2,
+            vals: 3,
+            nrows: 4,
+            ncols: 5,
+            nnz: 6,
+            base: 1,
+        };
+        let k = KernelCsr::from(&d);
+        assert_eq!(
+            (k.rows, k.cols, k.vals, k.nrows, k.ncols, k.nnz, k.base, k.pad),
+            (1, 2, 3, 4, 5, 6, 1, 0)
+        );
+    }
+
+    #[test]
+    fn batches_respect_the_budget() {
+        assert_eq!(batches(&[], 10), Vec::<Range<usize>>::new());
+        assert_eq!(batches(&[4, 4, 4], 10), vec![0..2, 2..3]);
+        assert_eq!(batches(&[4, 4, 2], 10), vec![0..3]);
+        // A table above the budget gets a batch of its own.
+        assert_eq!(batches(&[2, 64, 2, 2], 10), vec![0..1, 1..2, 2..4]);
+        assert_eq!(exclusive(&[3, 0, 2, 5]), vec![0, 3, 3, 5]);
+    }
+
+    #[test]
+    fn layout_is_aligned_and_sized() {
+        for m in [0u64, 1, 1000, 1 << 20] {
+            let l = Layout::new(m, 1024);
+            assert!(l.row_size >= (HEADER_WORDS * 8) as u64);
+            for off in [l.row_size, l.block_sums, l.bins, l.total] {
+                assert_eq!(off % 256, 0);
+            }
+            assert!(l.block_sums - l.row_size >= (m + 1) * 8);
+            assert!(l.bins - l.block_sums >= scan_tiles(m + 1, 1024) * 8);
+            assert!(l.total - l.bins >= m * 4);
+        }
+        // About 12 bytes per row.
+        let l = Layout::new(1 << 20, 1024);
+        assert!(l.total < 13 << 20, "{}", l.total);
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_before_any_device_work() {
+        let good = DeviceCsr {
+            rows: 8,
+            cols: 16,
+            vals: 24,
+            nrows: 3,
+            ncols: 3,
+            nnz: 2,
+            base: 0,
+        };
+        assert!(check_csr(&good, "A", true).is_ok());
+        let bad = |f: fn(&mut DeviceCsr)| {
+            let mut x = good;
+            f(&mut x);
+            check_csr(&x, "A", true).unwrap_err()
+        };
+        assert!(matches!(bad(|x| x.nrows = -1), Error::InvalidValue(m) if m.contains("negative")));
+        assert!(matches!(bad(|x| x.base = 2), Error::InvalidValue(m) if m.contains("base")));
+        assert!(matches!(bad(|x| x.rows = 0), Error::InvalidValue(m) if m.contains("row offsets")));
+        assert!(matches!(bad(|x| x.cols = 0), Error::InvalidValue(m) if m.contains("column")));
+        assert!(matches!(bad(|x| x.vals = 0), Error::InvalidValue(m) if m.contains("values")));
+        let mut empty = good;
+        (empty.nnz, empty.cols, empty.vals) = (0, 0, 0);
+        assert!(check_csr(&empty, "A", true).is_ok());
+    }
+}

@@ -1,0 +1,218 @@
+//! The SpGEMM phases of the C ABI on a GPU: descriptors become
+//! [`DeviceCsr`]s and the phases call [`CudaSpgemm`]. Nothing here reads
+//! the matrices (they are device memory); the kernels validate them.
+
+use super::matrix::SpMat;
+use crate::backend::cuda::{CudaDevice, CudaSpgemm, DeviceCsr, KernelTypes, ValueKind};
+use crate::types::{Algorithm, DataType, IndexBase, IndexType, Op};
+use crate::{Error, Result};
+use cudarc::driver::sys as cu;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// One product on a GPU, kept in the SpGEMM descriptor between phases.
+pub(crate) struct GpuProduct {
+    dev: Arc<CudaDevice>,
+    spgemm: CudaSpgemm,
+    /// alpha and beta copied to the device in host pointer mode.
+    scalars: Option<DeviceScalars>,
+}
+
+/// 32 bytes of device memory holding alpha (at 0) and beta (at 16).
+struct DeviceScalars {
+    dev: Arc<CudaDevice>,
+    ptr: cu::CUdeviceptr,
+}
+
+impl Drop for DeviceScalars {
+    fn drop(&mut self) {
+        // The context must be current for the free; if it cannot be made
+        // current the 32 bytes are left to the context's teardown.
+        if self.dev.bind().is_ok() {
+            // SAFETY: allocated by cuMemAlloc in `upload_scalars` in this
+            // context; cuMemFree waits for work that still reads it.
+            unsafe {
+                cu::cuMemFree_v2(self.ptr);
+            }
+        }
+    }
+}
+
+fn device_csr(m: &SpMat) -> DeviceCsr {
+    DeviceCsr {
+        rows: m.offsets as u64,
+        cols: m.col_ind as u64,
+        vals: m.values as u64,
+        nrows: m.rows,
+        ncols: m.cols,
+        nnz: m.nnz,
+        base: match m.base {
+            IndexBase::Zero => 0,
+            IndexBase::One => 1,
+        },
+    }
+}
+
+fn kernel_types(m: &SpMat) -> KernelTypes {
+    KernelTypes {
+        value: match m.value_type {
+            DataType::R32F => ValueKind::F32,
+            DataType::R64F => ValueKind::F64,
+            DataType::C32F => ValueKind::C32,
+            DataType::C64F => ValueKind::C64,
+        },
+        offset64: m.offset_type == IndexType::I64,
+        index64: m.col_type == IndexType::I64,
+    }
+}
+
+fn check_supported(op_a: Op, op_b: Op, alg: Algorithm, c: &SpMat, a: &SpMat) -> Result<()> {
+    if op_a != Op::N || op_b != Op::N {
+        return Err(Error::NotSupported(
+            "transposed operands (opA or opB not NON_TRANSPOSE) are not implemented on the GPU yet; \
+             use a CPU handle or transpose first"
+                .into(),
+        ));
+    }
+    if alg.is_concrete() {
+        return Err(Error::NotSupported(format!(
+            "{} is a CPU algorithm but the product's arrays are in GPU memory",
+            alg.name()
+        )));
+    }
+    if c.offset_type != a.offset_type {
+        return Err(Error::NotSupported(format!(
+            "on the GPU matC's row offsets must have matA's type {} (got {})",
+            a.offset_type.name(),
+            c.offset_type.name()
+        )));
+    }
+    Ok(())
+}
+
+impl GpuProduct {
+    /// Work estimation on `dev`: validates A and B on the device and counts
+    /// the products. Returns the product and nprod.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        dev: Arc<CudaDevice>,
+        stream: *mut c_void,
+        op_a: Op,
+        op_b: Op,
+        alg: Algorithm,
+        a: &SpMat,
+        b: &SpMat,
+        c: &SpMat,
+    ) -> Result<(GpuProduct, u64)> {
+        check_supported(op_a, op_b, alg, c, a)?;
+        let deterministic = matches!(alg, Algorithm::Deterministic | Algorithm::Alg1);
+        let spgemm = CudaSpgemm::work_estimation(
+            &dev,
+            stream as cu::CUstream,
+            &device_csr(a),
+            &device_csr(b),
+            kernel_types(a),
+            deterministic,
+        )?;
+        let n = spgemm.num_products().max(0) as u64;
+        Ok((
+            GpuProduct {
+                dev,
+                spgemm,
+                scalars: None,
+            },
+            n,
+        ))
+    }
+
+    /// The symbolic phase; returns nnz(C).
+    pub(crate) fn symbolic(&mut self, stream: *mut c_void, a: &SpMat, b: &SpMat) -> Result<usize> {
+        let nnz = self
+            .spgemm
+            .symbolic(stream as cu::CUstream, &device_csr(a), &device_csr(b))?;
+        Ok(nnz.max(0) as usize)
+    }
+
+    /// The numeric phase into C's arrays. `alpha`/`beta` are device
+    /// pointers in device pointer mode, else host values given as bytes.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn numeric(
+        &mut self,
+        stream: *mut c_void,
+        a: &SpMat,
+        b: &SpMat,
+        c: &SpMat,
+        scalars: Scalars<'_>,
+    ) -> Result<()> {
+        let (alpha, beta, beta_is_zero) = match scalars {
+            Scalars::Device { alpha, beta } => (alpha as u64, beta as u64, false),
+            Scalars::Host {
+                alpha,
+                beta,
+                beta_is_zero,
+            } => {
+                let base = self.upload_scalars(stream, alpha, beta)?;
+                (base, base + 16, beta_is_zero)
+            }
+        };
+        self.spgemm.numeric(
+            stream as cu::CUstream,
+            &device_csr(a),
+            &device_csr(b),
+            &device_csr(c),
+            alpha,
+            beta,
+            beta_is_zero,
+        )
+    }
+
+    /// Copies alpha and beta into this product's device scalars, queued on
+    /// `stream` (ordered after earlier products that still read them).
+    fn upload_scalars(&mut self, stream: *mut c_void, alpha: &[u8], beta: &[u8]) -> Result<u64> {
+        self.dev.bind()?;
+        if self.scalars.is_none() {
+            let mut ptr: cu::CUdeviceptr = 0;
+            // SAFETY: the context is current; valid out pointer.
+            let r = unsafe { cu::cuMemAlloc_v2(&mut ptr, 32) };
+            if r != cu::CUresult::CUDA_SUCCESS {
+                return Err(Error::InsufficientResources(format!(
+                    "cuMemAlloc of 32 bytes for alpha and beta failed with {r:?}"
+                )));
+            }
+            self.scalars = Some(DeviceScalars {
+                dev: self.dev.clone(),
+                ptr,
+            });
+        }
+        let ptr = self.scalars.as_ref().map_or(0, |s| s.ptr);
+        let mut bytes = [0u8; 32];
+        bytes[..alpha.len()].copy_from_slice(alpha);
+        bytes[16..16 + beta.len()].copy_from_slice(beta);
+        // SAFETY: `ptr` holds 32 bytes; the source is host memory copied
+        // before the call returns (pageable memory is staged).
+        let r = unsafe {
+            cu::cuMemcpyHtoDAsync_v2(ptr, bytes.as_ptr().cast(), 32, stream as cu::CUstream)
+        };
+        if r != cu::CUresult::CUDA_SUCCESS {
+            return Err(Error::ExecutionFailed(format!(
+                "copying alpha and beta to the device failed with {r:?}"
+            )));
+        }
+        Ok(ptr)
+    }
+}
+
+/// Where alpha and beta are.
+pub(crate) enum Scalars<'a> {
+    /// Device pointers (device pointer mode).
+    Device {
+        alpha: *const c_void,
+        beta: *const c_void,
+    },
+    /// Host values, as bytes of the value type.
+    Host {
+        alpha: &'a [u8],
+        beta: &'a [u8],
+        beta_is_zero: bool,
+    },
+}

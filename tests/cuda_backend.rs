@@ -1,0 +1,535 @@
+//! The CUDA pipeline against `rusparse::reference::spgemm`.
+//!
+//! Compiled whenever the `cuda` feature is on; every test first looks for a
+//! GPU (and NVRTC) and, without one, prints `skipped: <reason>` and passes.
+//! On a GPU, small matrices are uploaded with cudarc's safe API and run
+//! through `CudaSpgemm::work_estimation` / `symbolic` / `numeric`: every
+//! value type, i32/i64 offsets and indices, base 0 and 1, empty rows, rows
+//! of A with one entry, unsorted B rows with repeated columns, a row of
+//! 3·10^4 distinct columns (symbolic spill and the global numeric kernel),
+//! deterministic mode, beta, and bad input.
+#![cfg(feature = "cuda")]
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use rusparse::backend::cuda::{loader, CudaDevice, CudaSpgemm, DeviceCsr, KernelTypes, ValueKind};
+use rusparse::{reference, Complex, CsrMatrix, Error, Index, IndexBase, IndexType, Op, Scalar};
+use std::sync::Arc;
+
+/// The first GPU, or `None` after printing why the test is skipped.
+fn gpu() -> Option<Arc<CudaDevice>> {
+    let dev = CudaDevice::get(0).and_then(|d| loader::nvrtc().map(|_| d));
+    match dev {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+/// Value types built from small integer pairs, so sums are exact.
+trait TestValue: Scalar {
+    fn from_pair(re: i32, im: i32) -> Self;
+}
+impl TestValue for f32 {
+    fn from_pair(re: i32, _: i32) -> Self {
+        re as f32
+    }
+}
+impl TestValue for f64 {
+    fn from_pair(re: i32, _: i32) -> Self {
+        f64::from(re)
+    }
+}
+impl TestValue for Complex<f32> {
+    fn from_pair(re: i32, im: i32) -> Self {
+        Complex::new(re as f32, im as f32)
+    }
+}
+impl TestValue for Complex<f64> {
+    fn from_pair(re: i32, im: i32) -> Self {
+        Complex::new(f64::from(re), f64::from(im))
+    }
+}
+
+/// A small deterministic generator (64-bit LCG, high bits).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn value<T: TestValue>(&mut self) -> T {
+        T::from_pair(self.below(7) as i32 - 3, self.below(5) as i32 - 2)
+    }
+}
+
+/// A random `nrows x ncols` matrix: each row empty with probability 1/5,
+/// else up to `max_row` entries (sorted, distinct unless `messy`, when
+/// they are shuffled and may repeat).
+fn random<T: TestValue, I: Index, J: Index>(
+    rng: &mut Lcg,
+    nrows: usize,
+    ncols: usize,
+    max_row: usize,
+    messy: bool,
+    base: IndexBase,
+) -> CsrMatrix<T, I, J> {
+    let mut triplets = Vec::new();
+    for r in 0..nrows {
+        if ncols == 0 || rng.below(5) == 0 {
+            continue;
+        }
+        let len = 1 + rng.below(max_row as u64) as usize;
+        let mut cols: Vec<usize> = (0..len).map(|_| rng.below(ncols as u64) as usize).collect();
+        if !messy {
+            cols.sort_unstable();
+            cols.dedup();
+        }
+        triplets.extend(cols.into_iter().map(|c| (r, c, rng.value::<T>())));
+    }
+    CsrMatrix::from_triplets(nrows, ncols, &triplets, base).unwrap()
+}
+
+fn types_of<T: Scalar, I: Index, J: Index>() -> KernelTypes {
+    KernelTypes {
+        value: ValueKind::of(T::DATA_TYPE),
+        offset64: I::INDEX_TYPE == IndexType::I64,
+        index64: J::INDEX_TYPE == IndexType::I64,
+    }
+}
+
+fn bytes_of<T>(v: &[T]) -> &[u8] {
+    // SAFETY: plain numeric data viewed as bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
+}
+
+fn from_bytes<T: Copy + Default>(b: &[u8]) -> Vec<T> {
+    let mut v = vec![T::default(); b.len() / std::mem::size_of::<T>()];
+    // SAFETY: `v` has room for `b.len()` bytes; T is plain numeric data.
+    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), v.as_mut_ptr().cast::<u8>(), b.len()) };
+    v
+}
+
+/// Device memory kept alive for one test, and its stream.
+struct Gpu {
+    stream: Arc<CudaStream>,
+    keep: Vec<CudaSlice<u8>>,
+}
+
+impl Gpu {
+    fn new(dev: &Arc<CudaDevice>, own_stream: bool) -> Gpu {
+        let ctx = dev.context();
+        let stream = if own_stream {
+            ctx.new_stream().unwrap()
+        } else {
+            ctx.default_stream()
+        };
+        Gpu {
+            stream,
+            keep: Vec::new(),
+        }
+    }
+
+    /// Copies `data` to the device; 0 for an empty slice.
+    fn upload<T>(&mut self, data: &[T]) -> u64 {
+        if data.is_empty() {
+            return 0;
+        }
+        let s = self.stream.clone_htod(bytes_of(data)).unwrap();
+        let ptr = s.device_ptr(&self.stream).0;
+        self.keep.push(s);
+        ptr
+    }
+
+    /// `bytes` zeroed bytes; 0 when `bytes == 0`. Returns the index in `keep`.
+    fn zeros(&mut self, bytes: usize) -> (u64, Option<usize>) {
+        if bytes == 0 {
+            return (0, None);
+        }
+        let s = self.stream.alloc_zeros::<u8>(bytes).unwrap();
+        let ptr = s.device_ptr(&self.stream).0;
+        self.keep.push(s);
+        (ptr, Some(self.keep.len() - 1))
+    }
+
+    fn download<T: Copy + Default>(&self, slot: Option<usize>) -> Vec<T> {
+        slot.map_or_else(Vec::new, |k| {
+            from_bytes(&self.stream.clone_dtoh(&self.keep[k]).unwrap())
+        })
+    }
+
+    fn csr<T: Scalar, I: Index, J: Index>(&mut self, x: &CsrMatrix<T, I, J>) -> DeviceCsr {
+        DeviceCsr {
+            rows: self.upload(x.row_offsets()),
+            cols: self.upload(x.col_indices()),
+            vals: self.upload(x.values()),
+            nrows: x.nrows() as i64,
+            ncols: x.ncols() as i64,
+            nnz: x.nnz() as i64,
+            base: x.base().offset() as i32,
+        }
+    }
+
+    fn raw(&self) -> cudarc::driver::sys::CUstream {
+        self.stream.cu_stream()
+    }
+}
+
+/// Runs `C = alpha * A * B (+ beta * C0)` through the three phases.
+/// `b_is_a` passes A's device arrays as B. `c0` gives C's initial values
+/// (on the product's pattern) for beta.
+#[allow(clippy::too_many_arguments)]
+fn run<T: TestValue, I: Index, J: Index>(
+    dev: &Arc<CudaDevice>,
+    a: &CsrMatrix<T, I, J>,
+    b: &CsrMatrix<T, I, J>,
+    b_is_a: bool,
+    alpha: T,
+    beta: Option<(T, &[T])>,
+    deterministic: bool,
+    own_stream: bool,
+) -> Result<(CsrMatrix<T, I, J>, CudaSpgemm), Error> {
+    let mut g = Gpu::new(dev, own_stream);
+    let da = g.csr(a);
+    let db = if b_is_a { da } else { g.csr(b) };
+    let types = types_of::<T, I, J>();
+    let mut plan = CudaSpgemm::work_estimation(dev, g.raw(), &da, &db, types, deterministic)?;
+    let nnz = plan.symbolic(g.raw(), &da, &db)?;
+    assert_eq!(
+        plan.symbolic(g.raw(), &da, &db)?,
+        nnz,
+        "symbolic is idempotent"
+    );
+    let m = a.nrows();
+    let nnz_u = nnz as usize;
+    let (c_rows, rows_slot) = g.zeros((m + 1) * std::mem::size_of::<I>());
+    let (c_cols, cols_slot) = g.zeros(nnz_u * std::mem::size_of::<J>());
+    let (c_vals, vals_slot) = match beta {
+        Some((_, c0)) => {
+            assert_eq!(c0.len(), nnz_u);
+            let p = g.upload(c0);
+            (p, (!c0.is_empty()).then(|| g.keep.len() - 1))
+        }
+        None => g.zeros(nnz_u * std::mem::size_of::<T>()),
+    };
+    let dc = DeviceCsr {
+        rows: c_rows,
+        cols: c_cols,
+        vals: c_vals,
+        nrows: m as i64,
+        ncols: b.ncols() as i64,
+        nnz,
+        base: a.base().offset() as i32,
+    };
+    let alpha_p = g.upload(&[alpha]);
+    let (beta_p, beta_zero) = match beta {
+        Some((v, _)) => (g.upload(&[v]), false),
+        None => (0, true),
+    };
+    plan.numeric(g.raw(), &da, &db, &dc, alpha_p, beta_p, beta_zero)?;
+    g.stream.synchronize().unwrap();
+    let rows: Vec<I> = g.download(rows_slot);
+    let cols: Vec<J> = g.download(cols_slot);
+    let vals: Vec<T> = g.download(vals_slot);
+    let c = CsrMatrix::try_from_parts(m, b.ncols(), rows, cols, vals, a.base())
+        .unwrap_or_else(|e| panic!("the GPU's C is not a valid CSR matrix: {e}"));
+    Ok((c, plan))
+}
+
+fn expected<T: TestValue, I: Index, J: Index>(
+    a: &CsrMatrix<T, I, J>,
+    b: &CsrMatrix<T, I, J>,
+    alpha: T,
+) -> CsrMatrix<T, I, J> {
+    reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, alpha).unwrap()
+}
+
+fn nprod<T: Scalar, I: Index, J: Index>(a: &CsrMatrix<T, I, J>, b: &CsrMatrix<T, I, J>) -> i64 {
+    let base = a.base().offset();
+    a.col_indices()
+        .iter()
+        .map(|c| {
+            let r = c.to_usize() - base;
+            b.row_offsets()[r + 1].to_i64() - b.row_offsets()[r].to_i64()
+        })
+        .sum()
+}
+
+fn check_types<T: TestValue, I: Index, J: Index>(dev: &Arc<CudaDevice>, seed: u64) {
+    let mut rng = Lcg(seed);
+    for base in [IndexBase::Zero, IndexBase::One] {
+        for messy in [false, true] {
+            let a = random::<T, I, J>(&mut rng, 57, 41, 9, false, base);
+            let b = random::<T, I, J>(&mut rng, 41, 33, 12, messy, base);
+            let alpha = T::from_pair(2, 1);
+            let (c, plan) = run(dev, &a, &b, false, alpha, None, false, false).unwrap();
+            assert_eq!(
+                c,
+                expected(&a, &b, alpha),
+                "{:?} base {base:?} messy {messy}",
+                types_of::<T, I, J>()
+            );
+            assert_eq!(plan.num_products(), nprod(&a, &b));
+            if !messy {
+                assert!(plan.info().b_canonical);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_value_and_index_type_matches_the_reference() {
+    let Some(dev) = gpu() else { return };
+    check_types::<f32, i32, i32>(&dev, 1);
+    check_types::<f64, i32, i32>(&dev, 2);
+    check_types::<Complex<f32>, i32, i32>(&dev, 3);
+    check_types::<Complex<f64>, i32, i32>(&dev, 4);
+    check_types::<f64, i64, i64>(&dev, 5);
+    check_types::<Complex<f32>, i64, i64>(&dev, 6);
+    check_types::<f32, i64, i32>(&dev, 7);
+    check_types::<Complex<f64>, i32, i64>(&dev, 8);
+}
+
+#[test]
+fn a_squared_with_empty_and_single_entry_rows() {
+    let Some(dev) = gpu() else { return };
+    // Rows with 0, 1 and many entries; B is A (same device arrays).
+    let mut rng = Lcg(11);
+    let n = 300;
+    let mut triplets = Vec::new();
+    for r in 0..n {
+        let len = match r % 4 {
+            0 => 0,
+            1 => 1,
+            2 => 3,
+            _ => 40,
+        };
+        let mut cols: Vec<usize> = (0..len).map(|_| rng.below(n as u64) as usize).collect();
+        cols.sort_unstable();
+        cols.dedup();
+        triplets.extend(cols.into_iter().map(|c| (r, c, rng.value::<f64>())));
+    }
+    for base in [IndexBase::Zero, IndexBase::One] {
+        let a = CsrMatrix::<f64, i32>::from_triplets(n, n, &triplets, base).unwrap();
+        for own_stream in [false, true] {
+            let (c, plan) = run(&dev, &a, &a, true, 1.0, None, false, own_stream).unwrap();
+            assert_eq!(c, expected(&a, &a, 1.0));
+            let info = plan.info();
+            assert!(info.b_canonical);
+            assert!(
+                *info.numeric_rows.last().unwrap() > 0,
+                "direct path used: {info:?}"
+            );
+            assert!(plan.device_bytes() > 0);
+        }
+    }
+}
+
+#[test]
+fn empty_products() {
+    let Some(dev) = gpu() else { return };
+    for base in [IndexBase::Zero, IndexBase::One] {
+        // 0 x 0, rows without entries, and entries whose B rows are empty.
+        let zero = CsrMatrix::<f32, i32>::from_triplets(0, 0, &[], base).unwrap();
+        let (c, plan) = run(&dev, &zero, &zero, false, 1.0, None, false, false).unwrap();
+        assert_eq!((c.nrows(), c.nnz(), plan.num_products()), (0, 0, 0));
+        let a =
+            CsrMatrix::<f32, i32>::from_triplets(5, 4, &[(1, 2, 1.0), (3, 0, 2.0)], base).unwrap();
+        let b = CsrMatrix::<f32, i32>::from_triplets(4, 6, &[(1, 5, 1.0)], base).unwrap();
+        let (c, plan) = run(&dev, &a, &b, false, 1.0, None, false, false).unwrap();
+        assert_eq!(c, expected(&a, &b, 1.0));
+        assert_eq!((c.nnz(), plan.num_products()), (0, 0));
+        assert!(c.row_offsets().iter().all(|&o| o as usize == base.offset()));
+    }
+}
+
+/// A row of A whose product has 3·10^4 distinct columns: it spills out of
+/// the largest shared symbolic table and runs in the global numeric kernel.
+fn long_row_case(base: IndexBase) -> (CsrMatrix<f64, i32>, CsrMatrix<f64, i32>) {
+    let (brows, per, ncols) = (300usize, 100usize, 30_000usize);
+    // Column (r * per + k) * 7919 mod 30000 is a bijection (7919 is prime
+    // and does not divide 30000): the B rows are disjoint, sorted here.
+    let mut bt = Vec::new();
+    for r in 0..brows {
+        let mut cols: Vec<usize> = (0..per).map(|k| (r * per + k) * 7919 % ncols).collect();
+        cols.sort_unstable();
+        bt.extend(
+            cols.into_iter()
+                .enumerate()
+                .map(|(k, c)| (r, c, ((r + k) % 5) as f64 - 2.0)),
+        );
+    }
+    let b = CsrMatrix::from_triplets(brows, ncols, &bt, base).unwrap();
+    let mut at = Vec::new();
+    for c in 0..brows {
+        at.push((0, c, 1.0 + (c % 3) as f64)); // all of B: 3·10^4 columns
+    }
+    for c in (0..brows).step_by(3) {
+        at.push((1, c, -1.0)); // 10^4 columns
+    }
+    at.push((2, 7, 3.0)); // one entry: the direct path
+    for r in 3..40 {
+        at.push((r, (r * 13) % brows, 1.0));
+        at.push((r, (r * 29) % brows, 2.0));
+    }
+    let a = CsrMatrix::from_triplets(40, brows, &at, base).unwrap();
+    (a, b)
+}
+
+#[test]
+fn rows_of_ten_thousand_columns_use_the_global_kernels() {
+    let Some(dev) = gpu() else { return };
+    for base in [IndexBase::Zero, IndexBase::One] {
+        let (a, b) = long_row_case(base);
+        for deterministic in [false, true] {
+            let (c, plan) = run(&dev, &a, &b, false, 1.0, None, deterministic, false).unwrap();
+            assert_eq!(c, expected(&a, &b, 1.0));
+            let info = plan.info();
+            let global = info.numeric_rows[info.numeric_rows.len() - 2];
+            assert!(global >= 1, "the long rows run in global memory: {info:?}");
+        }
+    }
+}
+
+#[test]
+fn deterministic_runs_are_bitwise_identical() {
+    let Some(dev) = gpu() else { return };
+    let mut rng = Lcg(21);
+    for messy in [false, true] {
+        let a = random::<f64, i32, i32>(&mut rng, 200, 150, 60, false, IndexBase::Zero);
+        let mut b = random::<f64, i32, i32>(&mut rng, 150, 500, 80, messy, IndexBase::Zero);
+        // Non-integer values, so the order of the sums shows in the bits.
+        for v in b.values_mut() {
+            *v = *v * 0.1 + 1.0 / 3.0;
+        }
+        let (c1, _) = run(&dev, &a, &b, false, 1.0, None, true, false).unwrap();
+        let (c2, _) = run(&dev, &a, &b, false, 1.0, None, true, true).unwrap();
+        assert_eq!(c1.col_indices(), c2.col_indices());
+        let bits =
+            |c: &CsrMatrix<f64, i32>| c.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&c1), bits(&c2), "messy {messy}");
+        let r = expected(&a, &b, 1.0);
+        assert_eq!(c1.col_indices(), r.col_indices());
+        for (x, y) in c1.values().iter().zip(r.values()) {
+            assert!((x - y).abs() <= 1e-12 * (1.0 + y.abs()), "{x} vs {y}");
+        }
+    }
+}
+
+#[test]
+fn beta_adds_the_values_already_in_c() {
+    let Some(dev) = gpu() else { return };
+    let mut rng = Lcg(31);
+    let a = random::<Complex<f64>, i32, i32>(&mut rng, 60, 50, 10, false, IndexBase::One);
+    let b = random::<Complex<f64>, i32, i32>(&mut rng, 50, 70, 10, false, IndexBase::One);
+    let alpha = Complex::new(1.0, -1.0);
+    let r = expected(&a, &b, alpha);
+    let c0: Vec<Complex<f64>> = (0..r.nnz()).map(|k| Complex::new(k as f64, 1.0)).collect();
+    let beta = Complex::new(2.0, 0.0);
+    let (c, _) = run(&dev, &a, &b, false, alpha, Some((beta, &c0)), false, false).unwrap();
+    assert_eq!(c.col_indices(), r.col_indices());
+    for ((x, y), z) in c.values().iter().zip(r.values()).zip(&c0) {
+        assert_eq!(*x, *y + beta * *z);
+    }
+}
+
+/// Uploads raw arrays (no host-side validation) and runs the work
+/// estimation.
+fn estimate_raw(
+    dev: &Arc<CudaDevice>,
+    rows: &[i32],
+    cols: &[i32],
+    ncols: i64,
+    base: i32,
+) -> Result<CudaSpgemm, Error> {
+    let mut g = Gpu::new(dev, false);
+    let vals = vec![1.0f64; cols.len()];
+    let x = DeviceCsr {
+        rows: g.upload(rows),
+        cols: g.upload(cols),
+        vals: g.upload(&vals),
+        nrows: rows.len() as i64 - 1,
+        ncols,
+        nnz: cols.len() as i64,
+        base,
+    };
+    let types = types_of::<f64, i32, i32>();
+    CudaSpgemm::work_estimation(dev, g.raw(), &x, &x, types, false)
+}
+
+#[test]
+fn bad_input_is_invalid_value_naming_the_row() {
+    let Some(dev) = gpu() else { return };
+    // Row 2 has column 8 in an 8 x 8 matrix.
+    let rows = [0, 2, 3, 5, 6, 6, 7, 8, 9];
+    let cols = [0, 1, 2, 3, 8, 4, 5, 6, 7];
+    let e = estimate_raw(&dev, &rows, &cols, 8, 0).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidValue(m) if m.contains("A's row 2 has a column index outside 0..8") && m.contains("colInd[4] = 8")),
+        "{e:?}"
+    );
+    // One-based: column 0 is out of range.
+    let cols1: Vec<i32> = cols
+        .iter()
+        .map(|&c| if c == 8 { 0 } else { c + 1 })
+        .collect();
+    let rows1: Vec<i32> = rows.iter().map(|&r| r + 1).collect();
+    let e = estimate_raw(&dev, &rows1, &cols1, 8, 1).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidValue(m) if m.contains("row 2") && m.contains("outside 1..9")),
+        "{e:?}"
+    );
+    // Decreasing offsets at row 3.
+    let rows = [0, 2, 3, 5, 4, 6, 7, 8, 9];
+    let e = estimate_raw(&dev, &rows, &[0, 1, 2, 3, 4, 4, 5, 6, 7], 8, 0).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidValue(m) if m.contains("row offsets") && m.contains("row 3")),
+        "{e:?}"
+    );
+    // Last offset beyond nnz.
+    let e = estimate_raw(&dev, &[0, 1, 3], &[0, 1], 2, 0).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidValue(m) if m.contains("row offsets")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn phases_out_of_order_and_bad_sizes_are_refused() {
+    let Some(dev) = gpu() else { return };
+    let a =
+        CsrMatrix::<f32, i32>::from_triplets(3, 3, &[(0, 1, 1.0), (2, 2, 1.0)], IndexBase::Zero)
+            .unwrap();
+    let mut g = Gpu::new(&dev, false);
+    let da = g.csr(&a);
+    let types = types_of::<f32, i32, i32>();
+    let mut plan = CudaSpgemm::work_estimation(&dev, g.raw(), &da, &da, types, false).unwrap();
+    let alpha = g.upload(&[1.0f32]);
+    let e = plan
+        .numeric(g.raw(), &da, &da, &da, alpha, 0, true)
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidValue(m) if m.contains("before the symbolic")),
+        "{e:?}"
+    );
+    let mut tall = da;
+    tall.nrows = 4;
+    assert!(matches!(
+        CudaSpgemm::work_estimation(&dev, g.raw(), &da, &tall, types, false),
+        Err(Error::InvalidValue(_))
+    ));
+    let nnz = plan.symbolic(g.raw(), &da, &da).unwrap();
+    let mut c = da;
+    c.nnz = nnz + 1;
+    assert!(matches!(
+        plan.numeric(g.raw(), &da, &da, &c, alpha, 0, true),
+        Err(Error::InvalidValue(_))
+    ));
+}

@@ -1,0 +1,142 @@
+//! Compiles every kernel instantiation with NVRTC, as CI does without a GPU:
+//! 4 value types × 32/64-bit offsets × 32/64-bit indices, for compute_70,
+//! compute_80 and compute_90 with warp 32. Strict: any warning fails. Each
+//! PTX must export every kernel of the launch contract with the parameter
+//! sizes the host launches with (`KERNEL_PARAMS`).
+//!
+//! Without NVRTC the test prints why and passes, unless
+//! `RUSPARSE_REQUIRE_NVRTC=1` is set (CI sets it, with the PyPI wheel
+//! `nvidia-cuda-nvrtc-cu12`'s lib folder on `LD_LIBRARY_PATH`).
+#![cfg(feature = "cuda")]
+
+use rusparse::backend::cuda::compile::{
+    compile_nvrtc, kernel_source, Arch, KernelOptions, KernelTypes,
+};
+use rusparse::backend::cuda::device::KERNEL_PARAMS;
+use rusparse::backend::cuda::loader;
+use std::sync::Mutex;
+use std::time::Instant;
+
+const ARCHS: [u32; 3] = [70, 80, 90];
+
+/// The size in bytes of each parameter of `.entry name(...)` in `ptx`:
+/// `.param .align 8 .b8 x[56]` is 56, `.param .u64 x` 8, `.param .u32 x` 4.
+fn ptx_params(ptx: &str, name: &str) -> Option<Vec<usize>> {
+    let start = ptx.find(&format!(".entry {name}("))? + name.len() + 8;
+    let list = &ptx[start..start + ptx[start..].find(')')?];
+    list.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            if let (Some(l), Some(r)) = (p.find('['), p.find(']')) {
+                return p[l + 1..r].parse().ok();
+            }
+            let ty = p.split_whitespace().nth(1)?;
+            match &ty[ty.len().checked_sub(2)?..] {
+                "64" => Some(8),
+                "32" => Some(4),
+                "16" => Some(2),
+                _ if ty.ends_with('8') => Some(1),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn ptx_parameter_lists_are_parsed() {
+    let ptx = ".visible .entry rs_x(\n\t.param .align 8 .b8 rs_x_param_0[56],\n\t.param .u32 rs_x_param_1,\n\t.param .u64 rs_x_param_2\n)\n{";
+    assert_eq!(ptx_params(ptx, "rs_x"), Some(vec![56, 4, 8]));
+    assert_eq!(ptx_params(ptx, "rs_y"), None);
+}
+
+#[test]
+fn every_instantiation_compiles_without_warnings() {
+    let require = std::env::var("RUSPARSE_REQUIRE_NVRTC").is_ok_and(|v| v.trim() == "1");
+    let (major, minor) = match loader::nvrtc() {
+        Ok(v) => v,
+        Err(e) if !require => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+        Err(e) => panic!("RUSPARSE_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}"),
+    };
+    eprintln!("NVRTC {major}.{minor}");
+
+    let jobs: Vec<KernelOptions> = ARCHS
+        .iter()
+        .flat_map(|&arch| {
+            KernelTypes::all().map(move |types| KernelOptions {
+                types,
+                warp: 32,
+                arch: Arch::Virtual(arch),
+            })
+        })
+        .collect();
+    let next = Mutex::new(jobs.iter());
+    let failures = Mutex::new(Vec::new());
+    let times = Mutex::new(Vec::new());
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+    // NVRTC compiles different programs concurrently (thread-safe).
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let Some(opts) = next.lock().unwrap().next() else {
+                    break;
+                };
+                let start = Instant::now();
+                let result = compile_nvrtc(kernel_source(), opts, true);
+                times
+                    .lock()
+                    .unwrap()
+                    .push((opts.arch, start.elapsed().as_secs_f64()));
+                let problem = match result {
+                    Err(e) => Some(e.to_string()),
+                    Ok(c) => {
+                        let ptx = String::from_utf8_lossy(&c.image);
+                        let problems: Vec<String> = KERNEL_PARAMS
+                            .iter()
+                            .filter_map(|&(name, want)| match ptx_params(&ptx, name) {
+                                None => Some(format!("{name} is missing from the PTX")),
+                                Some(got) if got != want => Some(format!(
+                                    "{name} takes parameters of {got:?} bytes in the PTX; \
+                                     KERNEL_PARAMS (and the launches) say {want:?}"
+                                )),
+                                Some(_) => None,
+                            })
+                            .collect();
+                        (!problems.is_empty()).then(|| problems.join("\n"))
+                    }
+                };
+                if let Some(p) = problem {
+                    failures.lock().unwrap().push(format!(
+                        "{} ({}):\n{p}",
+                        opts.arch.name(),
+                        opts.types
+                    ));
+                }
+            });
+        }
+    });
+    let times = times.into_inner().unwrap();
+    for arch in ARCHS {
+        let t: Vec<f64> = times
+            .iter()
+            .filter(|(a, _)| a.number() == arch)
+            .map(|&(_, t)| t)
+            .collect();
+        eprintln!(
+            "compute_{arch}: {} instantiations, {:.1} s total",
+            t.len(),
+            t.iter().sum::<f64>()
+        );
+    }
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {} instantiations failed:\n\n{}",
+        failures.len(),
+        jobs.len(),
+        failures.join("\n\n")
+    );
+}
