@@ -448,6 +448,9 @@ static void test_spgemm_arguments(void) {
     /* getNumProducts needs a work estimation; its pointers are required */
     EXPECT_STATUS_MSG(rusparseSpGEMM_getNumProducts(descr, &np), INVALID, "workEstimation");
     EXPECT_STATUS(rusparseSpGEMM_getNumProducts(NULL, &np), INVALID);
+    /* so does getPlanInfo */
+    EXPECT_STATUS_MSG(rusparseSpGEMM_getPlanInfo(descr, NULL, NULL, &np, NULL), INVALID, "workEstimation");
+    EXPECT_STATUS_MSG(rusparseSpGEMM_getPlanInfo(NULL, NULL, NULL, &np, NULL), INVALID, "spgemmDescr is NULL");
 
     /* the descriptors still work */
     product_ok(descr, "after argument errors (same SpGEMM descriptor)");

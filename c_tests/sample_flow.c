@@ -155,6 +155,23 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
                               descr));
     products_run++;
 
+    {
+        /* the plan says what ran: the CPU, one concrete CPU algorithm, the
+         * products counted by work estimation and nnz(C) */
+        rusparseBackend_t be = RUSPARSE_BACKEND_AUTO;
+        rusparseSpGEMMAlg_t ran = RUSPARSE_SPGEMM_DEFAULT;
+        int64_t prods = -1, prods2 = -2, znz = -2;
+        CHECK(rusparseSpGEMM_getNumProducts(descr, &prods2));
+        CHECK(rusparseSpGEMM_getPlanInfo(descr, &be, &ran, &prods, &znz));
+        EXPECT_TRUE(be == RUSPARSE_BACKEND_CPU && ran >= RUSPARSE_SPGEMM_CPU_HASH &&
+                        ran <= RUSPARSE_SPGEMM_CPU_DENSE && prods == prods2 && znz == c_nnz,
+                    "[%s] getPlanInfo: backend %d, algorithm %d, products %lld (expected %lld), "
+                    "nnz %lld (expected %lld)",
+                    label, (int)be, (int)ran, (long long)prods, (long long)prods2, (long long)znz,
+                    (long long)c_nnz);
+        CHECK(rusparseSpGEMM_getPlanInfo(descr, NULL, NULL, NULL, NULL));
+    }
+
     ref = dense_product(a, cf->opA, b, cf->opB);
     if (check_csr(label, &ref, c_nnz, c_off, cf->c_ot, c_col, cf->ct, c_val, dt, cf->base,
                   cf->alpha, cf->beta, old) != 0)

@@ -527,6 +527,21 @@ rusparseStatus_t rusparseSpGEMM_getNumProducts(rusparseSpGEMMDescr_t spgemmDescr
                                                int64_t *num_prods);
 
 /**
+ * What a product planned on `spgemmDescr` runs (rusparse extension): the
+ * back end (`RUSPARSE_BACKEND_CPU` or `_CUDA`, also for AUTO handles), the
+ * algorithm (on the CPU the concrete one the planner chose,
+ * `RUSPARSE_SPGEMM_CPU_*`; on a GPU `RUSPARSE_SPGEMM_CSR_ALG_DETERMINISTIC`
+ * or `_NONDETERMINISTIC`), the number of products, and nnz(C) (-1 before
+ * `compute` / `reuse_nnz`). Any output pointer may be NULL. INVALID_VALUE
+ * before work estimation.
+ */
+rusparseStatus_t rusparseSpGEMM_getPlanInfo(rusparseSpGEMMDescr_t spgemmDescr,
+                                            rusparseBackend_t *backend,
+                                            rusparseSpGEMMAlg_t *algorithm,
+                                            int64_t *numProducts,
+                                            int64_t *nnzC);
+
+/**
  * ALG3's memory estimate, between work estimation and compute. With
  * `externalBuffer3 == NULL` it writes `*bufferSize3`; with a buffer it
  * writes the size `compute` will ask for into `*bufferSize2`.

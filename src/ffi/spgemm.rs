@@ -59,6 +59,11 @@ struct Planned {
     num_products: u64,
     /// Where the product runs (decided by work estimation).
     placement: Placement,
+    /// The algorithm that runs: a concrete CPU algorithm, or on the GPU
+    /// `Deterministic` / `NonDeterministic`.
+    selected: Algorithm,
+    /// nnz(C) once the symbolic phase ran.
+    nnz: Option<i64>,
     /// A `SpgemmPlan<I, J>` for the index types of A and B (CPU), or a
     /// `GpuProduct` (CUDA).
     plan: Box<dyn Any + Send>,
@@ -299,7 +304,9 @@ fn plan_mut<I: Index, J: Index>(plan: &mut (dyn Any + Send)) -> Result<&mut Spge
 }
 
 /// Work estimation: validates A and B fully and plans the product.
-fn plan_new<T: Scalar, I: Index, J: Index>(x: &Args<'_>) -> Result<(Box<dyn Any + Send>, u64)> {
+fn plan_new<T: Scalar, I: Index, J: Index>(
+    x: &Args<'_>,
+) -> Result<(Box<dyn Any + Send>, u64, Algorithm)> {
     // SAFETY: the descriptors' arrays hold the sizes they state (API contract).
     let a = unsafe { x.a.view::<T, I, J>("matA") }?;
     let b = unsafe { x.b.view::<T, I, J>("matB") }?;
@@ -318,8 +325,8 @@ fn plan_new<T: Scalar, I: Index, J: Index>(x: &Args<'_>) -> Result<(Box<dyn Any 
         Ok::<(), Error>(())
     })?;
     let plan = SpgemmPlan::new(&x.h.ctx, &a, x.call.op_a, &b, x.call.op_b, x.call.alg)?;
-    let n = plan.num_products();
-    Ok((Box::new(plan), n))
+    let (n, selected) = (plan.num_products(), plan.selected_algorithm());
+    Ok((Box::new(plan), n, selected))
 }
 
 /// Symbolic phase: returns nnz(C).
@@ -464,7 +471,7 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
     let mut others = vec![(x.c.offsets.cast_const(), "matC's rowOffsets".to_string())];
     others.push((buffer.cast_const(), "externalBuffer1".to_string()));
     let placement = place(&x.h.ctx, x.a, x.b, &others)?;
-    let (plan, num_products) = match &placement {
+    let (plan, num_products, selected) = match &placement {
         Placement::Cpu => dispatch!(x.value_type(), x.index_types(), plan_new(x))?,
         #[cfg(feature = "cuda")]
         Placement::Cuda(dev) => {
@@ -478,7 +485,12 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
                 x.b,
                 x.c,
             )?;
-            (Box::new(g) as Box<dyn Any + Send>, n)
+            let selected = if matches!(x.call.alg, Algorithm::Deterministic | Algorithm::Alg1) {
+                Algorithm::Deterministic
+            } else {
+                Algorithm::NonDeterministic
+            };
+            (Box::new(g) as Box<dyn Any + Send>, n, selected)
         }
     };
     x.h.last_placed.set(Some(placement.backend()));
@@ -488,6 +500,8 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
         call: x.call,
         num_products,
         placement,
+        selected,
+        nnz: None,
         plan,
         c_fingerprint: None,
     });
@@ -519,6 +533,7 @@ fn size_output(x: &mut Args<'_>, flow: Flow, what: &str) -> Result<()> {
             )));
         }
         x.c.nnz = nnz as i64;
+        p.nnz = Some(nnz as i64);
         p.phase = Phase::Sized;
         p.c_fingerprint = None;
         Ok(())
@@ -664,6 +679,47 @@ pub unsafe extern "C" fn rusparseSpGEMM_getNumProducts(
         })?;
         *unsafe { out_ref(num_prods, "num_prods") }? =
             i64::try_from(p.num_products).unwrap_or(i64::MAX);
+        Ok(())
+    })
+}
+
+/// What a product planned on `spgemmDescr` runs (rusparse extension): the
+/// back end (`RUSPARSE_BACKEND_CPU` or `_CUDA`, also for AUTO handles), the
+/// algorithm (on the CPU the concrete one the planner chose,
+/// `RUSPARSE_SPGEMM_CPU_*`; on a GPU `RUSPARSE_SPGEMM_CSR_ALG_DETERMINISTIC`
+/// or `_NONDETERMINISTIC`), the number of products, and nnz(C) (-1 before
+/// `compute` / `reuse_nnz`). Any output pointer may be NULL. INVALID_VALUE
+/// before work estimation.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseSpGEMM_getPlanInfo(
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    backend: *mut BackendArg,
+    algorithm: *mut SpGEMMAlgArg,
+    numProducts: *mut i64,
+    nnzC: *mut i64,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_getPlanInfo", || {
+        let d = descr_ref(spgemmDescr)?;
+        let p = d.planned.as_ref().ok_or_else(|| {
+            Error::InvalidValue(
+                "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
+            )
+        })?;
+        // SAFETY: each is NULL (skipped) or a writable slot.
+        unsafe {
+            if !backend.is_null() {
+                *backend = backend_number(p.placement.backend());
+            }
+            if !algorithm.is_null() {
+                *algorithm = algorithm_number(p.selected);
+            }
+            if !numProducts.is_null() {
+                *numProducts = i64::try_from(p.num_products).unwrap_or(i64::MAX);
+            }
+            if !nnzC.is_null() {
+                *nnzC = p.nnz.unwrap_or(-1);
+            }
+        }
         Ok(())
     })
 }

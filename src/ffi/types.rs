@@ -276,6 +276,22 @@ pub(crate) fn algorithm(v: SpGEMMAlgArg) -> Result<Algorithm, Error> {
     })
 }
 
+/// The C number of an algorithm (inverse of [`algorithm`]).
+pub(crate) fn algorithm_number(a: Algorithm) -> SpGEMMAlgArg {
+    match a {
+        Algorithm::Default => 0,
+        Algorithm::Deterministic => 1,
+        Algorithm::NonDeterministic => 2,
+        Algorithm::Alg1 => 3,
+        Algorithm::Alg2 => 4,
+        Algorithm::Alg3 => 5,
+        Algorithm::Hash => 100,
+        Algorithm::BrmergePrecise => 101,
+        Algorithm::BrmergeUpper => 102,
+        Algorithm::Dense => 103,
+    }
+}
+
 /// Decodes a back end.
 pub(crate) fn backend(v: BackendArg) -> Result<BackendKind, Error> {
     Ok(match v {
