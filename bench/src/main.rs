@@ -30,6 +30,7 @@
 
 mod dump;
 mod generate;
+mod gpu;
 mod matrix_market;
 mod npy;
 mod plot;
@@ -74,8 +75,24 @@ impl ProductArg {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum BackendArg {
+    /// The CPU back end.
     Cpu,
+    /// CUDA device 0 when there is one (the data are uploaded, as AUTO
+    /// placement would run device data there), else the CPU.
     Auto,
+    /// CUDA device 0: upload A (and B), time the device pipeline, check C
+    /// against the CPU back end.
+    Cuda,
+}
+
+/// What the device's memory pool does with freed memory between runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum CudaPoolArg {
+    /// Keep it cached (release threshold = max), as CuPy's pool does.
+    Cached,
+    /// Give it back to the driver after every run (cuMemPoolTrimTo 0, the
+    /// driver's default release threshold of 0).
+    Release,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -158,6 +175,12 @@ struct Cli {
     /// Seed of the generators.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// CUDA: skip checking C against the CPU back end.
+    #[arg(long)]
+    no_verify: bool,
+    /// CUDA: what the memory pool does with freed memory between runs.
+    #[arg(long, value_enum, default_value_t = CudaPoolArg::Cached)]
+    cuda_pool: CudaPoolArg,
     /// Write the rows as CSV.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
@@ -244,10 +267,12 @@ impl Progress {
     }
 }
 
-/// Runs every case with value type `T` and index type `I`.
+/// Runs every case with value type `T` and index type `I`, on the CPU, or
+/// on `gpu` when given.
 fn run_cases<T: BenchScalar, I: Index>(
     cli: &Cli,
     ctx: &Context,
+    gpu: Option<&std::sync::Arc<rusparse::backend::cuda::CudaDevice>>,
     cases: &[Case],
     b_spec: Option<&Case>,
     progress: &Progress,
@@ -287,6 +312,15 @@ fn run_cases<T: BenchScalar, I: Index>(
             (ProductArg::Ab, None) => return Err("--product ab needs --b SPEC".into()),
         };
         progress.bar.set_message(case.name.clone());
+        if let Some(dev) = gpu {
+            let b_gpu = match cli.product {
+                ProductArg::Ab => b.as_ref(),
+                _ => None,
+            };
+            let row = run_case_gpu(cli, ctx, dev, case, &a, b_gpu, progress)?;
+            rows.push(row);
+            continue;
+        }
         let product = Product {
             ctx,
             a: a.view(),
@@ -316,6 +350,9 @@ fn run_cases<T: BenchScalar, I: Index>(
             threads: ctx.num_threads() as u64,
             value: T::NAME.into(),
             index: index_name::<I>().into(),
+            backend: "cpu".into(),
+            c_bytes: Some(timing::c_bytes(&m.c) as u64),
+            ..Row::default()
         };
         progress.log(format!(
             "    nprod {}, nnz(C) {}, median {:.4} s, {:.3} GFLOPS, {}",
@@ -333,6 +370,105 @@ fn run_cases<T: BenchScalar, I: Index>(
     }
     progress.bar.finish_and_clear();
     Ok(rows)
+}
+
+/// One case on the CUDA back end: the timed runs, the check of C against
+/// the CPU back end, the dump.
+fn run_case_gpu<T: BenchScalar, I: Index>(
+    cli: &Cli,
+    ctx: &Context,
+    dev: &std::sync::Arc<rusparse::backend::cuda::CudaDevice>,
+    case: &Case,
+    a: &CsrMatrix<T, I, I>,
+    b: Option<&CsrMatrix<T, I, I>>,
+    progress: &Progress,
+) -> Result<Row, String> {
+    let product = gpu::GpuProduct {
+        dev,
+        release_pool: cli.cuda_pool == CudaPoolArg::Release,
+    };
+    let m = product
+        .measure(a, b, cli.warmup, cli.runs, || progress.bar.inc(1))
+        .map_err(|e| format!("{}: rusparse (CUDA) failed: {e}", case.name))?;
+    let stats = Stats::of(&m.times).expect("at least one run");
+    if cli.no_verify {
+        progress.log("    (C not checked against the CPU back end: --no-verify)".into());
+    } else {
+        let started = std::time::Instant::now();
+        let cpu = Product {
+            ctx,
+            a: a.view(),
+            op_a: Op::N,
+            b: b.map_or(a.view(), |b| b.view()),
+            op_b: Op::N,
+            algorithm: Algorithm::Default,
+        }
+        .measure(0, 1, || {})
+        .map_err(|e| {
+            format!(
+                "{}: the CPU back end (for the check) failed: {e}",
+                case.name
+            )
+        })?;
+        let tol = gpu::tolerance::<T>();
+        match gpu::compare(&m.c, &cpu.c, tol) {
+            Ok(worst) => progress.log(format!(
+                "    C matches the CPU back end (structure exact, largest relative difference                  {worst:.2e}; checked in {:.2} s)",
+                started.elapsed().as_secs_f64()
+            )),
+            Err(e) => {
+                let msg = format!(
+                    "{}: WRONG RESULT: the CUDA back end's C differs from the CPU back end's: {e}",
+                    case.name
+                );
+                eprintln!("!!!!!! {msg}");
+                return Err(msg);
+            }
+        }
+    }
+    let row = Row {
+        tool: TOOL.into(),
+        matrix: case.name.clone(),
+        rows: a.nrows() as u64,
+        cols: a.ncols() as u64,
+        nnz_a: a.nnz() as u64,
+        nprod: m.nprod,
+        nnz_c: m.c.nnz() as u64,
+        median_s: stats.median,
+        min_s: stats.min,
+        max_s: stats.max,
+        gflops: report::gflops(m.nprod, stats.median),
+        peak_extra_bytes: m.peak_device_bytes.map(|p| p.saturating_sub(m.c_bytes)),
+        algorithm: "cuda-hash".into(),
+        threads: 0,
+        value: T::NAME.into(),
+        index: index_name::<I>().into(),
+        backend: "cuda".into(),
+        device: m.device.clone(),
+        first_call_s: Some(m.first_call_s),
+        peak_device_bytes: m.peak_device_bytes,
+        c_bytes: Some(m.c_bytes),
+    };
+    let mib = |b: u64| b as f64 / 1048576.0;
+    progress.log(format!(
+        "    {}: nprod {}, nnz(C) {}, median {:.6} s, {:.3} GFLOPS, first call {:.3} s,          peak {} MiB (C {:.1} MiB, plan metadata {:.1} MiB)",
+        row.device,
+        row.nprod,
+        row.nnz_c,
+        row.median_s,
+        row.gflops,
+        m.first_call_s,
+        m.peak_device_bytes
+            .map_or("-".into(), |p| format!("{:.1}", mib(p))),
+        mib(m.c_bytes),
+        mib(m.plan_bytes)
+    ));
+    progress.log(format!("    plan: {}", m.plan_note));
+    if let Some(dir) = &cli.dump {
+        dump::write_case(dir, &case.name, cli.product.name(), a, b, &m.c)
+            .map_err(|e| format!("{}: dump: {e}", case.name))?;
+    }
+    Ok(row)
 }
 
 fn run(cli: &Cli) -> Result<(), String> {
@@ -385,9 +521,29 @@ fn run(cli: &Cli) -> Result<(), String> {
 
     let mut threads = own.first().map_or(0, |r| r.threads);
     if !cases.is_empty() {
+        let gpu = match cli.backend {
+            BackendArg::Cpu => None,
+            BackendArg::Cuda => Some(gpu::device()?),
+            BackendArg::Auto => match gpu::device() {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    if !cli.quiet {
+                        eprintln!("rusparse-bench: --backend auto runs on the CPU ({e})");
+                    }
+                    None
+                }
+            },
+        };
+        if gpu.is_some() && cli.product == ProductArg::Aat {
+            return Err(
+                "--product aat is not supported on the CUDA back end yet (op T); use --backend cpu"
+                    .into(),
+            );
+        }
+        // The CPU context runs the CPU cases and, for CUDA, the check of C.
         let backend = match cli.backend {
             BackendArg::Cpu => BackendKind::Cpu,
-            BackendArg::Auto => BackendKind::Auto,
+            BackendArg::Auto | BackendArg::Cuda => BackendKind::Auto,
         };
         let mut ctx =
             Context::new(backend).map_err(|e| format!("cannot create the context: {e}"))?;
@@ -401,28 +557,28 @@ fn run(cli: &Cli) -> Result<(), String> {
         let b = b_case.as_ref();
         let measured = match (cli.value, cli.index) {
             (ValueArg::F32, IndexArg::I32) => {
-                run_cases::<f32, i32>(cli, &ctx, &cases, b, &progress)
+                run_cases::<f32, i32>(cli, &ctx, gpu.as_ref(), &cases, b, &progress)
             }
             (ValueArg::F32, IndexArg::I64) => {
-                run_cases::<f32, i64>(cli, &ctx, &cases, b, &progress)
+                run_cases::<f32, i64>(cli, &ctx, gpu.as_ref(), &cases, b, &progress)
             }
             (ValueArg::F64, IndexArg::I32) => {
-                run_cases::<f64, i32>(cli, &ctx, &cases, b, &progress)
+                run_cases::<f64, i32>(cli, &ctx, gpu.as_ref(), &cases, b, &progress)
             }
             (ValueArg::F64, IndexArg::I64) => {
-                run_cases::<f64, i64>(cli, &ctx, &cases, b, &progress)
+                run_cases::<f64, i64>(cli, &ctx, gpu.as_ref(), &cases, b, &progress)
             }
             (ValueArg::C32, IndexArg::I32) => {
-                run_cases::<Complex<f32>, i32>(cli, &ctx, &cases, b, &progress)
+                run_cases::<Complex<f32>, i32>(cli, &ctx, gpu.as_ref(), &cases, b, &progress)
             }
             (ValueArg::C32, IndexArg::I64) => {
-                run_cases::<Complex<f32>, i64>(cli, &ctx, &cases, b, &progress)
+                run_cases::<Complex<f32>, i64>(cli, &ctx, gpu.as_ref(), &cases, b, &progress)
             }
             (ValueArg::C64, IndexArg::I32) => {
-                run_cases::<Complex<f64>, i32>(cli, &ctx, &cases, b, &progress)
+                run_cases::<Complex<f64>, i32>(cli, &ctx, gpu.as_ref(), &cases, b, &progress)
             }
             (ValueArg::C64, IndexArg::I64) => {
-                run_cases::<Complex<f64>, i64>(cli, &ctx, &cases, b, &progress)
+                run_cases::<Complex<f64>, i64>(cli, &ctx, gpu.as_ref(), &cases, b, &progress)
             }
         };
         let measured = measured.inspect_err(|_| progress.bar.abandon())?;
@@ -516,6 +672,20 @@ mod tests {
         assert!(e.contains("only used with --product ab"), "{e}");
         let e = run(&cli(&["-q", "nope:3"])).unwrap_err();
         assert!(e.contains("unknown family"), "{e}");
+        if gpu::device().is_err() {
+            // No GPU here: a clear message, no panic; auto falls back to the CPU.
+            let e = run(&cli(&["-q", "--backend", "cuda", "uniform_r4:10"])).unwrap_err();
+            assert!(e.contains("the CUDA back end is not available: "), "{e}");
+            run(&cli(&[
+                "-q",
+                "--backend",
+                "auto",
+                "--runs",
+                "1",
+                "uniform_r4:10",
+            ]))
+            .unwrap();
+        }
         let e = run(&cli(&["-q", "/nonexistent/m.mtx"])).unwrap_err();
         assert!(e.contains("cannot open /nonexistent/m.mtx"), "{e}");
         let e = run(&cli(&["-q", "--from", "/nonexistent/r.json"])).unwrap_err();

@@ -226,6 +226,7 @@ mod tests {
             threads: 2,
             value: value.into(),
             index: "i32".into(),
+            ..Row::default()
         }
     }
 

@@ -31,7 +31,7 @@ fn lenient<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(d: D) -> Re
 }
 
 /// One measured case.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// `rusparse`, or a peer (`scipy`, `mkl`, `graphblas`).
     pub tool: String,
@@ -78,6 +78,23 @@ pub struct Row {
     /// Index type (`i32`, `i64`).
     #[serde(default, deserialize_with = "lenient")]
     pub index: String,
+    /// Where it ran: `cpu` or `cuda` (empty in older files and peer rows).
+    #[serde(default, deserialize_with = "lenient")]
+    pub backend: String,
+    /// The GPU's name for `cuda` rows.
+    #[serde(default, deserialize_with = "lenient")]
+    pub device: String,
+    /// `cuda` rows: seconds of the first call of the process (incl. loading
+    /// or compiling the kernels), not among the timed runs.
+    #[serde(default)]
+    pub first_call_s: Option<f64>,
+    /// `cuda` rows: peak device bytes of one product beyond the inputs, C
+    /// included (the memory pool's high-water mark).
+    #[serde(default)]
+    pub peak_device_bytes: Option<u64>,
+    /// Bytes of C's three arrays.
+    #[serde(default)]
+    pub c_bytes: Option<u64>,
 }
 
 /// GFLOPS of `nprod` products (two flops each) in `seconds`.
@@ -396,6 +413,7 @@ mod tests {
             threads: 2,
             value: "f64".into(),
             index: "i32".into(),
+            ..Row::default()
         }
     }
 
@@ -480,7 +498,8 @@ mod tests {
         assert_eq!(
             lines[0],
             "tool,matrix,rows,cols,nnz_a,nprod,nnz_c,median_s,min_s,max_s,gflops,\
-             peak_extra_bytes,algorithm,threads,value,index"
+             peak_extra_bytes,algorithm,threads,value,index,backend,device,first_call_s,\
+             peak_device_bytes,c_bytes"
         );
         assert!(lines[1].starts_with("rusparse,a,10,10,30,1000000,50,0.5,"));
     }
