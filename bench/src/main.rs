@@ -332,27 +332,13 @@ fn run_cases<T: BenchScalar, I: Index>(
         let m = product
             .measure(cli.warmup, cli.runs, || progress.bar.inc(1))
             .map_err(|e| format!("{}: rusparse failed: {e}", case.name))?;
-        let stats = Stats::of(&m.times).expect("at least one run");
         let row = Row {
-            tool: TOOL.into(),
-            matrix: case.name.clone(),
-            rows: a.nrows() as u64,
-            cols: a.ncols() as u64,
-            nnz_a: a.nnz() as u64,
-            nprod: m.nprod,
-            nnz_c: m.c.nnz() as u64,
-            median_s: stats.median,
-            min_s: stats.min,
-            max_s: stats.max,
-            gflops: report::gflops(m.nprod, stats.median),
             peak_extra_bytes: Some(m.peak_extra_bytes),
             algorithm: m.algorithm.into(),
             threads: ctx.num_threads() as u64,
-            value: T::NAME.into(),
-            index: index_name::<I>().into(),
             backend: "cpu".into(),
             c_bytes: Some(timing::c_bytes(&m.c) as u64),
-            ..Row::default()
+            ..measured_row(&case.name, &a, m.nprod, m.c.nnz(), &m.times)
         };
         progress.log(format!(
             "    nprod {}, nnz(C) {}, median {:.4} s, {:.3} GFLOPS, {}",
@@ -370,6 +356,34 @@ fn run_cases<T: BenchScalar, I: Index>(
     }
     progress.bar.finish_and_clear();
     Ok(rows)
+}
+
+/// The fields of a result row every back end fills the same way: the case,
+/// A's shape, the work, and the statistics of the timed runs.
+fn measured_row<T: BenchScalar, I: Index>(
+    case: &str,
+    a: &CsrMatrix<T, I>,
+    nprod: u64,
+    nnz_c: usize,
+    times: &[f64],
+) -> Row {
+    let stats = Stats::of(times).expect("at least one run");
+    Row {
+        tool: TOOL.into(),
+        matrix: case.into(),
+        rows: a.nrows() as u64,
+        cols: a.ncols() as u64,
+        nnz_a: a.nnz() as u64,
+        nprod,
+        nnz_c: nnz_c as u64,
+        median_s: stats.median,
+        min_s: stats.min,
+        max_s: stats.max,
+        gflops: report::gflops(nprod, stats.median),
+        value: T::NAME.into(),
+        index: index_name::<I>().into(),
+        ..Row::default()
+    }
 }
 
 /// One case on the CUDA back end: the timed runs, the check of C against
@@ -390,7 +404,6 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
     let m = product
         .measure(a, b, cli.warmup, cli.runs, || progress.bar.inc(1))
         .map_err(|e| format!("{}: rusparse (CUDA) failed: {e}", case.name))?;
-    let stats = Stats::of(&m.times).expect("at least one run");
     if cli.no_verify {
         progress.log("    (C not checked against the CPU back end: --no-verify)".into());
     } else {
@@ -427,27 +440,15 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
         }
     }
     let row = Row {
-        tool: TOOL.into(),
-        matrix: case.name.clone(),
-        rows: a.nrows() as u64,
-        cols: a.ncols() as u64,
-        nnz_a: a.nnz() as u64,
-        nprod: m.nprod,
-        nnz_c: m.c.nnz() as u64,
-        median_s: stats.median,
-        min_s: stats.min,
-        max_s: stats.max,
-        gflops: report::gflops(m.nprod, stats.median),
         peak_extra_bytes: m.peak_device_bytes.map(|p| p.saturating_sub(m.c_bytes)),
         algorithm: "cuda-hash".into(),
         threads: 0,
-        value: T::NAME.into(),
-        index: index_name::<I>().into(),
         backend: "cuda".into(),
         device: m.device.clone(),
         first_call_s: Some(m.first_call_s),
         peak_device_bytes: m.peak_device_bytes,
         c_bytes: Some(m.c_bytes),
+        ..measured_row(&case.name, a, m.nprod, m.c.nnz(), &m.times)
     };
     let mib = |b: u64| b as f64 / 1048576.0;
     progress.log(format!(
