@@ -547,7 +547,9 @@ rusparseStatus_t rusparseSpGEMM_getPlanInfo(rusparseSpGEMMDescr_t spgemmDescr,
  * writes the size `compute` will ask for into `*bufferSize2`.
  * `chunk_fraction` must be in (0, 1]. On the CPU the product is already
  * memory-bounded (metadata O(rows), no copy of C), so the estimate is the
- * small fixed buffer size.
+ * small fixed buffer size. On a GPU the row metadata is O(rows) too; the
+ * hash tables of rows too long for shared memory are then built at most
+ * `chunk_fraction` of them at a time (at least one row's table).
  */
 rusparseStatus_t rusparseSpGEMM_estimateMemory(rusparseHandle_t handle,
                                                rusparseOperation_t opA,

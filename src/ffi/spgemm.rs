@@ -729,7 +729,9 @@ pub unsafe extern "C" fn rusparseSpGEMM_getPlanInfo(
 /// writes the size `compute` will ask for into `*bufferSize2`.
 /// `chunk_fraction` must be in (0, 1]. On the CPU the product is already
 /// memory-bounded (metadata O(rows), no copy of C), so the estimate is the
-/// small fixed buffer size.
+/// small fixed buffer size. On a GPU the row metadata is O(rows) too; the
+/// hash tables of rows too long for shared memory are then built at most
+/// `chunk_fraction` of them at a time (at least one row's table).
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpGEMM_estimateMemory(
     handle: rusparseHandle_t,
@@ -771,7 +773,13 @@ pub unsafe extern "C" fn rusparseSpGEMM_estimateMemory(
             Flow::Compute,
             Phase::WorkEstimated,
             "rusparseSpGEMM_estimateMemory",
-            |_, _| {
+            |_, p| {
+                #[cfg(feature = "cuda")]
+                if let Placement::Cuda(_) = p.placement {
+                    gpu_product(p.plan.as_mut())?.set_chunk_fraction(chunk_fraction);
+                }
+                #[cfg(not(feature = "cuda"))]
+                let _ = p;
                 if buffer_protocol(bufferSize3, externalBuffer3, "bufferSize3")? {
                     // SAFETY: NULL or a writable size slot.
                     *unsafe { out_ref(bufferSize2, "bufferSize2") }? = CPU_BUFFER_BYTES;

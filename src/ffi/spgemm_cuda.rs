@@ -166,6 +166,11 @@ impl GpuProduct {
         )
     }
 
+    /// ALG3's `chunk_fraction` (see [`CudaSpgemm::set_chunk_fraction`]).
+    pub(crate) fn set_chunk_fraction(&mut self, fraction: f32) {
+        self.spgemm.set_chunk_fraction(fraction);
+    }
+
     /// Copies alpha and beta into this product's device scalars, queued on
     /// `stream` (ordered after earlier products that still read them).
     fn upload_scalars(&mut self, stream: *mut c_void, alpha: &[u8], beta: &[u8]) -> Result<u64> {

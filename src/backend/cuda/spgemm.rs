@@ -473,6 +473,10 @@ pub struct CudaSpgemm {
     b_canonical: bool,
     b_longest: i64,
     group: u32,
+    /// ALG3's `chunk_fraction`: the global hash tables of long rows use at
+    /// most this fraction of what all of them need at once (at least one
+    /// row's table); `None`: batches of [`GLOBAL_TABLE_BUDGET`] bytes.
+    chunk_fraction: Option<f32>,
     symbolic: Option<SymbolicResult>,
     /// The error of a failed symbolic phase (its metadata is then partly
     /// overwritten, so it cannot run again).
@@ -615,6 +619,7 @@ impl CudaSpgemm {
             b_canonical: false,
             b_longest: 0,
             group: 2,
+            chunk_fraction: None,
             symbolic: None,
             symbolic_failed: None,
         };
@@ -702,6 +707,14 @@ impl CudaSpgemm {
     /// The types the plan was made for.
     pub fn types(&self) -> KernelTypes {
         self.types
+    }
+
+    /// ALG3: bounds the global hash tables of long rows to `fraction` (in
+    /// (0, 1]) of what all of them need at once, computing them in that
+    /// many more batches (each at least one row). The rest of the plan's
+    /// memory is row metadata, O(rows), whatever the fraction.
+    pub fn set_chunk_fraction(&mut self, fraction: f32) {
+        self.chunk_fraction = Some(fraction.clamp(f32::MIN_POSITIVE, 1.0));
     }
 
     /// Device memory the plan holds between phases, in bytes (for
@@ -1490,6 +1503,20 @@ impl Drop for CudaSpgemm {
     }
 }
 
+/// Entries of global hash tables one batch may hold: `chunk_fraction` of
+/// all of `tables` (ALG3), else [`GLOBAL_TABLE_BUDGET`] bytes of entries of
+/// `entry_bytes`; never less than the largest table.
+fn table_budget(tables: &[u64], entry_bytes: u64, chunk_fraction: Option<f32>) -> u64 {
+    let largest = tables.iter().copied().max().unwrap_or(0);
+    match chunk_fraction {
+        Some(f) => {
+            let all: u64 = tables.iter().sum();
+            ((all as f64 * f64::from(f)).ceil() as u64).max(largest)
+        }
+        None => (GLOBAL_TABLE_BUDGET / entry_bytes.max(1)).max(largest),
+    }
+}
+
 /// Global hash tables for a list of rows, in batches that fit the budget:
 /// per batch, `count + 1` table offsets (from 0), then one key region and
 /// one value region shared by the batches (which run one after another on
@@ -1510,9 +1537,7 @@ impl GlobalTables {
         key_bytes: u64,
         val_bytes: u64,
     ) -> Result<Self> {
-        let entry = key_bytes + val_bytes;
-        let largest = tables.iter().copied().max().unwrap_or(0);
-        let budget = (GLOBAL_TABLE_BUDGET / entry).max(largest);
+        let budget = table_budget(tables, key_bytes + val_bytes, plan.chunk_fraction);
         let ranges = batches(tables, budget);
         let mut offsets: Vec<i64> = Vec::with_capacity(tables.len() + ranges.len());
         let mut starts = Vec::with_capacity(ranges.len());
@@ -1583,6 +1608,28 @@ mod tests {
         // A table above the budget gets a batch of its own.
         assert_eq!(batches(&[2, 64, 2, 2], 10), vec![0..1, 1..2, 2..4]);
         assert_eq!(exclusive(&[3, 0, 2, 5]), vec![0, 3, 3, 5]);
+    }
+
+    #[test]
+    fn chunk_fraction_bounds_the_global_tables() {
+        let tables = [1u64 << 10, 1 << 12, 1 << 10, 1 << 11];
+        let all: u64 = tables.iter().sum();
+        // Without ALG3: 256 MiB of 12-byte entries.
+        assert_eq!(table_budget(&tables, 12, None), (256 << 20) / 12);
+        // ALG3: a fraction of all tables, at least the largest one.
+        assert_eq!(table_budget(&tables, 12, Some(1.0)), all);
+        assert_eq!(table_budget(&tables, 12, Some(0.5)), all / 2);
+        assert_eq!(table_budget(&tables, 12, Some(0.01)), 1 << 12);
+        let b = table_budget(&tables, 12, Some(0.5));
+        let parts = batches(&tables, b);
+        assert_eq!(parts.len(), 3);
+        assert!(parts
+            .iter()
+            .all(|r| tables[r.clone()].iter().sum::<u64>() <= b));
+        assert_eq!(
+            batches(&tables, table_budget(&tables, 12, Some(1.0))).len(),
+            1
+        );
     }
 
     #[test]
