@@ -37,6 +37,7 @@ use crate::sparse::BenchScalar;
 use cudarc::driver::result as cu;
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemPool_attribute, CUstream};
 use cudarc::driver::DriverError;
+use rusparse::backend::cuda::device::describe_driver_error;
 use rusparse::backend::cuda::{CudaDevice, CudaSpgemm, DeviceCsr, KernelTypes, ValueKind};
 use rusparse::{CsrMatrix, Index, IndexBase, IndexType};
 use std::sync::Arc;
@@ -51,19 +52,7 @@ pub fn device() -> Result<Arc<CudaDevice>, String> {
 }
 
 fn drv(what: &str) -> impl Fn(DriverError) -> String + '_ {
-    move |e: DriverError| {
-        let name = e
-            .error_name()
-            .ok()
-            .and_then(|n| n.to_str().ok().map(str::to_owned))
-            .unwrap_or_else(|| format!("{:?}", e.0));
-        let text = e
-            .error_string()
-            .ok()
-            .and_then(|n| n.to_str().ok().map(str::to_owned))
-            .unwrap_or_default();
-        format!("CUDA: {what}: {name} ({text})")
-    }
+    move |e: DriverError| format!("CUDA: {what}: {}", describe_driver_error(&e))
 }
 
 /// The kernel types of `T` and `I` (one index type for offsets and columns).

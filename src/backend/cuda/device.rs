@@ -58,9 +58,8 @@ pub fn kernel_params(name: &str) -> Option<&'static [usize]> {
 /// load time.
 const LARGE_SHARED_KERNELS: &[&str] = &["rs_symbolic_shared", "rs_numeric_shared"];
 
-/// Turns a driver error into a rusparse error naming `what`.
-/// Out of memory becomes [`Error::InsufficientResources`].
-pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
+/// A driver error as `CUDA_ERROR_NAME (the driver's description)`.
+pub fn describe_driver_error(e: &DriverError) -> String {
     let name = e
         .error_name()
         .ok()
@@ -71,7 +70,13 @@ pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
         .ok()
         .and_then(|n| n.to_str().ok().map(str::to_owned))
         .unwrap_or_default();
-    let msg = format!("{what}: {name} ({text})");
+    format!("{name} ({text})")
+}
+
+/// Turns a driver error into a rusparse error naming `what`.
+/// Out of memory becomes [`Error::InsufficientResources`].
+pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
+    let msg = format!("{what}: {}", describe_driver_error(&e));
     match e.0 {
         CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::InsufficientResources(msg),
         CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
