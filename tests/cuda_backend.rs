@@ -7,7 +7,9 @@
 //! value type, i32/i64 offsets and indices, base 0 and 1, empty rows, rows
 //! of A with one entry, unsorted B rows with repeated columns, a row of
 //! 3·10^4 distinct columns (symbolic spill and the global numeric kernel),
-//! deterministic mode, beta, and bad input.
+//! deterministic mode, beta, bad input, and op(A), op(B) = T / C (the
+//! transposes built on the device, their values re-gathered by every
+//! numeric phase).
 #![cfg(feature = "cuda")]
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
@@ -196,18 +198,55 @@ fn run<T: TestValue, I: Index, J: Index>(
     deterministic: bool,
     own_stream: bool,
 ) -> Result<(CsrMatrix<T, I, J>, CudaSpgemm), Error> {
+    let ops = (Op::N, Op::N);
+    run_ops(
+        dev,
+        ops,
+        a,
+        b,
+        b_is_a,
+        alpha,
+        beta,
+        deterministic,
+        own_stream,
+    )
+}
+
+/// `(rows, columns)` of `op(x)`.
+fn op_dims<T: Scalar, I: Index, J: Index>(x: &CsrMatrix<T, I, J>, op: Op) -> (usize, usize) {
+    if op.transposes() {
+        (x.ncols(), x.nrows())
+    } else {
+        (x.nrows(), x.ncols())
+    }
+}
+
+/// [`run`] for `C = alpha * op(A) * op(B) (+ beta * C0)`.
+#[allow(clippy::too_many_arguments)]
+fn run_ops<T: TestValue, I: Index, J: Index>(
+    dev: &Arc<CudaDevice>,
+    (op_a, op_b): (Op, Op),
+    a: &CsrMatrix<T, I, J>,
+    b: &CsrMatrix<T, I, J>,
+    b_is_a: bool,
+    alpha: T,
+    beta: Option<(T, &[T])>,
+    deterministic: bool,
+    own_stream: bool,
+) -> Result<(CsrMatrix<T, I, J>, CudaSpgemm), Error> {
     let mut g = Gpu::new(dev, own_stream);
     let da = g.csr(a);
     let db = if b_is_a { da } else { g.csr(b) };
     let types = types_of::<T, I, J>();
-    let mut plan = CudaSpgemm::work_estimation(dev, g.raw(), &da, &db, types, deterministic)?;
+    let mut plan =
+        CudaSpgemm::work_estimation(dev, g.raw(), op_a, &da, op_b, &db, types, deterministic)?;
     let nnz = plan.symbolic(g.raw(), &da, &db)?;
     assert_eq!(
         plan.symbolic(g.raw(), &da, &db)?,
         nnz,
         "symbolic is idempotent"
     );
-    let m = a.nrows();
+    let (m, n) = (op_dims(a, op_a).0, op_dims(b, op_b).1);
     let nnz_u = nnz as usize;
     let (c_rows, rows_slot) = g.zeros((m + 1) * std::mem::size_of::<I>());
     let (c_cols, cols_slot) = g.zeros(nnz_u * std::mem::size_of::<J>());
@@ -224,7 +263,7 @@ fn run<T: TestValue, I: Index, J: Index>(
         cols: c_cols,
         vals: c_vals,
         nrows: m as i64,
-        ncols: b.ncols() as i64,
+        ncols: n as i64,
         nnz,
         base: a.base().offset() as i32,
     };
@@ -238,7 +277,7 @@ fn run<T: TestValue, I: Index, J: Index>(
     let rows: Vec<I> = g.download(rows_slot);
     let cols: Vec<J> = g.download(cols_slot);
     let vals: Vec<T> = g.download(vals_slot);
-    let c = CsrMatrix::try_from_parts(m, b.ncols(), rows, cols, vals, a.base())
+    let c = CsrMatrix::try_from_parts(m, n, rows, cols, vals, a.base())
         .unwrap_or_else(|e| panic!("the GPU's C is not a valid CSR matrix: {e}"));
     Ok((c, plan))
 }
@@ -461,7 +500,7 @@ fn estimate_raw(
         base,
     };
     let types = types_of::<f64, i32, i32>();
-    CudaSpgemm::work_estimation(dev, g.raw(), &x, &x, types, false)
+    CudaSpgemm::work_estimation(dev, g.raw(), Op::N, &x, Op::N, &x, types, false)
 }
 
 #[test]
@@ -510,7 +549,8 @@ fn phases_out_of_order_and_bad_sizes_are_refused() {
     let mut g = Gpu::new(&dev, false);
     let da = g.csr(&a);
     let types = types_of::<f32, i32, i32>();
-    let mut plan = CudaSpgemm::work_estimation(&dev, g.raw(), &da, &da, types, false).unwrap();
+    let mut plan =
+        CudaSpgemm::work_estimation(&dev, g.raw(), Op::N, &da, Op::N, &da, types, false).unwrap();
     let alpha = g.upload(&[1.0f32]);
     let e = plan
         .numeric(g.raw(), &da, &da, &da, alpha, 0, true)
@@ -522,7 +562,7 @@ fn phases_out_of_order_and_bad_sizes_are_refused() {
     let mut tall = da;
     tall.nrows = 4;
     assert!(matches!(
-        CudaSpgemm::work_estimation(&dev, g.raw(), &da, &tall, types, false),
+        CudaSpgemm::work_estimation(&dev, g.raw(), Op::N, &da, Op::N, &tall, types, false),
         Err(Error::InvalidValue(_))
     ));
     let nnz = plan.symbolic(g.raw(), &da, &da).unwrap();
@@ -532,4 +572,140 @@ fn phases_out_of_order_and_bad_sizes_are_refused() {
         plan.numeric(g.raw(), &da, &da, &c, alpha, 0, true),
         Err(Error::InvalidValue(_))
     ));
+}
+
+fn check_ops<T: TestValue, I: Index, J: Index>(dev: &Arc<CudaDevice>, seed: u64) {
+    let mut rng = Lcg(seed);
+    let ops = [Op::N, Op::T, Op::C];
+    for base in [IndexBase::Zero, IndexBase::One] {
+        for op_a in ops {
+            for op_b in ops {
+                // op(A) is 37 x 29 and op(B) is 29 x 23.
+                let (ar, ac) = if op_a.transposes() {
+                    (29, 37)
+                } else {
+                    (37, 29)
+                };
+                let (br, bc) = if op_b.transposes() {
+                    (23, 29)
+                } else {
+                    (29, 23)
+                };
+                let a = random::<T, I, J>(&mut rng, ar, ac, 9, false, base);
+                let b = random::<T, I, J>(&mut rng, br, bc, 12, false, base);
+                let alpha = T::from_pair(2, 1);
+                let det = rng.below(2) == 0;
+                let (c, plan) =
+                    run_ops(dev, (op_a, op_b), &a, &b, false, alpha, None, det, false).unwrap();
+                let want = reference::spgemm(&a.view(), op_a, &b.view(), op_b, alpha).unwrap();
+                assert_eq!(
+                    c,
+                    want,
+                    "{:?} base {base:?} op {op_a:?} {op_b:?}",
+                    types_of::<T, I, J>()
+                );
+                // A transpose is canonical whenever its input repeats no
+                // column in a row.
+                if op_b.transposes() {
+                    assert!(plan.info().b_canonical);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn transposed_operands_match_the_reference() {
+    let Some(dev) = gpu() else { return };
+    check_ops::<f64, i32, i32>(&dev, 21);
+    check_ops::<Complex<f64>, i32, i32>(&dev, 22);
+    check_ops::<Complex<f32>, i64, i64>(&dev, 23);
+    check_ops::<f32, i64, i32>(&dev, 24);
+}
+
+/// `Aᴴ · A` with A's column 0 holding 5000 entries (a row of 5000 in the
+/// transpose: the global-memory row sort), and A with itself as B.
+#[test]
+fn transpose_of_a_long_column() {
+    let Some(dev) = gpu() else { return };
+    let mut rng = Lcg(31);
+    let mut triplets = Vec::new();
+    for r in 0..5000usize {
+        triplets.push((
+            r,
+            0,
+            Complex::<f64>::from_pair(1 + (r % 7) as i32, -((r % 3) as i32)),
+        ));
+        let c = 1 + rng.below(40) as usize;
+        triplets.push((r, c, Complex::<f64>::from_pair(2, 1)));
+    }
+    let a =
+        CsrMatrix::<Complex<f64>, i32>::from_triplets(5000, 41, &triplets, IndexBase::One).unwrap();
+    let alpha = Complex::<f64>::from_pair(1, 0);
+    for (op_a, op_b) in [(Op::C, Op::N), (Op::T, Op::N), (Op::N, Op::C)] {
+        let (c, _) = run_ops(&dev, (op_a, op_b), &a, &a, true, alpha, None, true, false).unwrap();
+        let want = reference::spgemm(&a.view(), op_a, &a.view(), op_b, alpha).unwrap();
+        assert_eq!(c, want, "op {op_a:?} {op_b:?}");
+    }
+}
+
+/// The reuse flow: new values of a transposed A on the same pattern are
+/// picked up by the next numeric phase.
+#[test]
+fn numeric_again_regathers_the_transposed_values() {
+    let Some(dev) = gpu() else { return };
+    let mut rng = Lcg(41);
+    let a = random::<Complex<f64>, i32, i32>(&mut rng, 30, 40, 8, false, IndexBase::Zero);
+    let b = random::<Complex<f64>, i32, i32>(&mut rng, 30, 20, 8, false, IndexBase::Zero);
+    let mut g = Gpu::new(&dev, false);
+    let (da, db) = (g.csr(&a), g.csr(&b));
+    let types = types_of::<Complex<f64>, i32, i32>();
+    let mut plan =
+        CudaSpgemm::work_estimation(&dev, g.raw(), Op::C, &da, Op::T, &db, types, false).unwrap();
+    let nnz = plan.symbolic(g.raw(), &da, &db).unwrap();
+    let alpha = Complex::<f64>::from_pair(1, 0);
+    let want = reference::spgemm(&a.view(), Op::C, &b.view(), Op::T, alpha).unwrap();
+    assert_eq!(nnz as usize, want.nnz());
+    // Second values of A: doubled, on the same pattern.
+    let a2_vals: Vec<Complex<f64>> = a.values().iter().map(|v| *v + *v).collect();
+    let a2 = CsrMatrix::try_from_parts(
+        a.nrows(),
+        a.ncols(),
+        a.row_offsets().to_vec(),
+        a.col_indices().to_vec(),
+        a2_vals.clone(),
+        a.base(),
+    )
+    .unwrap();
+    let mut da2 = da;
+    da2.vals = g.upload(&a2_vals);
+    let want2 = reference::spgemm(&a2.view(), Op::C, &b.view(), Op::T, alpha).unwrap();
+    let (c_rows, rows_slot) = g.zeros((40 + 1) * 4);
+    let (c_cols, cols_slot) = g.zeros(nnz as usize * 4);
+    let (c_vals, vals_slot) = g.zeros(nnz as usize * 16);
+    let dc = DeviceCsr {
+        rows: c_rows,
+        cols: c_cols,
+        vals: c_vals,
+        nrows: 40,
+        ncols: 20,
+        nnz,
+        base: 0,
+    };
+    let alpha_p = g.upload(&[alpha]);
+    for (x, want) in [(&da, &want), (&da2, &want2), (&da, &want)] {
+        plan.numeric(g.raw(), x, &db, &dc, alpha_p, 0, true)
+            .unwrap();
+        g.stream.synchronize().unwrap();
+        let c = CsrMatrix::try_from_parts(
+            40,
+            20,
+            g.download::<i32>(rows_slot),
+            g.download::<i32>(cols_slot),
+            g.download::<Complex<f64>>(vals_slot),
+            IndexBase::Zero,
+        )
+        .unwrap();
+        assert_eq!(&c, want);
+    }
 }

@@ -39,7 +39,7 @@ use cudarc::driver::sys::{self, CUdeviceptr, CUmemPool_attribute, CUstream};
 use cudarc::driver::DriverError;
 use rusparse::backend::cuda::device::describe_driver_error;
 use rusparse::backend::cuda::{CudaDevice, CudaSpgemm, DeviceCsr, KernelTypes, ValueKind};
-use rusparse::{CsrMatrix, Index, IndexBase, IndexType};
+use rusparse::{CsrMatrix, Index, IndexBase, IndexType, Op};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -317,7 +317,7 @@ impl GpuProduct<'_> {
         }
         let s = stream.0;
         let start = Instant::now();
-        let mut plan = CudaSpgemm::work_estimation(self.dev, s, a, b, types, false)
+        let mut plan = CudaSpgemm::work_estimation(self.dev, s, Op::N, a, Op::N, b, types, false)
             .map_err(lib("work estimation"))?;
         let nnz = plan.symbolic(s, a, b).map_err(lib("symbolic phase"))?;
         let nnz_u = usize::try_from(nnz).map_err(|_| format!("nnz(C) = {nnz}"))?;

@@ -29,6 +29,7 @@ const KERNEL_ORDER: &[&str] = &[
     "setup.cu",
     "binning.cu",
     "scan.cu",
+    "transpose.cu",
     "symbolic.cu",
     "numeric.cu",
 ];

@@ -66,14 +66,7 @@ fn kernel_types(m: &SpMat) -> KernelTypes {
     }
 }
 
-fn check_supported(op_a: Op, op_b: Op, alg: Algorithm, c: &SpMat, a: &SpMat) -> Result<()> {
-    if op_a != Op::N || op_b != Op::N {
-        return Err(Error::NotSupported(
-            "transposed operands (opA or opB not NON_TRANSPOSE) are not implemented on the GPU yet; \
-             use a CPU handle or transpose first"
-                .into(),
-        ));
-    }
+fn check_supported(alg: Algorithm, c: &SpMat, a: &SpMat) -> Result<()> {
     if alg.is_concrete() {
         return Err(Error::NotSupported(format!(
             "{} is a CPU algorithm but the product's arrays are in GPU memory",
@@ -91,8 +84,9 @@ fn check_supported(op_a: Op, op_b: Op, alg: Algorithm, c: &SpMat, a: &SpMat) -> 
 }
 
 impl GpuProduct {
-    /// Work estimation on `dev`: validates A and B on the device and counts
-    /// the products. Returns the product and nprod.
+    /// Work estimation on `dev`: validates A and B on the device, builds
+    /// the transpose of an operand whose op is T or C, and counts the
+    /// products. Returns the product and nprod.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         dev: Arc<CudaDevice>,
@@ -104,12 +98,14 @@ impl GpuProduct {
         b: &SpMat,
         c: &SpMat,
     ) -> Result<(GpuProduct, u64)> {
-        check_supported(op_a, op_b, alg, c, a)?;
+        check_supported(alg, c, a)?;
         let deterministic = matches!(alg, Algorithm::Deterministic | Algorithm::Alg1);
         let spgemm = CudaSpgemm::work_estimation(
             &dev,
             stream as cu::CUstream,
+            op_a,
             &device_csr(a),
+            op_b,
             &device_csr(b),
             kernel_types(a),
             deterministic,

@@ -73,6 +73,7 @@ macro_rules! for_each_variant {
 pub mod emulator;
 pub mod hash;
 pub mod scan_binning;
+pub mod transpose;
 
 /// Value types with exact conversions for tests.
 pub trait TestValue: Scalar {

@@ -34,6 +34,10 @@ pub const KERNEL_SOURCES: &[(&str, &str)] = &[
     ("setup.cu", include_str!("../../../kernels/setup.cu")),
     ("binning.cu", include_str!("../../../kernels/binning.cu")),
     ("scan.cu", include_str!("../../../kernels/scan.cu")),
+    (
+        "transpose.cu",
+        include_str!("../../../kernels/transpose.cu"),
+    ),
     ("symbolic.cu", include_str!("../../../kernels/symbolic.cu")),
     ("numeric.cu", include_str!("../../../kernels/numeric.cu")),
 ];

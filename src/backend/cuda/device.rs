@@ -32,6 +32,10 @@ pub const KERNEL_PARAMS: &[(&str, &[usize])] = &[
     ("rs_scan_sums", &[8, 8]),
     ("rs_scan_add", &[8, 8, 8]),
     ("rs_write_offsets", &[8, 8, 8, 4, 8]),
+    ("rs_transpose_count", &[56, 8]),
+    ("rs_transpose_scatter", &[56, 8, 8, 8]),
+    ("rs_transpose_sort_rows", &[8, 8, 4, 8, 8, 4]),
+    ("rs_transpose_gather", &[8, 8, 8, 8, 4]),
     ("rs_symbolic_shared", &[8, 8, 56, 56, 8, 8, 4, 4, 8, 8, 8]),
     ("rs_symbolic_global", &[8, 8, 56, 56, 8, 8, 8]),
     (

@@ -61,10 +61,16 @@
 //! `ALG1`) add each row's products in A's order: the team splits each B
 //! row when B is canonical, one thread per row otherwise.
 //!
+//! `op(A)`, `op(B)` = T or C: work estimation first validates the
+//! transposed operand as given (`rs_validate`, one wait), then transposes it
+//! on the device (`kernels/transpose.cu`: column counts, a scan, scatter
+//! with a permutation, per-row sorts by original position so the result is
+//! deterministic) into plan-owned memory (O(nnz)); the pipeline then runs on
+//! the transpose, and every numeric phase first re-gathers its values
+//! (conjugated for op C) from the caller's current array.
+//!
 //! # Not done yet
 //!
-//! * `op(A)`, `op(B)` other than N (transposes go through the planner's
-//!   explicit transpose on the device, a later step);
 //! * ALG3's memory-bounded chunking by `chunk_fraction`;
 //! * AUTO placement (choosing this back end from where A's pointers live)
 //!   and the C ABI wiring, which are the FFI's;

@@ -1,5 +1,5 @@
-//! The SpGEMM pipeline on one CUDA device, `C = alpha * A * B (+ beta * C)`
-//! (op N·N), driven phase by phase by the FFI (see the module docs of
+//! The SpGEMM pipeline on one CUDA device,
+//! `C = alpha * op(A) * op(B) (+ beta * C)`, driven phase by phase by the FFI (see the module docs of
 //! [`super`] for the order of kernels and what runs where).
 //!
 //! Driver calls go through cudarc's `result` layer: the caller's stream is a
@@ -10,6 +10,7 @@ use super::compile::KernelTypes;
 use super::device::{driver_error, kernel_params, CudaDevice, KernelModule};
 use crate::error::{Error, Result};
 use crate::plan::gpu_bins::{self, GpuBins, KernelBin};
+use crate::types::Op;
 use cudarc::driver::result as cu;
 use cudarc::driver::sys::{self, CUdeviceptr, CUevent, CUstream};
 use cudarc::driver::DeviceRepr;
@@ -250,6 +251,35 @@ impl Drop for DeviceBuffer {
     }
 }
 
+/// The transpose of an operand (op T or C), built on the device during
+/// work estimation and kept by the plan: its row offsets, column indices,
+/// values and `perm` (each entry's position in the user's arrays), in one
+/// allocation of O(nnz) (the CPU back end keeps the same).
+struct Transposed {
+    buf: DeviceBuffer,
+    /// The transpose as the kernels take it (`vals` points at the plan's
+    /// values array, refilled by [`CudaSpgemm::regather`]).
+    csr: DeviceCsr,
+    /// `nnz` offsets: entry `k` of the transpose is entry `perm[k]` of the
+    /// user's matrix.
+    perm: u64,
+    /// op C: the values are conjugated.
+    conjugate: bool,
+}
+
+/// Byte offsets of a transpose's arrays in its allocation.
+fn transposed_layout(types: KernelTypes, rows: u64, nnz: u64) -> [u64; 4] {
+    let (ob, ib, vb) = (
+        u64::from(types.offset_bytes()),
+        u64::from(types.index_bytes()),
+        u64::from(types.value_bytes()),
+    );
+    let cols = align((rows + 1) * ob);
+    let perm = cols + align(nnz * ib);
+    let vals = perm + align(nnz * ob);
+    [cols, perm, vals, vals + nnz * vb]
+}
+
 /// The extra streams and events of one plan.
 struct Lanes {
     dev: Arc<CudaDevice>,
@@ -456,6 +486,9 @@ pub struct CudaSpgemm {
     // Declared before `lanes`: freed (on an extra stream) before the
     // streams are destroyed.
     meta: DeviceBuffer,
+    /// Transposes of A and B for op T / C (`None` for op N).
+    a_t: Option<Transposed>,
+    b_t: Option<Transposed>,
     lanes: Lanes,
     dev: Arc<CudaDevice>,
     module: Arc<KernelModule>,
@@ -464,11 +497,13 @@ pub struct CudaSpgemm {
     bins: GpuBins,
     layout: Layout,
     scan_block: u32,
+    /// Rows of op(A) (and C).
     m: i64,
-    inner: i64,
+    /// Columns of op(B) (and C).
     n: i64,
-    a_nnz: i64,
-    b_nnz: i64,
+    /// The user's A and B as given to every phase: (rows, columns, nnz).
+    a_dims: (i64, i64, i64),
+    b_dims: (i64, i64, i64),
     nprod: i64,
     b_canonical: bool,
     b_longest: i64,
@@ -536,16 +571,35 @@ fn check_csr(x: &DeviceCsr, name: &str, need_vals: bool) -> Result<()> {
     Ok(())
 }
 
+/// `(rows, columns)` of `op(x)`.
+fn op_dims(x: &DeviceCsr, op: Op) -> (i64, i64) {
+    if op.transposes() {
+        (x.ncols, x.nrows)
+    } else {
+        (x.nrows, x.ncols)
+    }
+}
+
 impl CudaSpgemm {
     /// Validates A and B on the device and counts the products of every
-    /// row of `A * B`.
+    /// row of `op(A) * op(B)`.
     ///
-    /// Queues `rs_setup` (A, and B's offsets where read) and `rs_validate`
-    /// (all of B: offsets, columns, sortedness, longest row) on `stream`
-    /// (raw; null is the legacy default stream), then waits for `stream`
-    /// once to read the error word. Cost: one pass over A and B, plus the
-    /// first-use compilation of the kernels for `types` (about a second, or
-    /// a disk-cache read).
+    /// Queues `rs_setup` (op(A), and op(B)'s offsets where read) and
+    /// `rs_validate` (all of op(B): offsets, columns, sortedness, longest
+    /// row) on `stream` (raw; null is the legacy default stream), then
+    /// waits for `stream` once to read the error word. Cost: one pass over
+    /// A and B, plus the first-use compilation of the kernels for `types`
+    /// (about a second, or a disk-cache read).
+    ///
+    /// A transposed operand (`op_a` / `op_b` T or C; C conjugates complex
+    /// values) is first validated as given (`rs_validate`, one more wait
+    /// for the error word), then transposed on the device into memory the
+    /// plan keeps (offsets, columns, values and a permutation: about
+    /// `nnz * (offset + index + value bytes)`): `rs_transpose_count`, a
+    /// scan, `rs_transpose_scatter` and `rs_transpose_sort_rows`, so the
+    /// transpose is deterministic and its rows are sorted (canonical when
+    /// the input repeats no column within a row). Its values are gathered
+    /// from the user's array by every numeric phase.
     ///
     /// # Errors
     /// [`Error::InvalidValue`] for a malformed matrix (naming the matrix,
@@ -554,33 +608,47 @@ impl CudaSpgemm {
     /// [`Error::NotSupported`] for more than 2^32 - 2 rows or without a
     /// CUDA driver/NVRTC; [`Error::InsufficientResources`] when device
     /// memory runs out (nothing is leaked).
+    #[allow(clippy::too_many_arguments)]
     pub fn work_estimation(
         dev: &Arc<CudaDevice>,
         stream: CUstream,
+        op_a: Op,
         a: &DeviceCsr,
+        op_b: Op,
         b: &DeviceCsr,
         types: KernelTypes,
         deterministic: bool,
     ) -> Result<Self> {
         check_csr(a, "A", false)?;
         check_csr(b, "B", false)?;
-        if a.ncols != b.nrows {
+        let ((m, inner), (inner_b, n)) = (op_dims(a, op_a), op_dims(b, op_b));
+        if inner != inner_b {
             return Err(Error::InvalidValue(format!(
-                "A is {} x {} but B is {} x {}: A's columns must equal B's rows",
-                a.nrows, a.ncols, b.nrows, b.ncols
+                "op(A) is {m} x {inner} but op(B) is {inner_b} x {n}: op(A)'s columns must \
+                 equal op(B)'s rows"
             )));
         }
-        if a.nrows > MAX_ROWS {
+        if m > MAX_ROWS {
             return Err(Error::NotSupported(format!(
-                "A has {} rows; the CUDA back end takes at most 2^32 - 2",
-                a.nrows
+                "op(A) has {m} rows; the CUDA back end takes at most 2^32 - 2"
             )));
         }
-        if !types.index64 && b.ncols > i64::from(i32::MAX) {
+        if !types.index64 && n > i64::from(i32::MAX) {
             return Err(Error::InvalidValue(format!(
-                "B has {} columns, more than 32-bit column indices hold",
-                b.ncols
+                "op(B) has {n} columns, more than 32-bit column indices hold"
             )));
+        }
+        for (x, op, name) in [(a, op_a, "A"), (b, op_b, "B")] {
+            // A transpose's column indices are the operand's rows (+ base).
+            if op.transposes()
+                && !types.index64
+                && x.nrows + i64::from(x.base) > i64::from(i32::MAX) + 1
+            {
+                return Err(Error::InvalidValue(format!(
+                    "op({name}) has {} columns, more than 32-bit column indices hold",
+                    x.nrows
+                )));
+            }
         }
         dev.bind()?;
         let module = dev.module(types)?;
@@ -596,12 +664,13 @@ impl CudaSpgemm {
         }
         let scan_block =
             (limits.max_threads_per_block.min(1024) / limits.warp * limits.warp).max(limits.warp);
-        let m = a.nrows as u64;
-        let layout = Layout::new(m, scan_block);
+        let layout = Layout::new(m as u64, scan_block);
         let lanes = Lanes::new(dev)?;
         let meta = DeviceBuffer::new(dev, stream, layout.total, "the SpGEMM row metadata")?;
         let mut plan = CudaSpgemm {
             meta,
+            a_t: None,
+            b_t: None,
             lanes,
             dev: dev.clone(),
             module,
@@ -610,11 +679,10 @@ impl CudaSpgemm {
             bins,
             layout,
             scan_block,
-            m: a.nrows,
-            inner: a.ncols,
-            n: b.ncols,
-            a_nnz: a.nnz,
-            b_nnz: b.nnz,
+            m,
+            n,
+            a_dims: (a.nrows, a.ncols, a.nnz),
+            b_dims: (b.nrows, b.ncols, b.nnz),
             nprod: 0,
             b_canonical: false,
             b_longest: 0,
@@ -623,7 +691,7 @@ impl CudaSpgemm {
             symbolic: None,
             symbolic_failed: None,
         };
-        let r = plan.estimate(stream, a, b);
+        let r = plan.estimate(stream, op_a, a, op_b, b);
         // Recorded even after an error: dropping the plan frees its memory
         // after the work already queued.
         let done = plan.lanes.record_done(stream);
@@ -632,7 +700,14 @@ impl CudaSpgemm {
         Ok(plan)
     }
 
-    fn estimate(&mut self, stream: CUstream, a: &DeviceCsr, b: &DeviceCsr) -> Result<()> {
+    fn estimate(
+        &mut self,
+        stream: CUstream,
+        op_a: Op,
+        user_a: &DeviceCsr,
+        op_b: Op,
+        user_b: &DeviceCsr,
+    ) -> Result<()> {
         let h = self.meta.ptr();
         let word = |w: usize| h + 8 * w as u64;
         self.memset(stream, h, 0, (HEADER_WORDS * 8) as u64)?;
@@ -642,6 +717,11 @@ impl CudaSpgemm {
         self.upload(stream, word(H_BOUNDS_SYM), &sym)?;
         self.upload(stream, word(H_BOUNDS_NUM), &num)?;
 
+        if op_a.transposes() || op_b.transposes() {
+            self.build_transposes(stream, op_a, user_a, op_b, user_b)?;
+        }
+        let (a_eff, b_eff) = self.operands(user_a, user_b);
+        let (a, b) = (&a_eff, &b_eff);
         let (ka, kb) = (KernelCsr::from(a), KernelCsr::from(b));
         let row_size = h + self.layout.row_size;
         let error = word(H_ERROR);
@@ -674,10 +754,11 @@ impl CudaSpgemm {
         // the symbolic binning); the copy lives only here.
         let n = self.m as u64 + 1;
         let copy = DeviceBuffer::new(&self.dev, stream, n * 8, "counting the products")?;
+        let sums = self.meta.ptr() + self.layout.block_sums;
         // SAFETY: both ranges are `n * 8` bytes of live allocations.
         unsafe { cu::memcpy_dtod_async(copy.ptr(), row_size, (n * 8) as usize, stream) }
             .map_err(|e| driver_error("copying the products per row", e))?;
-        self.scan(stream, copy.ptr(), n)?;
+        self.scan(stream, copy.ptr(), n, sums)?;
         // SAFETY: one word inside each allocation.
         unsafe { cu::memcpy_dtod_async(word(H_NPROD), copy.ptr() + 8 * (n - 1), 8, stream) }
             .map_err(|e| driver_error("copying the product count", e))?;
@@ -692,6 +773,173 @@ impl CudaSpgemm {
         self.group =
             gpu_bins::threads_per_b_row(b.nnz, b.nrows, self.b_longest, self.dev.limits().warp);
         Ok(())
+    }
+
+    /// Validates the operands that are transposed (as the user gave them:
+    /// a transpose of a malformed matrix would be meaningless), then builds
+    /// their transposes into `a_t` / `b_t`. One wait, for the error word.
+    fn build_transposes(
+        &mut self,
+        stream: CUstream,
+        op_a: Op,
+        a: &DeviceCsr,
+        op_b: Op,
+        b: &DeviceCsr,
+    ) -> Result<()> {
+        let h = self.meta.ptr();
+        let word = |w: usize| h + 8 * w as u64;
+        let (error, flags) = (word(H_ERROR), word(H_FLAGS));
+        for (x, op, code_offsets, code_cols) in [(a, op_a, 1i32, 2i32), (b, op_b, 3, 4)] {
+            if !op.transposes() {
+                continue;
+            }
+            let kx = KernelCsr::from(x);
+            let grid = self.grid(x.nrows as u64, SETUP_BLOCK);
+            // SAFETY: see `estimate`.
+            unsafe {
+                self.launch(
+                    "rs_validate",
+                    grid,
+                    SETUP_BLOCK,
+                    0,
+                    stream,
+                    &args![kx, code_offsets, code_cols, error, flags],
+                )?;
+            }
+        }
+        let err: Vec<u64> = self.read(stream, error, 1)?;
+        if err[0] != u64::MAX {
+            return Err(self.describe(stream, err[0], a, b));
+        }
+        // The flags are op(B)'s, set again by `estimate`.
+        self.memset(stream, flags, 0, 16)?;
+        if op_a.transposes() {
+            self.a_t = Some(self.transpose(stream, a, op_a == Op::C)?);
+        }
+        if op_b.transposes() {
+            self.b_t = Some(self.transpose(stream, b, op_b == Op::C)?);
+        }
+        Ok(())
+    }
+
+    /// The transpose of the validated `x` (see `kernels/transpose.cu`), in
+    /// a new allocation; its values are filled by [`CudaSpgemm::regather`].
+    fn transpose(&self, stream: CUstream, x: &DeviceCsr, conjugate: bool) -> Result<Transposed> {
+        let (rows, nnz) = (x.ncols as u64, x.nnz as u64);
+        let [cols_at, perm_at, vals_at, total] = transposed_layout(self.types, rows, nnz);
+        let buf = DeviceBuffer::new(&self.dev, stream, total, "the transpose of an operand")?;
+        let t = buf.ptr();
+        // Counts, then offsets (ncols + 1 words), cursors, scan tile sums.
+        let words = rows + 1;
+        let sums_at = 2 * align(words * 8);
+        let tmp_bytes = sums_at + scan_tiles(words, self.scan_block).max(1) * 8;
+        let tmp = DeviceBuffer::new(&self.dev, stream, tmp_bytes, "transposing an operand")?;
+        let (counts, cursor, sums) = (tmp.ptr(), tmp.ptr() + align(words * 8), tmp.ptr() + sums_at);
+        let (t_rows, t_cols, perm) = (t, t + cols_at, t + perm_at);
+        self.memset(stream, counts, 0, words * 8)?;
+        let kx = KernelCsr::from(x);
+        let warp = u64::from(self.dev.limits().warp);
+        let error = self.meta.ptr() + 8 * H_ERROR as u64;
+        let (rows_arg, base) = (rows as i64, x.base);
+        // SAFETY: see `estimate`; `counts` and `cursor` hold ncols + 1
+        // words, the transpose's arrays ncols + 1 offsets and nnz entries.
+        unsafe {
+            self.launch(
+                "rs_transpose_count",
+                self.grid(nnz, SETUP_BLOCK),
+                SETUP_BLOCK,
+                0,
+                stream,
+                &args![kx, counts],
+            )?;
+        }
+        self.scan(stream, counts, words, sums)?;
+        // SAFETY: as above.
+        unsafe {
+            self.launch(
+                "rs_write_offsets",
+                self.grid(words, PLAIN_BLOCK),
+                PLAIN_BLOCK,
+                0,
+                stream,
+                &args![rows_arg, counts, t_rows, base, error],
+            )?;
+            cu::memcpy_dtod_async(cursor, counts, (words * 8) as usize, stream)
+                .map_err(|e| driver_error("copying the transpose's offsets", e))?;
+            self.launch(
+                "rs_transpose_scatter",
+                self.grid(x.nrows as u64 * warp, SETUP_BLOCK),
+                SETUP_BLOCK,
+                0,
+                stream,
+                &args![kx, cursor, t_cols, perm],
+            )?;
+            for long_rows in [0i32, 1] {
+                let grid = if long_rows == 0 {
+                    self.grid(rows * warp, SETUP_BLOCK)
+                } else {
+                    self.grid(rows * u64::from(SETUP_BLOCK), SETUP_BLOCK)
+                };
+                self.launch(
+                    "rs_transpose_sort_rows",
+                    grid,
+                    SETUP_BLOCK,
+                    0,
+                    stream,
+                    &args![rows_arg, t_rows, base, perm, t_cols, long_rows],
+                )?;
+            }
+        }
+        // `tmp` is freed in stream order after the kernels above.
+        drop(tmp);
+        Ok(Transposed {
+            csr: DeviceCsr {
+                rows: t_rows,
+                cols: if nnz > 0 { t_cols } else { 0 },
+                vals: if nnz > 0 { t + vals_at } else { 0 },
+                nrows: x.ncols,
+                ncols: x.nrows,
+                nnz: x.nnz,
+                base: x.base,
+            },
+            perm,
+            conjugate,
+            buf,
+        })
+    }
+
+    /// Refills the values of the transposes from the user's current arrays
+    /// (`rs_transpose_gather`; conjugated for op C).
+    fn regather(&self, stream: CUstream, a: &DeviceCsr, b: &DeviceCsr) -> Result<()> {
+        for (t, x) in [(&self.a_t, a), (&self.b_t, b)] {
+            let Some(t) = t else { continue };
+            if x.nnz == 0 {
+                continue;
+            }
+            let (nnz, perm, src, dst) = (x.nnz, t.perm, x.vals, t.csr.vals);
+            let conjugate = i32::from(t.conjugate);
+            // SAFETY: see `estimate`; `perm` and `dst` hold nnz entries.
+            unsafe {
+                self.launch(
+                    "rs_transpose_gather",
+                    self.grid(nnz as u64, PLAIN_BLOCK),
+                    PLAIN_BLOCK,
+                    0,
+                    stream,
+                    &args![nnz, perm, src, dst, conjugate],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// op(A) and op(B) as the kernels see them: the plan's transposes, or
+    /// the user's matrices.
+    fn operands(&self, a: &DeviceCsr, b: &DeviceCsr) -> (DeviceCsr, DeviceCsr) {
+        (
+            self.a_t.as_ref().map_or(*a, |t| t.csr),
+            self.b_t.as_ref().map_or(*b, |t| t.csr),
+        )
     }
 
     /// Products of the whole multiplication (`rusparseSpGEMM_getNumProducts`).
@@ -720,7 +968,8 @@ impl CudaSpgemm {
     /// Device memory the plan holds between phases, in bytes (for
     /// `rusparseSpGEMM_estimateMemory` and the plan info).
     pub fn device_bytes(&self) -> usize {
-        self.meta.bytes as usize
+        let t = |t: &Option<Transposed>| t.as_ref().map_or(0, |t| t.buf.bytes);
+        (self.meta.bytes + t(&self.a_t) + t(&self.b_t)) as usize
     }
 
     /// What the plan ran so far.
@@ -742,11 +991,7 @@ impl CudaSpgemm {
     fn check_same(&self, a: &DeviceCsr, b: &DeviceCsr, phase: &str, need_vals: bool) -> Result<()> {
         check_csr(a, "A", need_vals)?;
         check_csr(b, "B", need_vals)?;
-        if (a.nrows, a.ncols, a.nnz, b.nrows, b.ncols, b.nnz)
-            != (
-                self.m, self.inner, self.a_nnz, self.inner, self.n, self.b_nnz,
-            )
-        {
+        if ((a.nrows, a.ncols, a.nnz), (b.nrows, b.ncols, b.nnz)) != (self.a_dims, self.b_dims) {
             return Err(Error::InvalidValue(format!(
                 "{phase}: A ({} x {}, nnz {}) or B ({} x {}, nnz {}) differ from the work \
                  estimation's ({} x {}, nnz {}; {} x {}, nnz {})",
@@ -756,12 +1001,12 @@ impl CudaSpgemm {
                 b.nrows,
                 b.ncols,
                 b.nnz,
-                self.m,
-                self.inner,
-                self.a_nnz,
-                self.inner,
-                self.n,
-                self.b_nnz
+                self.a_dims.0,
+                self.a_dims.1,
+                self.a_dims.2,
+                self.b_dims.0,
+                self.b_dims.1,
+                self.b_dims.2
             )));
         }
         Ok(())
@@ -792,7 +1037,8 @@ impl CudaSpgemm {
         }
         self.check_same(a, b, "symbolic phase", false)?;
         self.dev.bind()?;
-        let r = self.run_symbolic(stream, a, b);
+        let (a, b) = self.operands(a, b);
+        let r = self.run_symbolic(stream, &a, &b);
         let done = self.lanes.record_done(stream);
         let s = r.inspect_err(|e| {
             self.symbolic_failed = Some(
@@ -937,7 +1183,7 @@ impl CudaSpgemm {
         result.numeric_offsets = offsets;
 
         // 4. C's zero-based row offsets, and nnz(C).
-        self.scan(stream, row_size, m + 1)?;
+        self.scan(stream, row_size, m + 1, h + self.layout.block_sums)?;
         let nnz = self.read::<i64>(stream, row_size + 8 * m, 1)?[0];
         if nnz > self.types.offset_max() {
             return Err(Error::InvalidValue(format!(
@@ -1008,7 +1254,11 @@ impl CudaSpgemm {
             ));
         }
         self.dev.bind()?;
-        let r = self.run_numeric(stream, a, b, c, alpha, if beta_is_zero { 0 } else { beta });
+        let r = self.regather(stream, a, b).and_then(|()| {
+            let (a, b) = self.operands(a, b);
+            let beta = if beta_is_zero { 0 } else { beta };
+            self.run_numeric(stream, &a, &b, c, alpha, beta)
+        });
         let done = self.lanes.record_done(stream);
         r?;
         done
@@ -1284,11 +1534,11 @@ impl CudaSpgemm {
         }
     }
 
-    /// Exclusive scan of `n` long longs at `data`, in place.
-    fn scan(&self, stream: CUstream, data: u64, n: u64) -> Result<()> {
+    /// Exclusive scan of `n` long longs at `data`, in place, with
+    /// `scan_tiles(n)` words of tile totals at `sums`.
+    fn scan(&self, stream: CUstream, data: u64, n: u64, sums: u64) -> Result<()> {
         let sb = self.scan_block;
         let tiles = scan_tiles(n, sb);
-        let sums = self.meta.ptr() + self.layout.block_sums;
         let (n_arg, tiles_arg) = (n as i64, tiles as i64);
         let grid_tiles = tiles.clamp(1, i32::MAX as u64) as u32;
         let grid_add = self.grid(n, sb);
@@ -1493,12 +1743,16 @@ impl Drop for CudaSpgemm {
                 sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
             )
         };
-        if waited.is_ok() {
-            self.meta.stream = aux;
+        let stream = if waited.is_ok() {
+            aux
         } else {
             // SAFETY: live event; then every earlier use has finished.
             let _ = unsafe { cu::event::synchronize(self.lanes.done) };
-            self.meta.stream = std::ptr::null_mut();
+            std::ptr::null_mut()
+        };
+        self.meta.stream = stream;
+        for t in [&mut self.a_t, &mut self.b_t].into_iter().flatten() {
+            t.buf.stream = stream;
         }
     }
 }
