@@ -127,3 +127,16 @@ RS_GLOBAL void rs_write_offsets(long long m, const long long* offsets, offset_t*
                                 unsigned long long* error) {
   rs_write_offsets_impl<offset_t>(m, offsets, c_rows, base, error);
 }
+
+/* The same for a C whose row offsets are of another type than A's and B's
+ * (offset_t is theirs): 64-bit (limit LLONG_MAX - base) and 32-bit (limit
+ * INT_MAX - base). */
+RS_GLOBAL void rs_write_offsets_wide(long long m, const long long* offsets, long long* c_rows,
+                                     int base, unsigned long long* error) {
+  rs_write_offsets_impl<long long>(m, offsets, c_rows, base, error);
+}
+
+RS_GLOBAL void rs_write_offsets_narrow(long long m, const long long* offsets, int* c_rows,
+                                       int base, unsigned long long* error) {
+  rs_write_offsets_impl<int>(m, offsets, c_rows, base, error);
+}

@@ -709,3 +709,61 @@ fn numeric_again_regathers_the_transposed_values() {
         assert_eq!(&c, want);
     }
 }
+
+/// C's row offsets of the other width than A's (i32 A with i64 C, i64 A
+/// with i32 C): `rs_write_offsets_wide` / `_narrow`; columns and values are
+/// those of the reference.
+fn check_c_offset_width<I: Index, IC: Index>(dev: &Arc<CudaDevice>, seed: u64) {
+    let mut rng = Lcg(seed);
+    let a = random::<f64, I, i32>(&mut rng, 45, 38, 7, true, IndexBase::One);
+    let b = random::<f64, I, i32>(&mut rng, 38, 27, 9, false, IndexBase::One);
+    let want = expected(&a, &b, 1.5);
+    let mut g = Gpu::new(dev, true);
+    let (da, db) = (g.csr(&a), g.csr(&b));
+    let mut plan = CudaSpgemm::work_estimation(
+        dev,
+        g.raw(),
+        Op::N,
+        &da,
+        Op::N,
+        &db,
+        types_of::<f64, I, i32>(),
+        false,
+    )
+    .unwrap();
+    plan.set_c_offsets64(IC::INDEX_TYPE == IndexType::I64);
+    let nnz = plan.symbolic(g.raw(), &da, &db).unwrap();
+    assert_eq!(nnz as usize, want.nnz());
+    let (c_rows, rows_slot) = g.zeros(46 * std::mem::size_of::<IC>());
+    let (c_cols, cols_slot) = g.zeros(want.nnz() * 4);
+    let (c_vals, vals_slot) = g.zeros(want.nnz() * 8);
+    let dc = DeviceCsr {
+        rows: c_rows,
+        cols: c_cols,
+        vals: c_vals,
+        nrows: 45,
+        ncols: 27,
+        nnz,
+        base: 1,
+    };
+    let alpha = g.upload(&[1.5f64]);
+    plan.numeric(g.raw(), &da, &db, &dc, alpha, 0, true)
+        .unwrap();
+    g.stream.synchronize().unwrap();
+    let rows: Vec<i64> = g
+        .download::<IC>(rows_slot)
+        .iter()
+        .map(|r| r.to_i64())
+        .collect();
+    let want_rows: Vec<i64> = want.row_offsets().iter().map(|r| r.to_i64()).collect();
+    assert_eq!(rows, want_rows, "C's row offsets");
+    assert_eq!(g.download::<i32>(cols_slot), want.col_indices());
+    assert_eq!(g.download::<f64>(vals_slot), want.values());
+}
+
+#[test]
+fn c_offsets_of_another_width_than_a() {
+    let Some(dev) = gpu() else { return };
+    check_c_offset_width::<i32, i64>(&dev, 51);
+    check_c_offset_width::<i64, i32>(&dev, 52);
+}

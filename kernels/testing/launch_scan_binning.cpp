@@ -30,6 +30,22 @@ extern "C" void RS_HOST_FN(rs_host_write_offsets)(long long grid, long long bloc
                   [&] { rs_write_offsets(m, offsets, c_rows, base, error); });
 }
 
+extern "C" void RS_HOST_FN(rs_host_write_offsets_wide)(long long grid, long long block,
+                                                       long long shared, long long m,
+                                                       const long long* offsets, long long* c_rows,
+                                                       int base, unsigned long long* error) {
+  rs_host::launch(grid, block, shared,
+                  [&] { rs_write_offsets_wide(m, offsets, c_rows, base, error); });
+}
+
+extern "C" void RS_HOST_FN(rs_host_write_offsets_narrow)(long long grid, long long block,
+                                                         long long shared, long long m,
+                                                         const long long* offsets, int* c_rows,
+                                                         int base, unsigned long long* error) {
+  rs_host::launch(grid, block, shared,
+                  [&] { rs_write_offsets_narrow(m, offsets, c_rows, base, error); });
+}
+
 extern "C" void RS_HOST_FN(rs_host_bin_count)(long long grid, long long block, long long shared,
                                               long long m, const long long* row_size,
                                               const offset_t* a_rows, int a_base,

@@ -522,7 +522,9 @@ fn size_output(x: &mut Args<'_>, flow: Flow, what: &str) -> Result<()> {
         let nnz = match &p.placement {
             Placement::Cpu => dispatch!(dt, it, symbolic(x, p.plan.as_mut()))?,
             #[cfg(feature = "cuda")]
-            Placement::Cuda(_) => gpu_product(p.plan.as_mut())?.symbolic(x.h.stream, x.a, x.b)?,
+            Placement::Cuda(_) => {
+                gpu_product(p.plan.as_mut())?.symbolic(x.h.stream, x.a, x.b, x.c)?
+            }
         };
         let base = x.c.base.offset() as u64;
         if nnz as u64 + base > x.c.offset_type.max() {

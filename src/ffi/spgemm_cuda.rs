@@ -66,18 +66,11 @@ fn kernel_types(m: &SpMat) -> KernelTypes {
     }
 }
 
-fn check_supported(alg: Algorithm, c: &SpMat, a: &SpMat) -> Result<()> {
+fn check_supported(alg: Algorithm) -> Result<()> {
     if alg.is_concrete() {
         return Err(Error::NotSupported(format!(
             "{} is a CPU algorithm but the product's arrays are in GPU memory",
             alg.name()
-        )));
-    }
-    if c.offset_type != a.offset_type {
-        return Err(Error::NotSupported(format!(
-            "on the GPU matC's row offsets must have matA's type {} (got {})",
-            a.offset_type.name(),
-            c.offset_type.name()
         )));
     }
     Ok(())
@@ -98,9 +91,9 @@ impl GpuProduct {
         b: &SpMat,
         c: &SpMat,
     ) -> Result<(GpuProduct, u64)> {
-        check_supported(alg, c, a)?;
+        check_supported(alg)?;
         let deterministic = matches!(alg, Algorithm::Deterministic | Algorithm::Alg1);
-        let spgemm = CudaSpgemm::work_estimation(
+        let mut spgemm = CudaSpgemm::work_estimation(
             &dev,
             stream as cu::CUstream,
             op_a,
@@ -110,6 +103,7 @@ impl GpuProduct {
             kernel_types(a),
             deterministic,
         )?;
+        spgemm.set_c_offsets64(c.offset_type == IndexType::I64);
         let n = spgemm.num_products().max(0) as u64;
         Ok((
             GpuProduct {
@@ -122,7 +116,14 @@ impl GpuProduct {
     }
 
     /// The symbolic phase; returns nnz(C).
-    pub(crate) fn symbolic(&mut self, stream: *mut c_void, a: &SpMat, b: &SpMat) -> Result<usize> {
+    pub(crate) fn symbolic(
+        &mut self,
+        stream: *mut c_void,
+        a: &SpMat,
+        b: &SpMat,
+        c: &SpMat,
+    ) -> Result<usize> {
+        self.spgemm.set_c_offsets64(c.offset_type == IndexType::I64);
         let nnz = self
             .spgemm
             .symbolic(stream as cu::CUstream, &device_csr(a), &device_csr(b))?;
@@ -151,6 +152,7 @@ impl GpuProduct {
                 (base, base + 16, beta_is_zero)
             }
         };
+        self.spgemm.set_c_offsets64(c.offset_type == IndexType::I64);
         self.spgemm.numeric(
             stream as cu::CUstream,
             &device_csr(a),

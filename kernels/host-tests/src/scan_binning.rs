@@ -23,6 +23,22 @@ pub trait ScanBinning: Variant {
         base: i32,
         error: *mut u64,
     );
+    unsafe fn raw_write_offsets_wide(
+        l: Launch,
+        m: i64,
+        offsets: *const i64,
+        c_rows: *mut i64,
+        base: i32,
+        error: *mut u64,
+    );
+    unsafe fn raw_write_offsets_narrow(
+        l: Launch,
+        m: i64,
+        offsets: *const i64,
+        c_rows: *mut i32,
+        base: i32,
+        error: *mut u64,
+    );
     unsafe fn raw_bin_count(
         l: Launch,
         m: i64,
@@ -103,6 +119,52 @@ macro_rules! impl_scan_binning {
                         m: i64,
                         offsets: *const i64,
                         c_rows: *mut $o,
+                        base: i32,
+                        error: *mut u64,
+                    );
+                }
+                unsafe { f(l.grid, l.block, l.shared, m, offsets, c_rows, base, error) }
+            }
+            unsafe fn raw_write_offsets_wide(
+                l: Launch,
+                m: i64,
+                offsets: *const i64,
+                c_rows: *mut i64,
+                base: i32,
+                error: *mut u64,
+            ) {
+                extern "C" {
+                    #[link_name = concat!("rs_host_write_offsets_wide_", $sfx)]
+                    fn f(
+                        grid: i64,
+                        block: i64,
+                        shared: i64,
+                        m: i64,
+                        offsets: *const i64,
+                        c_rows: *mut i64,
+                        base: i32,
+                        error: *mut u64,
+                    );
+                }
+                unsafe { f(l.grid, l.block, l.shared, m, offsets, c_rows, base, error) }
+            }
+            unsafe fn raw_write_offsets_narrow(
+                l: Launch,
+                m: i64,
+                offsets: *const i64,
+                c_rows: *mut i32,
+                base: i32,
+                error: *mut u64,
+            ) {
+                extern "C" {
+                    #[link_name = concat!("rs_host_write_offsets_narrow_", $sfx)]
+                    fn f(
+                        grid: i64,
+                        block: i64,
+                        shared: i64,
+                        m: i64,
+                        offsets: *const i64,
+                        c_rows: *mut i32,
                         base: i32,
                         error: *mut u64,
                     );
@@ -255,6 +317,33 @@ pub fn write_offsets<V: ScanBinning>(
             base,
             error,
         )
+    }
+}
+
+/// `rs_write_offsets_wide` (`c_rows` of `i64`) and `rs_write_offsets_narrow`
+/// (`i32`): [`write_offsets`] into C row offsets of a type other than
+/// A's and B's, whatever the variant's `offset_t`.
+pub fn write_offsets_as<V: ScanBinning, O: Index>(
+    l: Launch,
+    offsets: &[i64],
+    c_rows: &mut [O],
+    base: i32,
+    error: &mut u64,
+) {
+    let m = offsets
+        .len()
+        .checked_sub(1)
+        .expect("offsets holds m + 1 entries");
+    need("c_rows", c_rows, m + 1);
+    let (m, offsets, c_rows) = (m as i64, offsets.as_ptr(), c_rows.as_mut_ptr());
+    // SAFETY: lengths checked above; O is exactly i64 or i32 (the casts
+    // below only reinterpret the same type).
+    unsafe {
+        if std::mem::size_of::<O>() == 8 {
+            V::raw_write_offsets_wide(l, m, offsets, c_rows.cast(), base, error)
+        } else {
+            V::raw_write_offsets_narrow(l, m, offsets, c_rows.cast(), base, error)
+        }
     }
 }
 

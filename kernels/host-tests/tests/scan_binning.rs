@@ -169,6 +169,65 @@ fn write_offsets_reports_the_first_row() {
     assert_eq!(&c_rows[..3], &[0, 10, 20]);
 }
 
+#[test]
+fn write_offsets_into_other_c_offset_types() {
+    // C's row offsets of another type than offset_t: 64-bit ones take what
+    // 32-bit ones refuse; 32-bit ones refuse it whatever offset_t is.
+    struct OtherTypes;
+    impl VariantVisitor for OtherTypes {
+        fn visit<V: Kernels>(&mut self) {
+            let big: Vec<i64> = (0..=1000).map(|i| i * 3_000_000).collect();
+            let small: Vec<i64> = (0..=1000).map(|i| i * 7).collect();
+            for base in [0, 1] {
+                for offsets in [&big, &small] {
+                    let want: Vec<i64> = offsets.iter().map(|v| v + i64::from(base)).collect();
+                    let mut wide = vec![-7i64; offsets.len()];
+                    let mut error = u64::MAX;
+                    scan_binning::write_offsets_as::<V, i64>(
+                        Launch::new(3, 64),
+                        offsets,
+                        &mut wide,
+                        base,
+                        &mut error,
+                    );
+                    assert_eq!(error, u64::MAX, "{} no overflow", V::NAME);
+                    assert_eq!(wide, want, "{} wide, base {base}", V::NAME);
+                    let mut narrow = vec![-7i32; offsets.len()];
+                    scan_binning::write_offsets_as::<V, i32>(
+                        Launch::new(2, V::WARP),
+                        offsets,
+                        &mut narrow,
+                        base,
+                        &mut error,
+                    );
+                    if offsets == &big {
+                        // 716 * 3e6 > 2^31 - 1: C's row 715 is named.
+                        assert_eq!(error, (715 << 8) | 5, "{} narrow", V::NAME);
+                        assert_eq!(narrow[715], (want[715]) as i32);
+                    } else {
+                        assert_eq!(error, u64::MAX, "{} narrow", V::NAME);
+                        let got: Vec<i64> = narrow.iter().map(|&v| i64::from(v)).collect();
+                        assert_eq!(got, want, "{} narrow, base {base}", V::NAME);
+                    }
+                }
+            }
+            // i64::MAX does not fit with base 1: row 1 is named.
+            let mut c_rows = [0i64; 3];
+            let mut error = u64::MAX;
+            scan_binning::write_offsets_as::<V, i64>(
+                Launch::new(1, V::WARP),
+                &[0, 5, i64::MAX],
+                &mut c_rows,
+                1,
+                &mut error,
+            );
+            assert_eq!(error, (1 << 8) | 5, "{}", V::NAME);
+            assert_eq!(&c_rows[..2], &[1, 6]);
+        }
+    }
+    visit_variants(&mut OtherTypes);
+}
+
 /// Rows of a bin table: the bin of each row as the README defines it.
 fn expected_bin(size: i64, a_len: Option<i64>, bounds: &[i64]) -> Option<usize> {
     if size <= 0 {

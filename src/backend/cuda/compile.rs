@@ -168,15 +168,6 @@ impl KernelTypes {
     pub fn value_bytes(self) -> u32 {
         self.value.bytes()
     }
-
-    /// The largest row offset (and so nnz) the offset type holds.
-    pub fn offset_max(self) -> i64 {
-        if self.offset64 {
-            i64::MAX
-        } else {
-            i32::MAX as i64
-        }
-    }
 }
 
 impl fmt::Display for KernelTypes {

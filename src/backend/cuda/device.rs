@@ -32,6 +32,8 @@ pub const KERNEL_PARAMS: &[(&str, &[usize])] = &[
     ("rs_scan_sums", &[8, 8]),
     ("rs_scan_add", &[8, 8, 8]),
     ("rs_write_offsets", &[8, 8, 8, 4, 8]),
+    ("rs_write_offsets_wide", &[8, 8, 8, 4, 8]),
+    ("rs_write_offsets_narrow", &[8, 8, 8, 4, 8]),
     ("rs_transpose_count", &[56, 8]),
     ("rs_transpose_scatter", &[56, 8, 8, 8]),
     ("rs_transpose_sort_rows", &[8, 8, 4, 8, 8, 4]),

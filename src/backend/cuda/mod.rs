@@ -69,13 +69,14 @@
 //! the transpose, and every numeric phase first re-gathers its values
 //! (conjugated for op C) from the caller's current array.
 //!
-//! # Not done yet
+//! C's row offsets may be 32- or 64-bit whatever A's are
+//! ([`spgemm::CudaSpgemm::set_c_offsets64`]; `rs_write_offsets_wide` /
+//! `_narrow`): only that kernel reads C's offset type, everything before it
+//! uses 64-bit zero-based offsets. C's column indices have A's index type.
 //!
-//! * ALG3's memory-bounded chunking by `chunk_fraction`;
-//! * AUTO placement (choosing this back end from where A's pointers live)
-//!   and the C ABI wiring, which are the FFI's;
-//! * A, B and C with different index types (the kernels take one offset
-//!   and one index type for all three).
+//! ALG3 ([`spgemm::CudaSpgemm::set_chunk_fraction`]) bounds the global
+//! hash tables of long rows; the FFI chooses this back end for device
+//! pointers (AUTO placement, `ffi/placement.rs`).
 
 pub mod compile;
 pub mod device;

@@ -512,6 +512,10 @@ pub struct CudaSpgemm {
     /// most this fraction of what all of them need at once (at least one
     /// row's table); `None`: batches of [`GLOBAL_TABLE_BUDGET`] bytes.
     chunk_fraction: Option<f32>,
+    /// C's row offsets are 64-bit (else 32-bit), whatever A's and B's are:
+    /// another type than theirs is written by `rs_write_offsets_wide` /
+    /// `_narrow`. Starts as A's offset type.
+    c_offsets64: bool,
     symbolic: Option<SymbolicResult>,
     /// The error of a failed symbolic phase (its metadata is then partly
     /// overwritten, so it cannot run again).
@@ -688,6 +692,7 @@ impl CudaSpgemm {
             b_longest: 0,
             group: 2,
             chunk_fraction: None,
+            c_offsets64: types.offset64,
             symbolic: None,
             symbolic_failed: None,
         };
@@ -965,6 +970,15 @@ impl CudaSpgemm {
         self.chunk_fraction = Some(fraction.clamp(f32::MIN_POSITIVE, 1.0));
     }
 
+    /// C's row offsets are 64-bit (`true`) or 32-bit (`false`); by default
+    /// they have A's offset type. C's column indices always have A's index
+    /// type. Set before [`CudaSpgemm::symbolic`] (which checks that nnz(C)
+    /// fits) and kept for [`CudaSpgemm::numeric`]; a later call overrides
+    /// it.
+    pub fn set_c_offsets64(&mut self, wide: bool) {
+        self.c_offsets64 = wide;
+    }
+
     /// Device memory the plan holds between phases, in bytes (for
     /// `rusparseSpGEMM_estimateMemory` and the plan info).
     pub fn device_bytes(&self) -> usize {
@@ -1185,9 +1199,9 @@ impl CudaSpgemm {
         // 4. C's zero-based row offsets, and nnz(C).
         self.scan(stream, row_size, m + 1, h + self.layout.block_sums)?;
         let nnz = self.read::<i64>(stream, row_size + 8 * m, 1)?[0];
-        if nnz > self.types.offset_max() {
+        if !self.c_offsets64 && nnz > i64::from(i32::MAX) {
             return Err(Error::InvalidValue(format!(
-                "nnz(C) = {nnz} does not fit 32-bit row offsets (use 64-bit offsets)"
+                "nnz(C) = {nnz} does not fit 32-bit row offsets (use 64-bit offsets for C)"
             )));
         }
         result.nnz = nnz;
@@ -1287,7 +1301,11 @@ impl CudaSpgemm {
         // SAFETY: see `estimate`.
         unsafe {
             self.launch(
-                "rs_write_offsets",
+                match (self.c_offsets64, self.types.offset64) {
+                    (true, false) => "rs_write_offsets_wide",
+                    (false, true) => "rs_write_offsets_narrow",
+                    _ => "rs_write_offsets",
+                },
                 grid,
                 PLAIN_BLOCK,
                 0,
