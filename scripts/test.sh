@@ -2,9 +2,12 @@
 # The whole rusparse test suite, as CI runs it (.ci/run calls this script):
 # formatting, clippy, the committed header, cargo tests (unit, property and
 # doc tests, the GPU kernels compiled by NVRTC and run on the host
-# emulator), the C tests, and the C tests again under valgrind.
-# Installs what it needs (cmake, a C/C++ compiler, valgrind, the NVRTC
-# wheel) with apt-get / pip when missing.
+# emulator), the C/C++/Fortran tests, the same under valgrind, and the
+# package: the CMake build installed into a prefix that is then moved, and
+# the tests built against it as an outside project with find_package and
+# with pkg-config, shared and static.
+# Installs what it needs (cmake, a C/C++ compiler, gfortran, pkg-config,
+# valgrind, the NVRTC wheel) with apt-get / pip when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -16,6 +19,8 @@ command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+command -v gfortran >/dev/null 2>&1 || missing+=(gfortran)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 if [ ${#missing[@]} -gt 0 ]; then
     step "installing ${missing[*]}"
     sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
@@ -71,5 +76,26 @@ step "C tests under valgrind"
 cmake -S c_tests -B target/c_tests_valgrind -DRUSPARSE_LIBRARY="$lib" -DRUSPARSE_VALGRIND=ON >/dev/null
 cmake --build target/c_tests_valgrind -j2
 ctest --test-dir target/c_tests_valgrind --output-on-failure
+
+step "package: CMake build (cargo release) and install"
+cmake -S . -B target/cmake-build -DCMAKE_INSTALL_PREFIX="$root/target/install-staging" >/dev/null
+cmake --build target/cmake-build -j2
+rm -rf target/install-staging target/install-moved
+cmake --install target/cmake-build >/dev/null
+# Relocatable: the tests below use the prefix after it was moved.
+mv target/install-staging target/install-moved
+prefix="$root/target/install-moved"
+
+for consume in package pkg-config; do
+    for static in OFF ON; do
+        step "package: tests against the moved prefix ($consume, static=$static)"
+        dir="target/c_tests_${consume}_static_${static}"
+        PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cmake -S c_tests -B "$dir" \
+            -DRUSPARSE_CONSUME="$consume" -DRUSPARSE_STATIC="$static" \
+            -DCMAKE_PREFIX_PATH="$prefix" -DRUSPARSE_TEST_ARGS=--quick >/dev/null
+        cmake --build "$dir" -j2
+        ctest --test-dir "$dir" --output-on-failure
+    done
+done
 
 step "all tests passed"
