@@ -9,6 +9,6 @@ if ! command -v cc >/dev/null 2>&1; then
     $sudo_cmd apt-get update -qq && $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc
 fi
 cargo build --release --lib
-cc -O2 -std=c99 -Wall -Wextra -Wpedantic -Werror -Iinclude examples/demo.c -o target/release/rusparse-demo \
+cc -O2 -std=c99 -Wall -Wextra -Wpedantic -Werror -Iinclude examples/demo.c -o target/release/rusparse-demo -ldl \
     -Ltarget/release -lrusparse -Wl,-rpath,"$PWD/target/release"
 target/release/rusparse-demo "$@"
