@@ -20,7 +20,7 @@
 module rusparse
   use, intrinsic :: iso_c_binding
   implicit none
-  private :: product_state, start_product, finish_product, release_product
+  private :: product_state, init_product, start_product, finish_product, release_product
   private :: op_rows, op_cols, set_helper_error, helper_error
   private :: create_csr_i32_r32, create_csr_i32_r64, create_csr_i32_c32, create_csr_i32_c64
   private :: create_csr_i64_r32, create_csr_i64_r64, create_csr_i64_c32, create_csr_i64_c64
@@ -553,19 +553,38 @@ contains
     op_cols = op_rows(op, ncols, nrows)
   end function
 
-  !> rusparse_multiply's first half: descriptors, work estimation and
-  !> compute; returns nnz(C). `c_rows` (m + 1 entries) is C's row pointer.
-  integer(c_int) function start_product(st, a, b, c_rows, m, n, nnz, handle) result(status)
+  !> rusparse_multiply's set-up: value type, alpha and beta (addresses of
+  !> the caller's scalars) and the operations.
+  subroutine init_product(st, value_type, alpha, beta, op_a, op_b)
+    type(product_state), intent(inout) :: st
+    integer(c_int), intent(in) :: value_type
+    type(c_ptr), intent(in) :: alpha, beta
+    integer(c_int), intent(in), optional :: op_a, op_b
+    st%value_type = value_type
+    st%alpha = alpha
+    st%beta = beta
+    if (present(op_a)) st%op_a = op_a
+    if (present(op_b)) st%op_b = op_b
+  end subroutine
+
+  !> rusparse_multiply's first half, after st%a and st%b were described:
+  !> C's descriptor and row pointer (allocated here), work estimation and
+  !> compute; returns nnz(C).
+  integer(c_int) function start_product(st, a_nrows, a_ncols, b_nrows, b_ncols, c_rows, nnz, &
+      handle) result(status)
     type(product_state), intent(inout), target :: st
-    type(c_ptr), intent(in) :: a, b, c_rows
-    integer, intent(in) :: m, n
+    integer, intent(in) :: a_nrows, a_ncols, b_nrows, b_ncols
+    integer(c_int32_t), intent(out), allocatable, target :: c_rows(:)
     integer(c_int64_t), intent(out) :: nnz
     type(c_ptr), intent(in), optional :: handle
     integer(c_size_t) :: size1, size2
     integer(c_int64_t) :: rows, cols
+    integer :: m, n
     nnz = 0
-    st%a = a
-    st%b = b
+    m = op_rows(st%op_a, a_nrows, a_ncols)
+    n = op_cols(st%op_b, b_nrows, b_ncols)
+    allocate (c_rows(max(m, 0) + 1))
+    c_rows = 1
     if (present(handle)) then
       st%handle = handle
     else
@@ -574,7 +593,7 @@ contains
       st%own_handle = .true.
     end if
     status = rusparseCreateCsr(st%c, int(m, c_int64_t), int(n, c_int64_t), 0_c_int64_t, &
-      c_rows, c_null_ptr, c_null_ptr, RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I, &
+      c_loc(c_rows), c_null_ptr, c_null_ptr, RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I, &
       RUSPARSE_INDEX_BASE_ONE, st%value_type)
     if (status /= RUSPARSE_STATUS_SUCCESS) return
     status = rusparseSpGEMM_createDescr(st%descr)
@@ -648,30 +667,17 @@ contains
     real(c_double), intent(in), optional :: alpha
     type(c_ptr), intent(in), optional :: handle
     type(product_state), target :: st
-    type(c_ptr) :: a, b
     real(c_double), target :: scalars(2)
     integer(c_int64_t) :: nnz
-    integer :: m, n
     scalars = [1.0_c_double, 0.0_c_double]
     if (present(alpha)) scalars(1) = alpha
-    if (present(op_a)) st%op_a = op_a
-    if (present(op_b)) st%op_b = op_b
-    st%value_type = RUSPARSE_R_64F
-    st%alpha = c_loc(scalars(1))
-    st%beta = c_loc(scalars(2))
-    a = c_null_ptr
-    b = c_null_ptr
-    m = op_rows(st%op_a, size(a_rows) - 1, a_ncols)
-    n = op_cols(st%op_b, size(b_rows) - 1, b_ncols)
-    allocate (c_rows(max(m, 0) + 1))
-    c_rows = 1
-    status = rusparse_create_csr(a, a_ncols, a_rows, a_cols, a_vals)
+    call init_product(st, RUSPARSE_R_64F, c_loc(scalars(1)), c_loc(scalars(2)), op_a, op_b)
+    status = rusparse_create_csr(st%a, a_ncols, a_rows, a_cols, a_vals)
     if (status == RUSPARSE_STATUS_SUCCESS) &
-      status = rusparse_create_csr(b, b_ncols, b_rows, b_cols, b_vals)
-    st%a = a
-    st%b = b
+      status = rusparse_create_csr(st%b, b_ncols, b_rows, b_cols, b_vals)
     if (status == RUSPARSE_STATUS_SUCCESS) &
-      status = start_product(st, a, b, c_loc(c_rows), m, n, nnz, handle)
+      status = start_product(st, size(a_rows) - 1, a_ncols, size(b_rows) - 1, b_ncols, c_rows, &
+                             nnz, handle)
     if (status == RUSPARSE_STATUS_SUCCESS) then
       allocate (c_cols(nnz), c_vals(nnz))
       status = finish_product(st, c_loc(c_rows), c_loc(c_cols), c_loc(c_vals), nnz)
@@ -693,30 +699,17 @@ contains
     complex(c_double_complex), intent(in), optional :: alpha
     type(c_ptr), intent(in), optional :: handle
     type(product_state), target :: st
-    type(c_ptr) :: a, b
     complex(c_double_complex), target :: scalars(2)
     integer(c_int64_t) :: nnz
-    integer :: m, n
     scalars = [(1.0_c_double, 0.0_c_double), (0.0_c_double, 0.0_c_double)]
     if (present(alpha)) scalars(1) = alpha
-    if (present(op_a)) st%op_a = op_a
-    if (present(op_b)) st%op_b = op_b
-    st%value_type = RUSPARSE_C_64F
-    st%alpha = c_loc(scalars(1))
-    st%beta = c_loc(scalars(2))
-    a = c_null_ptr
-    b = c_null_ptr
-    m = op_rows(st%op_a, size(a_rows) - 1, a_ncols)
-    n = op_cols(st%op_b, size(b_rows) - 1, b_ncols)
-    allocate (c_rows(max(m, 0) + 1))
-    c_rows = 1
-    status = rusparse_create_csr(a, a_ncols, a_rows, a_cols, a_vals)
+    call init_product(st, RUSPARSE_C_64F, c_loc(scalars(1)), c_loc(scalars(2)), op_a, op_b)
+    status = rusparse_create_csr(st%a, a_ncols, a_rows, a_cols, a_vals)
     if (status == RUSPARSE_STATUS_SUCCESS) &
-      status = rusparse_create_csr(b, b_ncols, b_rows, b_cols, b_vals)
-    st%a = a
-    st%b = b
+      status = rusparse_create_csr(st%b, b_ncols, b_rows, b_cols, b_vals)
     if (status == RUSPARSE_STATUS_SUCCESS) &
-      status = start_product(st, a, b, c_loc(c_rows), m, n, nnz, handle)
+      status = start_product(st, size(a_rows) - 1, a_ncols, size(b_rows) - 1, b_ncols, c_rows, &
+                             nnz, handle)
     if (status == RUSPARSE_STATUS_SUCCESS) then
       allocate (c_cols(nnz), c_vals(nnz))
       status = finish_product(st, c_loc(c_rows), c_loc(c_cols), c_loc(c_vals), nnz)

@@ -86,6 +86,12 @@ cmake --install target/cmake-build >/dev/null
 mv target/install-staging target/install-moved
 prefix="$root/target/install-moved"
 
+step "package: version checks of find_package"
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+rm -rf target/package_version
+cmake -S c_tests/package_version -B target/package_version \
+    -DCMAKE_PREFIX_PATH="$prefix" -DEXPECTED="$version"
+
 for consume in package pkg-config; do
     for static in OFF ON; do
         step "package: tests against the moved prefix ($consume, static=$static)"
@@ -96,6 +102,14 @@ for consume in package pkg-config; do
         cmake --build "$dir" -j2
         ctest --test-dir "$dir" --output-on-failure
     done
+done
+
+for static in OFF ON; do
+    step "package: a Fortran-only project against the moved prefix (static=$static)"
+    dir="target/fortran_consumer_static_${static}"
+    cmake -S fortran/tests -B "$dir" -DCMAKE_PREFIX_PATH="$prefix" -DRUSPARSE_STATIC="$static" >/dev/null
+    cmake --build "$dir"
+    ctest --test-dir "$dir" --output-on-failure
 done
 
 step "all tests passed"
