@@ -599,6 +599,64 @@ static void test_bad_data(void) {
 }
 
 /* Misaligned arrays; an allocation that cannot succeed. */
+/* rusparseSpGEMM_predictNnz: exact on the fixture (a tiny product), op T,
+ * and the mistakes: NULL handle, descriptors and out pointer, bad enums,
+ * shapes that do not multiply, malformed data. */
+static void test_predict_nnz(void) {
+    rusparseSpMatDescr_t C, Af;
+    rusparseSpGEMMDescr_t descr;
+    size_t s1 = 0, s2 = 0;
+    void *buf1, *buf2;
+    int64_t nnz = -7, rows, cols, exact;
+    int32_t *ac = (int32_t *)A.col, save;
+    csr_t A_i64;
+
+    CHECK(rusparseSpGEMM_createDescr(&descr));
+    CHECK(rusparseCreateCsr(&C, a.rows, b.cols, 0, NULL, NULL, NULL, I32, I32, B0, R64));
+    CHECK(rusparseSpGEMM_workEstimation(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, descr, &s1, NULL));
+    buf1 = xmalloc(s1);
+    CHECK(rusparseSpGEMM_workEstimation(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, descr, &s1, buf1));
+    CHECK(rusparseSpGEMM_compute(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, descr, &s2, NULL));
+    buf2 = xmalloc(s2);
+    CHECK(rusparseSpGEMM_compute(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, descr, &s2, buf2));
+    CHECK(rusparseSpMatGetSize(C, &rows, &cols, &exact));
+
+    EXPECT_STATUS(rusparseSpGEMM_predictNnz(h, N_OP, N_OP, A.d, B.d, &nnz), SUCCESS);
+    EXPECT_TRUE(nnz == exact, "predictNnz gave %lld, nnz(C) is %lld", (long long)nnz, (long long)exact);
+    /* 64-bit one-based indices, op T */
+    A_i64 = csr_make(&a, I64, I64, 1, R64);
+    nnz = -7;
+    EXPECT_STATUS(rusparseSpGEMM_predictNnz(h, T_OP, N_OP, A_i64.d, A_i64.d, &nnz), SUCCESS);
+    EXPECT_TRUE(nnz >= 0 && nnz <= a.cols * a.cols, "A^T A predicted %lld", (long long)nnz);
+
+    EXPECT_STATUS_MSG(rusparseSpGEMM_predictNnz(NULL, N_OP, N_OP, A.d, B.d, &nnz),
+                      RUSPARSE_STATUS_NOT_INITIALIZED, "handle");
+    EXPECT_STATUS_MSG(rusparseSpGEMM_predictNnz(h, N_OP, N_OP, NULL, B.d, &nnz), INVALID, "matA");
+    EXPECT_STATUS_MSG(rusparseSpGEMM_predictNnz(h, N_OP, N_OP, A.d, NULL, &nnz), INVALID, "matB");
+    EXPECT_STATUS_MSG(rusparseSpGEMM_predictNnz(h, N_OP, N_OP, A.d, B.d, NULL), INVALID, "nnz");
+    EXPECT_STATUS_MSG(rusparseSpGEMM_predictNnz(h, (rusparseOperation_t)5, N_OP, A.d, B.d, &nnz), INVALID,
+                      "opA");
+    /* A is 3 x 4: A * A does not multiply, A^T * A does */
+    EXPECT_STATUS_MSG(rusparseSpGEMM_predictNnz(h, N_OP, N_OP, A.d, A.d, &nnz), INVALID,
+                      "inner dimensions");
+    EXPECT_STATUS(rusparseSpGEMM_predictNnz(h, T_OP, N_OP, A.d, A.d, &nnz), SUCCESS);
+    /* value types differ */
+    CHECK(rusparseCreateCsr(&Af, a.rows, a.cols, a.nnz, A.off, A.col, A.val, I32, I32, B0, RUSPARSE_R_32F));
+    EXPECT_STATUS_MSG(rusparseSpGEMM_predictNnz(h, N_OP, N_OP, Af, B.d, &nnz), NOT_SUPPORTED, "value type");
+    /* a column out of range is found, as by work estimation */
+    save = ac[1];
+    ac[1] = (int32_t)a.cols;
+    EXPECT_STATUS_MSG(rusparseSpGEMM_predictNnz(h, N_OP, N_OP, A.d, B.d, &nnz), INVALID, "colInd[1]");
+    ac[1] = save;
+
+    CHECK(rusparseDestroySpMat(Af));
+    csr_free(&A_i64);
+    CHECK(rusparseDestroySpMat(C));
+    CHECK(rusparseSpGEMM_destroyDescr(descr));
+    free(buf1);
+    free(buf2);
+}
+
 static void test_alignment_and_alloc(void) {
     rusparseSpMatDescr_t Am, C;
     rusparseSpGEMMDescr_t descr;
@@ -856,6 +914,7 @@ int main(void) {
     test_descriptor_getters();
     test_spgemm_arguments();
     test_bad_data();
+    test_predict_nnz();
     test_alignment_and_alloc();
     test_phases();
     product_ok(NULL, "final product on the same handle");

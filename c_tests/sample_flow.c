@@ -9,7 +9,8 @@
  *   getNumProducts (checked against a count);
  *   [ALG3: estimateMemory(NULL buffer3) -> size3; estimateMemory(buffer3) -> size2]
  *   compute(NULL) -> size2 > 0; malloc; compute(buffer2);
- *   SpMatGetSize(C) -> nnz; malloc C's columns and values; CsrSetPointers;
+ *   SpMatGetSize(C) -> nnz (and rusparseSpGEMM_predictNnz, exact at these sizes);
+ *   malloc C's columns and values; CsrSetPointers;
  *   [beta != 0: the caller writes C's old values]; copy;
  *   check against the dense reference; destroy everything.
  *
@@ -126,6 +127,13 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
     EXPECT_TRUE(c_rows == m && c_cols == n, "[%s] C is %lld x %lld, expected %lld x %lld", label,
                 (long long)c_rows, (long long)c_cols, (long long)m, (long long)n);
     REQUIRE(c_nnz >= 0 && c_nnz <= m * n, "[%s] nnz(C) = %lld", label, (long long)c_nnz);
+    {
+        /* predictNnz counts products this small exactly */
+        int64_t predicted = -1;
+        CHECK(rusparseSpGEMM_predictNnz(h, cf->opA, cf->opB, A.d, B.d, &predicted));
+        EXPECT_TRUE(predicted == c_nnz, "[%s] predictNnz %lld, nnz(C) %lld", label,
+                    (long long)predicted, (long long)c_nnz);
+    }
 
     if (!cf->c_offsets_given) {
         c_off = xmalloc(it_size(cf->c_ot) * (size_t)(m + 1));

@@ -255,6 +255,13 @@ module rusparse
       type(c_ptr), value :: spgemm_descr
       integer(c_int64_t), intent(out) :: num_prods
     end function
+    integer(c_int) function rusparseSpGEMM_predictNnz(handle, op_a, op_b, mat_a, mat_b, nnz) &
+        bind(C, name="rusparseSpGEMM_predictNnz")
+      import :: c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: handle, mat_a, mat_b
+      integer(c_int), value :: op_a, op_b
+      integer(c_int64_t), intent(out) :: nnz
+    end function
     integer(c_int) function rusparseSpGEMM_getPlanInfo(spgemm_descr, backend, algorithm, &
         num_products, nnz_c) bind(C, name="rusparseSpGEMM_getPlanInfo")
       import :: c_int, c_int64_t, c_ptr

@@ -521,6 +521,23 @@ rusparseStatus_t rusparseSpGEMM_workEstimation(rusparseHandle_t handle,
                                                void *externalBuffer1);
 
 /**
+ * Predicts nnz(C) of `op(A) * op(B)` without computing C (rusparse
+ * extension; seed 000 with a stratified sample of rows): no buffer, no
+ * SpGEMM descriptor, no matC. A and B are checked as in work estimation;
+ * the cost is their check, one pass counting each row's products, and the
+ * sampled rows (at most about 1/256 of the products; products of up to
+ * 2^14 scalar products are counted exactly). Deterministic. Typical error
+ * about 1 %; `docs/benchmarks.md` has the measured table. Host arrays
+ * only for now: device arrays are NOT_SUPPORTED.
+ */
+rusparseStatus_t rusparseSpGEMM_predictNnz(rusparseHandle_t handle,
+                                           rusparseOperation_t opA,
+                                           rusparseOperation_t opB,
+                                           rusparseConstSpMatDescr_t matA,
+                                           rusparseConstSpMatDescr_t matB,
+                                           int64_t *nnz);
+
+/**
  * The number of scalar products of the planned product (after work estimation).
  */
 rusparseStatus_t rusparseSpGEMM_getNumProducts(rusparseSpGEMMDescr_t spgemmDescr,

@@ -141,8 +141,9 @@ impl Context {
             .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
     }
 
-    /// Runs `f` inside this context's pool.
-    pub(crate) fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+    /// Runs `f` inside this context's thread pool (rayon work started by
+    /// `f`, such as the planner's, then uses this context's threads).
+    pub fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.pool {
             Some(p) => p.install(f),
             None => f(),

@@ -33,7 +33,8 @@ pub use context::{Context, MAX_THREADS, NUM_THREADS_ENV};
 pub use csr::{validate_structure, CsrMatrix, CsrOutput, CsrView};
 pub use error::{Error, Result};
 pub use num_complex::Complex;
-pub use spgemm::{spgemm, SpgemmOptions, SpgemmPlan};
+pub use plan::predict::NnzPrediction;
+pub use spgemm::{predict_nnz, spgemm, SpgemmOptions, SpgemmPlan};
 pub use types::{Algorithm, BackendKind, DataType, Index, IndexBase, IndexType, Op, Scalar};
 
 /// The library version, from Cargo.toml.

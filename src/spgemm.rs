@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrOutput, CsrView};
 use crate::error::{invalid, try_vec, Result};
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
-use crate::plan::predict::sample_rows;
+use crate::plan::predict::{self, sample_rows, NnzPrediction, Sampling};
 use crate::plan::select::{select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
 use crate::types::{Algorithm, Index, IndexBase, Op, Scalar};
@@ -51,13 +51,16 @@ pub fn spgemm<T: Scalar, I: Index, J: Index>(
     b: &CsrView<'_, T, I, J>,
     opts: &SpgemmOptions<T>,
 ) -> Result<CsrMatrix<T, I, J>> {
+    default_context()?.spgemm(a, b, opts)
+}
+
+/// One default context per process, so a thread count from the
+/// environment starts its pool once, not on every call.
+fn default_context() -> Result<Context> {
     static DEFAULT: std::sync::OnceLock<Result<Context>> = std::sync::OnceLock::new();
-    // One default context per process, so a thread count from the
-    // environment starts its pool once, not on every call.
     DEFAULT
         .get_or_init(|| Context::new(crate::BackendKind::Auto))
-        .clone()?
-        .spgemm(a, b, opts)
+        .clone()
 }
 
 impl Context {
@@ -75,6 +78,69 @@ impl Context {
         plan.symbolic(self, a, b)?;
         plan.execute(self, a, b, opts.alpha)
     }
+}
+
+/// Predicts nnz(C) of `C = op(A) * op(B)` without computing C (seed 000,
+/// with rusparse's stratified sample; see [`crate::plan::predict`]), on a
+/// default context. Deterministic for a given input. Costs the row count
+/// of the product (one pass over A's entries), sampled rows of at most
+/// about 1/256 of the products, and, for op T or C, the transposed pattern.
+/// Small products (up to 2^14 products) are counted exactly.
+///
+/// # Errors
+/// [`Error::InvalidValue`] when the inner dimensions differ;
+/// [`Error::AllocFailed`] when memory runs out.
+///
+/// [`Error::InvalidValue`]: crate::Error::InvalidValue
+/// [`Error::AllocFailed`]: crate::Error::AllocFailed
+pub fn predict_nnz<T: Scalar, I: Index, J: Index>(
+    a: &CsrView<'_, T, I, J>,
+    b: &CsrView<'_, T, I, J>,
+    opts: &SpgemmOptions<T>,
+) -> Result<NnzPrediction> {
+    default_context()?.predict_nnz(a, b, opts)
+}
+
+impl Context {
+    /// [`predict_nnz`] on this context (its threads).
+    ///
+    /// # Errors
+    /// As [`predict_nnz`].
+    pub fn predict_nnz<T: Scalar, I: Index, J: Index>(
+        &self,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        opts: &SpgemmOptions<T>,
+    ) -> Result<NnzPrediction> {
+        self.run(|| {
+            let (pa, pb) = operands(a, opts.op_a, b, opts.op_b)?;
+            let (ra, rb) = (pa.rows(a), pb.rows(b));
+            let work = RowWork::new(&ra, &rb, 1)?;
+            Ok(predict::predict_nnz(&ra, &rb, &work, Sampling::Stratified))
+        })
+    }
+}
+
+/// The row-accessible patterns of op(A) and op(B), after checking that
+/// their inner dimensions agree.
+fn operands<T: Scalar, I: Index, J: Index>(
+    a: &CsrView<'_, T, I, J>,
+    op_a: Op,
+    b: &CsrView<'_, T, I, J>,
+    op_b: Op,
+) -> Result<(OperandPattern<I, J>, OperandPattern<I, J>)> {
+    let pa = OperandPattern::new(a, op_a)?;
+    let pb = OperandPattern::new(b, op_b)?;
+    if pa.ncols() != pb.nrows() {
+        invalid!(
+            "inner dimensions differ: op(A) is {} x {} but op(B) is {} x {}",
+            pa.nrows(),
+            pa.ncols(),
+            pb.nrows(),
+            pb.ncols()
+        );
+    }
+    Ok((pa, pb))
 }
 
 /// A product planned once and executed many times with new values.
@@ -187,17 +253,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         algorithm: Algorithm,
     ) -> Result<Self> {
         ctx.run(|| {
-            let pa = OperandPattern::new(a, op_a)?;
-            let pb = OperandPattern::new(b, op_b)?;
-            if pa.ncols() != pb.nrows() {
-                invalid!(
-                    "inner dimensions differ: op(A) is {} x {} but op(B) is {} x {}",
-                    pa.nrows(),
-                    pa.ncols(),
-                    pb.nrows(),
-                    pb.ncols()
-                );
-            }
+            let (pa, pb) = operands(a, op_a, b, op_b)?;
             let (ra, rb) = (pa.rows(a), pb.rows(b));
             let b_canonical = rb.rows_canonical();
             let chunks = CpuBackend::chunks_for(ctx.num_threads());

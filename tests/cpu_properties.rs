@@ -633,6 +633,12 @@ fn prop_exact<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResul
     let r = reference_product(&a, p.op_a, &b, p.op_b, alpha);
     prop_assert_eq!(&c, &r);
 
+    // The prediction counts products this small exactly.
+    let predicted = ok(rusparse::predict_nnz(&a.view(), &b.view(), &opts))?;
+    prop_assert!(predicted.exact);
+    prop_assert_eq!(predicted.nnz as usize, r.nnz(), "predict_nnz");
+    prop_assert_eq!(predicted.nprod, count_products(p));
+
     let expected = dense_product(&dense_op(&a, p.op_a), &dense_op(&b, p.op_b), alpha.to_c64());
     prop_assert_eq!(dense_of(&c), expected, "differs from the dense oracle");
 
@@ -1224,6 +1230,8 @@ fn prop_mismatch<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestRe
         p.algorithm,
     );
     prop_assert!(is_invalid(&r), "SpgemmPlan::new: {}", describe(&r));
+    let r = rusparse::predict_nnz(&a.view(), &b.view(), &opts);
+    prop_assert!(is_invalid(&r), "predict_nnz: {}", describe(&r));
     Ok(())
 }
 

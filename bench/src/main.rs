@@ -14,6 +14,8 @@
 //! # Save results, dump the inputs for the peer script, plot:
 //! cargo run --release --bin rusparse-bench -- --json results.json --csv results.csv \
 //!     --dump dump/ --plot gflops.png delaunay:1048576 band_r120:36000
+//! # Output-size prediction: error and cost of each sampler per matrix:
+//! cargo run --release --bin rusparse-bench -- predict --markdown p.md stencil2d_5pt:725
 //! # Plot only, from saved results and peer results (runs nothing):
 //! cargo run --release --bin rusparse-bench -- --plot out.png --from results.json --peers peers.json
 //! ```
@@ -34,6 +36,7 @@ mod gpu;
 mod matrix_market;
 mod npy;
 mod plot;
+mod predict;
 mod report;
 mod sparse;
 mod timing;
@@ -211,6 +214,8 @@ Examples (from the repository root):
   cargo run --release --bin rusparse-bench -- --product aat lp_fit2p.mtx.gz
   cargo run --release --bin rusparse-bench -- --json r.json --dump dump/ delaunay:1048576
   cargo run --release --bin rusparse-bench -- --plot out.png --from r.json --peers peers.json
+  cargo run --release --bin rusparse-bench -- predict --aat lp_ stencil2d_5pt:725 lp_fit2p.mtx.gz
+    (output-size prediction: error and cost per matrix; `predict --help`)
 
 Case names (the `matrix` column and the --dump folder): the spec with ':' as '_'
 (stencil2d_5pt_725) or the file stem (1138_bus); '_aat' is appended for
@@ -609,8 +614,14 @@ fn run(cli: &Cli) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(&cli) {
+    let mut args = std::env::args();
+    let result = if std::env::args().nth(1).as_deref() == Some("predict") {
+        let rest = args.by_ref().skip(2);
+        predict::main(std::iter::once("rusparse-bench predict".to_string()).chain(rest))
+    } else {
+        run(&Cli::parse())
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rusparse-bench: error: {e}");

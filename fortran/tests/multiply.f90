@@ -132,6 +132,9 @@ contains
                c_loc(buffer2)) == RUSPARSE_STATUS_SUCCESS, "compute")
     call check(rusparseSpMatGetSize(mat_c, rows, cols, nnz) == RUSPARSE_STATUS_SUCCESS .and. &
                rows == 5 .and. cols == 6 .and. nnz == 14, "C's size")
+    nprod = -1
+    call check(rusparseSpGEMM_predictNnz(handle, n_op, n_op, mat_a, mat_b, nprod) == &
+               RUSPARSE_STATUS_SUCCESS .and. nprod == 14, "predictNnz (exact at this size)")
     allocate (c_cols(nnz), c_vals(nnz))
     call check(rusparseCsrSetPointers(mat_c, c_loc(c_rows), c_loc(c_cols), c_loc(c_vals)) == &
                RUSPARSE_STATUS_SUCCESS, "C's arrays")

@@ -20,7 +20,10 @@ use super::placement::{arrays, check_same, place, Placement};
 use super::types::*;
 use crate::plan::fingerprint::pattern_fingerprint;
 use crate::types::{Algorithm, DataType, IndexType, Op};
-use crate::{validate_structure, Complex, CsrOutput, Error, Index, Result, Scalar, SpgemmPlan};
+use crate::{
+    validate_structure, Complex, CsrOutput, CsrView, Error, Index, Result, Scalar, SpgemmOptions,
+    SpgemmPlan,
+};
 use std::any::Any;
 use std::ffi::c_void;
 
@@ -113,6 +116,35 @@ fn dims(m: &SpMat, op: Op) -> (i64, i64) {
     }
 }
 
+/// Checks what A and B must share (value and index types, the inner
+/// dimension); returns the shape of op(A) * op(B).
+fn check_operands(a: &SpMat, op_a: Op, b: &SpMat, op_b: Op) -> Result<(i64, i64)> {
+    if b.value_type != a.value_type {
+        return Err(Error::NotSupported(format!(
+            "matA and matB must have the same value type (got {} and {})",
+            a.value_type.name(),
+            b.value_type.name()
+        )));
+    }
+    if (b.offset_type, b.col_type) != (a.offset_type, a.col_type) {
+        return Err(Error::NotSupported(format!(
+            "matA and matB must have the same index types (matA: {}/{}, matB: {}/{})",
+            a.offset_type.name(),
+            a.col_type.name(),
+            b.offset_type.name(),
+            b.col_type.name()
+        )));
+    }
+    let (ma, ka) = dims(a, op_a);
+    let (kb, nb) = dims(b, op_b);
+    if ka != kb {
+        return Err(Error::InvalidValue(format!(
+            "inner dimensions differ: op(A) is {ma} x {ka} but op(B) is {kb} x {nb}"
+        )));
+    }
+    Ok((ma, nb))
+}
+
 /// Checks the handle, the descriptors, their types and shapes.
 #[allow(clippy::too_many_arguments)]
 fn args<'a>(
@@ -166,15 +198,6 @@ fn args<'a>(
             )));
         }
     }
-    if (b.offset_type, b.col_type) != (a.offset_type, a.col_type) {
-        return Err(Error::NotSupported(format!(
-            "matA and matB must have the same index types (matA: {}/{}, matB: {}/{})",
-            a.offset_type.name(),
-            a.col_type.name(),
-            b.offset_type.name(),
-            b.col_type.name()
-        )));
-    }
     if c.col_type != a.col_type {
         return Err(Error::NotSupported(format!(
             "matC's column index type {} must equal matA's {} (its row offset type may differ)",
@@ -182,13 +205,7 @@ fn args<'a>(
             a.col_type.name()
         )));
     }
-    let (ma, ka) = dims(a, op_a);
-    let (kb, nb) = dims(b, op_b);
-    if ka != kb {
-        return Err(Error::InvalidValue(format!(
-            "inner dimensions differ: op(A) is {ma} x {ka} but op(B) is {kb} x {nb}"
-        )));
-    }
+    let (ma, nb) = check_operands(a, op_a, b, op_b)?;
     if (c.rows, c.cols) != (ma, nb) {
         return Err(Error::InvalidValue(format!(
             "matC is {} x {} but op(A) * op(B) is {ma} x {nb}",
@@ -303,15 +320,17 @@ fn plan_mut<I: Index, J: Index>(plan: &mut (dyn Any + Send)) -> Result<&mut Spge
     })
 }
 
-/// Work estimation: validates A and B fully and plans the product.
-fn plan_new<T: Scalar, I: Index, J: Index>(
-    x: &Args<'_>,
-) -> Result<(Box<dyn Any + Send>, u64, Algorithm)> {
+/// Views of A's and B's host arrays, their structure checked completely
+/// (offsets, column ranges) in the handle's thread pool.
+fn validated_views<'m, T: Scalar, I: Index, J: Index>(
+    h: &Handle,
+    a: &'m SpMat,
+    b: &'m SpMat,
+) -> Result<(CsrView<'m, T, I, J>, CsrView<'m, T, I, J>)> {
     // SAFETY: the descriptors' arrays hold the sizes they state (API contract).
-    let a = unsafe { x.a.view::<T, I, J>("matA") }?;
-    let b = unsafe { x.b.view::<T, I, J>("matB") }?;
-    // The full structure check, in the handle's thread pool.
-    x.h.ctx.run(|| {
+    let a = unsafe { a.view::<T, I, J>("matA") }?;
+    let b = unsafe { b.view::<T, I, J>("matB") }?;
+    h.ctx.run(|| {
         for (m, name) in [(&a, "matA"), (&b, "matB")] {
             validate_structure(
                 m.nrows(),
@@ -324,6 +343,14 @@ fn plan_new<T: Scalar, I: Index, J: Index>(
         }
         Ok::<(), Error>(())
     })?;
+    Ok((a, b))
+}
+
+/// Work estimation: validates A and B fully and plans the product.
+fn plan_new<T: Scalar, I: Index, J: Index>(
+    x: &Args<'_>,
+) -> Result<(Box<dyn Any + Send>, u64, Algorithm)> {
+    let (a, b) = validated_views::<T, I, J>(x.h, x.a, x.b)?;
     let plan = SpgemmPlan::new(&x.h.ctx, &a, x.call.op_a, &b, x.call.op_b, x.call.alg)?;
     let (n, selected) = (plan.num_products(), plan.selected_algorithm());
     Ok((Box::new(plan), n, selected))
@@ -664,6 +691,69 @@ fn non_null_scalars(alpha: *const c_void, beta: *const c_void) -> Result<()> {
         return Err(Error::InvalidValue("beta is NULL".into()));
     }
     Ok(())
+}
+
+/// Predicts nnz(C) of `op(A) * op(B)` without computing C (rusparse
+/// extension; seed 000 with a stratified sample of rows): no buffer, no
+/// SpGEMM descriptor, no matC. A and B are checked as in work estimation;
+/// the cost is their check, one pass counting each row's products, and the
+/// sampled rows (at most about 1/256 of the products; products of up to
+/// 2^14 scalar products are counted exactly). Deterministic. Typical error
+/// about 1 %; `docs/benchmarks.md` has the measured table. Host arrays
+/// only for now: device arrays are NOT_SUPPORTED.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseSpGEMM_predictNnz(
+    handle: rusparseHandle_t,
+    opA: OperationArg,
+    opB: OperationArg,
+    matA: rusparseConstSpMatDescr_t,
+    matB: rusparseConstSpMatDescr_t,
+    nnz: *mut i64,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_predictNnz", || {
+        // SAFETY: each pointer is NULL or a live object of its type.
+        let h = unsafe { rusparseContext::get(handle) }?;
+        let op_a = operation(opA, "opA")?;
+        let op_b = operation(opB, "opB")?;
+        let a = unsafe { rusparseSpMatDescr::get(matA) }.map_err(|e| e.context("matA"))?;
+        let b = unsafe { rusparseSpMatDescr::get(matB) }.map_err(|e| e.context("matB"))?;
+        let out = unsafe { out_ref(nnz, "nnz") }?;
+        check_operands(a, op_a, b, op_b)?;
+        let predicted = match place(&h.ctx, a, b, &[])? {
+            Placement::Cpu => dispatch!(
+                a.value_type,
+                (a.offset_type, a.col_type),
+                predict(h, a, op_a, b, op_b)
+            )?,
+            #[cfg(feature = "cuda")]
+            Placement::Cuda(_) => {
+                return Err(Error::NotSupported(
+                    "matA's arrays are in GPU memory; rusparseSpGEMM_predictNnz takes host \
+                     arrays only for now (rusparseSpGEMM_compute gives the exact nnz on the GPU)"
+                        .into(),
+                ))
+            }
+        };
+        *out = predicted;
+        Ok(())
+    })
+}
+
+fn predict<T: Scalar, I: Index, J: Index>(
+    h: &Handle,
+    a: &SpMat,
+    op_a: Op,
+    b: &SpMat,
+    op_b: Op,
+) -> Result<i64> {
+    let (a, b) = validated_views::<T, I, J>(h, a, b)?;
+    let opts = SpgemmOptions {
+        op_a,
+        op_b,
+        ..SpgemmOptions::default()
+    };
+    let p = h.ctx.predict_nnz(&a, &b, &opts)?;
+    Ok(i64::try_from(p.nnz).unwrap_or(i64::MAX))
 }
 
 /// The number of scalar products of the planned product (after work estimation).

@@ -1,13 +1,425 @@
-//! A cheap estimate of the compression ratio nprod / nnz(C) from a sample
-//! of rows (the idea of seed 000: the errors of a sample's nprod and nnz
-//! are correlated, so their ratio is far more accurate than either alone).
-//! The full predictor of nnz(C) builds on this later; the algorithm choice
-//! uses the ratio now.
+//! Sampling the output rows of a product (seed 000).
+//!
+//! * [`predict_nnz`]: nnz(C) without computing C. The paper's idea: the
+//!   errors of a sample's nprod and nnz are correlated, so the sampled
+//!   compression ratio nprod / nnz is far more accurate than the sampled
+//!   nnz scaled up. rusparse samples *products* rather than rows
+//!   ([`Sampling::ProductWeighted`]): evenly spaced positions in the
+//!   row-by-row list of all products pick the rows, so a row is picked in
+//!   proportion to its work, and rows heavier than one step are computed
+//!   exactly. On power-law inputs, where a few rows carry most of the work
+//!   and the paper's uniform row sample ([`Sampling::UniformRows`], kept
+//!   for comparison) can miss them, this is what keeps the error small.
+//! * [`sample_rows`]: cheap statistics of evenly spaced rows for the
+//!   algorithm choice (compression, scatter, merge depth).
 
+use super::row_work::{stratum_of, STRATA};
 use super::{RowPattern, RowWork};
 use crate::types::Index;
+use rayon::prelude::*;
 
-/// Rows sampled at most (seed 000 uses about min(0.003 M, 300)).
+/// How [`predict_nnz`] picks the rows it computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampling {
+    /// The paper's: `min(0.003 M, 300)` evenly spaced rows of A (at least
+    /// one), nnz(C) = nprod / (sampled nprod / sampled nnz).
+    UniformRows,
+    /// Products sampled evenly (rows picked in proportion to their nprod),
+    /// rows of at least one step computed exactly, the rest estimated from
+    /// the sampled rows' nnz / nprod. Accurate, but on heavy-tailed inputs
+    /// most of its cost goes to the long rows.
+    ProductWeighted,
+    /// rusparse's default: rows grouped by the binary magnitudes of their
+    /// nprod and of their entry count in A (the strata [`RowWork`] gathers
+    /// while counting: how much work, and how many rows of B it merges,
+    /// which is what decides the compression); each group
+    /// sampled (every row of a small group) and estimated with its own
+    /// ratio nprod / nnz; samples split between groups in proportion to
+    /// `rows^(2/3)`, which minimises the error for the cost when a group's
+    /// cost per sample is its mean nprod.
+    Stratified,
+}
+
+/// A prediction of nnz(C) (see [`predict_nnz`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NnzPrediction {
+    /// Predicted nnz(C), rounded to the nearest integer (exact when
+    /// [`NnzPrediction::exact`]).
+    pub nnz: u64,
+    /// nprod of the whole product (exact).
+    pub nprod: u64,
+    /// Predicted compression ratio nprod / nnz(C) (1 when nothing is
+    /// multiplied).
+    pub ratio: f64,
+    /// Distinct rows whose nnz was computed.
+    pub sampled_rows: usize,
+    /// Products of those rows (the prediction's cost).
+    pub sampled_products: u64,
+    /// Every row with products was computed: `nnz` is nnz(C).
+    pub exact: bool,
+}
+
+impl NnzPrediction {
+    /// Estimated nnz of a row with `row_nprod` products: `row_nprod /
+    /// ratio`, rounded up, at most `row_nprod` and `ncols`.
+    pub fn row_estimate(&self, row_nprod: u64, ncols: usize) -> u64 {
+        if row_nprod == 0 {
+            return 0;
+        }
+        let e = (row_nprod as f64 / self.ratio).ceil() as u64;
+        e.clamp(1, row_nprod.min(ncols as u64).max(1))
+    }
+}
+
+/// A group of [`Sampling::Stratified`] with at most this many rows is
+/// computed whole, and every group samples at least this many rows, even
+/// beyond the budget: with fewer, a group of long rows that compress
+/// unlike the rest is mispredicted by tens of percent (measured on the
+/// real matrices of `shared/matrices`).
+const STRATUM_MIN_SAMPLES: u64 = 4;
+
+/// Sampled product positions for [`Sampling::ProductWeighted`], before the
+/// budget shrinks them.
+const PRODUCT_SAMPLES: u64 = 2048;
+
+/// The fewest sampled positions: below this, rows of a few percent of the
+/// products stop counting exactly, which costs more accuracy than their
+/// exact computation costs time.
+const MIN_PRODUCT_SAMPLES: u64 = 64;
+
+/// At most this share of all products is computed by a prediction (but
+/// at least [`MIN_PREDICTION_BUDGET`]); a product this small is computed
+/// exactly.
+const PREDICTION_BUDGET_SHARE: u64 = 256;
+const MIN_PREDICTION_BUDGET: u64 = 1 << 14;
+
+/// The rows the paper samples from `m` rows: `min(0.003 m, 300)`, at least
+/// one.
+pub fn paper_sample_rows(m: usize) -> usize {
+    ((0.003 * m as f64) as usize).clamp(1, 300)
+}
+
+/// A set of column indices for counting one row's distinct columns: open
+/// addressing with linear probing, sized to twice the row's products
+/// (a power of two), reused from row to row.
+#[derive(Default)]
+struct ColumnSet {
+    slots: Vec<usize>,
+}
+
+impl ColumnSet {
+    const EMPTY: usize = usize::MAX;
+
+    /// The number of distinct values in `cols`, at most `len` of them.
+    fn count_distinct(&mut self, len: usize, cols: impl Iterator<Item = usize>) -> u64 {
+        let cap = (2 * len).next_power_of_two().max(16);
+        if self.slots.len() < cap {
+            self.slots.resize(cap, Self::EMPTY);
+        }
+        let table = &mut self.slots[..cap];
+        let shift = 64 - cap.trailing_zeros();
+        let mask = cap - 1;
+        let mut distinct = 0u64;
+        for c in cols {
+            let mut h = ((c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize;
+            loop {
+                let slot = &mut table[h];
+                if *slot == Self::EMPTY {
+                    *slot = c;
+                    distinct += 1;
+                    break;
+                }
+                if *slot == c {
+                    break;
+                }
+                h = (h + 1) & mask;
+            }
+        }
+        table.fill(Self::EMPTY);
+        distinct
+    }
+}
+
+/// nnz of row `i` of `a * b`: its distinct columns (`set` is reused).
+fn row_nnz<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    i: usize,
+    nprod: u64,
+    set: &mut ColumnSet,
+) -> u64 {
+    let cols = a
+        .range(i)
+        .flat_map(|k| b.cols[b.range(a.col(k))].iter().map(|c| c.as_usize()));
+    set.count_distinct(nprod as usize, cols)
+}
+
+/// The exact nnz of each of `rows` (in parallel).
+fn rows_nnz<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+    rows: &[usize],
+) -> Vec<u64> {
+    rows.par_iter()
+        .with_min_len(8)
+        .map_init(ColumnSet::default, |set, &i| {
+            row_nnz(a, b, i, work.row(i), set)
+        })
+        .collect()
+}
+
+/// Predicts nnz(C) of `a * b` (both `op`-applied patterns) from a sample of
+/// rows; `work` is the product's [`RowWork`]. Deterministic for a given
+/// input. Costs the sampled products (at most 1/256 of all or 2^14, unless
+/// rows of more than 1/64 of all products must be computed) plus
+/// O(samples · log rows).
+pub fn predict_nnz<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+    sampling: Sampling,
+) -> NnzPrediction {
+    let total = work.total();
+    let mut p = NnzPrediction {
+        nnz: 0,
+        nprod: total,
+        ratio: 1.0,
+        sampled_rows: 0,
+        sampled_products: 0,
+        exact: true,
+    };
+    if total == 0 {
+        return p;
+    }
+    let budget = (total / PREDICTION_BUDGET_SHARE).max(MIN_PREDICTION_BUDGET);
+    if total <= budget {
+        let rows: Vec<usize> = (0..a.nrows).filter(|&i| work.row(i) > 0).collect();
+        p.nnz = rows_nnz(a, b, work, &rows).iter().sum();
+        p.sampled_rows = rows.len();
+        p.sampled_products = total;
+    } else {
+        match sampling {
+            Sampling::UniformRows => uniform_rows(a, b, work, &mut p),
+            Sampling::ProductWeighted => product_weighted(a, b, work, budget, &mut p),
+            Sampling::Stratified => stratified(a, b, work, budget, &mut p),
+        }
+    }
+    p.ratio = if p.nnz > 0 {
+        total as f64 / p.nnz as f64
+    } else {
+        1.0
+    };
+    p
+}
+
+/// The paper's estimator over evenly spaced rows.
+fn uniform_rows<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+    p: &mut NnzPrediction,
+) {
+    let m = a.nrows;
+    let count = paper_sample_rows(m);
+    let rows: Vec<usize> = (0..count).map(|k| (2 * k + 1) * m / (2 * count)).collect();
+    let nnz: u64 = rows_nnz(a, b, work, &rows).iter().sum();
+    let products: u64 = rows.iter().map(|&i| work.row(i)).sum();
+    p.sampled_rows = rows.len();
+    p.sampled_products = products;
+    p.exact = false;
+    p.nnz = if nnz == 0 {
+        // Only empty rows were sampled: nothing to scale; nprod is the
+        // only bound known.
+        p.nprod
+    } else {
+        (p.nprod as f64 * nnz as f64 / products as f64).round() as u64
+    };
+}
+
+/// Rows picked by `samples` evenly spaced product positions: `(row, hits)`
+/// in row order.
+fn rows_at_positions(work: &RowWork, samples: u64) -> Vec<(usize, u64)> {
+    let total = work.total();
+    let mut rows: Vec<(usize, u64)> = Vec::new();
+    for k in 0..samples {
+        let position = ((2 * k + 1) as u128 * total as u128 / (2 * samples) as u128) as u64;
+        let i = work.row_containing(position);
+        match rows.last_mut() {
+            Some((last, hits)) if *last == i => *hits += 1,
+            _ => rows.push((i, 1)),
+        }
+    }
+    rows
+}
+
+/// Product-weighted sampling: rows at evenly spaced product positions;
+/// rows of at least one step (`total / samples` products) count exactly,
+/// each other picked row stands for one step of products at its own
+/// nnz / nprod. The number of positions halves until the picked rows'
+/// products fit `budget`, down to [`MIN_PRODUCT_SAMPLES`].
+fn product_weighted<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+    budget: u64,
+    p: &mut NnzPrediction,
+) {
+    let total = work.total();
+    let mut samples = PRODUCT_SAMPLES.min(total);
+    let mut rows = rows_at_positions(work, samples);
+    while samples > MIN_PRODUCT_SAMPLES
+        && rows.iter().map(|&(i, _)| work.row(i)).sum::<u64>() > budget
+    {
+        samples /= 2;
+        rows = rows_at_positions(work, samples);
+    }
+    let step = total as f64 / samples as f64;
+    let picked: Vec<usize> = rows.iter().map(|&(i, _)| i).collect();
+    let nnz = rows_nnz(a, b, work, &picked);
+    let (mut exact_nnz, mut exact_products) = (0u64, 0u64);
+    let (mut light_ratio_sum, mut light_hits) = (0f64, 0u64);
+    for (&(i, hits), &z) in rows.iter().zip(&nnz) {
+        let w = work.row(i);
+        if w as f64 >= step {
+            exact_nnz += z;
+            exact_products += w;
+        } else {
+            light_ratio_sum += hits as f64 * z as f64 / w as f64;
+            light_hits += hits;
+        }
+    }
+    let light_products = total - exact_products;
+    let light_nnz = if light_hits > 0 {
+        light_products as f64 * light_ratio_sum / light_hits as f64
+    } else {
+        // Every product is in a row computed exactly.
+        0.0
+    };
+    p.sampled_rows = rows.len();
+    p.sampled_products = picked.iter().map(|&i| work.row(i)).sum();
+    p.exact = light_products == 0;
+    p.nnz = exact_nnz + light_nnz.round() as u64;
+}
+
+/// A deterministic hash of a row index (splitmix64's finaliser), for
+/// picking sampled rows independently of their order.
+#[inline]
+fn row_hash(i: usize) -> u64 {
+    let mut z = (i as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Sums over the sampled rows of one stratum.
+#[derive(Debug, Clone, Copy, Default)]
+struct StratumSample {
+    rows: u64,
+    products: u64,
+    nnz: u64,
+}
+
+/// Stratified sampling (see [`Sampling::Stratified`]): each row of group
+/// `h` is taken with probability `n_h / N_h` (a hash of its index decides,
+/// so one parallel pass picks and computes them); a group's nnz is its
+/// products over its sampled ratio. A group whose sample came out empty
+/// takes the ratio of all samples.
+fn stratified<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+    budget: u64,
+    p: &mut NnzPrediction,
+) {
+    let strata = work.strata();
+    // Samples per group: c * N^(2/3), scaled so that the expected cost
+    // sum(n_h * mean_h) is the budget; at least STRATUM_MIN_SAMPLES (or
+    // the whole group), at most the whole group.
+    let weight = |rows: u64| (rows as f64).powf(2.0 / 3.0);
+    let cost: f64 = strata
+        .iter()
+        .filter(|s| s.rows > 0)
+        .map(|s| weight(s.rows) * s.products as f64 / s.rows as f64)
+        .sum();
+    let c = budget as f64 / cost.max(1.0);
+    let mut threshold = [0u64; STRATA];
+    let mut whole = [false; STRATA];
+    for (h, s) in strata.iter().enumerate() {
+        if s.rows == 0 {
+            continue;
+        }
+        let n = (c * weight(s.rows)).max(STRATUM_MIN_SAMPLES as f64);
+        let prob = n / s.rows as f64;
+        whole[h] = prob >= 1.0;
+        threshold[h] = (prob.min(1.0) * u64::MAX as f64) as u64;
+    }
+    // Rows in blocks, one accumulator per block (not moved per row).
+    const BLOCK: usize = 4096;
+    let sums = (0..a.nrows.div_ceil(BLOCK))
+        .into_par_iter()
+        .map(|blk| {
+            let mut set = ColumnSet::default();
+            let mut sums = [StratumSample::default(); STRATA];
+            for i in blk * BLOCK..((blk + 1) * BLOCK).min(a.nrows) {
+                let w = work.row(i);
+                if w == 0 {
+                    continue;
+                }
+                let h = stratum_of(w, a.row_len(i));
+                if whole[h] || row_hash(i) < threshold[h] {
+                    let s = &mut sums[h];
+                    s.rows += 1;
+                    s.products += w;
+                    s.nnz += row_nnz(a, b, i, w, &mut set);
+                }
+            }
+            sums
+        })
+        .reduce(
+            || [StratumSample::default(); STRATA],
+            |mut x, y| {
+                for (a, b) in x.iter_mut().zip(y) {
+                    a.rows += b.rows;
+                    a.products += b.products;
+                    a.nnz += b.nnz;
+                }
+                x
+            },
+        );
+    let all = sums
+        .iter()
+        .fold(StratumSample::default(), |acc, s| StratumSample {
+            rows: acc.rows + s.rows,
+            products: acc.products + s.products,
+            nnz: acc.nnz + s.nnz,
+        });
+    let mut nnz = 0f64;
+    let mut exact = true;
+    for (h, s) in strata.iter().enumerate() {
+        if s.rows == 0 {
+            continue;
+        }
+        let sample = &sums[h];
+        if whole[h] {
+            nnz += sample.nnz as f64;
+            continue;
+        }
+        exact = false;
+        let (sp, sz) = if sample.products > 0 {
+            (sample.products, sample.nnz)
+        } else {
+            (all.products.max(1), all.nnz)
+        };
+        nnz += s.products as f64 * sz as f64 / sp as f64;
+    }
+    p.sampled_rows = all.rows as usize;
+    p.sampled_products = all.products;
+    p.exact = exact;
+    p.nnz = nnz.round() as u64;
+}
+
+/// Rows [`sample_rows`] looks at, at most.
 const SAMPLE_ROWS: usize = 300;
 
 /// Stop sampling once this share of all products (1/64, but at least 4096
@@ -121,6 +533,157 @@ mod tests {
         let e = pattern(&off, &[], 2);
         let work = RowWork::new(&e, &e, 1).unwrap();
         assert_eq!(sample_rows(&e, &e, &work).compression, 1.0);
+    }
+
+    /// A pattern from rows of column lists (zero-based).
+    fn build(rows: &[Vec<i32>]) -> (Vec<i32>, Vec<i32>) {
+        let mut off = vec![0i32];
+        let mut cols = Vec::new();
+        for r in rows {
+            cols.extend_from_slice(r);
+            off.push(cols.len() as i32);
+        }
+        (off, cols)
+    }
+
+    /// nnz(C) by sorting each row's columns (independent of ColumnSet).
+    fn exact_nnz(a: &RowPattern<'_, i32, i32>, b: &RowPattern<'_, i32, i32>) -> u64 {
+        let mut total = 0;
+        for i in 0..a.nrows {
+            let mut cols: Vec<usize> = a
+                .range(i)
+                .flat_map(|k| b.cols[b.range(a.col(k))].iter().map(|&c| c as usize))
+                .collect();
+            cols.sort_unstable();
+            cols.dedup();
+            total += cols.len() as u64;
+        }
+        total
+    }
+
+    #[test]
+    fn column_sets_count_distinct_values() {
+        let mut set = ColumnSet::default();
+        assert_eq!(set.count_distinct(0, std::iter::empty()), 0);
+        assert_eq!(set.count_distinct(5, [3, 3, 3, 3, 3].into_iter()), 1);
+        // Many collisions: multiples of a large power of two.
+        let cols: Vec<usize> = (0..1000).map(|k| (k % 300) << 40).collect();
+        assert_eq!(set.count_distinct(cols.len(), cols.into_iter()), 300);
+        assert_eq!(set.count_distinct(3, [7, 8, 7].into_iter()), 2);
+    }
+
+    /// A deterministic pseudo-random generator for test patterns.
+    fn lcg(state: &mut u64) -> u64 {
+        *state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        *state >> 33
+    }
+
+    #[test]
+    fn small_products_are_computed_exactly() {
+        let (off, cols) = build(&[vec![0, 2], vec![], vec![1], vec![0, 1, 2]]);
+        let a = pattern(&off, &cols, 3);
+        let (boff, bcols) = build(&[vec![0, 1], vec![1, 2], vec![2, 0]]);
+        let b = pattern(&boff, &bcols, 3);
+        let work = RowWork::new(&a, &b, 1).unwrap();
+        for sampling in [
+            Sampling::UniformRows,
+            Sampling::ProductWeighted,
+            Sampling::Stratified,
+        ] {
+            let p = predict_nnz(&a, &b, &work, sampling);
+            assert!(p.exact);
+            assert_eq!(p.nnz, exact_nnz(&a, &b));
+            assert_eq!(p.nprod, work.total());
+            assert_eq!(p.sampled_rows, 3);
+        }
+    }
+
+    #[test]
+    fn empty_products_predict_zero() {
+        let off = [0i32, 0, 0];
+        let e = pattern(&off, &[], 2);
+        let work = RowWork::new(&e, &e, 1).unwrap();
+        let p = predict_nnz(&e, &e, &work, Sampling::Stratified);
+        assert_eq!((p.nnz, p.nprod, p.ratio, p.exact), (0, 0, 1.0, true));
+        assert_eq!(p.row_estimate(0, 5), 0);
+    }
+
+    /// A power-law product: row lengths of A follow a Zipf law (a few rows
+    /// of thousands of entries, most of one or two), and long rows
+    /// compress far more than short ones. An evenly spaced row sample
+    /// mostly sees short rows; the product-weighted one counts the long
+    /// rows exactly.
+    #[test]
+    fn power_law_rows_are_predicted_closely() {
+        let n = 20_000usize;
+        let mut state = 7u64;
+        let mut rows: Vec<Vec<i32>> = Vec::new();
+        for r in 0..n {
+            // Zipf-like: row r has about 4000 / (r % 2000 + 1) entries.
+            let len = (4000 / ((r * 7919) % 2000 + 1)).max(1);
+            let mut c: Vec<i32> = (0..len)
+                .map(|_| (lcg(&mut state) % n as u64) as i32)
+                .collect();
+            c.sort_unstable();
+            c.dedup();
+            rows.push(c);
+        }
+        let (off, cols) = build(&rows);
+        let a = pattern(&off, &cols, n);
+        // B: row j has 8 columns near j, so long rows of A overlap a lot.
+        let brows: Vec<Vec<i32>> = (0..n as i32)
+            .map(|j| (0..8).map(|k| (j / 16 * 16 + k) % n as i32).collect())
+            .collect();
+        let (boff, bcols) = build(&brows);
+        let b = pattern(&boff, &bcols, n);
+        let work = RowWork::new(&a, &b, 1).unwrap();
+        let exact = exact_nnz(&a, &b) as f64;
+        let weighted = predict_nnz(&a, &b, &work, Sampling::Stratified);
+        let pps = predict_nnz(&a, &b, &work, Sampling::ProductWeighted);
+        let uniform = predict_nnz(&a, &b, &work, Sampling::UniformRows);
+        let err = |p: &NnzPrediction| (p.nnz as f64 - exact).abs() / exact;
+        eprintln!(
+            "exact {exact} nprod {} stratified {:?} err {} pps {:?} err {} uniform {:?} err {}",
+            work.total(),
+            weighted,
+            err(&weighted),
+            pps,
+            err(&pps),
+            uniform,
+            err(&uniform)
+        );
+        assert!(!weighted.exact);
+        assert!(
+            err(&weighted) < 0.02,
+            "product-weighted error {}",
+            err(&weighted)
+        );
+        assert!(
+            err(&uniform) > 2.0 * err(&weighted),
+            "uniform {} vs product-weighted {}",
+            err(&uniform),
+            err(&weighted)
+        );
+        assert!(weighted.sampled_products < work.total() / 8);
+        // Deterministic.
+        assert_eq!(predict_nnz(&a, &b, &work, Sampling::Stratified), weighted);
+    }
+
+    #[test]
+    fn row_estimates_stay_within_bounds() {
+        let p = NnzPrediction {
+            nnz: 10,
+            nprod: 40,
+            ratio: 4.0,
+            sampled_rows: 1,
+            sampled_products: 40,
+            exact: false,
+        };
+        assert_eq!(p.row_estimate(9, 100), 3);
+        assert_eq!(p.row_estimate(1, 100), 1);
+        assert_eq!(p.row_estimate(1000, 100), 100);
     }
 
     #[test]

@@ -18,6 +18,48 @@ pub struct RowWork {
     bounds: Vec<usize>,
     /// The largest nprod of a single row.
     max_row: u64,
+    /// Rows with products by magnitude of nprod and of entry count (see
+    /// [`RowWork::strata`]).
+    strata: Strata,
+}
+
+/// Rows with products grouped by the binary magnitude of their nprod and
+/// of their number of entries in A (the rows of B they merge):
+/// `strata[stratum_of(nprod, entries)]` counts those rows and their
+/// products. Gathered while counting, for the output-size prediction.
+pub type Strata = [Stratum; STRATA];
+
+/// Number of groups in [`Strata`]: 64 magnitudes of nprod times
+/// [`ENTRY_CLASSES`] classes of row length.
+pub const STRATA: usize = 64 * ENTRY_CLASSES;
+
+/// Classes of a row's entry count: 1, 2-3, 4-7, 8 or more.
+pub const ENTRY_CLASSES: usize = 4;
+
+/// One group of [`Strata`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stratum {
+    /// Rows in the group.
+    pub rows: u64,
+    /// Their products.
+    pub products: u64,
+}
+
+/// The group of a row with `nprod > 0` products and `entries > 0` entries
+/// in A.
+#[inline]
+pub fn stratum_of(nprod: u64, entries: usize) -> usize {
+    let magnitude = 63 - nprod.leading_zeros() as usize;
+    let class = (usize::BITS - 1 - entries.leading_zeros()) as usize;
+    magnitude * ENTRY_CLASSES + class.min(ENTRY_CLASSES - 1)
+}
+
+fn add_strata(mut x: Strata, y: Strata) -> Strata {
+    for (a, b) in x.iter_mut().zip(y) {
+        a.rows += b.rows;
+        a.products += b.products;
+    }
+    x
 }
 
 impl RowWork {
@@ -35,21 +77,31 @@ impl RowWork {
     ) -> Result<Self> {
         let m = a.nrows;
         let mut prefix = try_vec(m + 1, 0u64, "row products")?;
-        prefix[1..]
+        let strata = prefix[1..]
             .par_chunks_mut(COUNT_GRAIN)
             .enumerate()
-            .for_each(|(c, out)| {
+            .map(|(c, out)| {
                 let first = c * COUNT_GRAIN;
+                let mut strata = [Stratum::default(); STRATA];
                 for (r, slot) in out.iter_mut().enumerate() {
-                    *slot = a
-                        .range(first + r)
+                    let entries = a.range(first + r);
+                    let len = entries.len();
+                    let nprod: u64 = entries
                         .map(|k| {
                             let row = b.range(a.col(k));
                             (row.end - row.start) as u64
                         })
                         .sum();
+                    *slot = nprod;
+                    if nprod > 0 {
+                        let s = &mut strata[stratum_of(nprod, len)];
+                        s.rows += 1;
+                        s.products += nprod;
+                    }
                 }
-            });
+                strata
+            })
+            .reduce(|| [Stratum::default(); STRATA], add_strata);
         let max_row = prefix[1..].iter().copied().max().unwrap_or(0);
         for i in 0..m {
             prefix[i + 1] += prefix[i];
@@ -59,6 +111,7 @@ impl RowWork {
             prefix,
             bounds,
             max_row,
+            strata,
         })
     }
 
@@ -78,6 +131,18 @@ impl RowWork {
     /// Products of the rows `range`.
     pub fn rows(&self, range: std::ops::Range<usize>) -> u64 {
         self.prefix[range.end] - self.prefix[range.start]
+    }
+    /// The row holding product number `position` (`position < total()`),
+    /// counting products row by row: the row `i` with
+    /// `prefix[i] <= position < prefix[i + 1]` (so never an empty row).
+    pub fn row_containing(&self, position: u64) -> usize {
+        debug_assert!(position < self.total());
+        self.prefix.partition_point(|&p| p <= position) - 1
+    }
+    /// The rows with products grouped by the magnitudes of their nprod
+    /// and entry count ([`Strata`]).
+    pub fn strata(&self) -> &Strata {
+        &self.strata
     }
     /// The largest nprod of one row.
     pub fn max_row(&self) -> u64 {
