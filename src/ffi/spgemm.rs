@@ -320,13 +320,16 @@ fn plan_mut<I: Index, J: Index>(plan: &mut (dyn Any + Send)) -> Result<&mut Spge
     })
 }
 
+/// Views of A and B.
+type Operands<'m, T, I, J> = (CsrView<'m, T, I, J>, CsrView<'m, T, I, J>);
+
 /// Views of A's and B's host arrays, their structure checked completely
 /// (offsets, column ranges) in the handle's thread pool.
 fn validated_views<'m, T: Scalar, I: Index, J: Index>(
     h: &Handle,
     a: &'m SpMat,
     b: &'m SpMat,
-) -> Result<(CsrView<'m, T, I, J>, CsrView<'m, T, I, J>)> {
+) -> Result<Operands<'m, T, I, J>> {
     // SAFETY: the descriptors' arrays hold the sizes they state (API contract).
     let a = unsafe { a.view::<T, I, J>("matA") }?;
     let b = unsafe { b.view::<T, I, J>("matB") }?;

@@ -3,10 +3,12 @@
 //! Everything here looks only at patterns (never at values) and is shared by
 //! every back end: the row-accessible form of each operand
 //! ([`operand`]), the work per output row and its balanced split into
-//! chunks ([`row_work`]), the GPU pipeline's bins and kernel
-//! configurations derived from the device ([`gpu_bins`]), the pattern fingerprint that lets later phases
-//! refuse a changed input ([`fingerprint`]), and the algorithm choice
-//! ([`select`]).
+//! chunks ([`row_work`], which also groups the rows into strata by work and
+//! length), the output-size prediction and the row sample the algorithm
+//! choice reads ([`predict`]), the GPU pipeline's bins and kernel
+//! configurations derived from the device ([`gpu_bins`]), the pattern
+//! fingerprint that lets later phases refuse a changed input
+//! ([`fingerprint`]), and the algorithm choice ([`select`]).
 
 pub mod fingerprint;
 pub mod gpu_bins;

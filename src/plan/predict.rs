@@ -302,14 +302,13 @@ fn product_weighted<I: Index, J: Index>(
     p.nnz = exact_nnz + light_nnz.round() as u64;
 }
 
-/// A deterministic hash of a row index (splitmix64's finaliser), for
-/// picking sampled rows independently of their order.
+/// Where row `i` falls in `[0, 2^64)` for the sampling decision: the Weyl
+/// sequence `i * 2^64 / phi` (one multiplication), whose values spread
+/// evenly over the interval for consecutive rows, so a group's rows are
+/// taken about evenly spaced and the sample size varies little.
 #[inline]
 fn row_hash(i: usize) -> u64 {
-    let mut z = (i as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Sums over the sampled rows of one stratum.
