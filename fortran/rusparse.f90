@@ -76,9 +76,8 @@ module rusparse
   integer(c_int), parameter :: RUSPARSE_BACKEND_CPU = 1
   integer(c_int), parameter :: RUSPARSE_BACKEND_CUDA = 2
   integer(c_int), parameter :: RUSPARSE_BACKEND_HIP = 3
-  ! Version of the library this module was written for.
-  integer(c_int), parameter :: RUSPARSE_VER_MAJOR = 0
-  integer(c_int), parameter :: RUSPARSE_VER_MINOR = 1
+  ! The library's version: rusparseGetVersion (major * 1000 + minor * 100
+  ! + patch), so it is defined once, in Cargo.toml.
 
   ! ---- The C API -------------------------------------------------------------
   interface
