@@ -542,7 +542,8 @@ fn run(cli: &Cli) -> Result<(), String> {
         };
         if gpu.is_some() && cli.product == ProductArg::Aat {
             return Err(
-                "--product aat is not supported on the CUDA back end yet (op T); use --backend cpu"
+                "--product aat: the benchmark's CUDA path times op N only so far (the library \
+                 takes op T on the GPU); use --backend cpu"
                     .into(),
             );
         }
