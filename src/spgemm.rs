@@ -83,8 +83,9 @@ impl Context {
 /// Predicts nnz(C) of `C = op(A) * op(B)` without computing C (seed 000,
 /// with rusparse's stratified sample; see [`crate::plan::predict`]), on a
 /// default context. Deterministic for a given input. Costs the row count
-/// of the product (one pass over A's entries), sampled rows of at most
-/// about 1/256 of the products, and, for op T or C, the transposed pattern.
+/// of the product (one pass over A's entries), sampled rows of about 1/256
+/// of the products (more on small matrices with long rows: every group of
+/// rows samples at least 4), and, for op T or C, the transposed pattern.
 /// Small products (up to 2^14 products) are counted exactly.
 ///
 /// # Errors

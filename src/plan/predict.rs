@@ -171,9 +171,10 @@ fn rows_nnz<I: Index, J: Index>(
 
 /// Predicts nnz(C) of `a * b` (both `op`-applied patterns) from a sample of
 /// rows; `work` is the product's [`RowWork`]. Deterministic for a given
-/// input. Costs the sampled products (at most 1/256 of all or 2^14, unless
-/// rows of more than 1/64 of all products must be computed) plus
-/// O(samples · log rows).
+/// input. Costs the sampled products (about 1/256 of all or 2^14; the
+/// stratified sampler's floor of [`STRATUM_MIN_SAMPLES`] rows per group can
+/// take more on small matrices with long rows) plus, for
+/// [`Sampling::Stratified`], one pass over the rows.
 pub fn predict_nnz<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
