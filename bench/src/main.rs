@@ -38,6 +38,7 @@ mod npy;
 mod plot;
 mod predict;
 mod report;
+mod selector_data;
 mod sparse;
 mod timing;
 
@@ -216,6 +217,8 @@ Examples (from the repository root):
   cargo run --release --bin rusparse-bench -- --plot out.png --from r.json --peers peers.json
   cargo run --release --bin rusparse-bench -- predict --aat lp_ stencil2d_5pt:725 lp_fit2p.mtx.gz
     (output-size prediction: error and cost per matrix; `predict --help`)
+  cargo run --release --bin rusparse-bench -- selector-data --csv train.csv uniform_r4:100000
+    (features and every CPU algorithm's time, for training the selector)
 
 Case names (the `matrix` column and the --dump folder): the spec with ':' as '_'
 (stencil2d_5pt_725) or the file stem (1138_bus); '_aat' is appended for
@@ -615,12 +618,15 @@ fn run(cli: &Cli) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let mut args = std::env::args();
-    let result = if std::env::args().nth(1).as_deref() == Some("predict") {
-        let rest = args.by_ref().skip(2);
-        predict::main(std::iter::once("rusparse-bench predict".to_string()).chain(rest))
-    } else {
-        run(&Cli::parse())
+    let subcommand = std::env::args().nth(1);
+    // A subcommand sees its own name as the program name, then its arguments.
+    let sub_args = |name: &str| {
+        std::iter::once(format!("rusparse-bench {name}")).chain(std::env::args().skip(2))
+    };
+    let result = match subcommand.as_deref() {
+        Some("predict") => predict::main(sub_args("predict")),
+        Some("selector-data") => selector_data::main(sub_args("selector-data")),
+        _ => run(&Cli::parse()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

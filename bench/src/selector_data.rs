@@ -1,0 +1,184 @@
+//! `rusparse-bench selector-data`: the training and evaluation data of the
+//! algorithm selector (seed 001). For every case it writes one CSV row: the
+//! product's features (`rusparse::plan::features::FEATURE_NAMES`, as the
+//! planner computes them), the median time of every CPU algorithm forced in
+//! turn, the automatic choice and its time, and the fastest algorithm.
+//!
+//! A model trained on these rows (a training script reads the CSV) replaces
+//! the written-down rule in `src/plan/select.rs`; rows of matrices the model
+//! never saw evaluate it (geomean of auto / best, accuracy, worst loss).
+
+use crate::generate::Spec;
+use crate::sparse::{BenchScalar, SparseMatrix};
+use crate::timing::Stats;
+use clap::Parser;
+use rusparse::plan::features::{features, FEATURE_NAMES};
+use rusparse::plan::predict::{predict_nnz, Sampling};
+use rusparse::plan::{OperandPattern, RowWork};
+use rusparse::{Algorithm, Complex, Context, CsrMatrix, Op, SpgemmOptions, SpgemmPlan};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Features and per-algorithm times for training the selector.
+#[derive(Parser, Debug)]
+#[command(name = "rusparse-bench selector-data")]
+pub struct SelectorDataCli {
+    /// Matrices A: generator specs or .mtx / .mtx.gz paths.
+    #[arg(value_name = "MATRIX", required = true)]
+    matrices: Vec<String>,
+    /// C = A·Aᵀ instead of A·A for the matrices whose name contains one of
+    /// these (repeatable).
+    #[arg(long = "aat", value_name = "SUBSTRING")]
+    aat: Vec<String>,
+    /// CPU threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Timed runs per algorithm (after one warm-up).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seed of the generators.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// The CSV to write (appended to when it exists, without a new header).
+    #[arg(long, value_name = "FILE")]
+    csv: PathBuf,
+}
+
+/// The CPU algorithms the selector chooses between, with their CSV names.
+const ALGORITHMS: [(Algorithm, &str); 4] = [
+    (Algorithm::Hash, "hash"),
+    (Algorithm::Dense, "dense"),
+    (Algorithm::BrmergePrecise, "brmerge_precise"),
+    (Algorithm::BrmergeUpper, "brmerge_upper"),
+];
+
+fn header() -> String {
+    let mut cols: Vec<String> = vec!["matrix".into(), "product".into()];
+    cols.extend(FEATURE_NAMES.iter().map(|s| s.to_string()));
+    cols.extend(ALGORITHMS.iter().map(|(_, n)| format!("seconds_{n}")));
+    cols.extend(["seconds_auto", "auto_choice", "best"].map(String::from));
+    cols.join(",")
+}
+
+fn median_seconds(runs: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let times: Vec<f64> = (0..runs.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    Stats::of(&times).expect("at least one run").median
+}
+
+/// One CSV row (without the newline).
+fn row<T: BenchScalar>(
+    cli: &SelectorDataCli,
+    ctx: &Context,
+    name: &str,
+    m: &SparseMatrix,
+    op_b: Op,
+) -> Result<String, String> {
+    let a: CsrMatrix<T, i64, i64> = m.to_csr()?;
+    let (av, bv) = (a.view(), a.view());
+    let fail = |e: rusparse::Error| format!("{name}: {e}");
+    let f = ctx.run(|| -> Result<_, String> {
+        let pa = OperandPattern::new(&av, Op::N).map_err(fail)?;
+        let pb = OperandPattern::new(&bv, op_b).map_err(fail)?;
+        let (ra, rb) = (pa.rows(&av), pb.rows(&bv));
+        let work = RowWork::new(&ra, &rb, 1).map_err(fail)?;
+        let p = predict_nnz(&ra, &rb, &work, Sampling::Stratified);
+        Ok(features(&ra, &rb, &work, &p))
+    })?;
+    let mut fields: Vec<String> =
+        vec![name.into(), if op_b == Op::T { "aat" } else { "aa" }.into()];
+    fields.extend(f.values.iter().map(|v| format!("{v}")));
+    let time = |algorithm: Algorithm| -> Result<f64, String> {
+        let opts = SpgemmOptions::<T> {
+            op_b,
+            algorithm,
+            ..Default::default()
+        };
+        ctx.spgemm(&av, &bv, &opts).map_err(fail)?;
+        Ok(median_seconds(cli.runs, || {
+            ctx.spgemm(&av, &bv, &opts).expect("ran once already");
+        }))
+    };
+    let mut best = ("", f64::INFINITY);
+    for (algorithm, label) in ALGORITHMS {
+        let t = time(algorithm)?;
+        if t < best.1 {
+            best = (label, t);
+        }
+        fields.push(format!("{t}"));
+    }
+    fields.push(format!("{}", time(Algorithm::Default)?));
+    let chosen = SpgemmPlan::new(ctx, &av, Op::N, &bv, op_b, Algorithm::Default)
+        .map_err(fail)?
+        .selected_algorithm();
+    let chosen = ALGORITHMS
+        .iter()
+        .find(|(a, _)| *a == chosen)
+        .map_or("other", |(_, label)| label);
+    fields.push(chosen.into());
+    fields.push(best.0.into());
+    Ok(fields.join(","))
+}
+
+/// Runs `rusparse-bench selector-data` with the arguments after its name.
+pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
+    let cli = SelectorDataCli::parse_from(args);
+    let mut ctx = Context::new(rusparse::BackendKind::Cpu).map_err(|e| e.to_string())?;
+    if let Some(t) = cli.threads {
+        ctx.set_num_threads(t)
+            .map_err(|e| format!("--threads {t}: {e}"))?;
+    }
+    let fresh = !cli.csv.exists();
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&cli.csv)
+        .map_err(|e| format!("{}: {e}", cli.csv.display()))?;
+    if fresh {
+        writeln!(out, "{}", header()).map_err(|e| e.to_string())?;
+    }
+    for spec in &cli.matrices {
+        let parsed = Spec::parse(spec)?;
+        let mut name = parsed.safe_name();
+        let aat = cli.aat.iter().any(|s| spec.contains(s.as_str()));
+        if aat {
+            name.push_str("_aat");
+        }
+        let m = match &parsed {
+            Spec::File(path) => crate::matrix_market::read_path(path)?,
+            other => other.generate(cli.seed)?,
+        };
+        let op_b = if aat { Op::T } else { Op::N };
+        let line = if m.is_complex() {
+            row::<Complex<f64>>(&cli, &ctx, &name, &m, op_b)?
+        } else {
+            row::<f64>(&cli, &ctx, &name, &m, op_b)?
+        };
+        eprintln!("{name}: best {}", line.rsplit(',').next().unwrap_or("?"));
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_names_every_column_once() {
+        let h = header();
+        let cols: Vec<&str> = h.split(',').collect();
+        assert_eq!(cols.len(), 2 + FEATURE_NAMES.len() + ALGORITHMS.len() + 3);
+        let mut unique = cols.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), cols.len());
+    }
+}
