@@ -30,6 +30,7 @@
 //! C's three arrays, numeric phase. The exit status is non-zero, with a
 //! message on stderr, on any error.
 
+mod cases;
 mod dump;
 mod generate;
 mod gpu;

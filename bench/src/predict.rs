@@ -10,38 +10,25 @@
 //! anyway, as a share of the SpGEMM's median; `api` is the whole public
 //! `predict_nnz` call (operands, row count, sample), for comparison.
 
-use crate::generate::Spec;
+use crate::cases::{CaseArgs, SelfProduct};
 use crate::sparse::{BenchScalar, SparseMatrix};
-use crate::timing::Stats;
+use crate::timing::median_seconds;
 use clap::Parser;
 use rusparse::plan::predict::{predict_nnz, NnzPrediction, Sampling};
 use rusparse::plan::{OperandPattern, RowWork};
 use rusparse::{Complex, Context, CsrMatrix, Op, SpgemmOptions, SpgemmPlan};
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// Prediction accuracy and cost per matrix (C = A·A or A·Aᵀ).
 #[derive(Parser, Debug)]
 #[command(name = "rusparse-bench predict")]
 pub struct PredictCli {
-    /// Matrices A: generator specs or .mtx / .mtx.gz paths (as for the
-    /// main command).
-    #[arg(value_name = "MATRIX", required = true)]
-    matrices: Vec<String>,
-    /// C = A·Aᵀ instead of A·A for the matrices whose file name contains
-    /// one of these (repeatable; e.g. lp_ for rectangular LP matrices).
-    #[arg(long = "aat", value_name = "SUBSTRING")]
-    aat: Vec<String>,
-    /// CPU threads (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    cases: CaseArgs,
     /// Timed runs of the SpGEMM and of each sampler.
     #[arg(long, default_value_t = 5)]
     runs: usize,
-    /// Seed of the generators.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
     /// Write the table as Markdown.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
@@ -82,17 +69,6 @@ struct CaseResult {
     samplers: Vec<SamplerResult>,
 }
 
-fn median(runs: usize, mut f: impl FnMut()) -> f64 {
-    let times: Vec<f64> = (0..runs.max(1))
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    Stats::of(&times).expect("at least one run").median
-}
-
 /// One case, with complex values for complex files (the prediction looks
 /// at patterns only; the SpGEMM it is compared with uses the file's type).
 fn run_case(
@@ -128,10 +104,10 @@ fn run_typed<T: BenchScalar>(
     let nprod = plan.num_products();
     // Warm-up, then the timed SpGEMMs (C's allocation included).
     ctx.spgemm(&av, &bv, &opts).map_err(fail)?;
-    let spgemm_median_s = median(cli.runs, || {
+    let spgemm_median_s = median_seconds(cli.runs, || {
         ctx.spgemm(&av, &bv, &opts).expect("ran once already");
     });
-    let api_median_s = median(cli.runs, || {
+    let api_median_s = median_seconds(cli.runs, || {
         ctx.predict_nnz(&av, &bv, &opts).expect("valid input");
     });
     let pa = OperandPattern::new(&av, Op::N).map_err(fail)?;
@@ -143,7 +119,7 @@ fn run_typed<T: BenchScalar>(
         let mut p: Option<NnzPrediction> = None;
         let median_s = ctx.run(|| {
             p = Some(predict_nnz(&ra, &rb, &work, sampling));
-            median(cli.runs, || {
+            median_seconds(cli.runs, || {
                 std::hint::black_box(predict_nnz(&ra, &rb, &work, sampling));
             })
         });
@@ -236,24 +212,14 @@ fn table(results: &[CaseResult]) -> String {
 /// Runs `rusparse-bench predict` with the arguments after `predict`.
 pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
     let cli = PredictCli::parse_from(args);
-    let mut ctx = Context::new(rusparse::BackendKind::Cpu).map_err(|e| e.to_string())?;
-    if let Some(t) = cli.threads {
-        ctx.set_num_threads(t)
-            .map_err(|e| format!("--threads {t}: {e}"))?;
-    }
+    let ctx = cli.cases.context()?;
     let mut results = Vec::new();
-    for spec in &cli.matrices {
-        let parsed = Spec::parse(spec)?;
-        let mut name = parsed.safe_name();
-        let aat = cli.aat.iter().any(|s| spec.contains(s.as_str()));
-        if aat {
-            name.push_str("_aat");
-        }
-        let m = match &parsed {
-            Spec::File(path) => crate::matrix_market::read_path(path)?,
-            other => other.generate(cli.seed)?,
-        };
-        let op_b = if aat { Op::T } else { Op::N };
+    for spec in &cli.cases.matrices {
+        let SelfProduct {
+            name,
+            matrix: m,
+            op_b,
+        } = cli.cases.load(spec)?;
         let r = run_case(&cli, &ctx, &name, &m, op_b)?;
         eprintln!(
             "{name}: nnz(C) {} nprod {} | {}",

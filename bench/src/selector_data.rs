@@ -8,9 +8,9 @@
 //! the written-down rule in `src/plan/select.rs`; rows of matrices the model
 //! never saw evaluate it (geomean of auto / best, accuracy, worst loss).
 
-use crate::generate::Spec;
+use crate::cases::{CaseArgs, SelfProduct};
 use crate::sparse::{BenchScalar, SparseMatrix};
-use crate::timing::Stats;
+use crate::timing::median_seconds;
 use clap::Parser;
 use rusparse::plan::features::{features, FEATURE_NAMES};
 use rusparse::plan::predict::{predict_nnz, Sampling};
@@ -18,28 +18,16 @@ use rusparse::plan::{OperandPattern, RowWork};
 use rusparse::{Algorithm, Complex, Context, CsrMatrix, Op, SpgemmOptions, SpgemmPlan};
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// Features and per-algorithm times for training the selector.
 #[derive(Parser, Debug)]
 #[command(name = "rusparse-bench selector-data")]
 pub struct SelectorDataCli {
-    /// Matrices A: generator specs or .mtx / .mtx.gz paths.
-    #[arg(value_name = "MATRIX", required = true)]
-    matrices: Vec<String>,
-    /// C = A·Aᵀ instead of A·A for the matrices whose name contains one of
-    /// these (repeatable).
-    #[arg(long = "aat", value_name = "SUBSTRING")]
-    aat: Vec<String>,
-    /// CPU threads (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    cases: CaseArgs,
     /// Timed runs per algorithm (after one warm-up).
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Seed of the generators.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
     /// The CSV to write (appended to when it exists, without a new header).
     #[arg(long, value_name = "FILE")]
     csv: PathBuf,
@@ -59,18 +47,6 @@ fn header() -> String {
     cols.extend(ALGORITHMS.iter().map(|(_, n)| format!("seconds_{n}")));
     cols.extend(["seconds_auto", "auto_choice", "best"].map(String::from));
     cols.join(",")
-}
-
-fn median_seconds(runs: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let times: Vec<f64> = (0..runs.max(1))
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    Stats::of(&times).expect("at least one run").median
 }
 
 /// One CSV row (without the newline).
@@ -101,6 +77,7 @@ fn row<T: BenchScalar>(
             algorithm,
             ..Default::default()
         };
+        // One untimed run (it also reports errors), then the timed ones.
         ctx.spgemm(&av, &bv, &opts).map_err(fail)?;
         Ok(median_seconds(cli.runs, || {
             ctx.spgemm(&av, &bv, &opts).expect("ran once already");
@@ -130,11 +107,7 @@ fn row<T: BenchScalar>(
 /// Runs `rusparse-bench selector-data` with the arguments after its name.
 pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
     let cli = SelectorDataCli::parse_from(args);
-    let mut ctx = Context::new(rusparse::BackendKind::Cpu).map_err(|e| e.to_string())?;
-    if let Some(t) = cli.threads {
-        ctx.set_num_threads(t)
-            .map_err(|e| format!("--threads {t}: {e}"))?;
-    }
+    let ctx = cli.cases.context()?;
     let fresh = !cli.csv.exists();
     let mut out = std::fs::OpenOptions::new()
         .create(true)
@@ -144,18 +117,12 @@ pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
     if fresh {
         writeln!(out, "{}", header()).map_err(|e| e.to_string())?;
     }
-    for spec in &cli.matrices {
-        let parsed = Spec::parse(spec)?;
-        let mut name = parsed.safe_name();
-        let aat = cli.aat.iter().any(|s| spec.contains(s.as_str()));
-        if aat {
-            name.push_str("_aat");
-        }
-        let m = match &parsed {
-            Spec::File(path) => crate::matrix_market::read_path(path)?,
-            other => other.generate(cli.seed)?,
-        };
-        let op_b = if aat { Op::T } else { Op::N };
+    for spec in &cli.cases.matrices {
+        let SelfProduct {
+            name,
+            matrix: m,
+            op_b,
+        } = cli.cases.load(spec)?;
         let line = if m.is_complex() {
             row::<Complex<f64>>(&cli, &ctx, &name, &m, op_b)?
         } else {

@@ -115,6 +115,19 @@ impl Stats {
     }
 }
 
+/// The median of `runs` (at least one) timed calls of `f`, in seconds; no
+/// warm-up.
+pub fn median_seconds(runs: usize, mut f: impl FnMut()) -> f64 {
+    let times: Vec<f64> = (0..runs.max(1))
+        .map(|_| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    Stats::of(&times).expect("at least one run").median
+}
+
 /// What the runs of one product measured.
 pub struct Measurement<T, I> {
     /// Seconds of each timed run.
