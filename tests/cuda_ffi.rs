@@ -320,3 +320,44 @@ fn mixed_placements_name_the_pointer() {
         rusparseDestroy(h);
     }
 }
+
+#[test]
+fn predict_nnz_refuses_device_arrays_with_a_message() {
+    let Some(dev) = gpu() else { return };
+    let mut g = Device::new(&dev);
+    let (r, c, v) = matrix();
+    let a = [g.upload(&r), g.upload(&c), g.upload(&v)];
+    let mut h = null_mut();
+    let mut ma = null_mut();
+    let mut nnz = -1i64;
+    // SAFETY: device arrays of the stated sizes.
+    unsafe {
+        assert_eq!(rusparseCreate(&mut h), OK);
+        assert_eq!(
+            rusparseCreateCsr(
+                &mut ma,
+                6,
+                6,
+                c.len() as i64,
+                a[0],
+                a[1],
+                a[2],
+                I32,
+                I32,
+                0,
+                R64
+            ),
+            OK
+        );
+        let s = rusparseSpGEMM_predictNnz(h, 0, 0, ma, ma, &mut nnz);
+        assert_eq!(s, rusparseStatus_t::RUSPARSE_STATUS_NOT_SUPPORTED);
+        let m = last_message();
+        assert!(
+            m.contains("rusparseSpGEMM_predictNnz") && m.contains("GPU memory"),
+            "{m}"
+        );
+        assert_eq!(nnz, -1, "nothing written on failure");
+        rusparseDestroySpMat(ma);
+        rusparseDestroy(h);
+    }
+}

@@ -243,6 +243,13 @@ contains
     call check(status == RUSPARSE_STATUS_INVALID_VALUE, "short values are refused")
     call check(index(msg, "differ in size") > 0, "short values message: " // msg)
     call check(rusparse_status_name(status) == "RUSPARSE_STATUS_INVALID_VALUE", "status name")
+
+    ! An empty row pointer (it needs rows + 1 entries): the helper's check.
+    status = rusparse_multiply(4, no_cols, no_cols, no_vals, 6, b_rows, b_cols, b_vals, &
+                               c_rows, c_cols, c_vals)
+    msg = rusparse_last_error()
+    call check(status == RUSPARSE_STATUS_INVALID_VALUE, "an empty row pointer is refused")
+    call check(index(msg, "row_ptr is empty") > 0, "empty row pointer message: " // msg)
   end subroutine
 
 end program multiply_test
