@@ -267,11 +267,10 @@ fn product_weighted<I: Index, J: Index>(
     p: &mut NnzPrediction,
 ) {
     let total = work.total();
+    let cost = |rows: &[(usize, u64)]| rows.iter().map(|&(i, _)| work.row(i)).sum::<u64>();
     let mut samples = PRODUCT_SAMPLES.min(total);
     let mut rows = rows_at_positions(work, samples);
-    while samples > MIN_PRODUCT_SAMPLES
-        && rows.iter().map(|&(i, _)| work.row(i)).sum::<u64>() > budget
-    {
+    while samples > MIN_PRODUCT_SAMPLES && cost(&rows) > budget {
         samples /= 2;
         rows = rows_at_positions(work, samples);
     }
@@ -298,7 +297,7 @@ fn product_weighted<I: Index, J: Index>(
         0.0
     };
     p.sampled_rows = rows.len();
-    p.sampled_products = picked.iter().map(|&i| work.row(i)).sum();
+    p.sampled_products = cost(&rows);
     p.exact = light_products == 0;
     p.nnz = exact_nnz + light_nnz.round() as u64;
 }
