@@ -7,8 +7,9 @@ use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrOutput, CsrView};
 use crate::error::{invalid, try_vec, Result};
+use crate::plan::features::features;
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
-use crate::plan::predict::{self, sample_rows, NnzPrediction, Sampling};
+use crate::plan::predict::{self, NnzPrediction, Sampling};
 use crate::plan::select::{select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
 use crate::types::{Algorithm, Index, IndexBase, Op, Scalar};
@@ -166,6 +167,9 @@ pub struct SpgemmPlan<I, J> {
     c_offsets: Option<Vec<usize>>,
     /// BRMerge-Upper's temporary C, made by the symbolic phase.
     upper: Option<UpperStore>,
+    /// The output-size prediction, when the automatic choice or
+    /// BRMerge-Upper needed it.
+    prediction: Option<NnzPrediction>,
 }
 
 /// BRMerge-Upper's temporary C (a `Vec<UpperChunk<T, J>>`) with the
@@ -259,21 +263,29 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             let b_canonical = rb.rows_canonical();
             let chunks = CpuBackend::chunks_for(ctx.num_threads());
             let work = RowWork::new(&ra, &rb, chunks)?;
-            let selected = select(
-                algorithm,
-                &ProductShape {
-                    b_cols: pb.ncols(),
-                    value_bytes: std::mem::size_of::<T>(),
-                    b_canonical,
-                    sample: sample_rows(&ra, &rb, &work),
-                },
-            );
+            let shape = ProductShape {
+                b_cols: pb.ncols(),
+                value_bytes: std::mem::size_of::<T>(),
+                b_canonical,
+            };
+            // The prediction (seed 000) feeds the automatic choice and sizes
+            // BRMerge-Upper's temporary C; it is made only when needed.
+            let mut prediction = None;
+            let selected = select(algorithm, &shape, || {
+                let p = predict::predict_nnz(&ra, &rb, &work, Sampling::Stratified);
+                prediction = Some(p);
+                features(&ra, &rb, &work, &p)
+            });
+            if selected == Algorithm::BrmergeUpper && prediction.is_none() {
+                prediction = Some(predict::predict_nnz(&ra, &rb, &work, Sampling::Stratified));
+            }
             let (a_fingerprint, b_fingerprint) = fingerprints(a, b);
             Ok(SpgemmPlan {
                 algorithm,
                 selected,
                 b_canonical,
                 upper: None,
+                prediction,
                 a_fingerprint,
                 b_fingerprint,
                 a: pa,
@@ -309,6 +321,11 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     /// Total number of scalar products (nprod).
     pub fn num_products(&self) -> u64 {
         self.work.total()
+    }
+    /// The output-size prediction made while planning (the automatic
+    /// choice and BRMerge-Upper use it), if one was needed.
+    pub fn prediction(&self) -> Option<NnzPrediction> {
+        self.prediction
     }
     /// nnz(C), once [`SpgemmPlan::symbolic`] ran.
     pub fn nnz(&self) -> Option<usize> {
@@ -391,8 +408,14 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 let (mut sa, mut sb) = (Vec::new(), Vec::new());
                 let av = self.a.values(a, &mut sa)?;
                 let bv = self.b.values(b, &mut sb)?;
-                let chunks =
-                    backend.upper_symbolic(&ra, av, &rb, bv, &self.work, &mut counts[1..])?;
+                let ratio = self.prediction.map_or(1.0, |p| p.ratio);
+                let chunks = backend.upper_symbolic(
+                    (&ra, av),
+                    (&rb, bv),
+                    &self.work,
+                    ratio,
+                    &mut counts[1..],
+                )?;
                 let entries: usize = counts[1..].iter().sum();
                 Some(UpperStore {
                     chunks: Arc::new(chunks),

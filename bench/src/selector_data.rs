@@ -4,13 +4,17 @@
 //! planner computes them), the median time of every CPU algorithm forced in
 //! turn, the automatic choice and its time, and the fastest algorithm.
 //!
+//! A case is a matrix spec (C = A·A, or A·Aᵀ with `--aat`) or two specs
+//! joined by `@` (C = A·B, e.g. `stencil2d_5pt:256@rmat:16:4`, both with
+//! 65,536 rows): products of different families.
+//!
 //! A model trained on these rows (a training script reads the CSV) replaces
 //! the written-down rule in `src/plan/select.rs`; rows of matrices the model
 //! never saw evaluate it (geomean of auto / best, accuracy, worst loss).
 
 use crate::cases::{CaseArgs, SelfProduct};
 use crate::sparse::{BenchScalar, SparseMatrix};
-use crate::timing::median_seconds;
+use crate::timing::interleaved_medians;
 use clap::Parser;
 use rusparse::plan::features::{features, FEATURE_NAMES};
 use rusparse::plan::predict::{predict_nnz, Sampling};
@@ -25,7 +29,9 @@ use std::path::PathBuf;
 pub struct SelectorDataCli {
     #[command(flatten)]
     cases: CaseArgs,
-    /// Timed runs per algorithm (after one warm-up).
+    /// Timed rounds (after one warm-up run of each algorithm); each round
+    /// runs every algorithm once, so a slow spell of the machine falls on
+    /// all of them.
     #[arg(long, default_value_t = 3)]
     runs: usize,
     /// The CSV to write (appended to when it exists, without a new header).
@@ -49,16 +55,19 @@ fn header() -> String {
     cols.join(",")
 }
 
-/// One CSV row (without the newline).
+/// One CSV row (without the newline): C = A·op(B), with B = A when `mb`
+/// is `None`.
 fn row<T: BenchScalar>(
     cli: &SelectorDataCli,
     ctx: &Context,
     name: &str,
-    m: &SparseMatrix,
+    (ma, mb): (&SparseMatrix, Option<&SparseMatrix>),
     op_b: Op,
 ) -> Result<String, String> {
-    let a: CsrMatrix<T, i64, i64> = m.to_csr()?;
-    let (av, bv) = (a.view(), a.view());
+    let a: CsrMatrix<T, i64, i64> = ma.to_csr()?;
+    let b: Option<CsrMatrix<T, i64, i64>> = mb.map(|m| m.to_csr()).transpose()?;
+    let av = a.view();
+    let bv = b.as_ref().map_or_else(|| a.view(), |b| b.view());
     let fail = |e: rusparse::Error| format!("{name}: {e}");
     let f = ctx.run(|| -> Result<_, String> {
         let pa = OperandPattern::new(&av, Op::N).map_err(fail)?;
@@ -68,30 +77,48 @@ fn row<T: BenchScalar>(
         let p = predict_nnz(&ra, &rb, &work, Sampling::Stratified);
         Ok(features(&ra, &rb, &work, &p))
     })?;
-    let mut fields: Vec<String> =
-        vec![name.into(), if op_b == Op::T { "aat" } else { "aa" }.into()];
-    fields.extend(f.values.iter().map(|v| format!("{v}")));
-    let time = |algorithm: Algorithm| -> Result<f64, String> {
-        let opts = SpgemmOptions::<T> {
-            op_b,
-            algorithm,
-            ..Default::default()
-        };
-        // One untimed run (it also reports errors), then the timed ones.
-        ctx.spgemm(&av, &bv, &opts).map_err(fail)?;
-        Ok(median_seconds(cli.runs, || {
-            ctx.spgemm(&av, &bv, &opts).expect("ran once already");
-        }))
+    let product = match (mb.is_some(), op_b) {
+        (true, _) => "ab",
+        (false, Op::T) => "aat",
+        (false, _) => "aa",
     };
+    let mut fields: Vec<String> = vec![name.into(), product.into()];
+    fields.extend(f.values.iter().map(|v| format!("{v}")));
+    // Every algorithm forced in turn, then the automatic choice: one
+    // untimed run each (it also reports errors), then interleaved rounds.
+    let configs: Vec<Algorithm> = ALGORITHMS
+        .iter()
+        .map(|(a, _)| *a)
+        .chain([Algorithm::Default])
+        .collect();
+    let options = |algorithm| SpgemmOptions::<T> {
+        op_b,
+        algorithm,
+        ..Default::default()
+    };
+    for &algorithm in &configs {
+        ctx.spgemm(&av, &bv, &options(algorithm)).map_err(fail)?;
+    }
+    let mut runners: Vec<Box<dyn FnMut()>> = configs
+        .iter()
+        .map(|&algorithm| {
+            let opts = options(algorithm);
+            let (ctx, av, bv) = (ctx, &av, &bv);
+            Box::new(move || {
+                ctx.spgemm(av, bv, &opts).expect("ran once already");
+            }) as Box<dyn FnMut()>
+        })
+        .collect();
+    let mut refs: Vec<&mut dyn FnMut()> = runners.iter_mut().map(|r| &mut **r as _).collect();
+    let seconds = interleaved_medians(cli.runs, &mut refs);
     let mut best = ("", f64::INFINITY);
-    for (algorithm, label) in ALGORITHMS {
-        let t = time(algorithm)?;
+    for ((_, label), &t) in ALGORITHMS.iter().zip(&seconds) {
         if t < best.1 {
             best = (label, t);
         }
         fields.push(format!("{t}"));
     }
-    fields.push(format!("{}", time(Algorithm::Default)?));
+    fields.push(format!("{}", seconds[ALGORITHMS.len()]));
     let chosen = SpgemmPlan::new(ctx, &av, Op::N, &bv, op_b, Algorithm::Default)
         .map_err(fail)?
         .selected_algorithm();
@@ -118,15 +145,28 @@ pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
         writeln!(out, "{}", header()).map_err(|e| e.to_string())?;
     }
     for spec in &cli.cases.matrices {
-        let SelfProduct {
-            name,
-            matrix: m,
-            op_b,
-        } = cli.cases.load(spec)?;
-        let line = if m.is_complex() {
-            row::<Complex<f64>>(&cli, &ctx, &name, &m, op_b)?
+        let (name, a, b, op_b) = match spec.split_once('@') {
+            Some((sa, sb)) => {
+                let (a, b) = (cli.cases.load(sa)?, cli.cases.load(sb)?);
+                if a.matrix.ncols != b.matrix.nrows {
+                    return Err(format!(
+                        "{spec}: A has {} columns but B has {} rows",
+                        a.matrix.ncols, b.matrix.nrows
+                    ));
+                }
+                let name = format!("{}@{}", a.name, b.name);
+                (name, a.matrix, Some(b.matrix), Op::N)
+            }
+            None => {
+                let SelfProduct { name, matrix, op_b } = cli.cases.load(spec)?;
+                (name, matrix, None, op_b)
+            }
+        };
+        let operands = (&a, b.as_ref());
+        let line = if a.is_complex() || b.as_ref().is_some_and(|b| b.is_complex()) {
+            row::<Complex<f64>>(&cli, &ctx, &name, operands, op_b)?
         } else {
-            row::<f64>(&cli, &ctx, &name, &m, op_b)?
+            row::<f64>(&cli, &ctx, &name, operands, op_b)?
         };
         eprintln!("{name}: best {}", line.rsplit(',').next().unwrap_or("?"));
         writeln!(out, "{line}").map_err(|e| e.to_string())?;

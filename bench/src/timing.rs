@@ -128,6 +128,25 @@ pub fn median_seconds(runs: usize, mut f: impl FnMut()) -> f64 {
     Stats::of(&times).expect("at least one run").median
 }
 
+/// The median seconds of each of `fs` over `runs` (at least one) rounds;
+/// every round calls each of `fs` once, in order, so a slow spell of a
+/// shared machine falls on all of them alike rather than on one. No
+/// warm-up.
+pub fn interleaved_medians(runs: usize, fs: &mut [&mut dyn FnMut()]) -> Vec<f64> {
+    let mut times = vec![Vec::with_capacity(runs.max(1)); fs.len()];
+    for _ in 0..runs.max(1) {
+        for (f, t) in fs.iter_mut().zip(&mut times) {
+            let start = std::time::Instant::now();
+            f();
+            t.push(start.elapsed().as_secs_f64());
+        }
+    }
+    times
+        .iter()
+        .map(|t| Stats::of(t).expect("at least one run").median)
+        .collect()
+}
+
 /// What the runs of one product measured.
 pub struct Measurement<T, I> {
     /// Seconds of each timed run.

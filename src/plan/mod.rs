@@ -4,12 +4,12 @@
 //! every back end: the row-accessible form of each operand
 //! ([`operand`]), the work per output row and its balanced split into
 //! chunks ([`row_work`], which also groups the rows into strata by work and
-//! length), the output-size prediction and the row sample the algorithm
-//! choice reads ([`predict`]), the GPU pipeline's bins and kernel
+//! length), the output-size prediction ([`predict`]), the GPU pipeline's bins and kernel
 //! configurations derived from the device ([`gpu_bins`]), the pattern
 //! fingerprint that lets later phases refuse a changed input
 //! ([`fingerprint`]), the features a trained selector reads
-//! ([`features`]), and the algorithm choice ([`select`]).
+//! ([`features`]), and the algorithm choice ([`select`], which walks the
+//! trained tree of [`selector_model`]).
 
 pub mod features;
 pub mod fingerprint;
@@ -18,6 +18,7 @@ pub mod operand;
 pub mod predict;
 pub mod row_work;
 pub mod select;
+pub mod selector_model;
 
 pub use operand::{OperandPattern, RowPattern};
 pub use row_work::RowWork;

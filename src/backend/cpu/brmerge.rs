@@ -21,7 +21,7 @@
 
 use super::dense::UnsizedRows;
 use super::rows::{row_mismatch, shift_cols, too_many_columns, Scale};
-use crate::error::{try_vec, Result};
+use crate::error::{try_reserve, try_vec, Result};
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
 use std::ops::Range;
@@ -241,10 +241,40 @@ pub(crate) struct UpperChunk<T, J> {
 /// in a dense array, when op(B) is narrow enough for one.
 pub(super) const MERGE_MAX_LISTS: usize = 16;
 
+/// Head room over the predicted size of a chunk's temporary C: the
+/// prediction's error on real matrices stays under 6 % (docs/benchmarks.md),
+/// so one allocation nearly always suffices.
+const UPPER_HEADROOM: f64 = 1.125;
+
+/// Entries a chunk's temporary C starts with: its `products` divided by the
+/// predicted compression `ratio`, with [`UPPER_HEADROOM`] and a small
+/// floor, never more than `products` (the upper bound).
+pub(super) fn upper_initial_capacity(products: usize, ratio: f64) -> usize {
+    if ratio.is_nan() || ratio <= 1.0 {
+        return products;
+    }
+    let predicted = (products as f64 / ratio * UPPER_HEADROOM).ceil() as usize;
+    predicted.saturating_add(1024).min(products)
+}
+
+/// Makes room for `extra` more entries in `v`, growing its capacity by
+/// half at least (never past `bound`) when it is too small.
+fn make_room<X>(v: &mut Vec<X>, extra: usize, bound: usize) -> Result<()> {
+    let len = v.len() + extra;
+    if len > v.capacity() {
+        let want = len.max(v.capacity().saturating_add(v.capacity() / 2).min(bound));
+        try_reserve(v, want - v.len(), "BRMerge-Upper temporary C")?;
+    }
+    Ok(())
+}
+
 /// BRMerge-Upper, symbolic phase of one chunk: merges every row into a
-/// temporary C sized by the chunk's nprod (the upper bound) and records the
-/// exact row sizes in `counts`. Rows with more than [`MERGE_MAX_LISTS`]
-/// lists go through a dense accumulator instead when `dense_ok`.
+/// temporary C and records the exact row sizes in `counts`. The temporary C
+/// starts at the chunk's predicted size (nprod over the predicted
+/// compression `ratio`, seed 000) rather than its nprod (the upper bound
+/// BRMerge-Upper is named after), and grows when the prediction was low;
+/// it never exceeds nprod. Rows with more than [`MERGE_MAX_LISTS`] lists go
+/// through a dense accumulator instead when `dense_ok`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
@@ -253,12 +283,14 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     b_vals: &[T],
     work: &RowWork,
     rows: Range<usize>,
-    dense_ok: bool,
+    (dense_ok, ratio): (bool, f64),
     counts: &mut [usize],
 ) -> Result<UpperChunk<T, J>> {
     let bound = usize::try_from(work.rows(rows.clone())).unwrap_or(usize::MAX);
-    let mut cols = try_vec(bound, J::default(), "BRMerge-Upper temporary C")?;
-    let mut vals = try_vec(bound, T::zero(), "BRMerge-Upper temporary C")?;
+    let start = upper_initial_capacity(bound, ratio);
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    try_reserve(&mut cols, start, "BRMerge-Upper temporary C")?;
+    try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
     let mut merger = Merger::for_rows(a, work, &rows)?;
     let mut dense: Option<UnsizedRows<T>> = None;
     let mut n = 0usize;
@@ -273,6 +305,10 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
                 dense = Some(UnsizedRows::new(b.ncols, longest)?);
             }
             if let Some(d) = dense.as_mut() {
+                make_room(&mut cols, p, bound)?;
+                make_room(&mut vals, p, bound)?;
+                cols.resize(n + p, J::default());
+                vals.resize(n + p, T::zero());
                 *count = d.row(
                     a,
                     a_vals,
@@ -284,6 +320,8 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
                     &mut vals[n..n + p],
                 );
                 n += *count;
+                cols.truncate(n);
+                vals.truncate(n);
             }
             continue;
         }
@@ -291,13 +329,13 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
         if n + rc.len() > bound {
             return Err(too_many_columns(i, bound));
         }
-        cols[n..n + rc.len()].copy_from_slice(rc);
-        vals[n..n + rv.len()].copy_from_slice(rv);
+        make_room(&mut cols, rc.len(), bound)?;
+        make_room(&mut vals, rv.len(), bound)?;
+        cols.extend_from_slice(rc);
+        vals.extend_from_slice(rv);
         n += rc.len();
         *count = rc.len();
     }
-    cols.truncate(n);
-    vals.truncate(n);
     Ok(UpperChunk { cols, vals })
 }
 
@@ -348,6 +386,59 @@ mod tests {
             assert_eq!(c.row_offsets(), expected.row_offsets());
             assert_eq!(c.col_indices(), expected.col_indices());
             assert_eq!(c.values(), expected.values());
+        }
+    }
+
+    #[test]
+    fn upper_starts_at_the_predicted_size_within_the_bound() {
+        use super::upper_initial_capacity as start;
+        assert_eq!(start(10_000, 1.0), 10_000);
+        assert_eq!(start(10_000, f64::NAN), 10_000);
+        assert_eq!(start(10_000, 0.5), 10_000);
+        assert_eq!(start(1_000_000, 4.0), 281_250 + 1024);
+        assert_eq!(start(2000, 4.0), 563 + 1024);
+        assert_eq!(start(1000, 4.0), 1000);
+        assert_eq!(start(0, 3.0), 0);
+    }
+
+    /// A prediction far too low makes the temporary C grow; the rows and
+    /// sizes must not change, merged or dense.
+    #[test]
+    fn upper_grows_past_a_low_prediction() {
+        use crate::plan::{RowPattern, RowWork};
+        let n = 600usize;
+        let (mut off, mut cols, mut vals) = (vec![0i32], Vec::new(), Vec::new());
+        for i in 0..n {
+            let mut row: Vec<i32> = (0..2 + i % 30)
+                .map(|k| ((i * 7 + k * 13) % n) as i32)
+                .collect();
+            row.sort_unstable();
+            row.dedup();
+            vals.extend(row.iter().map(|&c| f64::from(c % 5) - 2.0));
+            cols.extend(row);
+            off.push(cols.len() as i32);
+        }
+        let a = RowPattern::zero_based(&off, &cols, n);
+        let work = RowWork::new(&a, &a, 1).unwrap();
+        for dense_ok in [false, true] {
+            let run = |ratio: f64| {
+                let mut counts = vec![0usize; n];
+                let chunk = super::upper_chunk(
+                    &a,
+                    &vals,
+                    &a,
+                    &vals,
+                    &work,
+                    0..n,
+                    (dense_ok, ratio),
+                    &mut counts,
+                )
+                .unwrap();
+                (chunk.cols, chunk.vals, counts)
+            };
+            let exact = run(1.0);
+            assert!(exact.0.len() > 4 * 1024, "{} entries", exact.0.len());
+            assert_eq!(run(1e9), exact);
         }
     }
 }

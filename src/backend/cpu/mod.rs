@@ -110,18 +110,19 @@ impl CpuBackend {
     }
 
     /// BRMerge-Upper's symbolic phase: every chunk merges its rows into a
-    /// temporary C; `counts[i]` receives the size of row `i`.
+    /// temporary C, first sized by the predicted compression `ratio`
+    /// (nprod / nnz(C), seed 000; 1 for the upper bound nprod);
+    /// `counts[i]` receives the size of row `i`.
     ///
     /// # Errors
     /// [`crate::Error::AllocFailed`]; [`crate::Error::InvalidValue`] on a
     /// stale plan.
     pub(crate) fn upper_symbolic<T: Scalar, I: Index, J: Index>(
         &self,
-        a: &RowPattern<'_, I, J>,
-        a_vals: &[T],
-        b: &RowPattern<'_, I, J>,
-        b_vals: &[T],
+        (a, a_vals): (&RowPattern<'_, I, J>, &[T]),
+        (b, b_vals): (&RowPattern<'_, I, J>, &[T]),
         work: &RowWork,
+        ratio: f64,
         counts: &mut [usize],
     ) -> Result<Vec<UpperChunk<T, J>>> {
         let dense_ok = b.ncols.saturating_mul(std::mem::size_of::<T>()) <= DENSE_MAX_BYTES;
@@ -129,7 +130,7 @@ impl CpuBackend {
             .into_par_iter()
             .zip(work.chunks().collect::<Vec<_>>())
             .map(|(counts, rows)| {
-                brmerge::upper_chunk(a, a_vals, b, b_vals, work, rows, dense_ok, counts)
+                brmerge::upper_chunk(a, a_vals, b, b_vals, work, rows, (dense_ok, ratio), counts)
             })
             .collect()
     }
