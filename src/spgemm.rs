@@ -264,6 +264,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             let chunks = CpuBackend::chunks_for(ctx.num_threads());
             let work = RowWork::new(&ra, &rb, chunks)?;
             let shape = ProductShape {
+                products: work.total(),
                 b_cols: pb.ncols(),
                 value_bytes: std::mem::size_of::<T>(),
                 b_canonical,

@@ -59,8 +59,9 @@ pub const RMAT_ABC: (f64, f64, f64) = (0.57, 0.19, 0.19);
 /// A matrix to benchmark: a generated family or a Matrix Market file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Spec {
-    /// `uniform_r4:N`: N×N, 4 distinct uniformly random columns per row.
-    UniformR4 { n: usize },
+    /// `uniform_rK:N` (e.g. `uniform_r4:N`): N×N, K distinct uniformly
+    /// random columns per row.
+    Uniform { k: usize, n: usize },
     /// `stencil2d_5pt:S`: 5-point stencil on an S×S grid.
     Stencil2d { s: usize },
     /// `stencil3d_7pt:S`: 7-point stencil on an S×S×S grid.
@@ -78,7 +79,7 @@ pub enum Spec {
 }
 
 /// The families and their syntax, for `--help` and error messages.
-pub const FAMILIES: &str = "uniform_r4:N, stencil2d_5pt:S, stencil3d_7pt:S, fem27_3dof:S, \
+pub const FAMILIES: &str = "uniform_rK:N (e.g. uniform_r4:N), stencil2d_5pt:S, stencil3d_7pt:S, fem27_3dof:S, \
 rmat:SCALE:EDGEFACTOR, delaunay:N, band_rR:N (e.g. band_r120:36000), or a path ending in .mtx / .mtx.gz";
 
 fn parse_num<T: std::str::FromStr>(spec: &str, what: &str, s: &str) -> Result<T, String> {
@@ -115,10 +116,12 @@ impl Spec {
         };
         let family = parts[0];
         let parsed = match family {
-            "uniform_r4" => {
+            f if f.starts_with("uniform_r") => {
                 want(1)?;
-                Spec::UniformR4 {
-                    n: positive("N", parts[1], 4)?,
+                let k = positive("K", &f["uniform_r".len()..], 1)?;
+                Spec::Uniform {
+                    k,
+                    n: positive("N", parts[1], k)?,
                 }
             }
             "stencil2d_5pt" => {
@@ -178,7 +181,7 @@ impl Spec {
     /// (`stencil2d_5pt_725`), or the file name without `.mtx` / `.mtx.gz`.
     pub fn safe_name(&self) -> String {
         let raw = match self {
-            Spec::UniformR4 { n } => format!("uniform_r4_{n}"),
+            Spec::Uniform { k, n } => format!("uniform_r{k}_{n}"),
             Spec::Stencil2d { s } => format!("stencil2d_5pt_{s}"),
             Spec::Stencil3d { s } => format!("stencil3d_7pt_{s}"),
             Spec::Fem27 { s } => format!("fem27_3dof_{s}"),
@@ -217,7 +220,7 @@ impl Spec {
     /// `matrix_market::read_path` loads).
     pub fn generate(&self, seed: u64) -> Result<SparseMatrix, String> {
         Ok(match *self {
-            Spec::UniformR4 { n } => uniform_r4(n, seed),
+            Spec::Uniform { k, n } => uniform(k, n, seed),
             Spec::Stencil2d { s } => stencil2d_5pt(s, seed),
             Spec::Stencil3d { s } => stencil3d_7pt(s, seed),
             Spec::Fem27 { s } => fem27_3dof(s, seed),
@@ -323,10 +326,10 @@ where
     }
 }
 
-/// `uniform_r4:N`.
-pub fn uniform_r4(n: usize, seed: u64) -> SparseMatrix {
+/// `uniform_rK:N` (`k <= n`).
+pub fn uniform(k: usize, n: usize, seed: u64) -> SparseMatrix {
     build_rows(n, n, seed, tag::UNIFORM, |_, rng, cols| {
-        while cols.len() < 4 {
+        while cols.len() < k {
             let c = rng.random_range(0..n);
             if !cols.contains(&c) {
                 cols.push(c);
@@ -765,6 +768,11 @@ mod tests {
         check_common(&m, &spec);
         // Columns spread over the whole range.
         assert!(m.indices.iter().any(|&c| c < 100) && m.indices.iter().any(|&c| c >= 900));
+        let wide = Spec::parse("uniform_r24:500").unwrap();
+        assert_eq!(wide.safe_name(), "uniform_r24_500");
+        let m = wide.generate(42).unwrap();
+        assert!((0..500).all(|i| m.row(i).len() == 24));
+        check_common(&m, &wide);
     }
 
     #[test]
@@ -963,6 +971,8 @@ mod tests {
             "nope:3",
             "rmat:18",
             "uniform_r4:2",
+            "uniform_r0:10",
+            "uniform_rX:10",
             "band_rX:10",
         ] {
             let e = Spec::parse(bad).unwrap_err();

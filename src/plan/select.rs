@@ -9,7 +9,9 @@
 //!    automatic choice runs instead.
 //! 2. The automatic choice (`DEFAULT`, `ALG1`..`ALG3`, the deterministic
 //!    and non-deterministic requests: every CPU algorithm is deterministic)
-//!    is the tree's pick, unless the pick cannot run: BRMerge on op(B) with
+//!    is the tree's pick (the dense accumulator for products of at most
+//!    [`SMALL_PRODUCTS`], where computing the features would cost a large
+//!    share of the product), unless the pick cannot run: BRMerge on op(B) with
 //!    unsorted or duplicate columns, or a dense accumulator row
 //!    (`ncols(B)` values) over [`DENSE_MAX_BYTES`]. Then the dense
 //!    accumulator when it fits, else hash (both take any input).
@@ -45,9 +47,16 @@ pub enum SelectorNode {
     Leaf(Algorithm),
 }
 
+/// Products of at most this many scalar products skip the tree (and the
+/// prediction and features it reads, which would cost a large share of
+/// them): the dense accumulator when it fits, else hash.
+pub const SMALL_PRODUCTS: u64 = 1 << 16;
+
 /// What the choice looks at besides the features.
 #[derive(Debug, Clone, Copy)]
 pub struct ProductShape {
+    /// nprod, the number of scalar products.
+    pub products: u64,
     /// Columns of op(B) (= of C).
     pub b_cols: usize,
     /// Bytes of one value.
@@ -65,16 +74,20 @@ pub fn select(
 ) -> Algorithm {
     match requested {
         Algorithm::BrmergePrecise | Algorithm::BrmergeUpper if !shape.b_canonical => {
-            automatic(shape, &features())
+            automatic(shape, features)
         }
         r if r.is_concrete() => r,
-        _ => automatic(shape, &features()),
+        _ => automatic(shape, features),
     }
 }
 
-/// The tree's pick for `features`, made runnable on `shape`.
-fn automatic(shape: &ProductShape, features: &Features) -> Algorithm {
-    runnable(tree_pick(&SELECTOR_TREE, features), shape)
+/// The tree's pick for the features, made runnable on `shape`; small
+/// products take the dense accumulator (or hash) without features.
+fn automatic(shape: &ProductShape, features: impl FnOnce() -> Features) -> Algorithm {
+    if shape.products <= SMALL_PRODUCTS {
+        return runnable(Algorithm::Dense, shape);
+    }
+    runnable(tree_pick(&SELECTOR_TREE, &features()), shape)
 }
 
 /// Walks `tree` from its first node. A NaN feature goes `above`; a
@@ -125,6 +138,7 @@ mod tests {
 
     fn shape(b_cols: usize, b_canonical: bool) -> ProductShape {
         ProductShape {
+            products: SMALL_PRODUCTS + 1,
             b_cols,
             value_bytes: 8,
             b_canonical,
@@ -214,6 +228,18 @@ mod tests {
             runnable(Algorithm::Hash, &shape(100, false)),
             Algorithm::Hash
         );
+    }
+
+    #[test]
+    fn small_products_skip_the_features() {
+        let mut s = shape(100, true);
+        s.products = SMALL_PRODUCTS;
+        assert_eq!(
+            select(Algorithm::Default, &s, no_features),
+            Algorithm::Dense
+        );
+        s.b_cols = 1 << 30;
+        assert_eq!(select(Algorithm::Default, &s, no_features), Algorithm::Hash);
     }
 
     #[test]
