@@ -20,7 +20,7 @@
 //! cargo run --release --bin rusparse-bench -- --plot out.png --from results.json --peers peers.json
 //! ```
 //!
-//! Matrix specs: `uniform_r4:N`, `stencil2d_5pt:S`, `stencil3d_7pt:S`,
+//! Matrix specs: `uniform_rK:N`, `stencil2d_5pt:S`, `stencil3d_7pt:S`,
 //! `fem27_3dof:S`, `rmat:SCALE:EDGEFACTOR`, `delaunay:N`, `band_rR:N`, or a
 //! path ending in `.mtx` / `.mtx.gz` (see `generate.rs` and
 //! `matrix_market.rs`). Real matrices used with `--value c32|c64` get zero
@@ -145,7 +145,7 @@ fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
 #[derive(Parser, Debug)]
 #[command(name = "rusparse-bench", version, after_help = AFTER_HELP)]
 struct Cli {
-    /// Matrices A: generator specs (uniform_r4:N, stencil2d_5pt:S,
+    /// Matrices A: generator specs (uniform_rK:N, stencil2d_5pt:S,
     /// stencil3d_7pt:S, fem27_3dof:S, rmat:SCALE:EDGEFACTOR, delaunay:N,
     /// band_rR:N) or paths ending in .mtx / .mtx.gz.
     #[arg(value_name = "MATRIX")]
