@@ -85,6 +85,11 @@ TRAIN = [
     # Added after the second held-out run: large local products with
     # little work per row (the first ones had only scattered examples).
     "band_r2:300000", "stencil2d_5pt:500", "stencil3d_7pt:60",
+    # More sizes and mixtures of each family.
+    "rmat:12:4", "rmat:14:8", "rmat:15:2", "delaunay:200000",
+    "band_r25:60000", "band_r80:30000", "stencil2d_5pt:250", "fem27_3dof:7",
+    "uniform_r6:150000", "uniform_r3:400000",
+    "rmat:15:8@uniform_r6:32768", "uniform_r6:32768@rmat:15:8",
 ]
 TRAIN_AAT = ["rmat:15:6", "band_r33:40000", "uniform_r4:300000",
              "uniform_r4:24000", "rmat:13:8", "delaunay:20000",

@@ -7,9 +7,9 @@ use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrOutput, CsrView};
 use crate::error::{invalid, try_vec, Result};
-use crate::plan::features::features;
+use crate::plan::features::planning_features;
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
-use crate::plan::predict::{self, NnzPrediction, Sampling};
+use crate::plan::predict::{self, NnzPrediction, Sampling, PLANNING_SAMPLING};
 use crate::plan::select::{select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
 use crate::types::{Algorithm, Index, IndexBase, Op, Scalar};
@@ -273,12 +273,12 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             // BRMerge-Upper's temporary C; it is made only when needed.
             let mut prediction = None;
             let selected = select(algorithm, &shape, || {
-                let p = predict::predict_nnz(&ra, &rb, &work, Sampling::Stratified);
+                let (p, f) = planning_features(&ra, &rb, &work);
                 prediction = Some(p);
-                features(&ra, &rb, &work, &p)
+                f
             });
             if selected == Algorithm::BrmergeUpper && prediction.is_none() {
-                prediction = Some(predict::predict_nnz(&ra, &rb, &work, Sampling::Stratified));
+                prediction = Some(predict::predict_nnz(&ra, &rb, &work, PLANNING_SAMPLING));
             }
             let (a_fingerprint, b_fingerprint) = fingerprints(a, b);
             Ok(SpgemmPlan {

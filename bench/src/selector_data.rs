@@ -16,8 +16,7 @@ use crate::cases::{CaseArgs, SelfProduct};
 use crate::sparse::{BenchScalar, SparseMatrix};
 use crate::timing::interleaved_medians;
 use clap::Parser;
-use rusparse::plan::features::{features, FEATURE_NAMES};
-use rusparse::plan::predict::{predict_nnz, Sampling};
+use rusparse::plan::features::{planning_features, FEATURE_NAMES};
 use rusparse::plan::{OperandPattern, RowWork};
 use rusparse::{Algorithm, Complex, Context, CsrMatrix, Op, SpgemmOptions, SpgemmPlan};
 use std::io::Write as _;
@@ -74,8 +73,7 @@ fn row<T: BenchScalar>(
         let pb = OperandPattern::new(&bv, op_b).map_err(fail)?;
         let (ra, rb) = (pa.rows(&av), pb.rows(&bv));
         let work = RowWork::new(&ra, &rb, 1).map_err(fail)?;
-        let p = predict_nnz(&ra, &rb, &work, Sampling::Stratified);
-        Ok(features(&ra, &rb, &work, &p))
+        Ok(planning_features(&ra, &rb, &work).1)
     })?;
     let product = match (mb.is_some(), op_b) {
         (true, _) => "ab",

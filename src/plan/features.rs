@@ -8,11 +8,15 @@
 //! pass over the row offsets of A and B (O(rows)) and a sample of at most
 //! [`BAND_SAMPLE_ROWS`] rows of A for the diagonal and image features: tens
 //! of microseconds to about a millisecond for a million rows.
+//! [`planning_features`] adds the planner's cheap prediction; together they
+//! cost under 1 % of the SpGEMM on most of the real matrices of
+//! `shared/matrices` and at most about 3 % (1 thread, measured as the
+//! automatic run against the same algorithm forced).
 //!
 //! The vector is what a trained model reads; [`FEATURE_NAMES`] names each
 //! entry, in order, for the training script and for reports.
 
-use super::predict::NnzPrediction;
+use super::predict::{predict_nnz, NnzPrediction, PLANNING_SAMPLING};
 use super::row_work::{ENTRY_CLASSES, STRATA};
 use super::{RowPattern, RowWork};
 use crate::types::Index;
@@ -22,8 +26,10 @@ use rayon::prelude::*;
 /// `IMAGE_SIDE x IMAGE_SIDE` blocks of rows and columns).
 pub const IMAGE_SIDE: usize = 4;
 
-/// Rows of A sampled, evenly spaced, for the diagonal and image features.
-pub const BAND_SAMPLE_ROWS: usize = 4096;
+/// Rows of A sampled, evenly spaced, for the diagonal and image features
+/// (4096 cost up to 4 % of a small product's time, from the image's
+/// per-entry divisions; 512 estimate the shares to a few per cent).
+pub const BAND_SAMPLE_ROWS: usize = 512;
 
 /// Number of features.
 pub const NUM_FEATURES: usize = 20 + IMAGE_SIDE * IMAGE_SIDE;
@@ -108,6 +114,19 @@ fn row_lengths<I: Index, J: Index>(x: &RowPattern<'_, I, J>) -> (f64, f64, f64, 
     let var = (sum_sq / n - mean * mean).max(0.0);
     let cv = if mean > 0.0 { var.sqrt() / mean } else { 0.0 };
     (mean, max, cv, empty as f64 / n)
+}
+
+/// The planner's prediction (with [`PLANNING_SAMPLING`]) and the features
+/// of `a * b`, as the automatic choice computes them (the selector's
+/// training data must use the same).
+pub fn planning_features<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+) -> (NnzPrediction, Features) {
+    let p = predict_nnz(a, b, work, PLANNING_SAMPLING);
+    let f = features(a, b, work, &p);
+    (p, f)
 }
 
 /// Computes the features of `a * b` (both `op`-applied patterns) from the
