@@ -43,6 +43,23 @@ pub struct Stratum {
     pub rows: u64,
     /// Their products.
     pub products: u64,
+    /// The sum over its rows of a lower bound of the row's nnz in C: the
+    /// longest row of B the row merges (see [`row_lower_bound`]).
+    pub lower_bound: u64,
+}
+
+/// A lower bound of nnz of row `i` of `a * b`: the length of the longest
+/// row of B it merges (all of that row's columns appear in the output).
+#[inline]
+pub fn row_lower_bound<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    i: usize,
+) -> u64 {
+    a.range(i)
+        .map(|k| b.row_len(a.col(k)) as u64)
+        .max()
+        .unwrap_or(0)
 }
 
 /// The group of a row with `nprod > 0` products and `entries > 0` entries
@@ -58,6 +75,7 @@ fn add_strata(mut x: Strata, y: Strata) -> Strata {
     for (a, b) in x.iter_mut().zip(y) {
         a.rows += b.rows;
         a.products += b.products;
+        a.lower_bound += b.lower_bound;
     }
     x
 }
@@ -86,17 +104,17 @@ impl RowWork {
                 for (r, slot) in out.iter_mut().enumerate() {
                     let entries = a.range(first + r);
                     let len = entries.len();
-                    let nprod: u64 = entries
-                        .map(|k| {
-                            let row = b.range(a.col(k));
-                            (row.end - row.start) as u64
-                        })
-                        .sum();
+                    let (nprod, longest) = entries.fold((0u64, 0u64), |(sum, max), k| {
+                        let row = b.range(a.col(k));
+                        let l = (row.end - row.start) as u64;
+                        (sum + l, max.max(l))
+                    });
                     *slot = nprod;
                     if nprod > 0 {
                         let s = &mut strata[stratum_of(nprod, len)];
                         s.rows += 1;
                         s.products += nprod;
+                        s.lower_bound += longest;
                     }
                 }
                 strata
@@ -229,5 +247,25 @@ mod tests {
     #[test]
     fn bounds_of_empty_matrix() {
         assert_eq!(balanced_bounds(&[0], 4).unwrap(), vec![0]);
+    }
+
+    /// The strata's lower bounds sum each row's longest merged row of B,
+    /// which never exceeds the row's nnz in C nor its nprod.
+    #[test]
+    fn strata_sum_the_longest_merged_row_of_b() {
+        // A: row 0 = {0, 1}, row 1 = {2}, row 2 = {} ; B rows of length 3, 1, 2.
+        let (a_off, a_cols) = ([0i32, 2, 3, 3], [0i32, 1, 2]);
+        let (b_off, b_cols) = ([0i32, 3, 4, 6], [0i32, 1, 2, 1, 0, 4]);
+        let a = RowPattern::zero_based(&a_off, &a_cols, 3);
+        let b = RowPattern::zero_based(&b_off, &b_cols, 5);
+        assert_eq!(row_lower_bound(&a, &b, 0), 3);
+        assert_eq!(row_lower_bound(&a, &b, 1), 2);
+        assert_eq!(row_lower_bound(&a, &b, 2), 0);
+        let work = RowWork::new(&a, &b, 1).unwrap();
+        let (rows, products, bound) = work.strata().iter().fold((0, 0, 0), |t, s| {
+            (t.0 + s.rows, t.1 + s.products, t.2 + s.lower_bound)
+        });
+        // Row 0: nprod 4, nnz 3 ({0, 1, 2}); row 1: nprod 2, nnz 2.
+        assert_eq!((rows, products, bound), (2, 6, 5));
     }
 }
