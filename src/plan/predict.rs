@@ -428,11 +428,13 @@ fn stratified<I: Index, J: Index>(
             continue;
         }
         exact = false;
-        if sample.products > sample.lower_bound {
+        if sample.products > sample.lower_bound && sample.nnz >= sample.lower_bound {
             // Known part plus the ratio estimate of the rest: each row's
             // nnz is at least its longest row of B (`lower_bound`, summed
             // over the whole group while counting), so only the nnz above
-            // it is estimated, from the products above it.
+            // it is estimated, from the products above it. (Rows of B with
+            // duplicate columns can break the bound; where the sample shows
+            // that, the plain ratio below is used.)
             let rest = (s.products - s.lower_bound) as f64;
             let above = (sample.nnz - sample.lower_bound) as f64;
             nnz +=

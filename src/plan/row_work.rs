@@ -48,7 +48,8 @@ pub struct Stratum {
     pub lower_bound: u64,
 }
 
-/// A lower bound of nnz of row `i` of `a * b`: the length of the longest
+/// A lower bound of nnz of row `i` of `a * b` when B's rows hold no
+/// duplicate columns: the length of the longest
 /// row of B it merges (all of that row's columns appear in the output).
 #[inline]
 pub fn row_lower_bound<I: Index, J: Index>(
