@@ -281,9 +281,11 @@ def write_model(tree, names, ntrain, args):
             lines.append(f"    SelectorNode::Leaf({RUST_NAMES[n[1]]}),")
         else:
             _, f, thr, b, a = n
+            # rustfmt's layout, so `cargo fmt --check` passes unchanged.
             lines.append(
-                f"    SelectorNode::Split {{ feature: {f}, threshold: {thr!r}, "
-                f"below: {b}, above: {a} }}, // {names[f]}")
+                f"    SelectorNode::Split {{\n        feature: {f},\n"
+                f"        threshold: {thr!r},\n        below: {b},\n"
+                f"        above: {a},\n    }}, // {names[f]}")
     tree_text = "".join("//! " + l + "\n" if l else "//!\n"
                         for l in describe(tree, names).rstrip().split("\n"))
     text = f"""//! The trained CPU algorithm selector: a decision tree over

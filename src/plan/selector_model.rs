@@ -28,11 +28,26 @@ use crate::types::Algorithm;
 
 /// The tree's nodes; node 0 is the root.
 pub const SELECTOR_TREE: [SelectorNode; 7] = [
-    SelectorNode::Split { feature: 6, threshold: 4.5, below: 1, above: 4 }, // max_row_a
-    SelectorNode::Split { feature: 0, threshold: 16.304838457463223, below: 2, above: 3 }, // log2_rows_a
+    SelectorNode::Split {
+        feature: 6,
+        threshold: 4.5,
+        below: 1,
+        above: 4,
+    }, // max_row_a
+    SelectorNode::Split {
+        feature: 0,
+        threshold: 16.304838457463223,
+        below: 2,
+        above: 3,
+    }, // log2_rows_a
     SelectorNode::Leaf(Algorithm::BrmergePrecise),
     SelectorNode::Leaf(Algorithm::BrmergeUpper),
-    SelectorNode::Split { feature: 3, threshold: 20.40643371064572, below: 5, above: 6 }, // log2_nnz_a
+    SelectorNode::Split {
+        feature: 3,
+        threshold: 20.40643371064572,
+        below: 5,
+        above: 6,
+    }, // log2_nnz_a
     SelectorNode::Leaf(Algorithm::Dense),
     SelectorNode::Leaf(Algorithm::BrmergeUpper),
 ];
