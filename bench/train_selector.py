@@ -122,22 +122,59 @@ RUNS = 5
 THREADS = 1
 
 
-def selector_data(csv_path, specs, seed, aat):
+def selector_data(csv_path, specs, seed, aat, extra=()):
     """Appends one row per spec to csv_path (rusparse-bench selector-data)."""
     for spec in specs:
         cmd = [BENCH, "selector-data", "--runs", str(RUNS), "--seed", str(seed),
-               "--threads", str(THREADS), "--csv", csv_path]
+               "--threads", str(THREADS), "--csv", csv_path, *extra]
         for s in aat:
             cmd += ["--aat", s]
         cmd.append(spec)
         subprocess.run(cmd, check=True)
 
 
-def collect_heldout(path):
+def collect_heldout(path, extra=()):
     if os.path.exists(path):
         os.remove(path)
-    selector_data(path, HELDOUT_GENERATED, HELDOUT_SEED, [])
-    selector_data(path, [os.path.join(MATRICES, m) for m in REAL], 0, ["lp_"])
+    selector_data(path, HELDOUT_GENERATED, HELDOUT_SEED, [], extra)
+    selector_data(path, [os.path.join(MATRICES, m) for m in REAL], 0, ["lp_"], extra)
+
+
+def refeature(_args):
+    """Recomputes the features of the rows of train.csv and heldout.csv
+    (after a feature was added or changed) and keeps their times: the
+    algorithms' times do not depend on the features, and re-timing costs
+    a quiet quarter of an hour. The automatic choice's columns keep the old
+    model's pick until `evaluate` re-times it."""
+    for name, collect_rows in (
+            ("train.csv", lambda p: selector_data(p, TRAIN, TRAIN_SEED, TRAIN_AAT,
+                                                   ["--features-only"])),
+            ("heldout.csv", lambda p: collect_heldout(p, ["--features-only"]))):
+        path = os.path.join(DATA, name)
+        fresh = path + ".features"
+        if os.path.exists(fresh):
+            os.remove(fresh)
+        collect_rows(fresh)
+        with open(fresh, newline="") as f:
+            reader = csv.DictReader(f)
+            feature_names = [c for c in reader.fieldnames if c not in ("matrix", "product")]
+            features = list(reader)
+        os.remove(fresh)
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            timed = [c for c in reader.fieldnames
+                     if c.startswith("seconds_") or c in ("auto_choice", "best")]
+            old = list(reader)
+        if [(r["matrix"], r["product"]) for r in old] != \
+                [(r["matrix"], r["product"]) for r in features]:
+            sys.exit(f"{name}: the cases differ from the lists in this script; run `collect`")
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["matrix", "product", *feature_names, *timed])
+            for o, n in zip(old, features):
+                w.writerow([o["matrix"], o["product"], *(n[c] for c in feature_names),
+                            *(o[c] for c in timed)])
+        print(f"{name}: {len(old)} rows, {len(feature_names)} features")
 
 
 def collect(_args):
@@ -185,10 +222,12 @@ def leaf(rows):
 
 
 # The features the tree may split on: sizes, row lengths, work, the
-# predicted compression and the distance of A's entries from the diagonal
-# (what decides between a dense accumulator's scattered adds and a merge's
-# passes). The 4x4 density image is left out: with a few dozen training
-# products its 16 cells mostly offer splits that fit noise.
+# predicted compression, the distance of A's entries from the diagonal, how
+# often a dense accumulator's adds land on cache lines not touched before
+# (in a window of rows, and over the whole sample: what decides between a
+# dense accumulator's scattered adds and a merge's sequential passes) and
+# the merge passes per row. The 4x4 density image is left out: with a few
+# dozen training products its 16 cells mostly offer splits that fit noise.
 SPLIT_FEATURES = [
     "log2_rows_a", "log2_inner", "log2_cols_b", "log2_nnz_a", "log2_nnz_b",
     "mean_row_a", "max_row_a", "cv_row_a", "empty_rows_a", "mean_row_b",
@@ -196,6 +235,7 @@ SPLIT_FEATURES = [
     "max_nprod_over_mean", "top_strata_product_share",
     "single_entry_row_product_share", "predicted_compression",
     "diagonal_distance", "near_diagonal_share",
+    "window_new_line_share", "sample_new_line_share", "merge_depth",
 ]
 ALLOWED = []  # feature indices, set by read_rows from SPLIT_FEATURES
 
@@ -345,6 +385,23 @@ def report(rows, pick_of, title):
     return "\n".join(out) + "\n"
 
 
+# src/plan/select.rs: products of at most this many scalar products take
+# the dense accumulator without the tree (or its features).
+SMALL_PRODUCTS = 1 << 16
+
+
+def small(row, names):
+    nprod = 2.0 ** row["x"][names.index("log2_nprod")] - 1.0
+    return nprod <= SMALL_PRODUCTS + 0.5
+
+
+def choice(tree, names, row):
+    """The automatic choice as src/plan/select.rs makes it (the runnable
+    fallbacks aside: every case here can run every algorithm)."""
+    pick = "dense" if small(row, names) else predict(tree, row["x"])
+    return pick, row["t"][pick]
+
+
 def cross_validated(train):
     """(max_depth, min_leaf) by leave-one-out cross-validation on the
     training rows (each row picked by a tree grown without it), with CART's
@@ -374,7 +431,9 @@ def cross_validated(train):
 
 
 def fit(args):
-    names, train = read_rows(os.path.join(DATA, "train.csv"))
+    names, every = read_rows(os.path.join(DATA, "train.csv"))
+    # Small products never reach the tree.
+    train = [r for r in every if not small(r, names)]
     for r in train:
         r["regret"] = log_times(r)
     if args.max_depth is None or args.min_leaf is None:
@@ -384,13 +443,13 @@ def fit(args):
     tree = grow(train, 0, args.max_depth, args.min_leaf)
     print(describe(tree, names))
     write_model(tree, names, len(train), args)
-    print(report(train, lambda r: (predict(tree, r["x"]), r["t"][predict(tree, r["x"])]),
-                 "Training cases, tree pick (timed with the fixed algorithms)"))
+    print(report(every, lambda r: choice(tree, names, r),
+                 "Training cases, automatic choice (timed with the fixed algorithms)"))
     hpath = os.path.join(DATA, "heldout.csv")
     if os.path.exists(hpath):
         _, held = read_rows(hpath)
-        print(report(held, lambda r: (predict(tree, r["x"]), r["t"][predict(tree, r["x"])]),
-                     "Held-out cases, tree pick (from the collected times)"))
+        print(report(held, lambda r: choice(tree, names, r),
+                     "Held-out cases, automatic choice (from the fixed algorithms' times)"))
 
 
 def evaluate(_args):
@@ -408,6 +467,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("collect").set_defaults(run=collect)
+    sub.add_parser("refeature").set_defaults(run=refeature)
     f = sub.add_parser("fit")
     f.add_argument("--max-depth", type=int, help="default: by cross-validation")
     f.add_argument("--min-leaf", type=int, help="default: by cross-validation")

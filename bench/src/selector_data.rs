@@ -36,6 +36,10 @@ pub struct SelectorDataCli {
     /// The CSV to write (appended to when it exists, without a new header).
     #[arg(long, value_name = "FILE")]
     csv: PathBuf,
+    /// Write the features only, without timing anything (for adding a new
+    /// feature to rows whose times were collected before).
+    #[arg(long)]
+    features_only: bool,
 }
 
 /// The CPU algorithms the selector chooses between, with their CSV names.
@@ -46,9 +50,12 @@ const ALGORITHMS: [(Algorithm, &str); 4] = [
     (Algorithm::BrmergeUpper, "brmerge_upper"),
 ];
 
-fn header() -> String {
+fn header(features_only: bool) -> String {
     let mut cols: Vec<String> = vec!["matrix".into(), "product".into()];
     cols.extend(FEATURE_NAMES.iter().map(|s| s.to_string()));
+    if features_only {
+        return cols.join(",");
+    }
     cols.extend(ALGORITHMS.iter().map(|(_, n)| format!("seconds_{n}")));
     cols.extend(["seconds_auto", "auto_choice", "best"].map(String::from));
     cols.join(",")
@@ -82,6 +89,9 @@ fn row<T: BenchScalar>(
     };
     let mut fields: Vec<String> = vec![name.into(), product.into()];
     fields.extend(f.values.iter().map(|v| format!("{v}")));
+    if cli.features_only {
+        return Ok(fields.join(","));
+    }
     // Every algorithm forced in turn, then the automatic choice: one
     // untimed run each (it also reports errors), then interleaved rounds.
     let configs: Vec<Algorithm> = ALGORITHMS
@@ -140,7 +150,7 @@ pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
         .open(&cli.csv)
         .map_err(|e| format!("{}: {e}", cli.csv.display()))?;
     if fresh {
-        writeln!(out, "{}", header()).map_err(|e| e.to_string())?;
+        writeln!(out, "{}", header(cli.features_only)).map_err(|e| e.to_string())?;
     }
     for spec in &cli.cases.matrices {
         let (name, a, b, op_b) = match spec.split_once('@') {
@@ -166,7 +176,9 @@ pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
         } else {
             row::<f64>(&cli, &ctx, &name, operands, op_b)?
         };
-        eprintln!("{name}: best {}", line.rsplit(',').next().unwrap_or("?"));
+        if !cli.features_only {
+            eprintln!("{name}: best {}", line.rsplit(',').next().unwrap_or("?"));
+        }
         writeln!(out, "{line}").map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -178,12 +190,19 @@ mod tests {
 
     #[test]
     fn header_names_every_column_once() {
-        let h = header();
-        let cols: Vec<&str> = h.split(',').collect();
-        assert_eq!(cols.len(), 2 + FEATURE_NAMES.len() + ALGORITHMS.len() + 3);
-        let mut unique = cols.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        assert_eq!(unique.len(), cols.len());
+        for features_only in [false, true] {
+            let h = header(features_only);
+            let cols: Vec<&str> = h.split(',').collect();
+            let timed = if features_only {
+                0
+            } else {
+                ALGORITHMS.len() + 3
+            };
+            assert_eq!(cols.len(), 2 + FEATURE_NAMES.len() + timed);
+            let mut unique = cols.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            assert_eq!(unique.len(), cols.len());
+        }
     }
 }

@@ -1,17 +1,19 @@
 //! Cheap features of a product `op(A) * op(B)` for the algorithm selector
 //! (seed 001): sizes, row-length statistics of A and B, the distribution of
 //! the work per row, the predicted compression ratio, how close A's entries
-//! lie to its diagonal, and a coarse density image of A.
+//! lie to its diagonal, a coarse density image of A, how a dense
+//! accumulator's adds fall on cache lines, and BRMerge's merge passes.
 //!
 //! Everything is read from what planning has already computed (the row
 //! patterns, [`RowWork`] and its strata, the [`NnzPrediction`]) plus one
-//! pass over the row offsets of A and B (O(rows)) and a sample of at most
-//! [`BAND_SAMPLE_ROWS`] rows of A for the diagonal and image features: tens
-//! of microseconds to about a millisecond for a million rows.
-//! [`planning_features`] adds the planner's cheap prediction; together they
-//! cost under 1 % of the SpGEMM on most of the real matrices of
-//! `shared/matrices` and at most about 3 % (1 thread, measured as the
-//! automatic run against the same algorithm forced).
+//! integer pass over the row offsets of A and of B (O(rows)), a sample of
+//! at most [`BAND_SAMPLE_ROWS`] rows of A for the diagonal and image
+//! features, and [`LOCALITY_WINDOWS`] windows of
+//! [`LOCALITY_WINDOW_PRODUCTS`] products for the cache-line features: 0.7
+//! to 1.7 ms on products of 110,000 to 400,000 rows (1 thread).
+//! [`planning_features`] adds the planner's cheap prediction; the automatic
+//! run costs 0 to 4 % more than the same algorithm forced on 30 of the 31
+//! held-out products of `docs/benchmarks.md`, 7.7 % on luxembourg_osm.
 //!
 //! The vector is what a trained model reads; [`FEATURE_NAMES`] names each
 //! entry, in order, for the training script and for reports.
@@ -31,8 +33,21 @@ pub const IMAGE_SIDE: usize = 4;
 /// per-entry divisions; 512 estimate the shares to a few per cent).
 pub const BAND_SAMPLE_ROWS: usize = 512;
 
+/// Windows of consecutive rows of A, evenly spaced by work, in which
+/// [`accumulator_locality`] follows the columns a dense accumulator touches.
+pub const LOCALITY_WINDOWS: usize = 8;
+
+/// Products followed per locality window: 4096 adds touch at most 4096
+/// cache lines (256 KiB), the scale of a core's L2 cache, so the share of
+/// new lines in a window approximates the accumulator's miss rate when it
+/// does not fit in cache.
+pub const LOCALITY_WINDOW_PRODUCTS: u64 = 4096;
+
+/// Columns per cache line of the accumulator's values (64 bytes of `f64`).
+const COLUMNS_PER_LINE: usize = 8;
+
 /// Number of features.
-pub const NUM_FEATURES: usize = 20 + IMAGE_SIDE * IMAGE_SIDE;
+pub const NUM_FEATURES: usize = 20 + IMAGE_SIDE * IMAGE_SIDE + 3;
 
 /// The name of each feature, in [`Features::values`] order.
 pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
@@ -72,6 +87,9 @@ pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
     "image_31",
     "image_32",
     "image_33",
+    "window_new_line_share",
+    "sample_new_line_share",
+    "merge_depth",
 ];
 
 /// The features of one product (see [`FEATURE_NAMES`]).
@@ -91,29 +109,97 @@ impl Features {
     }
 }
 
-/// Mean, maximum and coefficient of variation (standard deviation over
-/// mean, 0 for an empty or all-empty set) of the row lengths of `x`, and
-/// its share of empty rows.
-fn row_lengths<I: Index, J: Index>(x: &RowPattern<'_, I, J>) -> (f64, f64, f64, f64) {
-    if x.nrows == 0 {
-        return (0.0, 0.0, 0.0, 0.0);
+/// Statistics of the row lengths of a pattern (see [`row_lengths`]).
+#[derive(Debug, Default, Clone, Copy)]
+struct RowLengths {
+    mean: f64,
+    max: f64,
+    /// Standard deviation over mean (0 for an empty or all-empty pattern).
+    cv: f64,
+    /// Share of empty rows.
+    empty: f64,
+    /// Products-weighted mean of the merge passes per row (0 without work).
+    merge_depth: f64,
+}
+
+/// Integer sums behind [`RowLengths`] (integers: exact, and cheaper than
+/// floating point on a pass that must cost little next to the product).
+#[derive(Default, Clone, Copy)]
+struct LengthSums {
+    sum: u64,
+    sum_sq: u128,
+    max: u64,
+    empty: u64,
+    passes: u128,
+}
+
+impl LengthSums {
+    fn add(self, o: Self) -> Self {
+        LengthSums {
+            sum: self.sum + o.sum,
+            sum_sq: self.sum_sq + o.sum_sq,
+            max: self.max.max(o.max),
+            empty: self.empty + o.empty,
+            passes: self.passes + o.passes,
+        }
     }
-    let (sum, sum_sq, max, empty) = (0..x.nrows)
+}
+
+/// The passes of a binary merge tree over `len` sorted lists:
+/// ceil(log2(len)), 0 for at most one list.
+#[inline(always)]
+fn merge_passes(len: u64) -> u64 {
+    if len <= 1 {
+        0
+    } else {
+        u64::from(u64::BITS - (len - 1).leading_zeros())
+    }
+}
+
+/// Row-length statistics of `x`, in one pass over its offsets; with
+/// `work` (the products of each row of `x * B`), also the products-weighted
+/// mean number of merge passes of BRMerge's tree over each row's rows of B.
+fn row_lengths<I: Index, J: Index>(x: &RowPattern<'_, I, J>, work: Option<&RowWork>) -> RowLengths {
+    if x.nrows == 0 {
+        return RowLengths::default();
+    }
+    const GRAIN: usize = 1 << 14;
+    let sums = (0..x.nrows.div_ceil(GRAIN))
         .into_par_iter()
-        .with_min_len(1 << 14)
-        .map(|i| {
-            let l = x.row_len(i) as f64;
-            (l, l * l, l, u64::from(l == 0.0))
+        .map(|c| {
+            let rows = c * GRAIN..((c + 1) * GRAIN).min(x.nrows);
+            let mut s = LengthSums::default();
+            let mut previous = x.offsets[rows.start].as_usize() as u64;
+            for (i, end) in rows.clone().zip(&x.offsets[rows.start + 1..=rows.end]) {
+                let end = end.as_usize() as u64;
+                let l = end - previous;
+                previous = end;
+                s.sum += l;
+                s.sum_sq += u128::from(l) * u128::from(l);
+                s.max = s.max.max(l);
+                s.empty += u64::from(l == 0);
+                if let Some(work) = work {
+                    s.passes += u128::from(work.row(i) * merge_passes(l));
+                }
+            }
+            s
         })
-        .reduce(
-            || (0.0, 0.0, 0.0, 0),
-            |a, b| (a.0 + b.0, a.1 + b.1, a.2.max(b.2), a.3 + b.3),
-        );
+        .reduce(LengthSums::default, LengthSums::add);
     let n = x.nrows as f64;
-    let mean = sum / n;
-    let var = (sum_sq / n - mean * mean).max(0.0);
-    let cv = if mean > 0.0 { var.sqrt() / mean } else { 0.0 };
-    (mean, max, cv, empty as f64 / n)
+    let mean = sums.sum as f64 / n;
+    let var = (sums.sum_sq as f64 / n - mean * mean).max(0.0);
+    let total = work.map_or(0, RowWork::total);
+    RowLengths {
+        mean,
+        max: sums.max as f64,
+        cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 },
+        empty: sums.empty as f64 / n,
+        merge_depth: if total > 0 {
+            sums.passes as f64 / total as f64
+        } else {
+            0.0
+        },
+    }
 }
 
 /// The planner's prediction (with [`PLANNING_SAMPLING`]) and the features
@@ -146,10 +232,10 @@ pub fn features<I: Index, J: Index>(
     v[2] = log2(b.ncols);
     v[3] = log2(nnz_a);
     v[4] = log2(nnz_b);
-    let (mean_a, max_a, cv_a, empty_a) = row_lengths(a);
-    let (mean_b, max_b, cv_b, _) = row_lengths(b);
-    (v[5], v[6], v[7], v[8]) = (mean_a, max_a, cv_a, empty_a);
-    (v[9], v[10], v[11]) = (mean_b, max_b, cv_b);
+    let la = row_lengths(a, Some(work));
+    let lb = row_lengths(b, None);
+    (v[5], v[6], v[7], v[8]) = (la.mean, la.max, la.cv, la.empty);
+    (v[9], v[10], v[11]) = (lb.mean, lb.max, lb.cv);
 
     let total = work.total();
     v[12] = ((total as f64) + 1.0).log2();
@@ -211,12 +297,83 @@ pub fn features<I: Index, J: Index>(
             let e = entries as f64;
             v[18] = distance / e;
             v[19] = near as f64 / e;
-            for (slot, &count) in v[20..].iter_mut().zip(&image) {
+            for (slot, &count) in v[IMAGE_FIRST..].iter_mut().zip(&image) {
                 *slot = count as f64 / e;
             }
         }
     }
+    let after_image = IMAGE_FIRST + IMAGE_SIDE * IMAGE_SIDE;
+    (v[after_image], v[after_image + 1]) = accumulator_locality(a, b, work);
+    v[after_image + 2] = la.merge_depth;
     Features { values: v }
+}
+
+/// Index of the first image cell in [`Features::values`].
+const IMAGE_FIRST: usize = 20;
+
+/// How the columns of `a * b` fall on a dense accumulator's cache lines:
+///
+/// - the share of products, in [`LOCALITY_WINDOWS`] windows of about
+///   [`LOCALITY_WINDOW_PRODUCTS`] products of consecutive rows of A (evenly
+///   spaced by work), that touch an accumulator line ([`COLUMNS_PER_LINE`]
+///   columns) not touched before in their window: near 0 for banded and
+///   stencil products, whose neighbouring rows reuse the same lines; near 1
+///   for scattered columns, where a large accumulator misses on every add;
+/// - the same share with a line counted as new only the first time any
+///   window touches it: the windows together follow about as many lines as
+///   a core's L2 cache holds, so lines that every part of the matrix
+///   reuses (the hot columns of power-law graphs, or all lines of a narrow
+///   accumulator) count as cached, where scattered columns over a wide
+///   accumulator still miss;
+///
+/// Cost: at most `LOCALITY_WINDOWS * LOCALITY_WINDOW_PRODUCTS` column reads
+/// and a bit per accumulator line.
+fn accumulator_locality<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+) -> (f64, f64) {
+    let total = work.total();
+    if total == 0 {
+        return (0.0, 0.0);
+    }
+    let words = (b.ncols / COLUMNS_PER_LINE).div_ceil(64).max(1);
+    let (mut in_window, mut in_sample) = (vec![0u64; words], vec![0u64; words]);
+    let mut touched: Vec<usize> = Vec::new();
+    let (mut window_new, mut sample_new, mut followed) = (0u64, 0u64, 0u64);
+    let windows = LOCALITY_WINDOWS as u64;
+    for w in 0..windows {
+        let mut i = work.row_containing(total * (2 * w + 1) / (2 * windows));
+        let mut products = 0u64;
+        'window: while i < a.nrows {
+            for k in a.range(i) {
+                for kb in b.range(a.col(k)) {
+                    let line = b.col(kb) / COLUMNS_PER_LINE;
+                    let (word, bit) = (line / 64, 1u64 << (line % 64));
+                    if in_window[word] & bit == 0 {
+                        in_window[word] |= bit;
+                        touched.push(word);
+                        window_new += 1;
+                        if in_sample[word] & bit == 0 {
+                            in_sample[word] |= bit;
+                            sample_new += 1;
+                        }
+                    }
+                    products += 1;
+                    if products == LOCALITY_WINDOW_PRODUCTS {
+                        break 'window;
+                    }
+                }
+            }
+            i += 1;
+        }
+        followed += products;
+        for word in touched.drain(..) {
+            in_window[word] = 0;
+        }
+    }
+    let followed = followed.max(1) as f64;
+    (window_new as f64 / followed, sample_new as f64 / followed)
 }
 
 #[cfg(test)]
@@ -281,7 +438,9 @@ mod tests {
         assert!((f.get("mean_row_a").unwrap() - mean).abs() < 1e-12);
         assert!(f.get("cv_row_a").unwrap() > 1.0);
         assert!(f.get("max_nprod_over_mean").unwrap() > 1.0);
-        let shares: f64 = (0..NUM_FEATURES - 20).map(|k| f.values[20 + k]).sum();
+        let shares: f64 = f.values[IMAGE_FIRST..IMAGE_FIRST + IMAGE_SIDE * IMAGE_SIDE]
+            .iter()
+            .sum();
         assert!((shares - 1.0).abs() < 1e-12, "image shares sum to one");
     }
 
@@ -293,5 +452,85 @@ mod tests {
         assert_eq!(f.get("diagonal_distance"), Some(0.0));
         assert_eq!(f.get("predicted_compression"), Some(1.0));
         assert!(f.values.iter().all(|x| x.is_finite()));
+    }
+
+    /// `rows` rows of `per_row` columns each, column `k` of row `i` given
+    /// by `col(i, k)` (sorted and deduplicated per row).
+    fn pattern(
+        rows: usize,
+        per_row: usize,
+        col: impl Fn(usize, usize) -> i32,
+    ) -> (Vec<i32>, Vec<i32>) {
+        let (mut off, mut cols) = (vec![0i32], Vec::new());
+        for i in 0..rows {
+            let mut row: Vec<i32> = (0..per_row).map(|k| col(i, k)).collect();
+            row.sort_unstable();
+            row.dedup();
+            cols.extend(row);
+            off.push(cols.len() as i32);
+        }
+        (off, cols)
+    }
+
+    /// A pseudo-random column in `0..n` for entry `k` of row `i`
+    /// (splitmix64's finaliser).
+    fn scattered(i: usize, k: usize, n: usize) -> i32 {
+        let mut z = (i as u64 * 64 + k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % n as u64) as i32
+    }
+
+    #[test]
+    fn banded_products_reuse_their_accumulator_lines() {
+        let n = 100_000usize;
+        let (off, cols) = pattern(n, 3, |i, k| (i + k).saturating_sub(1).min(n - 1) as i32);
+        let f = of(&off, &cols, n);
+        let window = f.get("window_new_line_share").unwrap();
+        let sample = f.get("sample_new_line_share").unwrap();
+        assert!(window < 0.05 && sample <= window, "{window} {sample}");
+    }
+
+    #[test]
+    fn scattered_columns_over_a_wide_accumulator_touch_new_lines() {
+        let n = 400_000usize;
+        let (off, cols) = pattern(n, 4, |i, k| scattered(i, k, n));
+        let f = of(&off, &cols, n);
+        let window = f.get("window_new_line_share").unwrap();
+        let sample = f.get("sample_new_line_share").unwrap();
+        assert!(window > 0.8 && sample > 0.5, "{window} {sample}");
+        assert!(sample <= window);
+    }
+
+    #[test]
+    fn hot_columns_count_as_cached_across_windows() {
+        // Every row of A reads scattered rows of B, but all rows of B hold
+        // the same 64 columns spread over a wide range: each window
+        // touches them anew, the sample only once.
+        let n = 200_000usize;
+        let (off, cols) = pattern(n, 4, |i, k| scattered(i, k, n));
+        let (b_off, b_cols) = pattern(n, 64, |_, k| (k * (n / 64)) as i32);
+        let a = RowPattern::zero_based(&off, &cols, n);
+        let b = RowPattern::zero_based(&b_off, &b_cols, n);
+        let work = RowWork::new(&a, &b, 1).unwrap();
+        let p = predict_nnz(&a, &b, &work, Sampling::Stratified);
+        let f = features(&a, &b, &work, &p);
+        let window = f.get("window_new_line_share").unwrap();
+        let sample = f.get("sample_new_line_share").unwrap();
+        let followed = (LOCALITY_WINDOWS as u64 * LOCALITY_WINDOW_PRODUCTS) as f64;
+        assert_eq!(window, LOCALITY_WINDOWS as f64 * 64.0 / followed);
+        assert_eq!(sample, 64.0 / followed);
+    }
+
+    #[test]
+    fn merge_depth_is_the_work_weighted_merge_passes() {
+        // Rows of 4 entries: two merge passes each.
+        let n = 1000usize;
+        let (off, cols) = pattern(n, 4, |i, k| ((i + 7 * k) % n) as i32);
+        assert_eq!(of(&off, &cols, n).get("merge_depth"), Some(2.0));
+        // Single-entry rows copy a row of B: no merge.
+        let off: Vec<i32> = (0..=n as i32).collect();
+        let cols: Vec<i32> = (0..n as i32).collect();
+        assert_eq!(of(&off, &cols, n).get("merge_depth"), Some(0.0));
     }
 }
