@@ -15,7 +15,7 @@
 //! compression is a feature of [`super::select`]) and to size
 //! BRMerge-Upper's temporary C.
 
-use super::row_work::{row_lower_bound, stratum_of, STRATA};
+use super::row_work::{row_lower_bound, stratum_of, ENTRY_CLASSES, STRATA};
 use super::{RowPattern, RowWork};
 use crate::types::Index;
 use rayon::prelude::*;
@@ -110,19 +110,69 @@ pub fn paper_sample_rows(m: usize) -> usize {
     ((0.003 * m as f64) as usize).clamp(1, 300)
 }
 
-/// A set of column indices for counting one row's distinct columns: open
-/// addressing with linear probing, sized to twice the row's products
-/// (a power of two), reused from row to row.
-#[derive(Default)]
+/// Widest op(B) whose sampled rows are counted on a bit map (one bit per
+/// column, 512 KiB at this width) rather than a hash set: a bit's test and
+/// set cost about a third of a hash probe, and the map is cleared through
+/// the words a row touched.
+const BITMAP_COUNT_MAX_COLS: usize = 1 << 22;
+
+/// Counts one row's distinct columns, reused from row to row: a bit map
+/// over op(B)'s columns (allocated at the first row) when they are at most
+/// [`BITMAP_COUNT_MAX_COLS`], otherwise a hash set with open addressing and
+/// linear probing, sized to twice the row's products (a power of two).
 struct ColumnSet {
+    ncols: usize,
+    bits: Vec<u64>,
+    touched: Vec<usize>,
     slots: Vec<usize>,
 }
 
 impl ColumnSet {
     const EMPTY: usize = usize::MAX;
 
-    /// The number of distinct values in `cols`, at most `len` of them.
+    /// A counter for columns `0..ncols` (allocates nothing yet).
+    fn new(ncols: usize) -> Self {
+        ColumnSet {
+            ncols,
+            bits: Vec::new(),
+            touched: Vec::new(),
+            slots: Vec::new(),
+        }
+    }
+
+    /// The number of distinct values in `cols` (each below `ncols`), at
+    /// most `len` of them.
     fn count_distinct(&mut self, len: usize, cols: impl Iterator<Item = usize>) -> u64 {
+        if self.ncols <= BITMAP_COUNT_MAX_COLS {
+            self.count_on_bits(cols)
+        } else {
+            self.count_in_table(len, cols)
+        }
+    }
+
+    fn count_on_bits(&mut self, cols: impl Iterator<Item = usize>) -> u64 {
+        if self.bits.is_empty() {
+            self.bits = vec![0u64; self.ncols.div_ceil(64).max(1)];
+        }
+        let mut distinct = 0u64;
+        for c in cols {
+            let (word, bit) = (c / 64, 1u64 << (c % 64));
+            let w = &mut self.bits[word];
+            if *w & bit == 0 {
+                if *w == 0 {
+                    self.touched.push(word);
+                }
+                *w |= bit;
+                distinct += 1;
+            }
+        }
+        for word in self.touched.drain(..) {
+            self.bits[word] = 0;
+        }
+        distinct
+    }
+
+    fn count_in_table(&mut self, len: usize, cols: impl Iterator<Item = usize>) -> u64 {
         let cap = (2 * len).next_power_of_two().max(16);
         if self.slots.len() < cap {
             self.slots.resize(cap, Self::EMPTY);
@@ -174,7 +224,7 @@ fn rows_nnz<I: Index, J: Index>(
 ) -> Vec<u64> {
     rows.par_iter()
         .with_min_len(8)
-        .map_init(ColumnSet::default, |set, &i| {
+        .map_init(|| ColumnSet::new(b.ncols), |set, &i| {
             row_nnz(a, b, i, work.row(i), set)
         })
         .collect()
@@ -373,16 +423,27 @@ fn stratified<I: Index, J: Index>(
         whole[h] = prob >= 1.0;
         threshold[h] = (prob.min(1.0) * u64::MAX as f64) as u64;
     }
-    // Rows in blocks, one accumulator per block (not moved per row).
+    // Most rows are skipped on their work and hash alone: a row can be
+    // taken only if its hash is under the largest threshold or its nprod
+    // reaches the smallest group taken whole.
+    let any_threshold = (0..STRATA)
+        .filter(|&h| !whole[h])
+        .map(|h| threshold[h])
+        .max()
+        .unwrap_or(0);
+    let whole_from = (0..STRATA)
+        .find(|&h| whole[h])
+        .map_or(u64::MAX, |h| 1u64 << (h / ENTRY_CLASSES));
+    // Rows in blocks, one accumulator per block (not moved per row) and
+    // one column counter per rayon job.
     const BLOCK: usize = 4096;
     let sums = (0..a.nrows.div_ceil(BLOCK))
         .into_par_iter()
-        .map(|blk| {
-            let mut set = ColumnSet::default();
+        .map_init(|| ColumnSet::new(b.ncols), |set, blk| {
             let mut sums = [StratumSample::default(); STRATA];
             for i in blk * BLOCK..((blk + 1) * BLOCK).min(a.nrows) {
                 let w = work.row(i);
-                if w == 0 {
+                if w == 0 || (w < whole_from && row_hash(i) >= any_threshold) {
                     continue;
                 }
                 let h = stratum_of(w, a.row_len(i));
@@ -391,7 +452,7 @@ fn stratified<I: Index, J: Index>(
                     s.rows += 1;
                     s.products += w;
                     s.lower_bound += row_lower_bound(a, b, i);
-                    s.nnz += row_nnz(a, b, i, w, &mut set);
+                    s.nnz += row_nnz(a, b, i, w, set);
                 }
             }
             sums
@@ -490,13 +551,24 @@ mod tests {
 
     #[test]
     fn column_sets_count_distinct_values() {
-        let mut set = ColumnSet::default();
+        // Hash table (op(B) too wide for the bit map).
+        let mut set = ColumnSet::new(usize::MAX);
         assert_eq!(set.count_distinct(0, std::iter::empty()), 0);
         assert_eq!(set.count_distinct(5, [3, 3, 3, 3, 3].into_iter()), 1);
         // Many collisions: multiples of a large power of two.
         let cols: Vec<usize> = (0..1000).map(|k| (k % 300) << 40).collect();
         assert_eq!(set.count_distinct(cols.len(), cols.into_iter()), 300);
         assert_eq!(set.count_distinct(3, [7, 8, 7].into_iter()), 2);
+        // Bit map, cleared between rows (the same words again, and the
+        // last column of the last word).
+        let n = 1000;
+        let mut set = ColumnSet::new(n);
+        assert_eq!(set.count_distinct(0, std::iter::empty()), 0);
+        let cols: Vec<usize> = (0..3000).map(|k| (k * 7) % n).collect();
+        assert_eq!(set.count_distinct(cols.len(), cols.into_iter()), 1000);
+        assert_eq!(set.count_distinct(4, [0, 63, 64, 63].into_iter()), 3);
+        assert_eq!(set.count_distinct(2, [n - 1, n - 1].into_iter()), 1);
+        assert_eq!(set.count_distinct(1, [5].into_iter()), 1);
     }
 
     /// A deterministic pseudo-random generator for test patterns.
