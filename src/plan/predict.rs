@@ -125,6 +125,8 @@ struct ColumnSet {
     bits: Vec<u64>,
     touched: Vec<usize>,
     slots: Vec<usize>,
+    /// Slots of `slots` in use for the current row.
+    cap: usize,
 }
 
 impl ColumnSet {
@@ -137,66 +139,80 @@ impl ColumnSet {
             bits: Vec::new(),
             touched: Vec::new(),
             slots: Vec::new(),
+            cap: 0,
+        }
+    }
+
+    /// Whether this counter uses the bit map.
+    #[inline(always)]
+    fn on_bits(&self) -> bool {
+        self.ncols <= BITMAP_COUNT_MAX_COLS
+    }
+
+    /// Starts a row of at most `len` values.
+    fn begin(&mut self, len: usize) {
+        if self.on_bits() {
+            if self.bits.is_empty() {
+                self.bits = vec![0u64; self.ncols.div_ceil(64).max(1)];
+            }
+        } else {
+            let cap = (2 * len).next_power_of_two().max(16);
+            if self.slots.len() < cap {
+                self.slots.resize(cap, Self::EMPTY);
+            }
+            self.cap = cap;
+        }
+    }
+
+    /// Adds column `c` (below `ncols`) to the row; 1 if it is new.
+    #[inline(always)]
+    fn insert(&mut self, c: usize) -> u64 {
+        if self.on_bits() {
+            let (word, bit) = (c / 64, 1u64 << (c % 64));
+            let w = &mut self.bits[word];
+            if *w & bit != 0 {
+                return 0;
+            }
+            if *w == 0 {
+                self.touched.push(word);
+            }
+            *w |= bit;
+            return 1;
+        }
+        let shift = 64 - self.cap.trailing_zeros();
+        let mask = self.cap - 1;
+        let mut h = ((c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize;
+        loop {
+            let slot = &mut self.slots[h];
+            if *slot == Self::EMPTY {
+                *slot = c;
+                return 1;
+            }
+            if *slot == c {
+                return 0;
+            }
+            h = (h + 1) & mask;
+        }
+    }
+
+    /// Ends the row, clearing what it set.
+    fn end(&mut self) {
+        if self.on_bits() {
+            for word in self.touched.drain(..) {
+                self.bits[word] = 0;
+            }
+        } else {
+            self.slots[..self.cap].fill(Self::EMPTY);
         }
     }
 
     /// The number of distinct values in `cols` (each below `ncols`), at
     /// most `len` of them.
+    #[cfg(test)]
     fn count_distinct(&mut self, len: usize, cols: impl Iterator<Item = usize>) -> u64 {
-        if self.ncols <= BITMAP_COUNT_MAX_COLS {
-            self.count_on_bits(cols)
-        } else {
-            self.count_in_table(len, cols)
-        }
-    }
-
-    fn count_on_bits(&mut self, cols: impl Iterator<Item = usize>) -> u64 {
-        if self.bits.is_empty() {
-            self.bits = vec![0u64; self.ncols.div_ceil(64).max(1)];
-        }
-        let mut distinct = 0u64;
-        for c in cols {
-            let (word, bit) = (c / 64, 1u64 << (c % 64));
-            let w = &mut self.bits[word];
-            if *w & bit == 0 {
-                if *w == 0 {
-                    self.touched.push(word);
-                }
-                *w |= bit;
-                distinct += 1;
-            }
-        }
-        for word in self.touched.drain(..) {
-            self.bits[word] = 0;
-        }
-        distinct
-    }
-
-    fn count_in_table(&mut self, len: usize, cols: impl Iterator<Item = usize>) -> u64 {
-        let cap = (2 * len).next_power_of_two().max(16);
-        if self.slots.len() < cap {
-            self.slots.resize(cap, Self::EMPTY);
-        }
-        let table = &mut self.slots[..cap];
-        let shift = 64 - cap.trailing_zeros();
-        let mask = cap - 1;
-        let mut distinct = 0u64;
-        for c in cols {
-            let mut h = ((c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize;
-            loop {
-                let slot = &mut table[h];
-                if *slot == Self::EMPTY {
-                    *slot = c;
-                    distinct += 1;
-                    break;
-                }
-                if *slot == c {
-                    break;
-                }
-                h = (h + 1) & mask;
-            }
-        }
-        table.fill(Self::EMPTY);
+        self.begin(len);
+        let distinct = cols.map(|c| self.insert(c)).sum();
+        self.end();
         distinct
     }
 }
@@ -209,10 +225,15 @@ fn row_nnz<I: Index, J: Index>(
     nprod: u64,
     set: &mut ColumnSet,
 ) -> u64 {
-    let cols = a
-        .range(i)
-        .flat_map(|k| b.cols[b.range(a.col(k))].iter().map(|c| c.as_usize()));
-    set.count_distinct(nprod as usize, cols)
+    set.begin(nprod as usize);
+    let mut distinct = 0;
+    for k in a.range(i) {
+        for c in &b.cols[b.range(a.col(k))] {
+            distinct += set.insert(c.as_usize() - b.base);
+        }
+    }
+    set.end();
+    distinct
 }
 
 /// The exact nnz of each of `rows` (in parallel).
@@ -224,9 +245,10 @@ fn rows_nnz<I: Index, J: Index>(
 ) -> Vec<u64> {
     rows.par_iter()
         .with_min_len(8)
-        .map_init(|| ColumnSet::new(b.ncols), |set, &i| {
-            row_nnz(a, b, i, work.row(i), set)
-        })
+        .map_init(
+            || ColumnSet::new(b.ncols),
+            |set, &i| row_nnz(a, b, i, work.row(i), set),
+        )
         .collect()
 }
 
@@ -423,40 +445,47 @@ fn stratified<I: Index, J: Index>(
         whole[h] = prob >= 1.0;
         threshold[h] = (prob.min(1.0) * u64::MAX as f64) as u64;
     }
-    // Most rows are skipped on their work and hash alone: a row can be
-    // taken only if its hash is under the largest threshold or its nprod
-    // reaches the smallest group taken whole.
+    // Most rows are skipped on their work and hash alone, without reading
+    // A: a row can be taken only if its hash is under the largest threshold
+    // or a group of its nprod's magnitude is taken whole.
     let any_threshold = (0..STRATA)
         .filter(|&h| !whole[h])
         .map(|h| threshold[h])
         .max()
         .unwrap_or(0);
-    let whole_from = (0..STRATA)
-        .find(|&h| whole[h])
-        .map_or(u64::MAX, |h| 1u64 << (h / ENTRY_CLASSES));
+    // Bit m: some group of rows with nprod in [2^m, 2^(m+1)) is taken whole.
+    let whole_magnitudes = (0..STRATA)
+        .filter(|&h| whole[h])
+        .fold(0u64, |m, h| m | 1 << (h / ENTRY_CLASSES));
     // Rows in blocks, one accumulator per block (not moved per row) and
     // one column counter per rayon job.
     const BLOCK: usize = 4096;
     let sums = (0..a.nrows.div_ceil(BLOCK))
         .into_par_iter()
-        .map_init(|| ColumnSet::new(b.ncols), |set, blk| {
-            let mut sums = [StratumSample::default(); STRATA];
-            for i in blk * BLOCK..((blk + 1) * BLOCK).min(a.nrows) {
-                let w = work.row(i);
-                if w == 0 || (w < whole_from && row_hash(i) >= any_threshold) {
-                    continue;
+        .map_init(
+            || ColumnSet::new(b.ncols),
+            |set, blk| {
+                let mut sums = [StratumSample::default(); STRATA];
+                for i in blk * BLOCK..((blk + 1) * BLOCK).min(a.nrows) {
+                    let w = work.row(i);
+                    if w == 0
+                        || (row_hash(i) >= any_threshold
+                            && whole_magnitudes >> (63 - w.leading_zeros()) & 1 == 0)
+                    {
+                        continue;
+                    }
+                    let h = stratum_of(w, a.row_len(i));
+                    if whole[h] || row_hash(i) < threshold[h] {
+                        let s = &mut sums[h];
+                        s.rows += 1;
+                        s.products += w;
+                        s.lower_bound += row_lower_bound(a, b, i);
+                        s.nnz += row_nnz(a, b, i, w, set);
+                    }
                 }
-                let h = stratum_of(w, a.row_len(i));
-                if whole[h] || row_hash(i) < threshold[h] {
-                    let s = &mut sums[h];
-                    s.rows += 1;
-                    s.products += w;
-                    s.lower_bound += row_lower_bound(a, b, i);
-                    s.nnz += row_nnz(a, b, i, w, set);
-                }
-            }
-            sums
-        })
+                sums
+            },
+        )
         .reduce(
             || [StratumSample::default(); STRATA],
             |mut x, y| {
