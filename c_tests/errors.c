@@ -451,6 +451,25 @@ static void test_spgemm_arguments(void) {
     /* so does getPlanInfo */
     EXPECT_STATUS_MSG(rusparseSpGEMM_getPlanInfo(descr, NULL, NULL, &np, NULL), INVALID, "workEstimation");
     EXPECT_STATUS_MSG(rusparseSpGEMM_getPlanInfo(NULL, NULL, NULL, &np, NULL), INVALID, "spgemmDescr is NULL");
+    /* and getBinCounts, which also checks its arguments */
+    {
+        int32_t bins = -1;
+        int64_t rows_per_bin[2];
+        EXPECT_STATUS_MSG(rusparseSpGEMM_getBinCounts(descr, RUSPARSE_SPGEMM_BINS_NUMERIC, NULL, 0, &bins),
+                          INVALID, "workEstimation");
+        EXPECT_STATUS_MSG(rusparseSpGEMM_getBinCounts(NULL, RUSPARSE_SPGEMM_BINS_NUMERIC, NULL, 0, &bins),
+                          INVALID, "spgemmDescr is NULL");
+        EXPECT_STATUS_MSG(rusparseSpGEMM_getBinCounts(descr, (rusparseSpGEMMBins_t)7, NULL, 0, &bins),
+                          INVALID, "rusparseSpGEMMBins_t");
+        EXPECT_STATUS_MSG(rusparseSpGEMM_getBinCounts(descr, RUSPARSE_SPGEMM_BINS_SYMBOLIC, rows_per_bin, -1,
+                                                      &bins),
+                          INVALID, "negative");
+        EXPECT_STATUS_MSG(rusparseSpGEMM_getBinCounts(descr, RUSPARSE_SPGEMM_BINS_SYMBOLIC, rows_per_bin, 2,
+                                                      NULL),
+                          INVALID, "numBins is NULL");
+        EXPECT_STATUS_MSG(rusparseSpGEMM_getBinCounts(descr, RUSPARSE_SPGEMM_BINS_SYMBOLIC, NULL, 2, &bins),
+                          INVALID, "rowsPerBin is NULL");
+    }
 
     /* the descriptors still work */
     product_ok(descr, "after argument errors (same SpGEMM descriptor)");

@@ -178,6 +178,16 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
                     label, (int)be, (int)ran, (long long)prods, (long long)prods2, (long long)znz,
                     (long long)c_nnz);
         CHECK(rusparseSpGEMM_getPlanInfo(descr, NULL, NULL, NULL, NULL));
+        /* the CPU back end does not bin rows */
+        int32_t bins = -1;
+        int64_t rows_per_bin[4] = {-1, -1, -1, -1};
+        CHECK(rusparseSpGEMM_getBinCounts(descr, RUSPARSE_SPGEMM_BINS_SYMBOLIC, NULL, 0, &bins));
+        EXPECT_TRUE(bins == 0, "[%s] getBinCounts (symbolic): %d bins on the CPU", label, (int)bins);
+        bins = -1;
+        CHECK(rusparseSpGEMM_getBinCounts(descr, RUSPARSE_SPGEMM_BINS_NUMERIC, rows_per_bin, 4,
+                                          &bins));
+        EXPECT_TRUE(bins == 0 && rows_per_bin[0] == -1,
+                    "[%s] getBinCounts (numeric): %d bins on the CPU", label, (int)bins);
     }
 
     ref = dense_product(a, cf->opA, b, cf->opB);

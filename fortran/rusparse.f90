@@ -76,6 +76,10 @@ module rusparse
   integer(c_int), parameter :: RUSPARSE_BACKEND_CPU = 1
   integer(c_int), parameter :: RUSPARSE_BACKEND_CUDA = 2
   integer(c_int), parameter :: RUSPARSE_BACKEND_HIP = 3
+
+  ! rusparseSpGEMMBins_t
+  integer(c_int), parameter :: RUSPARSE_SPGEMM_BINS_SYMBOLIC = 0
+  integer(c_int), parameter :: RUSPARSE_SPGEMM_BINS_NUMERIC = 1
   ! The library's version: rusparseGetVersion (major * 1000 + minor * 100
   ! + patch), so it is defined once, in Cargo.toml.
 
@@ -267,6 +271,15 @@ module rusparse
       type(c_ptr), value :: spgemm_descr
       integer(c_int), intent(out) :: backend, algorithm
       integer(c_int64_t), intent(out) :: num_products, nnz_c
+    end function
+    integer(c_int) function rusparseSpGEMM_getBinCounts(spgemm_descr, which, rows_per_bin, &
+        capacity, num_bins) bind(C, name="rusparseSpGEMM_getBinCounts")
+      import :: c_int, c_int32_t, c_int64_t, c_ptr
+      type(c_ptr), value :: spgemm_descr
+      integer(c_int), value :: which
+      integer(c_int64_t), intent(out) :: rows_per_bin(*)
+      integer(c_int32_t), value :: capacity
+      integer(c_int32_t), intent(out) :: num_bins
     end function
     integer(c_int) function rusparseSpGEMM_estimateMemory(handle, op_a, op_b, alpha, mat_a, &
         mat_b, beta, mat_c, compute_type, alg, spgemm_descr, chunk_fraction, buffer_size3, &

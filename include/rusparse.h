@@ -247,6 +247,21 @@ typedef enum {
 } rusparseBackend_t;
 
 /**
+ * Which phase's row bins `rusparseSpGEMM_getBinCounts` reports (rusparse
+ * extension).
+ */
+typedef enum {
+  /**
+   * The symbolic phase's bins (counting nnz of each row of C).
+   */
+  RUSPARSE_SPGEMM_BINS_SYMBOLIC = 0,
+  /**
+   * The numeric phase's bins (computing each row of C).
+   */
+  RUSPARSE_SPGEMM_BINS_NUMERIC = 1,
+} rusparseSpGEMMBins_t;
+
+/**
  * Opaque library context (one per handle).
  */
 typedef struct rusparseContext rusparseContext;
@@ -527,8 +542,8 @@ rusparseStatus_t rusparseSpGEMM_workEstimation(rusparseHandle_t handle,
  * the cost is their check, one pass counting each row's products, and the
  * sampled rows (about 1/256 of the products, more on small matrices with
  * long rows; products of up to 2^14 scalar products are counted exactly).
- * Deterministic. Measured error: 0.05 % mean on large generated matrices,
- * 2.3 % mean and 5.7 % worst on small real ones (`docs/benchmarks.md`).
+ * Deterministic. Measured error: 0.07 % mean on large generated matrices,
+ * 1.3 % mean and 4.3 % worst on small real ones (`docs/benchmarks.md`).
  * Host arrays only for now: device arrays are NOT_SUPPORTED.
  */
 rusparseStatus_t rusparseSpGEMM_predictNnz(rusparseHandle_t handle,
@@ -558,6 +573,27 @@ rusparseStatus_t rusparseSpGEMM_getPlanInfo(rusparseSpGEMMDescr_t spgemmDescr,
                                             rusparseSpGEMMAlg_t *algorithm,
                                             int64_t *numProducts,
                                             int64_t *nnzC);
+
+/**
+ * Rows per bin of a planned product (rusparse extension): how the GPU
+ * back end grouped the rows of C for `which` phase, so users and
+ * benchmarks can see what ran. The symbolic bins are the shared-memory
+ * hash kernels from the smallest table up, then the direct bin (rows of
+ * A with one entry) last; the numeric bins the same, with the global-memory
+ * bin second to last. The bins are known once the symbolic phase ran
+ * (`compute` with a NULL buffer, or `reuse_nnz`); before that, and always
+ * on the CPU back end (which does not bin rows: its choice is the
+ * algorithm `getPlanInfo` reports), `*numBins` is 0. Writes the first
+ * `min(capacity, *numBins)` counts to `rowsPerBin` (which may be NULL when
+ * `capacity` is 0, to ask for `*numBins`). INVALID_VALUE before work
+ * estimation, for a `which` that is not a `rusparseSpGEMMBins_t`, a
+ * negative capacity or a NULL `numBins`.
+ */
+rusparseStatus_t rusparseSpGEMM_getBinCounts(rusparseSpGEMMDescr_t spgemmDescr,
+                                             rusparseSpGEMMBins_t which,
+                                             int64_t *rowsPerBin,
+                                             int32_t capacity,
+                                             int32_t *numBins);
 
 /**
  * ALG3's memory estimate, between work estimation and compute. With

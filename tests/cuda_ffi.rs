@@ -179,6 +179,7 @@ unsafe fn product(
         }
         let (mut r, mut c, mut z) = (0, 0, 0);
         assert_eq!(rusparseSpMatGetSize(mc, &mut r, &mut c, &mut z), OK);
+        check_bins(d, dev.is_some());
         let n = z as usize;
         match dev {
             Some(g) => {
@@ -206,6 +207,37 @@ unsafe fn product(
     rusparseDestroySpMat(mb);
     rusparseDestroySpMat(mc);
     result
+}
+
+/// `rusparseSpGEMM_getBinCounts` after the symbolic phase: the GPU bins
+/// hold between one and all six rows of C in each phase; the CPU back end
+/// reports no bins.
+unsafe fn check_bins(d: rusparseSpGEMMDescr_t, on_gpu: bool) {
+    for which in [0, 1] {
+        let mut n = -1;
+        assert_eq!(
+            rusparseSpGEMM_getBinCounts(d, which, null_mut(), 0, &mut n),
+            OK
+        );
+        if !on_gpu {
+            assert_eq!(n, 0, "the CPU back end does not bin rows");
+            continue;
+        }
+        assert!(n >= 2, "phase {which}: {n} bins");
+        let mut rows = vec![-1i64; n as usize + 1];
+        let mut m = -1;
+        assert_eq!(
+            rusparseSpGEMM_getBinCounts(d, which, rows.as_mut_ptr(), n + 1, &mut m),
+            OK
+        );
+        assert_eq!(m, n);
+        assert_eq!(rows[n as usize], -1, "wrote past numBins");
+        let binned: i64 = rows[..n as usize].iter().sum();
+        assert!(
+            rows[..n as usize].iter().all(|&r| r >= 0) && (1..=6).contains(&binned),
+            "phase {which}: rows per bin {rows:?}"
+        );
+    }
 }
 
 fn host_product() -> (Vec<i32>, Vec<i32>, Vec<f64>) {

@@ -94,6 +94,8 @@ contains
     integer(c_size_t) :: size1, size2
     integer(c_int64_t) :: rows, cols, nnz, nprod
     integer(c_int) :: version, backend, base
+    integer(c_int32_t) :: num_bins
+    integer(c_int64_t) :: rows_per_bin(4)
     integer, parameter :: n_op = RUSPARSE_OPERATION_NON_TRANSPOSE
 
     call check(rusparseCreateWithBackend(handle, RUSPARSE_BACKEND_CPU) == RUSPARSE_STATUS_SUCCESS, &
@@ -133,6 +135,10 @@ contains
     call check(rusparseSpMatGetSize(mat_c, rows, cols, nnz) == RUSPARSE_STATUS_SUCCESS .and. &
                rows == 5 .and. cols == 6 .and. nnz == 14, "C's size")
     nprod = -1
+    num_bins = -1
+    call check(rusparseSpGEMM_getBinCounts(descr, RUSPARSE_SPGEMM_BINS_NUMERIC, rows_per_bin, &
+               4_c_int32_t, num_bins) == RUSPARSE_STATUS_SUCCESS .and. num_bins == 0, &
+               "getBinCounts (the CPU does not bin rows)")
     call check(rusparseSpGEMM_predictNnz(handle, n_op, n_op, mat_a, mat_b, nprod) == &
                RUSPARSE_STATUS_SUCCESS .and. nprod == 14, "predictNnz (exact at this size)")
     allocate (c_cols(nnz), c_vals(nnz))

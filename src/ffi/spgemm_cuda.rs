@@ -77,6 +77,11 @@ fn check_supported(alg: Algorithm) -> Result<()> {
 }
 
 impl GpuProduct {
+    /// What the plan ran so far (bins, device, modes).
+    pub(crate) fn info(&self) -> crate::backend::cuda::CudaPlanInfo {
+        self.spgemm.info()
+    }
+
     /// Work estimation on `dev`: validates A and B on the device, builds
     /// the transpose of an operand whose op is T or C, and counts the
     /// products. Returns the product and nprod.

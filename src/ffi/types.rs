@@ -161,6 +161,16 @@ pub enum rusparseBackend_t {
     RUSPARSE_BACKEND_HIP = 3,
 }
 
+/// Which phase's row bins `rusparseSpGEMM_getBinCounts` reports (rusparse
+/// extension).
+#[repr(C)]
+pub enum rusparseSpGEMMBins_t {
+    /// The symbolic phase's bins (counting nnz of each row of C).
+    RUSPARSE_SPGEMM_BINS_SYMBOLIC = 0,
+    /// The numeric phase's bins (computing each row of C).
+    RUSPARSE_SPGEMM_BINS_NUMERIC = 1,
+}
+
 /// `rusparseStatus_t` as received from C.
 pub type StatusArg = c_int;
 /// `rusparseOperation_t` as received from C.
@@ -177,6 +187,8 @@ pub type SpGEMMAlgArg = c_int;
 pub type PointerModeArg = c_int;
 /// `rusparseBackend_t` as received from C.
 pub type BackendArg = c_int;
+/// `rusparseSpGEMMBins_t` as received from C.
+pub type SpGEMMBinsArg = c_int;
 
 /// Opaque library context (one per handle).
 pub struct rusparseContext {
