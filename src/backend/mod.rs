@@ -9,6 +9,10 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "hip")]
+pub mod hip;
+#[cfg(any(feature = "cuda", feature = "hip"))]
+pub mod kernel_source;
 
 use crate::error::Result;
 use crate::plan::{RowPattern, RowWork};

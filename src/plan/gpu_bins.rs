@@ -24,7 +24,8 @@
 //!
 //! Tables are powers of two so probing uses a mask; every table size, block
 //! size and byte count here is checked against the device's limits by the
-//! tests below for a V100, an A100, an H100 and a 64-wide AMD device.
+//! tests below for a V100, an A100, an H100, a 64-wide AMD MI50 and a Hygon
+//! DCU (48 KiB per block), the last compared with seed 004's tables.
 
 /// The device properties the bins are derived from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -371,7 +372,7 @@ mod tests {
 
     #[test]
     fn bins_respect_every_device() {
-        for d in [V100, A100, H100, GFX906] {
+        for d in [V100, A100, H100, GFX906, DCU] {
             for (ib, vb) in [(4, 4), (4, 8), (8, 16), (8, 8)] {
                 let g = gpu_bins(&d, ib, vb);
                 check(&d, &g.symbolic, ib, false);
@@ -410,6 +411,60 @@ mod tests {
         let big = h.numeric[h.numeric.len() - 2];
         assert!(big.shared_bytes > H100.shared_per_block, "{big:?}");
         assert_eq!(h.numeric.last().unwrap().table_size, 0);
+    }
+
+    /// Hygon DCU as seed 004 describes it: 64-wide wavefronts, 64 KiB of
+    /// LDS per CU, 48 KiB per block, 1,024 threads per block.
+    const DCU: DeviceLimits = DeviceLimits {
+        warp: 64,
+        sm_count: 60,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: 2560,
+        shared_per_block: 48 << 10,
+        shared_per_block_optin: 48 << 10,
+        shared_per_sm: 64 << 10,
+        reserved_shared_per_block: 0,
+    };
+
+    #[test]
+    fn dcu_follows_seed_004_configuration() {
+        // Seed 004, Tables 2 and 3 (Hygon DCU, 4-byte indices, f64): the
+        // symbolic shared tables go up to 12,288 entries (48 KiB / 4 B), the
+        // numeric ones up to 4,096 (48 KiB / 12 B); rows beyond go to
+        // global-memory kernels; short rows are packed several to a block
+        // (thread groups of 8); the other kernels take a row per warp or
+        // per block of up to 1,024 threads. rusparse keeps tables powers of
+        // two (masked probing) and 16 bytes of counters beside them, so its
+        // largest tables are the powers of two below the paper's.
+        let g = gpu_bins(&DCU, 4, 8);
+        for b in g.symbolic.iter().chain(&g.numeric) {
+            assert_eq!(b.block % 64, 0, "whole wavefronts: {b:?}");
+            assert!(b.shared_bytes <= 48 << 10, "{b:?}");
+        }
+        let largest = |bins: &[KernelBin]| bins.iter().map(|b| b.table_size).max().unwrap();
+        assert_eq!(largest(&g.symbolic), 8192, "largest power of two <= 12,288");
+        assert_eq!(largest(&g.numeric), 2048, "4,096 pairs of 12 B leave no room for the counters");
+        // Packed short rows: teams of 4 (symbolic) and 8 (numeric), the
+        // paper's thread groups of eight.
+        assert_eq!((g.symbolic[0].team, g.numeric[0].team), (4, 8));
+        assert!(g.symbolic[0].rows_per_block() >= 16 && g.numeric[0].rows_per_block() >= 16);
+        // One row per block from 64 threads (a wavefront) up to 1,024.
+        assert_eq!(g.symbolic[1].block, 64);
+        assert_eq!(g.symbolic.last().unwrap().block, 1024);
+        // The numeric phase ends with the global-memory kernel (the paper's
+        // Kernel 9, a hash table of twice the row's nnz); the symbolic one
+        // spills rows past 0.8 of its last table to the global kernel.
+        assert!(g.numeric.last().unwrap().is_global());
+        assert_eq!(numeric_global_table(5000), 16384);
+        assert_eq!(g.spill_limit, 6553);
+        // The same device with all 64 KiB for one block (MI50): the paper
+        // scales its last numeric bin to 5,461 pairs; here 4,096.
+        let mi50 = gpu_bins(&GFX906, 4, 8);
+        assert_eq!(largest(&mi50.numeric), 4096);
+        // Threads per B row up to a whole wavefront (the paper's G in
+        // {2..warp}, about 8 elements per thread).
+        assert_eq!(threads_per_b_row(500 * 1000, 1000, 500, 64), 64);
+        assert_eq!(threads_per_b_row(16 * 1000, 1000, 16, 64), 2);
     }
 
     #[test]
