@@ -6,8 +6,11 @@
 # package: the CMake build installed into a prefix that is then moved, and
 # the tests built against it as an outside project with find_package and
 # with pkg-config, shared and static.
+# Also the HIP back end's build (`--features hip`), its unit tests and every
+# kernel instantiation compiled by hiprtc for gfx906 and gfx90a.
 # Installs what it needs (cmake, a C/C++ compiler, gfortran, pkg-config,
-# valgrind, the NVRTC wheel) with apt-get / pip when missing.
+# valgrind, Debian's ROCm 5.2 HIP runtime and hiprtc, the NVRTC wheel) with
+# apt-get / pip when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -21,6 +24,9 @@ command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v gfortran >/dev/null 2>&1 || missing+=(gfortran)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+# hiprtc (in libamdhip64 on ROCm 5) for tests/hip_kernels.rs; hipcc brings
+# the device libraries and clang it compiles with. No AMD GPU is needed.
+command -v hipcc >/dev/null 2>&1 || missing+=(hipcc libamdhip64-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     step "installing ${missing[*]}"
     sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
@@ -64,6 +70,11 @@ cargo clippy --all-targets -- -D warnings
 
 step "cargo test (unit, property, header and doc tests)"
 cargo test
+
+step "HIP back end: clippy, unit tests and hiprtc kernel compile (gfx906, gfx90a) with --features hip"
+cargo clippy --all-targets --features hip -- -D warnings
+RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --lib -- backend::hip context::
+RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --test hip_kernels
 
 step "C tests (CMake + CTest)"
 cargo build --lib

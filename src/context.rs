@@ -44,7 +44,9 @@ impl Context {
     /// # Errors
     /// [`Error::NotSupported`] for `Cuda` when this build has no CUDA back
     /// end or the machine has no NVIDIA driver, GPU or NVRTC (the message
-    /// says which), and for `Hip` (not built in); [`Error::InvalidValue`]
+    /// says which), and for `Hip` (not built in, or built in and saying why
+    /// it cannot run: no runtime, no device, or the HIP pipeline not yet
+    /// ported; see `backend::hip`); [`Error::InvalidValue`]
     /// when `RUSPARSE_NUM_THREADS` is not a positive integer.
     pub fn new(backend: BackendKind) -> Result<Self> {
         #[cfg(feature = "cuda")]
@@ -62,6 +64,9 @@ impl Context {
                     "this build of rusparse has no CUDA back end (build with the default feature `cuda`)".into(),
                 ))
             }
+            #[cfg(feature = "hip")]
+            BackendKind::Hip => crate::backend::hip::open()?,
+            #[cfg(not(feature = "hip"))]
             BackendKind::Hip => {
                 return Err(Error::NotSupported(
                     "this build of rusparse has no HIP back end (build with --features hip)".into(),
@@ -171,10 +176,25 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(feature = "hip"))]
     fn hip_is_not_built_in() {
         let e = Context::new(BackendKind::Hip).unwrap_err();
         assert!(
             matches!(&e, Error::NotSupported(m) if m.contains("no HIP back end")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "hip")]
+    fn hip_says_why_it_cannot_run_here() {
+        // No HIP pipeline yet: NOT_SUPPORTED on every machine, naming the
+        // missing runtime, the missing device or the missing pipeline.
+        let e = Context::new(BackendKind::Hip).unwrap_err();
+        assert!(
+            matches!(&e, Error::NotSupported(m)
+                if m.contains("could not be loaded") || m.contains("no HIP device")
+                    || m.contains("no HIP SpGEMM pipeline")),
             "{e}"
         );
     }

@@ -17,17 +17,11 @@ use std::fmt;
 /// The kernel files, in the order they are concatenated (`portability.h`
 /// first), as `(file name, text)`.
 pub const KERNEL_SOURCES: &[(&str, &str)] = &[
-    (
-        "portability.h",
-        include_str!("../../kernels/portability.h"),
-    ),
+    ("portability.h", include_str!("../../kernels/portability.h")),
     ("setup.cu", include_str!("../../kernels/setup.cu")),
     ("binning.cu", include_str!("../../kernels/binning.cu")),
     ("scan.cu", include_str!("../../kernels/scan.cu")),
-    (
-        "transpose.cu",
-        include_str!("../../kernels/transpose.cu"),
-    ),
+    ("transpose.cu", include_str!("../../kernels/transpose.cu")),
     ("symbolic.cu", include_str!("../../kernels/symbolic.cu")),
     ("numeric.cu", include_str!("../../kernels/numeric.cu")),
 ];
@@ -171,4 +165,3 @@ impl fmt::Display for KernelTypes {
         )
     }
 }
-

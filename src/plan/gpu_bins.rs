@@ -443,7 +443,11 @@ mod tests {
         }
         let largest = |bins: &[KernelBin]| bins.iter().map(|b| b.table_size).max().unwrap();
         assert_eq!(largest(&g.symbolic), 8192, "largest power of two <= 12,288");
-        assert_eq!(largest(&g.numeric), 2048, "4,096 pairs of 12 B leave no room for the counters");
+        assert_eq!(
+            largest(&g.numeric),
+            2048,
+            "4,096 pairs of 12 B leave no room for the counters"
+        );
         // Packed short rows: teams of 4 (symbolic) and 8 (numeric), the
         // paper's thread groups of eight.
         assert_eq!((g.symbolic[0].team, g.numeric[0].team), (4, 8));

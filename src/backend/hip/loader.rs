@@ -1,0 +1,192 @@
+//! The HIP runtime (`libamdhip64`) and hiprtc, loaded at run time.
+//!
+//! Loading instead of linking keeps `--features hip` buildable and linkable
+//! on machines with no ROCm (CI, CUDA-only clusters), as cudarc's
+//! `dynamic-loading` does for CUDA, and turns a missing library into a
+//! NOT_SUPPORTED status with the loader's reason instead of a failure to
+//! start the program. hiprtc lives in `libhiprtc.so` from ROCm 6 on and
+//! inside `libamdhip64.so` before (Debian's ROCm 5.2 packages).
+
+use libloading::Library;
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::sync::OnceLock;
+
+/// `hipError_t`.
+pub type HipError = c_int;
+/// `hiprtcResult`.
+pub type HiprtcResult = c_int;
+/// `hiprtcProgram`.
+pub type HiprtcProgram = *mut c_void;
+
+/// Names tried, in order, for the HIP runtime.
+pub const RUNTIME_NAMES: &[&str] = &[
+    "libamdhip64.so",
+    "libamdhip64.so.6",
+    "libamdhip64.so.5",
+    "/opt/rocm/lib/libamdhip64.so",
+];
+
+/// Names tried, in order, for hiprtc (ROCm 6 and later ship it apart;
+/// ROCm 5 inside the runtime).
+pub const HIPRTC_NAMES: &[&str] = &[
+    "libhiprtc.so",
+    "libhiprtc.so.7",
+    "libhiprtc.so.6",
+    "/opt/rocm/lib/libhiprtc.so",
+    "libamdhip64.so",
+    "libamdhip64.so.5",
+    "/opt/rocm/lib/libamdhip64.so",
+];
+
+/// The runtime functions rusparse calls.
+pub struct HipRuntime {
+    _lib: Library,
+    /// `hipInit(flags)`.
+    pub init: unsafe extern "C" fn(c_uint) -> HipError,
+    /// `hipGetDeviceCount(int*)`.
+    pub get_device_count: unsafe extern "C" fn(*mut c_int) -> HipError,
+    /// `hipGetErrorName(err)`.
+    pub get_error_name: unsafe extern "C" fn(HipError) -> *const c_char,
+    /// `hipRuntimeGetVersion(int*)`.
+    pub runtime_get_version: unsafe extern "C" fn(*mut c_int) -> HipError,
+}
+
+/// The hiprtc functions rusparse calls.
+pub struct Hiprtc {
+    _lib: Library,
+    /// The file it was loaded from.
+    pub path: &'static str,
+    /// `hiprtcCreateProgram(prog, src, name, numHeaders, headers, includeNames)`.
+    pub create_program: unsafe extern "C" fn(
+        *mut HiprtcProgram,
+        *const c_char,
+        *const c_char,
+        c_int,
+        *const *const c_char,
+        *const *const c_char,
+    ) -> HiprtcResult,
+    /// `hiprtcCompileProgram(prog, numOptions, options)`.
+    pub compile_program:
+        unsafe extern "C" fn(HiprtcProgram, c_int, *const *const c_char) -> HiprtcResult,
+    /// `hiprtcGetProgramLogSize(prog, size*)`.
+    pub get_program_log_size: unsafe extern "C" fn(HiprtcProgram, *mut usize) -> HiprtcResult,
+    /// `hiprtcGetProgramLog(prog, log)`.
+    pub get_program_log: unsafe extern "C" fn(HiprtcProgram, *mut c_char) -> HiprtcResult,
+    /// `hiprtcGetCodeSize(prog, size*)`.
+    pub get_code_size: unsafe extern "C" fn(HiprtcProgram, *mut usize) -> HiprtcResult,
+    /// `hiprtcGetCode(prog, code)`.
+    pub get_code: unsafe extern "C" fn(HiprtcProgram, *mut c_char) -> HiprtcResult,
+    /// `hiprtcDestroyProgram(prog*)`.
+    pub destroy_program: unsafe extern "C" fn(*mut HiprtcProgram) -> HiprtcResult,
+    /// `hiprtcGetErrorString(result)`.
+    pub get_error_string: unsafe extern "C" fn(HiprtcResult) -> *const c_char,
+}
+
+/// Opens the first of `names` that loads; the error lists every attempt.
+fn open(names: &'static [&'static str]) -> Result<(Library, &'static str), String> {
+    let mut tried = Vec::new();
+    for name in names {
+        // SAFETY: loading a shared library runs its initialisers; the HIP
+        // runtime and hiprtc are ordinary libraries meant to be loaded so.
+        match unsafe { Library::new(*name) } {
+            Ok(lib) => return Ok((lib, name)),
+            Err(e) => tried.push(format!("{name}: {e}")),
+        }
+    }
+    Err(tried.join("; "))
+}
+
+/// Copies the function pointer `name` (NUL-terminated) out of `lib`.
+///
+/// # Safety
+/// `T` must be the function's real type.
+unsafe fn symbol<T: Copy>(lib: &Library, name: &[u8]) -> Result<T, String> {
+    // SAFETY: the caller gives the right type; the pointer stays valid
+    // while `lib` is loaded, and the structs keep `lib` with it.
+    unsafe { lib.get::<T>(name) }.map(|s| *s).map_err(|e| {
+        let shown = String::from_utf8_lossy(name.strip_suffix(&[0]).unwrap_or(name)).into_owned();
+        format!("{shown}: {e}")
+    })
+}
+
+/// The HIP runtime, loaded once; the error says what failed.
+pub fn runtime() -> Result<&'static HipRuntime, String> {
+    static RUNTIME: OnceLock<Result<HipRuntime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            let (lib, _) = open(RUNTIME_NAMES)
+                .map_err(|e| format!("the HIP runtime (libamdhip64) could not be loaded ({e})"))?;
+            // SAFETY: the types are those of hip_runtime_api.h.
+            unsafe {
+                Ok(HipRuntime {
+                    init: symbol(&lib, b"hipInit\0")?,
+                    get_device_count: symbol(&lib, b"hipGetDeviceCount\0")?,
+                    get_error_name: symbol(&lib, b"hipGetErrorName\0")?,
+                    runtime_get_version: symbol(&lib, b"hipRuntimeGetVersion\0")?,
+                    _lib: lib,
+                })
+            }
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// hiprtc, loaded once; the error says what failed.
+pub fn hiprtc() -> Result<&'static Hiprtc, String> {
+    static HIPRTC: OnceLock<Result<Hiprtc, String>> = OnceLock::new();
+    HIPRTC
+        .get_or_init(|| {
+            let mut errors = Vec::new();
+            // A library may load yet lack hiprtc (a ROCm 6 runtime): go on.
+            for (k, name) in HIPRTC_NAMES.iter().enumerate() {
+                let (lib, path) = match open(&HIPRTC_NAMES[k..=k]) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        errors.push(e);
+                        continue;
+                    }
+                };
+                // SAFETY: the types are those of hiprtc.h.
+                let loaded = unsafe {
+                    (|| -> Result<Hiprtc, String> {
+                        Ok(Hiprtc {
+                            create_program: symbol(&lib, b"hiprtcCreateProgram\0")?,
+                            compile_program: symbol(&lib, b"hiprtcCompileProgram\0")?,
+                            get_program_log_size: symbol(&lib, b"hiprtcGetProgramLogSize\0")?,
+                            get_program_log: symbol(&lib, b"hiprtcGetProgramLog\0")?,
+                            get_code_size: symbol(&lib, b"hiprtcGetCodeSize\0")?,
+                            get_code: symbol(&lib, b"hiprtcGetCode\0")?,
+                            destroy_program: symbol(&lib, b"hiprtcDestroyProgram\0")?,
+                            get_error_string: symbol(&lib, b"hiprtcGetErrorString\0")?,
+                            path,
+                            _lib: lib,
+                        })
+                    })()
+                };
+                match loaded {
+                    Ok(h) => return Ok(h),
+                    Err(e) => errors.push(format!("{name}: {e}")),
+                }
+            }
+            Err(format!(
+                "hiprtc could not be loaded ({})",
+                errors.join("; ")
+            ))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// A C string from the runtime, or `fallback` for NULL.
+///
+/// # Safety
+/// `p` is NULL or points at a NUL-terminated string (as HIP's and hiprtc's
+/// error-name functions return).
+pub unsafe fn c_text(p: *const c_char, fallback: &str) -> String {
+    if p.is_null() {
+        fallback.to_string()
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+}

@@ -1,0 +1,133 @@
+//! Compiles every kernel instantiation with hiprtc for AMD targets, as CI
+//! does without an AMD GPU: 4 value types × 32/64-bit offsets × 32/64-bit
+//! indices, for gfx906 (MI50, Hygon DCU) and gfx90a (MI200) with 64-wide
+//! wavefronts. Strict: any warning fails. Each code object must contain
+//! every kernel the source declares (`RS_GLOBAL void rs_...`).
+//!
+//! Without hiprtc the test prints why and passes, unless
+//! `RUSPARSE_REQUIRE_HIPRTC=1` is set (the test command sets it after
+//! installing Debian's ROCm 5.2 packages).
+#![cfg(feature = "hip")]
+
+use rusparse::backend::hip::compile::{compile_hiprtc, wavefront_of_arch, HipKernelOptions};
+use rusparse::backend::hip::loader;
+use rusparse::backend::kernel_source::{kernel_source, KernelTypes};
+use std::sync::Mutex;
+use std::time::Instant;
+
+const ARCHS: [&str; 2] = ["gfx906", "gfx90a"];
+
+/// The kernels `source` declares: the names after `RS_GLOBAL void`.
+fn declared_kernels(source: &str) -> Vec<String> {
+    let mut names: Vec<String> = source
+        .split("RS_GLOBAL void ")
+        .skip(1)
+        .filter_map(|rest| {
+            let end = rest.find('(')?;
+            let name = rest[..end].trim();
+            name.starts_with("rs_").then(|| name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn every_instantiation_compiles_for_amd_targets() {
+    let require = std::env::var("RUSPARSE_REQUIRE_HIPRTC").is_ok_and(|v| v.trim() == "1");
+    let rtc = match loader::hiprtc() {
+        Ok(rtc) => rtc,
+        Err(e) if !require => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+        Err(e) => panic!("RUSPARSE_REQUIRE_HIPRTC=1 but {e}"),
+    };
+    let source = kernel_source();
+    let kernels = declared_kernels(source);
+    assert!(kernels.len() >= 15, "kernels found: {kernels:?}");
+    let jobs: Vec<HipKernelOptions> = ARCHS
+        .iter()
+        .flat_map(|arch| {
+            KernelTypes::all().map(move |types| HipKernelOptions {
+                types,
+                warp: wavefront_of_arch(arch).expect("a gfx target"),
+                arch: arch.to_string(),
+            })
+        })
+        .collect();
+    assert!(jobs.iter().all(|j| j.warp == 64));
+    let started = Instant::now();
+    let failures = Mutex::new(Vec::new());
+    let next = Mutex::new(0usize);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let k = {
+                    let mut n = next.lock().unwrap();
+                    *n += 1;
+                    *n - 1
+                };
+                let Some(opts) = jobs.get(k) else { break };
+                match compile_hiprtc(source, opts, true) {
+                    Ok(c) => {
+                        let missing: Vec<&String> = kernels
+                            .iter()
+                            .filter(|n| !contains(&c.code, n.as_bytes()))
+                            .collect();
+                        if c.code.len() < 1024 || !missing.is_empty() {
+                            failures.lock().unwrap().push(format!(
+                                "{} ({}): {} bytes, missing kernels {missing:?}",
+                                opts.arch,
+                                opts.types,
+                                c.code.len()
+                            ));
+                        }
+                    }
+                    Err(e) => failures.lock().unwrap().push(e.to_string()),
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    eprintln!(
+        "hiprtc ({}): {} instantiations × {} kernels for {ARCHS:?} in {:.1} s",
+        rtc.path,
+        jobs.len(),
+        kernels.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn kernel_names_are_read_from_the_source() {
+    let src =
+        "RS_GLOBAL void rs_a(int x) {}\nRS_GLOBAL void rs_b (long y);\nRS_GLOBAL void helper(int);";
+    assert_eq!(declared_kernels(src), ["rs_a", "rs_b"]);
+}
+
+#[test]
+fn a_broken_kernel_fails_with_the_compiler_log() {
+    if loader::hiprtc().is_err() {
+        return; // reported by the test above
+    }
+    let opts = HipKernelOptions {
+        types: KernelTypes::all().next().unwrap(),
+        warp: 64,
+        arch: "gfx906".into(),
+    };
+    let e = compile_hiprtc(
+        "extern \"C\" __global__ void rs_x() { undeclared_name = 1; }",
+        &opts,
+        true,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("undeclared_name") && e.contains("gfx906"), "{e}");
+}
