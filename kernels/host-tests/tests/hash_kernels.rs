@@ -810,18 +810,13 @@ fn wide_column_indices() {
     visit_hash_variants(&mut T);
 }
 
-/// The bins the planner derives for an H100, with blocks of one-row bins
-/// capped at `cap` threads for the emulator.
-fn h100_config<V: Variant>(cap: i64) -> PipelineConfig {
+/// The bins the planner derives for `limits` (with the variant's warp
+/// width), with blocks of one-row bins capped at `cap` threads for the
+/// emulator.
+fn device_config<V: Variant>(limits: DeviceLimits, cap: i64) -> PipelineConfig {
     let limits = DeviceLimits {
         warp: V::WARP as u32,
-        sm_count: 132,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 2048,
-        shared_per_block: 48 << 10,
-        shared_per_block_optin: 227 << 10,
-        shared_per_sm: 228 << 10,
-        reserved_shared_per_block: 1 << 10,
+        ..limits
     };
     let bins = gpu_bins(
         &limits,
@@ -857,56 +852,104 @@ fn h100_config<V: Variant>(cap: i64) -> PipelineConfig {
     cfg
 }
 
+/// An H100: 48 KiB per block by default, 227 KiB opted in.
+const H100: DeviceLimits = DeviceLimits {
+    warp: 32,
+    sm_count: 132,
+    max_threads_per_block: 1024,
+    max_threads_per_sm: 2048,
+    shared_per_block: 48 << 10,
+    shared_per_block_optin: 227 << 10,
+    shared_per_sm: 228 << 10,
+    reserved_shared_per_block: 1 << 10,
+};
+
+/// A Hygon DCU as seed 004 describes it: 64-wide wavefronts, 64 KiB of LDS
+/// per CU, 48 KiB per block.
+const DCU: DeviceLimits = DeviceLimits {
+    warp: 64,
+    sm_count: 60,
+    max_threads_per_block: 1024,
+    max_threads_per_sm: 2560,
+    shared_per_block: 48 << 10,
+    shared_per_block_optin: 48 << 10,
+    shared_per_sm: 64 << 10,
+    reserved_shared_per_block: 0,
+};
+
+/// Rows at both ends of every symbolic and numeric bin of `cfg`, and rows
+/// past the last numeric bin (global kernel), checked against the
+/// reference.
+fn every_bin_of<V: HashVariant>(cfg: &PipelineConfig, salt: u64, what: &str) {
+    let mut rng = seed::<V>(salt);
+    let nb = 12_007; // prime, more than 4 * the largest nnz / 4
+    let b = blocks_b::<V>(&mut rng, nb, true);
+    let mut shapes: Vec<(usize, usize)> = Vec::new();
+    let mut lo = 0i64;
+    let sym = &cfg.symbolic;
+    for bin in sym.iter().take(sym.len() - 1) {
+        // nprod just above lo and at the bound (multiples of 4).
+        let first = (lo / 4 + 1) as usize;
+        let last = (bin.max_size / 4) as usize;
+        shapes.push((first, (first / 2).max(1)));
+        shapes.push((last, last));
+        lo = bin.max_size;
+    }
+    let spill = cfg.spill_limit as usize;
+    let last_table = sym.last().unwrap().table_size as usize;
+    // The last symbolic bin, with few distinct columns (spilling is the
+    // business of rows_above_the_spill_limit_go_global).
+    shapes.push(((lo / 4 + 1) as usize, 100));
+    assert!(spill < last_table);
+    let mut lo = 0i64;
+    for bin in &cfg.numeric {
+        let first = (lo / 4 + 1) as usize;
+        let last = (bin.max_size / 4) as usize;
+        shapes.push((2 * first, first));
+        shapes.push((last, last));
+        lo = bin.max_size;
+    }
+    let rows: Vec<_> = shapes
+        .iter()
+        .map(|&(e, d)| blocks_row::<V>(&mut rng, nb, e, d))
+        .collect();
+    let a = HostCsr::<V>::from_rows(nb, &rows, 0);
+    let s = check(&a, &b, cfg, what);
+    assert!(s.symbolic_rows.iter().all(|&n| n > 0), "{}: {s:?}", V::NAME);
+    assert!(s.numeric_rows.iter().all(|&n| n > 0), "{}: {s:?}", V::NAME);
+    assert!(s.spilled.is_empty(), "{}: {s:?}", V::NAME);
+    assert!(s.numeric_global_rows > 0, "{}: {s:?}", V::NAME);
+}
+
 #[test]
 fn every_bin_of_the_h100_table_list() {
-    // Rows at both ends of every symbolic and numeric bin the planner
-    // derives for an H100 (tables up to 32768 keys), and rows past the last
-    // numeric bin (global kernel).
+    // The bins the planner derives for an H100 (tables up to 32768 keys).
     struct T;
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
-            let mut rng = seed::<V>(13);
-            let cfg = h100_config::<V>(2 * V::WARP);
-            let nb = 12_007; // prime, more than 4 * the largest nnz / 4
-            let b = blocks_b::<V>(&mut rng, nb, true);
-            let mut shapes: Vec<(usize, usize)> = Vec::new();
-            let mut lo = 0i64;
-            let sym = &cfg.symbolic;
-            for bin in sym.iter().take(sym.len() - 1) {
-                // nprod just above lo and at the bound (multiples of 4).
-                let first = (lo / 4 + 1) as usize;
-                let last = (bin.max_size / 4) as usize;
-                shapes.push((first, (first / 2).max(1)));
-                shapes.push((last, last));
-                lo = bin.max_size;
-            }
-            let spill = cfg.spill_limit as usize;
-            let last_table = sym.last().unwrap().table_size as usize;
-            // The last symbolic bin, with few distinct columns (spilling is
-            // the business of rows_above_the_spill_limit_go_global).
-            shapes.push(((lo / 4 + 1) as usize, 100));
-            assert!(spill < last_table);
-            let mut lo = 0i64;
-            for bin in &cfg.numeric {
-                let first = (lo / 4 + 1) as usize;
-                let last = (bin.max_size / 4) as usize;
-                shapes.push((2 * first, first));
-                shapes.push((last, last));
-                lo = bin.max_size;
-            }
-            let rows: Vec<_> = shapes
-                .iter()
-                .map(|&(e, d)| blocks_row::<V>(&mut rng, nb, e, d))
-                .collect();
-            let a = HostCsr::<V>::from_rows(nb, &rows, 0);
-            let s = check(&a, &b, &cfg, "H100 bins");
-            assert!(s.symbolic_rows.iter().all(|&n| n > 0), "{}: {s:?}", V::NAME);
-            assert!(s.numeric_rows.iter().all(|&n| n > 0), "{}: {s:?}", V::NAME);
-            assert!(s.spilled.is_empty(), "{}: {s:?}", V::NAME);
-            assert!(s.numeric_global_rows > 0, "{}: {s:?}", V::NAME);
+            every_bin_of::<V>(&device_config::<V>(H100, 2 * V::WARP), 13, "H100 bins");
         }
     }
     visit_hash_variants(&mut T);
+}
+
+#[test]
+fn every_bin_of_the_dcu_table_list() {
+    // The bins the planner derives for a Hygon DCU (seed 004's device:
+    // wavefronts of 64, 48 KiB of LDS per block), on the 64-wide variants.
+    struct T(usize);
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            if V::WARP != 64 {
+                return;
+            }
+            self.0 += 1;
+            every_bin_of::<V>(&device_config::<V>(DCU, 2 * V::WARP), 17, "DCU bins");
+        }
+    }
+    let mut t = T(0);
+    visit_hash_variants(&mut t);
+    assert!(t.0 >= 2, "64-wide variants run: {}", t.0);
 }
 
 // ---- validation -------------------------------------------------------------
