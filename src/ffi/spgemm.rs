@@ -843,6 +843,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_getBinCounts(
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_getBinCounts", || {
         let d = descr_ref(spgemmDescr)?;
+        #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
         let numeric = match which {
             0 => false,
             1 => true,
