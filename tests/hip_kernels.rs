@@ -131,3 +131,31 @@ fn a_broken_kernel_fails_with_the_compiler_log() {
     .to_string();
     assert!(e.contains("undeclared_name") && e.contains("gfx906"), "{e}");
 }
+
+#[test]
+fn code_objects_are_cached_per_target() {
+    use rusparse::backend::hip::compile::cached_code_object;
+    use rusparse::backend::kernel_cache::{DiskCache, ImageSource};
+    if loader::hiprtc().is_err() {
+        return; // reported by every_instantiation_compiles_for_amd_targets
+    }
+    let dir = std::env::temp_dir().join(format!("rusparse-hip-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = DiskCache::at(&dir);
+    let source = kernel_source();
+    let opts = |arch: &str| HipKernelOptions {
+        types: KernelTypes::all().next().unwrap(),
+        warp: 64,
+        arch: arch.into(),
+    };
+    let (first, from) = cached_code_object(&cache, source, &opts("gfx906")).unwrap();
+    assert_eq!(from, ImageSource::Compiler);
+    let (again, from) = cached_code_object(&cache, source, &opts("gfx906")).unwrap();
+    assert_eq!((from, &again), (ImageSource::Cache, &first));
+    // Another target is another file.
+    let (other, from) = cached_code_object(&cache, source, &opts("gfx90a")).unwrap();
+    assert_eq!(from, ImageSource::Compiler);
+    assert_ne!(other, first);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

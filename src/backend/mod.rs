@@ -12,6 +12,8 @@ pub mod cuda;
 #[cfg(feature = "hip")]
 pub mod hip;
 #[cfg(any(feature = "cuda", feature = "hip"))]
+pub mod kernel_cache;
+#[cfg(any(feature = "cuda", feature = "hip"))]
 pub mod kernel_source;
 
 use crate::error::Result;

@@ -8,6 +8,7 @@
 //! gfx90a (`tests/hip_kernels.rs`).
 
 use super::loader::{c_text, hiprtc, HiprtcProgram};
+use crate::backend::kernel_cache::{fnv1a64, load_or_compile, DiskCache, ImageSource};
 use crate::backend::kernel_source::KernelTypes;
 use crate::error::{Error, Result};
 use std::ffi::{c_char, c_int, CString};
@@ -157,6 +158,57 @@ pub fn compile_hiprtc(source: &str, opts: &HipKernelOptions, strict: bool) -> Re
     Ok(HipCompiled { code, log })
 }
 
+/// The cache key of one HIP compilation: the source, the options (the
+/// target among them) and the compiler's identity
+/// ([`super::loader::Hiprtc::identity`]).
+pub fn hip_cache_key(source: &str, opts: &HipKernelOptions, compiler: &str) -> u64 {
+    let options = opts.hiprtc_options().join("\u{1}");
+    fnv1a64(&[
+        b"rusparse-hip-kernel-cache-v1",
+        source.as_bytes(),
+        options.as_bytes(),
+        opts.arch.as_bytes(),
+        compiler.as_bytes(),
+    ])
+}
+
+/// Whether `image` is an AMD GPU code object: a 64-bit ELF for
+/// `EM_AMDGPU` (224), what hiprtc returns.
+pub fn is_amdgpu_code_object(image: &[u8]) -> bool {
+    image.len() > 64 && image.starts_with(b"\x7fELF\x02") && image[18..20] == [224, 0]
+}
+
+/// The code object of `source` for `opts`: from `cache` when a valid one
+/// is stored under its key, else compiled by hiprtc and stored (as the
+/// CUDA back end caches its PTX, and keyed by the target architecture).
+///
+/// # Errors
+/// As [`compile_hiprtc`]; a freshly compiled image that is not an AMD GPU
+/// code object is [`Error::InternalError`].
+pub fn cached_code_object(
+    cache: &DiskCache,
+    source: &str,
+    opts: &HipKernelOptions,
+) -> Result<(Vec<u8>, ImageSource)> {
+    let rtc = hiprtc().map_err(Error::NotSupported)?;
+    let key = hip_cache_key(source, opts, &rtc.identity());
+    load_or_compile(
+        cache,
+        key,
+        || compile_hiprtc(source, opts, false).map(|c| c.code),
+        |image| {
+            if is_amdgpu_code_object(image) {
+                Ok(image.to_vec())
+            } else {
+                Err(Error::InternalError(format!(
+                    "hiprtc returned {} bytes that are not an AMD GPU code object",
+                    image.len()
+                )))
+            }
+        },
+    )
+}
+
 /// hiprtc's log of `program` (empty when it has none).
 fn program_log(program: HiprtcProgram) -> Result<String> {
     let rtc = hiprtc().map_err(Error::NotSupported)?;
@@ -191,6 +243,38 @@ mod tests {
         assert_eq!(wavefront_of_arch("sm_90"), None);
         assert_eq!(wavefront_of_arch("gfx"), None);
         assert_eq!(wavefront_of_arch("gfxzz9"), None);
+    }
+
+    #[test]
+    fn cache_keys_separate_targets_and_types() {
+        let opts = |arch: &str, index64| HipKernelOptions {
+            types: KernelTypes {
+                value: ValueKind::F64,
+                offset64: false,
+                index64,
+            },
+            warp: 64,
+            arch: arch.into(),
+        };
+        let k = |o: &HipKernelOptions, src: &str, c: &str| hip_cache_key(src, o, c);
+        let base = k(&opts("gfx906", false), "src", "hiprtc 9.0");
+        assert_ne!(base, k(&opts("gfx90a", false), "src", "hiprtc 9.0"));
+        assert_ne!(base, k(&opts("gfx906", true), "src", "hiprtc 9.0"));
+        assert_ne!(base, k(&opts("gfx906", false), "src2", "hiprtc 9.0"));
+        assert_ne!(base, k(&opts("gfx906", false), "src", "hiprtc 9.1"));
+        assert_eq!(base, k(&opts("gfx906", false), "src", "hiprtc 9.0"));
+    }
+
+    #[test]
+    fn code_objects_are_recognised() {
+        let mut elf = vec![0u8; 128];
+        elf[..5].copy_from_slice(b"\x7fELF\x02");
+        elf[18] = 224;
+        assert!(is_amdgpu_code_object(&elf));
+        elf[18] = 62; // x86-64
+        assert!(!is_amdgpu_code_object(&elf));
+        assert!(!is_amdgpu_code_object(b"\x7fELF"));
+        assert!(!is_amdgpu_code_object(&[0u8; 128]));
     }
 
     #[test]

@@ -80,6 +80,23 @@ pub struct Hiprtc {
     pub destroy_program: unsafe extern "C" fn(*mut HiprtcProgram) -> HiprtcResult,
     /// `hiprtcGetErrorString(result)`.
     pub get_error_string: unsafe extern "C" fn(HiprtcResult) -> *const c_char,
+    /// `hiprtcVersion(major*, minor*)`.
+    pub version: unsafe extern "C" fn(*mut c_int, *mut c_int) -> HiprtcResult,
+}
+
+impl Hiprtc {
+    /// What identifies this compiler in the kernel cache's key: the file it
+    /// was loaded from and its reported version.
+    pub fn identity(&self) -> String {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: two writable ints.
+        let r = unsafe { (self.version)(&mut major, &mut minor) };
+        if r == 0 {
+            format!("hiprtc {major}.{minor} ({})", self.path)
+        } else {
+            format!("hiprtc ({})", self.path)
+        }
+    }
 }
 
 /// Opens the first of `names` that loads; the error lists every attempt.
@@ -158,6 +175,7 @@ pub fn hiprtc() -> Result<&'static Hiprtc, String> {
                             get_code: symbol(&lib, b"hiprtcGetCode\0")?,
                             destroy_program: symbol(&lib, b"hiprtcDestroyProgram\0")?,
                             get_error_string: symbol(&lib, b"hiprtcGetErrorString\0")?,
+                            version: symbol(&lib, b"hiprtcVersion\0")?,
                             path,
                             _lib: lib,
                         })
