@@ -51,6 +51,68 @@ pub struct DeviceLimits {
     pub reserved_shared_per_block: u32,
 }
 
+/// Reference devices: the planner's tests and the host-emulated kernel
+/// tests derive their bins from these.
+impl DeviceLimits {
+    /// NVIDIA V100 (sm_70): 96 KiB of shared memory per SM, OpSparse's device.
+    pub const V100: DeviceLimits = DeviceLimits {
+        warp: 32,
+        sm_count: 80,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: 2048,
+        shared_per_block: 48 << 10,
+        shared_per_block_optin: 96 << 10,
+        shared_per_sm: 96 << 10,
+        reserved_shared_per_block: 0,
+    };
+    /// NVIDIA A100 (sm_80).
+    pub const A100: DeviceLimits = DeviceLimits {
+        warp: 32,
+        sm_count: 108,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: 2048,
+        shared_per_block: 48 << 10,
+        shared_per_block_optin: 163 << 10,
+        shared_per_sm: 164 << 10,
+        reserved_shared_per_block: 1024,
+    };
+    /// NVIDIA H100 (sm_90): 227 KiB of shared memory a block may opt into.
+    pub const H100: DeviceLimits = DeviceLimits {
+        warp: 32,
+        sm_count: 132,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: 2048,
+        shared_per_block: 48 << 10,
+        shared_per_block_optin: 227 << 10,
+        shared_per_sm: 228 << 10,
+        reserved_shared_per_block: 1024,
+    };
+    /// AMD MI50 (gfx906): 64-wide wavefronts, 64 KiB of LDS per CU, all of
+    /// it available to one block.
+    pub const MI50: DeviceLimits = DeviceLimits {
+        warp: 64,
+        sm_count: 60,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: 2560,
+        shared_per_block: 64 << 10,
+        shared_per_block_optin: 64 << 10,
+        shared_per_sm: 64 << 10,
+        reserved_shared_per_block: 0,
+    };
+    /// Hygon DCU as seed 004 describes it (gfx906-like): 64-wide
+    /// wavefronts, 64 KiB of LDS per CU, 48 KiB per block.
+    pub const HYGON_DCU: DeviceLimits = DeviceLimits {
+        warp: 64,
+        sm_count: 60,
+        max_threads_per_block: 1024,
+        max_threads_per_sm: 2560,
+        shared_per_block: 48 << 10,
+        shared_per_block_optin: 48 << 10,
+        shared_per_sm: 64 << 10,
+        reserved_shared_per_block: 0,
+    };
+}
+
 /// One bin: the rows it takes and the kernel configuration that runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelBin {
@@ -299,48 +361,6 @@ pub fn numeric_global_table(nnz: i64) -> u64 {
 mod tests {
     use super::*;
 
-    const V100: DeviceLimits = DeviceLimits {
-        warp: 32,
-        sm_count: 80,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 2048,
-        shared_per_block: 48 << 10,
-        shared_per_block_optin: 96 << 10,
-        shared_per_sm: 96 << 10,
-        reserved_shared_per_block: 0,
-    };
-    const A100: DeviceLimits = DeviceLimits {
-        warp: 32,
-        sm_count: 108,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 2048,
-        shared_per_block: 48 << 10,
-        shared_per_block_optin: 163 << 10,
-        shared_per_sm: 164 << 10,
-        reserved_shared_per_block: 1024,
-    };
-    const H100: DeviceLimits = DeviceLimits {
-        warp: 32,
-        sm_count: 132,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 2048,
-        shared_per_block: 48 << 10,
-        shared_per_block_optin: 227 << 10,
-        shared_per_sm: 228 << 10,
-        reserved_shared_per_block: 1024,
-    };
-    /// MI50 / Hygon DCU: 64-wide wavefronts, 64 KiB of LDS per CU.
-    const GFX906: DeviceLimits = DeviceLimits {
-        warp: 64,
-        sm_count: 60,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 2560,
-        shared_per_block: 64 << 10,
-        shared_per_block_optin: 64 << 10,
-        shared_per_sm: 64 << 10,
-        reserved_shared_per_block: 0,
-    };
-
     fn check(d: &DeviceLimits, bins: &[KernelBin], entry: u32, global_last: bool) {
         assert!(bins.len() >= 4, "{bins:?}");
         let mut prev = 0;
@@ -372,7 +392,13 @@ mod tests {
 
     #[test]
     fn bins_respect_every_device() {
-        for d in [V100, A100, H100, GFX906, DCU] {
+        for d in [
+            DeviceLimits::V100,
+            DeviceLimits::A100,
+            DeviceLimits::H100,
+            DeviceLimits::MI50,
+            DeviceLimits::HYGON_DCU,
+        ] {
             for (ib, vb) in [(4, 4), (4, 8), (8, 16), (8, 8)] {
                 let g = gpu_bins(&d, ib, vb);
                 check(&d, &g.symbolic, ib, false);
@@ -390,7 +416,7 @@ mod tests {
         // blocks; Table 2 (numeric, f64) with 31 entries for 8 threads
         // (rows up to 16) and 255 for 64-thread blocks. Powers of two keep
         // the first bins and halve the 255 (rows up to 64, not 128).
-        let g = gpu_bins(&V100, 4, 8);
+        let g = gpu_bins(&DeviceLimits::V100, 4, 8);
         assert_eq!((g.symbolic[0].table_size, g.symbolic[0].team), (32, 4));
         assert_eq!(g.symbolic[0].max_size, 26);
         assert_eq!(g.symbolic[1].block, 64);
@@ -402,33 +428,23 @@ mod tests {
 
     #[test]
     fn h100_uses_its_larger_shared_memory() {
-        let v = gpu_bins(&V100, 4, 8);
-        let h = gpu_bins(&H100, 4, 8);
+        let v = gpu_bins(&DeviceLimits::V100, 4, 8);
+        let h = gpu_bins(&DeviceLimits::H100, 4, 8);
         let largest = |b: &[KernelBin]| b.iter().map(|b| b.table_size).max().unwrap();
         assert!(largest(&h.symbolic) > largest(&v.symbolic));
         assert!(largest(&h.numeric) > largest(&v.numeric));
         // The largest shared numeric bin uses more than the 48 KiB default.
         let big = h.numeric[h.numeric.len() - 2];
-        assert!(big.shared_bytes > H100.shared_per_block, "{big:?}");
+        assert!(
+            big.shared_bytes > DeviceLimits::H100.shared_per_block,
+            "{big:?}"
+        );
         assert_eq!(h.numeric.last().unwrap().table_size, 0);
     }
 
-    /// Hygon DCU as seed 004 describes it: 64-wide wavefronts, 64 KiB of
-    /// LDS per CU, 48 KiB per block, 1,024 threads per block.
-    const DCU: DeviceLimits = DeviceLimits {
-        warp: 64,
-        sm_count: 60,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 2560,
-        shared_per_block: 48 << 10,
-        shared_per_block_optin: 48 << 10,
-        shared_per_sm: 64 << 10,
-        reserved_shared_per_block: 0,
-    };
-
     #[test]
     fn dcu_follows_seed_004_configuration() {
-        // Seed 004, Tables 2 and 3 (Hygon DCU, 4-byte indices, f64): the
+        // Seed 004, Tables 2 and 3 (Hygon DeviceLimits::HYGON_DCU, 4-byte indices, f64): the
         // symbolic shared tables go up to 12,288 entries (48 KiB / 4 B), the
         // numeric ones up to 4,096 (48 KiB / 12 B); rows beyond go to
         // global-memory kernels; short rows are packed several to a block
@@ -436,7 +452,7 @@ mod tests {
         // per block of up to 1,024 threads. rusparse keeps tables powers of
         // two (masked probing) and 16 bytes of counters beside them, so its
         // largest tables are the powers of two below the paper's.
-        let g = gpu_bins(&DCU, 4, 8);
+        let g = gpu_bins(&DeviceLimits::HYGON_DCU, 4, 8);
         for b in g.symbolic.iter().chain(&g.numeric) {
             assert_eq!(b.block % 64, 0, "whole wavefronts: {b:?}");
             assert!(b.shared_bytes <= 48 << 10, "{b:?}");
@@ -463,7 +479,7 @@ mod tests {
         assert_eq!(g.spill_limit, 6553);
         // The same device with all 64 KiB for one block (MI50): the paper
         // scales its last numeric bin to 5,461 pairs; here 4,096.
-        let mi50 = gpu_bins(&GFX906, 4, 8);
+        let mi50 = gpu_bins(&DeviceLimits::MI50, 4, 8);
         assert_eq!(largest(&mi50.numeric), 4096);
         // Threads per B row up to a whole wavefront (the paper's G in
         // {2..warp}, about 8 elements per thread).

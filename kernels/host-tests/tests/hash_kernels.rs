@@ -852,31 +852,6 @@ fn device_config<V: Variant>(limits: DeviceLimits, cap: i64) -> PipelineConfig {
     cfg
 }
 
-/// An H100: 48 KiB per block by default, 227 KiB opted in.
-const H100: DeviceLimits = DeviceLimits {
-    warp: 32,
-    sm_count: 132,
-    max_threads_per_block: 1024,
-    max_threads_per_sm: 2048,
-    shared_per_block: 48 << 10,
-    shared_per_block_optin: 227 << 10,
-    shared_per_sm: 228 << 10,
-    reserved_shared_per_block: 1 << 10,
-};
-
-/// A Hygon DCU as seed 004 describes it: 64-wide wavefronts, 64 KiB of LDS
-/// per CU, 48 KiB per block.
-const DCU: DeviceLimits = DeviceLimits {
-    warp: 64,
-    sm_count: 60,
-    max_threads_per_block: 1024,
-    max_threads_per_sm: 2560,
-    shared_per_block: 48 << 10,
-    shared_per_block_optin: 48 << 10,
-    shared_per_sm: 64 << 10,
-    reserved_shared_per_block: 0,
-};
-
 /// Rows at both ends of every symbolic and numeric bin of `cfg`, and rows
 /// past the last numeric bin (global kernel), checked against the
 /// reference.
@@ -927,7 +902,11 @@ fn every_bin_of_the_h100_table_list() {
     struct T;
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
-            every_bin_of::<V>(&device_config::<V>(H100, 2 * V::WARP), 13, "H100 bins");
+            every_bin_of::<V>(
+                &device_config::<V>(DeviceLimits::H100, 2 * V::WARP),
+                13,
+                "H100 bins",
+            );
         }
     }
     visit_hash_variants(&mut T);
@@ -944,7 +923,11 @@ fn every_bin_of_the_dcu_table_list() {
                 return;
             }
             self.0 += 1;
-            every_bin_of::<V>(&device_config::<V>(DCU, 2 * V::WARP), 17, "DCU bins");
+            every_bin_of::<V>(
+                &device_config::<V>(DeviceLimits::HYGON_DCU, 2 * V::WARP),
+                17,
+                "DCU bins",
+            );
         }
     }
     let mut t = T(0);
