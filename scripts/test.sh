@@ -6,7 +6,8 @@
 # package: the CMake build installed into a prefix that is then moved, and
 # the tests built against it as an outside project with find_package and
 # with pkg-config, shared and static.
-# Also the HIP back end's build (`--features hip`), its unit tests and every
+# Also a 10,000-case soak against the reference (rusparse-bench soak), the
+# HIP back end's build (`--features hip`), its unit tests and every
 # kernel instantiation compiled by hiprtc for gfx906 and gfx90a.
 # Installs what it needs (cmake, a C/C++ compiler, gfortran, pkg-config,
 # valgrind, Debian's ROCm 5.2 HIP runtime and hiprtc, the NVRTC wheel) with
@@ -70,6 +71,9 @@ cargo clippy --all-targets -- -D warnings
 
 step "cargo test (unit, property, header and doc tests)"
 cargo test
+
+step "soak: 10,000 random products of every type, base, op and algorithm against the reference"
+cargo run -q -p rusparse-bench -- soak --cases 10000 --seed 1
 
 step "HIP back end: clippy, unit tests and hiprtc kernel compile (gfx906, gfx90a) with --features hip"
 cargo clippy --all-targets --features hip -- -D warnings

@@ -40,6 +40,7 @@ mod plot;
 mod predict;
 mod report;
 mod selector_data;
+mod soak;
 mod sparse;
 mod timing;
 
@@ -220,6 +221,8 @@ Examples (from the repository root):
     (output-size prediction: error and cost per matrix; `predict --help`)
   cargo run --release --bin rusparse-bench -- selector-data --csv train.csv uniform_r4:100000
     (features and every CPU algorithm's time, for training the selector)
+  cargo run --release --bin rusparse-bench -- soak --cases 1000000 --seed 1
+    (random products of every type, base, op and algorithm checked against the reference)
 
 Case names (the `matrix` column and the --dump folder): the spec with ':' as '_'
 (stencil2d_5pt_725) or the file stem (1138_bus); '_aat' is appended for
@@ -627,6 +630,7 @@ fn main() -> ExitCode {
     let result = match subcommand.as_deref() {
         Some("predict") => predict::main(sub_args("predict")),
         Some("selector-data") => selector_data::main(sub_args("selector-data")),
+        Some("soak") => soak::main(sub_args("soak")),
         _ => run(&Cli::parse()),
     };
     match result {

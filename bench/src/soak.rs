@@ -1,0 +1,708 @@
+//! `rusparse-bench soak`: many small random products checked against
+//! `rusparse::reference::spgemm`, for the reliability figures (issue 10).
+//!
+//! Case `k` of seed `S` is a pure function of `(S, k)`: its shapes (0 to
+//! `--max-dim`, including 0×k, k×0 and 1×1), its patterns (random rows,
+//! runs of empty rows, one dense row, power-law row lengths, duplicate
+//! entries, unsorted columns), value type × index types × base × op(A) ×
+//! op(B) × requested algorithm × α and β, and the flow:
+//!
+//! - `once`: `Context::spgemm` (C = α·op(A)·op(B) into a new matrix);
+//! - `plan`: `SpgemmPlan` new → symbolic → numeric into caller arrays that
+//!   hold old values (C = α·op(A)·op(B) + β·C_old), then A's and B's values
+//!   changed and numeric run again on the same plan (the reuse path of AMG
+//!   setups).
+//!
+//! Values are small integers (complex: integer parts), so every sum is
+//! exact in every type and results are compared exactly, whatever order an
+//! algorithm adds in (0.0 and -0.0 count as equal: the sign of a zero sum
+//! depends on the order of its terms). C must also be a well-formed CSR (sorted, no
+//! duplicates, A's base). An error is a failure: on these inputs every call
+//! must succeed. A failure prints the command that reruns it alone.
+
+use crate::sparse::BenchScalar;
+use clap::Parser;
+use rusparse::{
+    reference, validate_structure, Algorithm, BackendKind, Complex, Context, CsrMatrix, CsrOutput,
+    Index, IndexBase, Op, SpgemmOptions, SpgemmPlan,
+};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// `rusparse::plan::select::SMALL_PRODUCTS`: above it the automatic choice
+/// reads the trained tree.
+const SMALL_PRODUCTS: u64 = rusparse::plan::select::SMALL_PRODUCTS;
+
+/// Random products checked against the reference implementation.
+#[derive(Parser, Debug)]
+#[command(name = "rusparse-bench soak")]
+pub struct SoakCli {
+    /// Number of cases.
+    #[arg(long, default_value_t = 10_000)]
+    cases: u64,
+    /// Seed: case k of seed S is always the same product.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// First case number (to rerun one case: --first K --cases 1).
+    #[arg(long, default_value_t = 0)]
+    first: u64,
+    /// Largest dimension of op(A) and op(B).
+    #[arg(long, default_value_t = 40)]
+    max_dim: usize,
+    /// Worker threads, each with its own one-thread CPU context.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Print each failure's case description in full.
+    #[arg(long)]
+    verbose: bool,
+}
+
+/// splitmix64: small, fast, and the same sequence on every platform.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64, case: u64) -> Rng {
+        let mut r = Rng(seed ^ case.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        r.next();
+        r
+    }
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// True with probability `percent` / 100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len())]
+    }
+    /// A small integer in `-3..=3`.
+    fn small(&mut self) -> i64 {
+        self.below(7) as i64 - 3
+    }
+}
+
+/// How a matrix's rows are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum RowKind {
+    /// 0 to 6 entries per row.
+    Random,
+    /// Half the rows empty, in runs.
+    EmptyRuns,
+    /// Random rows and one full row.
+    DenseRow,
+    /// Row lengths `ncols * u^3`: a few long rows, many short ones.
+    PowerLaw,
+}
+
+/// One operand's pattern recipe.
+#[derive(Clone, Copy, Debug)]
+struct Recipe {
+    kind: RowKind,
+    duplicates: bool,
+    unsorted: bool,
+}
+
+/// Everything that defines one case.
+#[derive(Clone, Debug)]
+struct Case {
+    value: &'static str,
+    offset64: bool,
+    index64: bool,
+    base: IndexBase,
+    op_a: Op,
+    op_b: Op,
+    algorithm: Algorithm,
+    plan_flow: bool,
+    alpha: (i64, i64),
+    beta: (i64, i64),
+    dims: (usize, usize, usize),
+    a: Recipe,
+    b: Recipe,
+    /// `--max-dim`: dimensions above it make a large case.
+    max_dim: usize,
+}
+
+const ALGORITHMS: [Algorithm; 10] = [
+    Algorithm::Default,
+    Algorithm::Deterministic,
+    Algorithm::NonDeterministic,
+    Algorithm::Alg1,
+    Algorithm::Alg2,
+    Algorithm::Alg3,
+    Algorithm::Hash,
+    Algorithm::Dense,
+    Algorithm::BrmergePrecise,
+    Algorithm::BrmergeUpper,
+];
+
+fn dim(rng: &mut Rng, max: usize) -> usize {
+    match rng.below(20) {
+        0 => 0,
+        1 => 1,
+        _ => 1 + rng.below(max.max(1)),
+    }
+}
+
+fn recipe(rng: &mut Rng) -> Recipe {
+    Recipe {
+        kind: rng.pick(&[
+            RowKind::Random,
+            RowKind::Random,
+            RowKind::EmptyRuns,
+            RowKind::DenseRow,
+            RowKind::PowerLaw,
+        ]),
+        duplicates: rng.chance(20),
+        unsorted: rng.chance(20),
+    }
+}
+
+fn scalar_pair(rng: &mut Rng, zero_percent: u64) -> (i64, i64) {
+    if rng.chance(zero_percent) {
+        (0, 0)
+    } else {
+        (rng.small(), rng.small())
+    }
+}
+
+impl Case {
+    fn draw(seed: u64, k: u64, max_dim: usize) -> Case {
+        let mut rng = Rng::new(seed, k);
+        let mut case = Case::draw_with(&mut rng, max_dim);
+        // Large cases mostly get long rows, so that many of them pass 2^16
+        // products.
+        if case.dims.0.max(case.dims.1).max(case.dims.2) > max_dim && rng.chance(70) {
+            case.a.kind = RowKind::PowerLaw;
+            case.b.kind = rng.pick(&[RowKind::PowerLaw, RowKind::DenseRow]);
+        }
+        case
+    }
+
+    fn draw_with(rng: &mut Rng, max_dim: usize) -> Case {
+        let ops = [Op::N, Op::T, Op::C];
+        Case {
+            value: rng.pick(&["f32", "f64", "c32", "c64"]),
+            offset64: rng.chance(50),
+            index64: rng.chance(50),
+            base: if rng.chance(50) {
+                IndexBase::Zero
+            } else {
+                IndexBase::One
+            },
+            op_a: rng.pick(&ops),
+            op_b: rng.pick(&ops),
+            algorithm: rng.pick(&ALGORITHMS),
+            plan_flow: rng.chance(50),
+            alpha: scalar_pair(rng, 5),
+            beta: scalar_pair(rng, 30),
+            dims: match rng.below(40) {
+                // Large: above max_dim up to 4 * max_dim, so that long rows make more
+                // than 2^16 products (the automatic choice then runs the
+                // trained tree, and the prediction samples rows).
+                0 => (
+                    max_dim + 1 + rng.below(3 * max_dim),
+                    max_dim + 1 + rng.below(3 * max_dim),
+                    max_dim + 1 + rng.below(3 * max_dim),
+                ),
+                // Tiny: every dimension 0, 1 or 2 (1x1x1 among them).
+                1..=4 => (rng.below(3), rng.below(3), rng.below(3)),
+                5..=8 => {
+                    let d = dim(rng, max_dim);
+                    (d, d, d)
+                }
+                _ => (dim(rng, max_dim), dim(rng, max_dim), dim(rng, max_dim)),
+            },
+            a: recipe(rng),
+            b: recipe(rng),
+            max_dim,
+        }
+    }
+
+    /// The categories this case counts under.
+    fn categories(&self) -> Vec<String> {
+        let (m, k, n) = self.dims;
+        let shape = if m.max(k).max(n) > self.max_dim {
+            "large"
+        } else if m == 0 || k == 0 || n == 0 {
+            "a zero dimension"
+        } else if (m, k, n) == (1, 1, 1) {
+            "1x1x1"
+        } else if m == n && n == k {
+            "square"
+        } else {
+            "rectangular"
+        };
+        let idx = |w: bool| if w { "i64" } else { "i32" };
+        let mut out = vec![
+            format!("value {}", self.value),
+            format!(
+                "offsets {} / columns {}",
+                idx(self.offset64),
+                idx(self.index64)
+            ),
+            format!("base {}", self.base.offset()),
+            format!("op(A) {:?}, op(B) {:?}", self.op_a, self.op_b),
+            format!("algorithm {:?}", self.algorithm),
+            format!(
+                "flow {}",
+                if self.plan_flow {
+                    "plan + reuse (beta)"
+                } else {
+                    "once"
+                }
+            ),
+            format!("shape {shape}"),
+        ];
+        for r in [self.a, self.b] {
+            out.push(format!("rows {:?}", r.kind));
+            if r.duplicates {
+                out.push("duplicate entries".into());
+            }
+            if r.unsorted {
+                out.push("unsorted columns".into());
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// The stored pattern of an `op`-applied operand of `rows x cols`: rows
+/// of zero-based columns.
+fn pattern(rng: &mut Rng, rows: usize, cols: usize, r: Recipe) -> Vec<Vec<usize>> {
+    let dense_row = (r.kind == RowKind::DenseRow && rows > 0).then(|| rng.below(rows));
+    let mut empty_run = 0usize;
+    (0..rows)
+        .map(|i| {
+            if cols == 0 {
+                return Vec::new();
+            }
+            let len = match r.kind {
+                _ if dense_row == Some(i) => cols,
+                RowKind::EmptyRuns => {
+                    if empty_run > 0 {
+                        empty_run -= 1;
+                        0
+                    } else if rng.chance(50) {
+                        empty_run = rng.below(4);
+                        0
+                    } else {
+                        rng.below(7)
+                    }
+                }
+                RowKind::PowerLaw => {
+                    let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+                    (cols as f64 * u * u * u) as usize
+                }
+                _ => rng.below(7),
+            }
+            .min(cols);
+            // Distinct columns by a partial Fisher-Yates shuffle.
+            let mut all: Vec<usize> = (0..cols).collect();
+            for j in 0..len {
+                let pick = j + rng.below(cols - j);
+                all.swap(j, pick);
+            }
+            let mut row: Vec<usize> = all[..len].to_vec();
+            if r.duplicates && !row.is_empty() {
+                for _ in 0..=rng.below(3) {
+                    let again = row[rng.below(row.len())];
+                    row.push(again);
+                }
+            }
+            if r.unsorted {
+                for j in (1..row.len()).rev() {
+                    let pick = rng.below(j + 1);
+                    row.swap(j, pick);
+                }
+            } else {
+                row.sort_unstable();
+            }
+            row
+        })
+        .collect()
+}
+
+/// A value from a pair of small integers (real types keep the real part).
+fn value<T: BenchScalar>(pair: (i64, i64)) -> T {
+    T::from_complex(Complex::new(pair.0 as f64, pair.1 as f64))
+}
+
+fn matrix<T: BenchScalar, I: Index, J: Index>(
+    rng: &mut Rng,
+    rows: &[Vec<usize>],
+    ncols: usize,
+    base: IndexBase,
+) -> Result<CsrMatrix<T, I, J>, String> {
+    let triplets: Vec<(usize, usize, T)> = rows
+        .iter()
+        .enumerate()
+        .flat_map(|(i, row)| row.iter().map(move |&j| (i, j)))
+        .map(|(i, j)| (i, j, value::<T>((rng.small(), rng.small()))))
+        .collect();
+    CsrMatrix::from_triplets(rows.len(), ncols, &triplets, base)
+        .map_err(|e| format!("building an operand: {e}"))
+}
+
+/// The same pattern with new values.
+fn revalued<T: BenchScalar, I: Index, J: Index>(
+    rng: &mut Rng,
+    x: &CsrMatrix<T, I, J>,
+) -> Result<CsrMatrix<T, I, J>, String> {
+    let values = (0..x.nnz())
+        .map(|_| value::<T>((rng.small(), rng.small())))
+        .collect();
+    CsrMatrix::try_from_parts(
+        x.nrows(),
+        x.ncols(),
+        x.row_offsets().to_vec(),
+        x.col_indices().to_vec(),
+        values,
+        x.base(),
+    )
+    .map_err(|e| format!("revaluing an operand: {e}"))
+}
+
+/// Equal as numbers: exact, but 0.0 equals -0.0 (the sign of a zero sum
+/// depends on the order of its terms, which differs between algorithms).
+fn same<T: BenchScalar>(x: T, y: T) -> bool {
+    let (x, y) = (x.to_c64(), y.to_c64());
+    x.re == y.re && x.im == y.im
+}
+
+/// Checks C's arrays against the reference `want` (with `beta * old` added
+/// to its values when given).
+fn compare<T: BenchScalar, I: Index, J: Index>(
+    what: &str,
+    (offsets, cols, vals): (&[I], &[J], &[T]),
+    want: &CsrMatrix<T, I, J>,
+    old: Option<(&[T], T)>,
+) -> Result<(), String> {
+    validate_structure(want.nrows(), want.ncols(), offsets, cols, want.base())
+        .map_err(|e| format!("{what}: C is not a valid CSR: {e}"))?;
+    if offsets != want.row_offsets() || cols != want.col_indices() {
+        return Err(format!(
+            "{what}: C's pattern differs from the reference (nnz {} vs {})",
+            cols.len(),
+            want.nnz()
+        ));
+    }
+    for (k, (&got, &w)) in vals.iter().zip(want.values()).enumerate() {
+        let w = match old {
+            Some((old, beta)) => w + beta * old[k],
+            None => w,
+        };
+        if !same(got, w) {
+            return Err(format!(
+                "{what}: C's entry {k} is {:?}, the reference {:?}",
+                got.to_c64(),
+                w.to_c64()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs one case; `Ok` holds its number of scalar products.
+fn run_case<T: BenchScalar, I: Index, J: Index>(
+    ctx: &Context,
+    case: &Case,
+    rng: &mut Rng,
+) -> Result<u64, String> {
+    let (m, k, n) = case.dims;
+    let stored = |op: Op, r: usize, c: usize| if op == Op::N { (r, c) } else { (c, r) };
+    let (ar, ac) = stored(case.op_a, m, k);
+    let (br, bc) = stored(case.op_b, k, n);
+    let pa = pattern(rng, ar, ac, case.a);
+    let pb = pattern(rng, br, bc, case.b);
+    let a = matrix::<T, I, J>(rng, &pa, ac, case.base)?;
+    let b = matrix::<T, I, J>(rng, &pb, bc, case.base)?;
+    let alpha: T = value(case.alpha);
+    fn fail(what: &'static str) -> impl Fn(rusparse::Error) -> String {
+        move |e| format!("{what}: {e}")
+    }
+    let want = reference::spgemm(&a.view(), case.op_a, &b.view(), case.op_b, alpha)
+        .map_err(fail("the reference"))?;
+    let nprod = SpgemmPlan::new(
+        ctx,
+        &a.view(),
+        case.op_a,
+        &b.view(),
+        case.op_b,
+        Algorithm::Hash,
+    )
+    .map_err(fail("counting the products"))?
+    .num_products();
+    if !case.plan_flow {
+        let opts = SpgemmOptions {
+            op_a: case.op_a,
+            op_b: case.op_b,
+            alpha,
+            algorithm: case.algorithm,
+        };
+        let c = ctx
+            .spgemm(&a.view(), &b.view(), &opts)
+            .map_err(fail("spgemm"))?;
+        return compare(
+            "spgemm",
+            (c.row_offsets(), c.col_indices(), c.values()),
+            &want,
+            None,
+        )
+        .map(|()| nprod);
+    }
+    let beta: T = value(case.beta);
+    let mut plan = SpgemmPlan::new(
+        ctx,
+        &a.view(),
+        case.op_a,
+        &b.view(),
+        case.op_b,
+        case.algorithm,
+    )
+    .map_err(fail("SpgemmPlan::new"))?;
+    let nnz = plan
+        .symbolic(ctx, &a.view(), &b.view())
+        .map_err(fail("symbolic"))?;
+    let mut offsets = vec![I::default(); m + 1];
+    let mut cols = vec![J::default(); nnz];
+    let old: Vec<T> = (0..nnz)
+        .map(|_| value::<T>((rng.small(), rng.small())))
+        .collect();
+    let mut vals = old.clone();
+    plan.numeric(
+        ctx,
+        &a.view(),
+        &b.view(),
+        alpha,
+        beta,
+        CsrOutput::full(&mut offsets, &mut cols, &mut vals, case.base),
+    )
+    .map_err(fail("numeric"))?;
+    compare(
+        "numeric",
+        (&offsets, &cols, &vals),
+        &want,
+        Some((&old, beta)),
+    )?;
+    // Reuse: new values on the same patterns, only C's values written.
+    let (a2, b2) = (revalued(rng, &a)?, revalued(rng, &b)?);
+    let want2 = reference::spgemm(&a2.view(), case.op_a, &b2.view(), case.op_b, alpha)
+        .map_err(fail("the reference"))?;
+    let old2 = vals.clone();
+    plan.numeric(
+        ctx,
+        &a2.view(),
+        &b2.view(),
+        alpha,
+        beta,
+        CsrOutput::<T, I, J>::values_only(&mut vals, case.base),
+    )
+    .map_err(fail("numeric (reuse)"))?;
+    compare(
+        "numeric (reuse)",
+        (&offsets, &cols, &vals),
+        &want2,
+        Some((&old2, beta)),
+    )
+    .map(|()| nprod)
+}
+
+fn run_value<T: BenchScalar>(ctx: &Context, case: &Case, rng: &mut Rng) -> Result<u64, String> {
+    match (case.offset64, case.index64) {
+        (false, false) => run_case::<T, i32, i32>(ctx, case, rng),
+        (false, true) => run_case::<T, i32, i64>(ctx, case, rng),
+        (true, false) => run_case::<T, i64, i32>(ctx, case, rng),
+        (true, true) => run_case::<T, i64, i64>(ctx, case, rng),
+    }
+}
+
+/// Runs case `k`: its number of products, or the failure's description.
+fn run(ctx: &Context, seed: u64, k: u64, max_dim: usize) -> (Case, Result<u64, String>) {
+    let case = Case::draw(seed, k, max_dim);
+    // The pattern and value stream is separate from the case's draw, so a
+    // case keeps its inputs when the draw gains fields.
+    let mut rng = Rng::new(seed ^ 0x5eed_da7a, k);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match case.value {
+        "f32" => run_value::<f32>(ctx, &case, &mut rng),
+        "f64" => run_value::<f64>(ctx, &case, &mut rng),
+        "c32" => run_value::<Complex<f32>>(ctx, &case, &mut rng),
+        _ => run_value::<Complex<f64>>(ctx, &case, &mut rng),
+    }))
+    .unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(format!("panicked: {msg}"))
+    });
+    (case, result)
+}
+
+/// Runs `rusparse-bench soak` with the arguments after its name.
+pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
+    let cli = SoakCli::parse_from(args);
+    let started = Instant::now();
+    let next = AtomicU64::new(cli.first);
+    let end = cli.first.saturating_add(cli.cases);
+    let counts: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
+    let failures: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let passed = AtomicU64::new(0);
+    std::thread::scope(|s| -> Result<(), String> {
+        let mut workers = Vec::new();
+        for _ in 0..cli.workers.max(1) {
+            workers.push(s.spawn(|| -> Result<(), String> {
+                let mut ctx = Context::new(BackendKind::Cpu).map_err(|e| e.to_string())?;
+                ctx.set_num_threads(1).map_err(|e| e.to_string())?;
+                let mut local: BTreeMap<String, u64> = BTreeMap::new();
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= end {
+                        break;
+                    }
+                    let (case, result) = run(&ctx, cli.seed, k, cli.max_dim);
+                    for c in case.categories() {
+                        *local.entry(c).or_default() += 1;
+                    }
+                    match result {
+                        Ok(nprod) => {
+                            passed.fetch_add(1, Ordering::Relaxed);
+                            let class = if nprod > SMALL_PRODUCTS {
+                                "products > 2^16 (trained choice, sampled prediction)"
+                            } else {
+                                "products <= 2^16"
+                            };
+                            *local.entry(class.to_string()).or_default() += 1;
+                        }
+                        Err(e) => {
+                            let detail = if cli.verbose {
+                                format!("\n    {case:?}")
+                            } else {
+                                String::new()
+                            };
+                            failures.lock().unwrap().push(format!(
+                                "case {k}: {e}{detail}\n    rerun: rusparse-bench soak --seed {} \
+                                 --first {k} --cases 1 --max-dim {} --verbose",
+                                cli.seed, cli.max_dim
+                            ));
+                        }
+                    }
+                }
+                let mut all = counts.lock().unwrap();
+                for (c, n) in local {
+                    *all.entry(c).or_default() += n;
+                }
+                Ok(())
+            }));
+        }
+        for w in workers {
+            w.join()
+                .map_err(|_| "a soak worker panicked".to_string())??;
+        }
+        Ok(())
+    })?;
+    let failures = failures.into_inner().unwrap();
+    println!(
+        "rusparse soak: seed {}, cases {}..{}, dimensions up to {}, {} workers, {:.1} s",
+        cli.seed,
+        cli.first,
+        end,
+        cli.max_dim,
+        cli.workers,
+        started.elapsed().as_secs_f64()
+    );
+    println!("cases by category (a case counts in each of its categories):");
+    for (c, n) in counts.into_inner().unwrap() {
+        println!("  {c:<40} {n}");
+    }
+    for f in &failures {
+        println!("FAILED {f}");
+    }
+    println!(
+        "{} passed, {} failed",
+        passed.load(Ordering::Relaxed),
+        failures.len()
+    );
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} of {} cases failed", failures.len(), cli.cases))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases_are_reproducible_and_varied() {
+        let a = Case::draw(7, 123, 40);
+        let b = Case::draw(7, 123, 40);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        let mut kinds = std::collections::BTreeSet::new();
+        for k in 0..2000 {
+            kinds.extend(Case::draw(7, k, 40).categories());
+        }
+        for want in [
+            "value c32",
+            "base 1",
+            "op(A) C, op(B) T",
+            "algorithm BrmergeUpper",
+            "shape a zero dimension",
+            "shape 1x1x1",
+            "shape square",
+            "shape large",
+            "rows DenseRow",
+            "rows PowerLaw",
+            "duplicate entries",
+            "unsorted columns",
+            "offsets i64 / columns i32",
+            "flow plan + reuse (beta)",
+        ] {
+            assert!(kinds.contains(want), "{want} never drawn: {kinds:?}");
+        }
+    }
+
+    #[test]
+    fn patterns_follow_their_recipe() {
+        let mut rng = Rng::new(1, 2);
+        let r = Recipe {
+            kind: RowKind::DenseRow,
+            duplicates: false,
+            unsorted: false,
+        };
+        let p = pattern(&mut rng, 10, 8, r);
+        assert!(p.iter().any(|row| row.len() == 8));
+        assert!(p.iter().all(|row| row.windows(2).all(|w| w[0] < w[1])));
+        let dup = Recipe {
+            duplicates: true,
+            ..r
+        };
+        let p = pattern(&mut rng, 10, 8, dup);
+        assert!(p.iter().any(|row| row.windows(2).any(|w| w[0] == w[1])));
+        assert!(pattern(&mut rng, 3, 0, r).iter().all(Vec::is_empty));
+    }
+
+    #[test]
+    fn a_short_soak_passes() {
+        main(
+            ["soak", "--cases", "300", "--seed", "3", "--workers", "1"]
+                .iter()
+                .map(|s| s.to_string()),
+        )
+        .unwrap();
+    }
+}
