@@ -105,6 +105,17 @@ enum RowKind {
     PowerLaw,
 }
 
+/// How a case calls rusparse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    /// `Context::spgemm`.
+    Once,
+    /// `SpgemmPlan` symbolic, numeric with β, numeric again on new values.
+    Plan,
+    /// The C ABI's three phases with caller buffers, as cuSPARSE's sample.
+    CAbi,
+}
+
 /// One operand's pattern recipe.
 #[derive(Clone, Copy, Debug)]
 struct Recipe {
@@ -123,7 +134,7 @@ struct Case {
     op_a: Op,
     op_b: Op,
     algorithm: Algorithm,
-    plan_flow: bool,
+    flow: Flow,
     alpha: (i64, i64),
     beta: (i64, i64),
     dims: (usize, usize, usize),
@@ -203,7 +214,7 @@ impl Case {
             op_a: rng.pick(&ops),
             op_b: rng.pick(&ops),
             algorithm: rng.pick(&ALGORITHMS),
-            plan_flow: rng.chance(50),
+            flow: rng.pick(&[Flow::Once, Flow::Plan, Flow::CAbi]),
             alpha: scalar_pair(rng, 5),
             beta: scalar_pair(rng, 30),
             dims: match rng.below(40) {
@@ -256,10 +267,10 @@ impl Case {
             format!("algorithm {:?}", self.algorithm),
             format!(
                 "flow {}",
-                if self.plan_flow {
-                    "plan + reuse (beta)"
-                } else {
-                    "once"
+                match self.flow {
+                    Flow::Once => "once",
+                    Flow::Plan => "plan + reuse (beta)",
+                    Flow::CAbi => "C ABI (workEstimation, compute, copy)",
                 }
             ),
             format!("shape {shape}"),
@@ -445,7 +456,14 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
     )
     .map_err(fail("counting the products"))?
     .num_products();
-    if !case.plan_flow {
+    if case.flow == Flow::CAbi {
+        return c_abi_product(case, &a, &b, alpha)
+            .and_then(|(offsets, cols, vals)| {
+                compare("C ABI", (&offsets, &cols, &vals), &want, None)
+            })
+            .map(|()| nprod);
+    }
+    if case.flow == Flow::Once {
         let opts = SpgemmOptions {
             op_a: case.op_a,
             op_b: case.op_b,
@@ -518,6 +536,291 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
         Some((&old2, beta)),
     )
     .map(|()| nprod)
+}
+
+/// The C ABI's number of a CSR index type (`rusparseIndexType_t`).
+fn index_type_number<X: Index>() -> i32 {
+    if std::mem::size_of::<X>() == 8 {
+        3
+    } else {
+        2
+    }
+}
+
+/// The C ABI's number of a value type (`rusparseDataType_t`).
+fn data_type_number<T: BenchScalar>() -> i32 {
+    match (T::IS_COMPLEX, std::mem::size_of::<T>()) {
+        (false, 4) => 0,
+        (false, _) => 1,
+        (true, 8) => 4,
+        (true, _) => 5,
+    }
+}
+
+/// The C ABI's number of an algorithm (`rusparseSpGEMMAlg_t`).
+fn algorithm_number(a: Algorithm) -> i32 {
+    match a {
+        Algorithm::Default => 0,
+        Algorithm::Deterministic => 1,
+        Algorithm::NonDeterministic => 2,
+        Algorithm::Alg1 => 3,
+        Algorithm::Alg2 => 4,
+        Algorithm::Alg3 => 5,
+        Algorithm::Hash => 100,
+        Algorithm::BrmergePrecise => 101,
+        Algorithm::BrmergeUpper => 102,
+        Algorithm::Dense => 103,
+    }
+}
+
+/// C's row offsets, column indices and values.
+type CsrArrays<T, I, J> = (Vec<I>, Vec<J>, Vec<T>);
+
+/// C = alpha * op(A) * op(B) through the C ABI on a CPU handle, as
+/// cuSPARSE's SpGEMM sample calls it: work estimation and compute, each
+/// asked for its buffer size first, then C's arrays allocated at the size
+/// compute published and filled by copy. Every handle, descriptor and
+/// buffer is released on every path.
+fn c_abi_product<T: BenchScalar, I: Index, J: Index>(
+    case: &Case,
+    a: &CsrMatrix<T, I, J>,
+    b: &CsrMatrix<T, I, J>,
+    alpha: T,
+) -> Result<CsrArrays<T, I, J>, String> {
+    use rusparse::ffi::errors::rusparseGetLastErrorMessage;
+    use rusparse::ffi::handle::{
+        rusparseCreateWithBackend, rusparseDestroy, rusparseSetNumThreads,
+    };
+    use rusparse::ffi::matrix::{
+        rusparseCreateCsr, rusparseCsrSetPointers, rusparseDestroySpMat, rusparseSpMatGetSize,
+    };
+    use rusparse::ffi::spgemm::{
+        rusparseSpGEMM_compute, rusparseSpGEMM_copy, rusparseSpGEMM_createDescr,
+        rusparseSpGEMM_destroyDescr, rusparseSpGEMM_workEstimation,
+    };
+    use rusparse::ffi::types::{
+        rusparseHandle_t, rusparseSpGEMMDescr_t, rusparseSpMatDescr_t, rusparseStatus_t,
+    };
+    use std::ffi::{c_void, CStr};
+    use std::ptr::null_mut;
+
+    /// Releases what the flow created, whatever happens.
+    struct Guard {
+        handle: rusparseHandle_t,
+        mats: [rusparseSpMatDescr_t; 3],
+        descr: rusparseSpGEMMDescr_t,
+    }
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            // SAFETY: each is NULL (a no-op) or created below and not yet
+            // destroyed.
+            unsafe {
+                rusparseSpGEMM_destroyDescr(self.descr);
+                for m in self.mats {
+                    rusparseDestroySpMat(m);
+                }
+                rusparseDestroy(self.handle);
+            }
+        }
+    }
+    let check = |what: &str, s: rusparseStatus_t| -> Result<(), String> {
+        if s == rusparseStatus_t::RUSPARSE_STATUS_SUCCESS {
+            return Ok(());
+        }
+        // SAFETY: the library returns a valid NUL-terminated string.
+        let msg = unsafe { CStr::from_ptr(rusparseGetLastErrorMessage()) };
+        Err(format!("{what}: {s:?}: {}", msg.to_string_lossy()))
+    };
+    let op = |o: Op| match o {
+        Op::N => 0,
+        Op::T => 1,
+        Op::C => 2,
+    };
+    let (m, _, n) = case.dims;
+    let (it, jt, dt) = (
+        index_type_number::<I>(),
+        index_type_number::<J>(),
+        data_type_number::<T>(),
+    );
+    let base = case.base.offset() as i32;
+    let beta = T::zero();
+    let (pa, pb) = (
+        (&alpha as *const T).cast::<c_void>(),
+        (&beta as *const T).cast::<c_void>(),
+    );
+    let mut g = Guard {
+        handle: null_mut(),
+        mats: [null_mut(); 3],
+        descr: null_mut(),
+    };
+    // The library only reads A and B through these pointers.
+    let (mut ao, mut ac, mut av) = (
+        a.row_offsets().to_vec(),
+        a.col_indices().to_vec(),
+        a.values().to_vec(),
+    );
+    let (mut bo, mut bc, mut bv) = (
+        b.row_offsets().to_vec(),
+        b.col_indices().to_vec(),
+        b.values().to_vec(),
+    );
+    let alg = algorithm_number(case.algorithm);
+    let (opa, opb) = (op(case.op_a), op(case.op_b));
+    // SAFETY: every pointer handed over is valid for the sizes stated and
+    // outlives the calls; the guard releases the objects.
+    unsafe {
+        check("create", rusparseCreateWithBackend(&mut g.handle, 1))?;
+        check("setNumThreads", rusparseSetNumThreads(g.handle, 1))?;
+        check(
+            "createCsr(A)",
+            rusparseCreateCsr(
+                &mut g.mats[0],
+                a.nrows() as i64,
+                a.ncols() as i64,
+                a.nnz() as i64,
+                ao.as_mut_ptr().cast(),
+                ac.as_mut_ptr().cast(),
+                av.as_mut_ptr().cast(),
+                it,
+                jt,
+                base,
+                dt,
+            ),
+        )?;
+        check(
+            "createCsr(B)",
+            rusparseCreateCsr(
+                &mut g.mats[1],
+                b.nrows() as i64,
+                b.ncols() as i64,
+                b.nnz() as i64,
+                bo.as_mut_ptr().cast(),
+                bc.as_mut_ptr().cast(),
+                bv.as_mut_ptr().cast(),
+                it,
+                jt,
+                base,
+                dt,
+            ),
+        )?;
+        check(
+            "createCsr(C)",
+            rusparseCreateCsr(
+                &mut g.mats[2],
+                m as i64,
+                n as i64,
+                0,
+                null_mut(),
+                null_mut(),
+                null_mut(),
+                it,
+                jt,
+                base,
+                dt,
+            ),
+        )?;
+        check("createDescr", rusparseSpGEMM_createDescr(&mut g.descr))?;
+        let [ma, mb, mc] = g.mats;
+        let mut size1 = 0usize;
+        check(
+            "workEstimation (size)",
+            rusparseSpGEMM_workEstimation(
+                g.handle,
+                opa,
+                opb,
+                pa,
+                ma,
+                mb,
+                pb,
+                mc,
+                dt,
+                alg,
+                g.descr,
+                &mut size1,
+                null_mut(),
+            ),
+        )?;
+        let mut buffer1 = vec![0u8; size1.max(1)];
+        check(
+            "workEstimation",
+            rusparseSpGEMM_workEstimation(
+                g.handle,
+                opa,
+                opb,
+                pa,
+                ma,
+                mb,
+                pb,
+                mc,
+                dt,
+                alg,
+                g.descr,
+                &mut size1,
+                buffer1.as_mut_ptr().cast(),
+            ),
+        )?;
+        let mut size2 = 0usize;
+        check(
+            "compute (size)",
+            rusparseSpGEMM_compute(
+                g.handle,
+                opa,
+                opb,
+                pa,
+                ma,
+                mb,
+                pb,
+                mc,
+                dt,
+                alg,
+                g.descr,
+                &mut size2,
+                null_mut(),
+            ),
+        )?;
+        let mut buffer2 = vec![0u8; size2.max(1)];
+        check(
+            "compute",
+            rusparseSpGEMM_compute(
+                g.handle,
+                opa,
+                opb,
+                pa,
+                ma,
+                mb,
+                pb,
+                mc,
+                dt,
+                alg,
+                g.descr,
+                &mut size2,
+                buffer2.as_mut_ptr().cast(),
+            ),
+        )?;
+        let (mut r, mut c, mut z) = (0i64, 0i64, 0i64);
+        check("getSize", rusparseSpMatGetSize(mc, &mut r, &mut c, &mut z))?;
+        if (r, c) != (m as i64, n as i64) || z < 0 {
+            return Err(format!("C's size after compute: {r} x {c}, nnz {z}"));
+        }
+        let mut co = vec![I::default(); m + 1];
+        let mut cc = vec![J::default(); z as usize];
+        let mut cv = vec![T::zero(); z as usize];
+        check(
+            "csrSetPointers",
+            rusparseCsrSetPointers(
+                mc,
+                co.as_mut_ptr().cast(),
+                cc.as_mut_ptr().cast(),
+                cv.as_mut_ptr().cast(),
+            ),
+        )?;
+        check(
+            "copy",
+            rusparseSpGEMM_copy(g.handle, opa, opb, pa, ma, mb, pb, mc, dt, alg, g.descr),
+        )?;
+        drop(g);
+        Ok((co, cc, cv))
+    }
 }
 
 fn run_value<T: BenchScalar>(ctx: &Context, case: &Case, rng: &mut Rng) -> Result<u64, String> {
@@ -671,6 +974,7 @@ mod tests {
             "unsorted columns",
             "offsets i64 / columns i32",
             "flow plan + reuse (beta)",
+            "flow C ABI (workEstimation, compute, copy)",
         ] {
             assert!(kinds.contains(want), "{want} never drawn: {kinds:?}");
         }
