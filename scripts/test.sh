@@ -75,8 +75,11 @@ cargo test
 step "soak: 10,000 random products of every type, base, op and algorithm against the reference"
 cargo run -q -p rusparse-bench -- soak --cases 10000 --seed 1
 
-step "HIP back end: clippy, unit tests and hiprtc kernel compile (gfx906, gfx90a) with --features hip"
-cargo clippy --all-targets --features hip -- -D warnings
+step "allocation failure: every fallible allocation of the sample flows failed in turn (--features failure-injection)"
+cargo test --features failure-injection --test alloc_failure -- --nocapture
+
+step "HIP back end: clippy (with the failure-injection feature too), unit tests and hiprtc kernel compile (gfx906, gfx90a) with --features hip"
+cargo clippy --all-targets --features hip,failure-injection -- -D warnings
 RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --lib -- backend::hip context::
 RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --test hip_kernels
 

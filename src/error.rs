@@ -122,10 +122,48 @@ pub(crate) fn try_vec<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<
 /// Reserves room for `additional` more elements in `v`, reporting failure
 /// as [`Error::AllocFailed`] instead of aborting the process.
 pub(crate) fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<()> {
+    #[cfg(feature = "failure-injection")]
+    if failure_injection::fails_now() {
+        return Err(Error::AllocFailed(format!(
+            "could not allocate {what} ({additional} elements of {} bytes; injected failure)",
+            std::mem::size_of::<T>()
+        )));
+    }
     v.try_reserve_exact(additional).map_err(|_| {
         Error::AllocFailed(format!(
             "could not allocate {what} ({additional} elements of {} bytes)",
             std::mem::size_of::<T>()
         ))
     })
+}
+
+/// Allocation-failure injection for the reliability tests (cargo feature
+/// `failure-injection`, never in a release): every fallible allocation of
+/// rusparse goes through [`try_reserve`], which asks [`fails_now`] first.
+/// The counter is process-wide (rayon's worker threads allocate too), so a
+/// test using it must not run other rusparse work at the same time.
+#[cfg(feature = "failure-injection")]
+pub mod failure_injection {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static FAIL_AT: AtomicU64 = AtomicU64::new(0);
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+
+    /// From now on, the `k`-th fallible allocation (counting from 1) fails
+    /// with ALLOC_FAILED; `k = 0` injects nothing. Resets the count.
+    pub fn fail_at(k: u64) {
+        COUNT.store(0, Ordering::SeqCst);
+        FAIL_AT.store(k, Ordering::SeqCst);
+    }
+
+    /// Fallible allocations attempted since the last [`fail_at`].
+    pub fn attempted() -> u64 {
+        COUNT.load(Ordering::SeqCst)
+    }
+
+    /// Counts one fallible allocation; true when it is the one to fail.
+    pub(crate) fn fails_now() -> bool {
+        let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
+        n == FAIL_AT.load(Ordering::SeqCst)
+    }
 }

@@ -31,6 +31,8 @@ mod types;
 
 pub use context::{Context, MAX_THREADS, NUM_THREADS_ENV};
 pub use csr::{validate_structure, CsrMatrix, CsrOutput, CsrView};
+#[cfg(feature = "failure-injection")]
+pub use error::failure_injection;
 pub use error::{Error, Result};
 pub use num_complex::Complex;
 pub use plan::predict::NnzPrediction;
