@@ -178,69 +178,24 @@ fn c_abi(
                 1,
             ))?;
             ok(rusparseSpGEMM_createDescr(&mut d))?;
-            let mut size = 0usize;
-            ok(rusparseSpGEMM_workEstimation(
-                handle,
-                0,
-                opb,
-                pa,
-                ma,
-                mb,
-                pb,
-                mc,
-                1,
-                algorithm,
-                d,
-                &mut size,
-                null_mut(),
-            ))?;
-            let mut buf1 = vec![0u8; size.max(1)];
-            ok(rusparseSpGEMM_workEstimation(
-                handle,
-                0,
-                opb,
-                pa,
-                ma,
-                mb,
-                pb,
-                mc,
-                1,
-                algorithm,
-                d,
-                &mut size,
-                buf1.as_mut_ptr().cast(),
-            ))?;
-            ok(rusparseSpGEMM_compute(
-                handle,
-                0,
-                opb,
-                pa,
-                ma,
-                mb,
-                pb,
-                mc,
-                1,
-                algorithm,
-                d,
-                &mut size,
-                null_mut(),
-            ))?;
-            let mut buf2 = vec![0u8; size.max(1)];
-            ok(rusparseSpGEMM_compute(
-                handle,
-                0,
-                opb,
-                pa,
-                ma,
-                mb,
-                pb,
-                mc,
-                1,
-                algorithm,
-                d,
-                &mut size,
-                buf2.as_mut_ptr().cast(),
-            ))?;
+            // Each phase asked for its buffer size first, then run with it.
+            let sized = |phase: &dyn Fn(*mut usize, *mut c_void) -> rusparseStatus_t| {
+                let mut size = 0usize;
+                ok(phase(&mut size, null_mut()))?;
+                let mut buffer = vec![0u8; size.max(1)];
+                ok(phase(&mut size, buffer.as_mut_ptr().cast()))?;
+                Ok::<_, (String, String)>(buffer)
+            };
+            let _buffer1 = sized(&|size, buf| {
+                rusparseSpGEMM_workEstimation(
+                    handle, 0, opb, pa, ma, mb, pb, mc, 1, algorithm, d, size, buf,
+                )
+            })?;
+            let _buffer2 = sized(&|size, buf| {
+                rusparseSpGEMM_compute(
+                    handle, 0, opb, pa, ma, mb, pb, mc, 1, algorithm, d, size, buf,
+                )
+            })?;
             let (mut r, mut c, mut z) = (0, 0, 0);
             ok(rusparseSpMatGetSize(mc, &mut r, &mut c, &mut z))?;
             let (mut o, mut k, mut v) = (

@@ -200,18 +200,7 @@ fn base() -> impl Strategy<Value = IndexBase> {
 }
 
 fn algorithm() -> impl Strategy<Value = Algorithm> {
-    prop::sample::select(vec![
-        Algorithm::Default,
-        Algorithm::Deterministic,
-        Algorithm::NonDeterministic,
-        Algorithm::Alg1,
-        Algorithm::Alg2,
-        Algorithm::Alg3,
-        Algorithm::Hash,
-        Algorithm::Dense,
-        Algorithm::BrmergePrecise,
-        Algorithm::BrmergeUpper,
-    ])
+    prop::sample::select(Algorithm::ALL.to_vec())
 }
 
 /// The stored shape of an operand whose `op` is `rows x cols`.

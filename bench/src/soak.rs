@@ -144,19 +144,6 @@ struct Case {
     max_dim: usize,
 }
 
-const ALGORITHMS: [Algorithm; 10] = [
-    Algorithm::Default,
-    Algorithm::Deterministic,
-    Algorithm::NonDeterministic,
-    Algorithm::Alg1,
-    Algorithm::Alg2,
-    Algorithm::Alg3,
-    Algorithm::Hash,
-    Algorithm::Dense,
-    Algorithm::BrmergePrecise,
-    Algorithm::BrmergeUpper,
-];
-
 fn dim(rng: &mut Rng, max: usize) -> usize {
     match rng.below(20) {
         0 => 0,
@@ -213,7 +200,7 @@ impl Case {
             },
             op_a: rng.pick(&ops),
             op_b: rng.pick(&ops),
-            algorithm: rng.pick(&ALGORITHMS),
+            algorithm: rng.pick(&Algorithm::ALL),
             flow: rng.pick(&[Flow::Once, Flow::Plan, Flow::CAbi]),
             alpha: scalar_pair(rng, 5),
             beta: scalar_pair(rng, 30),
@@ -538,41 +525,6 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
     .map(|()| nprod)
 }
 
-/// The C ABI's number of a CSR index type (`rusparseIndexType_t`).
-fn index_type_number<X: Index>() -> i32 {
-    if std::mem::size_of::<X>() == 8 {
-        3
-    } else {
-        2
-    }
-}
-
-/// The C ABI's number of a value type (`rusparseDataType_t`).
-fn data_type_number<T: BenchScalar>() -> i32 {
-    match (T::IS_COMPLEX, std::mem::size_of::<T>()) {
-        (false, 4) => 0,
-        (false, _) => 1,
-        (true, 8) => 4,
-        (true, _) => 5,
-    }
-}
-
-/// The C ABI's number of an algorithm (`rusparseSpGEMMAlg_t`).
-fn algorithm_number(a: Algorithm) -> i32 {
-    match a {
-        Algorithm::Default => 0,
-        Algorithm::Deterministic => 1,
-        Algorithm::NonDeterministic => 2,
-        Algorithm::Alg1 => 3,
-        Algorithm::Alg2 => 4,
-        Algorithm::Alg3 => 5,
-        Algorithm::Hash => 100,
-        Algorithm::BrmergePrecise => 101,
-        Algorithm::BrmergeUpper => 102,
-        Algorithm::Dense => 103,
-    }
-}
-
 /// C's row offsets, column indices and values.
 type CsrArrays<T, I, J> = (Vec<I>, Vec<J>, Vec<T>);
 
@@ -599,7 +551,8 @@ fn c_abi_product<T: BenchScalar, I: Index, J: Index>(
         rusparseSpGEMM_destroyDescr, rusparseSpGEMM_workEstimation,
     };
     use rusparse::ffi::types::{
-        rusparseHandle_t, rusparseSpGEMMDescr_t, rusparseSpMatDescr_t, rusparseStatus_t,
+        algorithm_number, data_type_number, index_type_number, rusparseHandle_t,
+        rusparseSpGEMMDescr_t, rusparseSpMatDescr_t, rusparseStatus_t,
     };
     use std::ffi::{c_void, CStr};
     use std::ptr::null_mut;
@@ -638,9 +591,9 @@ fn c_abi_product<T: BenchScalar, I: Index, J: Index>(
     };
     let (m, _, n) = case.dims;
     let (it, jt, dt) = (
-        index_type_number::<I>(),
-        index_type_number::<J>(),
-        data_type_number::<T>(),
+        index_type_number(I::INDEX_TYPE),
+        index_type_number(J::INDEX_TYPE),
+        data_type_number(T::DATA_TYPE),
     );
     let base = case.base.offset() as i32;
     let beta = T::zero();
@@ -654,55 +607,49 @@ fn c_abi_product<T: BenchScalar, I: Index, J: Index>(
         descr: null_mut(),
     };
     // The library only reads A and B through these pointers.
-    let (mut ao, mut ac, mut av) = (
-        a.row_offsets().to_vec(),
-        a.col_indices().to_vec(),
-        a.values().to_vec(),
-    );
-    let (mut bo, mut bc, mut bv) = (
-        b.row_offsets().to_vec(),
-        b.col_indices().to_vec(),
-        b.values().to_vec(),
-    );
+    let mut arrays = [a, b].map(|x| {
+        (
+            x.row_offsets().to_vec(),
+            x.col_indices().to_vec(),
+            x.values().to_vec(),
+        )
+    });
     let alg = algorithm_number(case.algorithm);
     let (opa, opb) = (op(case.op_a), op(case.op_b));
+    // A phase asked for its buffer size first (a NULL buffer), then run
+    // with a buffer of that size; the buffer is returned to outlive C.
+    let sized = |what: &str,
+                 phase: &dyn Fn(*mut usize, *mut c_void) -> rusparseStatus_t|
+     -> Result<Vec<u8>, String> {
+        let mut size = 0usize;
+        check(&format!("{what} (size)"), phase(&mut size, null_mut()))?;
+        let mut buffer = vec![0u8; size.max(1)];
+        check(what, phase(&mut size, buffer.as_mut_ptr().cast()))?;
+        Ok(buffer)
+    };
     // SAFETY: every pointer handed over is valid for the sizes stated and
     // outlives the calls; the guard releases the objects.
     unsafe {
         check("create", rusparseCreateWithBackend(&mut g.handle, 1))?;
         check("setNumThreads", rusparseSetNumThreads(g.handle, 1))?;
-        check(
-            "createCsr(A)",
-            rusparseCreateCsr(
-                &mut g.mats[0],
-                a.nrows() as i64,
-                a.ncols() as i64,
-                a.nnz() as i64,
-                ao.as_mut_ptr().cast(),
-                ac.as_mut_ptr().cast(),
-                av.as_mut_ptr().cast(),
-                it,
-                jt,
-                base,
-                dt,
-            ),
-        )?;
-        check(
-            "createCsr(B)",
-            rusparseCreateCsr(
-                &mut g.mats[1],
-                b.nrows() as i64,
-                b.ncols() as i64,
-                b.nnz() as i64,
-                bo.as_mut_ptr().cast(),
-                bc.as_mut_ptr().cast(),
-                bv.as_mut_ptr().cast(),
-                it,
-                jt,
-                base,
-                dt,
-            ),
-        )?;
+        for (k, (x, (o, c, v))) in [a, b].iter().zip(arrays.iter_mut()).enumerate() {
+            check(
+                "createCsr",
+                rusparseCreateCsr(
+                    &mut g.mats[k],
+                    x.nrows() as i64,
+                    x.ncols() as i64,
+                    x.nnz() as i64,
+                    o.as_mut_ptr().cast(),
+                    c.as_mut_ptr().cast(),
+                    v.as_mut_ptr().cast(),
+                    it,
+                    jt,
+                    base,
+                    dt,
+                ),
+            )?;
+        }
         check(
             "createCsr(C)",
             rusparseCreateCsr(
@@ -720,83 +667,13 @@ fn c_abi_product<T: BenchScalar, I: Index, J: Index>(
             ),
         )?;
         check("createDescr", rusparseSpGEMM_createDescr(&mut g.descr))?;
-        let [ma, mb, mc] = g.mats;
-        let mut size1 = 0usize;
-        check(
-            "workEstimation (size)",
-            rusparseSpGEMM_workEstimation(
-                g.handle,
-                opa,
-                opb,
-                pa,
-                ma,
-                mb,
-                pb,
-                mc,
-                dt,
-                alg,
-                g.descr,
-                &mut size1,
-                null_mut(),
-            ),
-        )?;
-        let mut buffer1 = vec![0u8; size1.max(1)];
-        check(
-            "workEstimation",
-            rusparseSpGEMM_workEstimation(
-                g.handle,
-                opa,
-                opb,
-                pa,
-                ma,
-                mb,
-                pb,
-                mc,
-                dt,
-                alg,
-                g.descr,
-                &mut size1,
-                buffer1.as_mut_ptr().cast(),
-            ),
-        )?;
-        let mut size2 = 0usize;
-        check(
-            "compute (size)",
-            rusparseSpGEMM_compute(
-                g.handle,
-                opa,
-                opb,
-                pa,
-                ma,
-                mb,
-                pb,
-                mc,
-                dt,
-                alg,
-                g.descr,
-                &mut size2,
-                null_mut(),
-            ),
-        )?;
-        let mut buffer2 = vec![0u8; size2.max(1)];
-        check(
-            "compute",
-            rusparseSpGEMM_compute(
-                g.handle,
-                opa,
-                opb,
-                pa,
-                ma,
-                mb,
-                pb,
-                mc,
-                dt,
-                alg,
-                g.descr,
-                &mut size2,
-                buffer2.as_mut_ptr().cast(),
-            ),
-        )?;
+        let (h, d, [ma, mb, mc]) = (g.handle, g.descr, g.mats);
+        let _buffer1 = sized("workEstimation", &|size, buf| {
+            rusparseSpGEMM_workEstimation(h, opa, opb, pa, ma, mb, pb, mc, dt, alg, d, size, buf)
+        })?;
+        let _buffer2 = sized("compute", &|size, buf| {
+            rusparseSpGEMM_compute(h, opa, opb, pa, ma, mb, pb, mc, dt, alg, d, size, buf)
+        })?;
         let (mut r, mut c, mut z) = (0i64, 0i64, 0i64);
         check("getSize", rusparseSpMatGetSize(mc, &mut r, &mut c, &mut z))?;
         if (r, c) != (m as i64, n as i64) || z < 0 {
@@ -816,7 +693,7 @@ fn c_abi_product<T: BenchScalar, I: Index, J: Index>(
         )?;
         check(
             "copy",
-            rusparseSpGEMM_copy(g.handle, opa, opb, pa, ma, mb, pb, mc, dt, alg, g.descr),
+            rusparseSpGEMM_copy(h, opa, opb, pa, ma, mb, pb, mc, dt, alg, d),
         )?;
         drop(g);
         Ok((co, cc, cv))
