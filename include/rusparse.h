@@ -262,14 +262,6 @@ typedef enum {
 } rusparseSpGEMMBins_t;
 
 /**
- * The SpGEMM algorithms of the C API (`rusparseSpGEMMAlg_t`).
- *
- * On the CPU back end every algorithm is deterministic: the same input gives
- * bitwise-identical output for any thread count.
- */
-typedef struct Algorithm Algorithm;
-
-/**
  * Opaque library context (one per handle).
  */
 typedef struct rusparseContext rusparseContext;
@@ -303,8 +295,6 @@ typedef const rusparseSpMatDescr *rusparseConstSpMatDescr_t;
  * An SpGEMM descriptor.
  */
 typedef rusparseSpGEMMDescr *rusparseSpGEMMDescr_t;
-
-
 
 #ifdef __cplusplus
 extern "C" {

@@ -291,18 +291,20 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Every algorithm, the generic requests first.
-    pub const ALL: [Algorithm; 10] = [
-        Algorithm::Default,
-        Algorithm::Deterministic,
-        Algorithm::NonDeterministic,
-        Algorithm::Alg1,
-        Algorithm::Alg2,
-        Algorithm::Alg3,
-        Algorithm::Hash,
-        Algorithm::Dense,
-        Algorithm::BrmergePrecise,
-        Algorithm::BrmergeUpper,
-    ];
+    pub const fn all() -> [Algorithm; 10] {
+        [
+            Algorithm::Default,
+            Algorithm::Deterministic,
+            Algorithm::NonDeterministic,
+            Algorithm::Alg1,
+            Algorithm::Alg2,
+            Algorithm::Alg3,
+            Algorithm::Hash,
+            Algorithm::Dense,
+            Algorithm::BrmergePrecise,
+            Algorithm::BrmergeUpper,
+        ]
+    }
 
     /// True for the algorithms that name one concrete CPU method; the others
     /// leave the choice to the planner.

@@ -200,7 +200,7 @@ fn base() -> impl Strategy<Value = IndexBase> {
 }
 
 fn algorithm() -> impl Strategy<Value = Algorithm> {
-    prop::sample::select(Algorithm::ALL.to_vec())
+    prop::sample::select(Algorithm::all().to_vec())
 }
 
 /// The stored shape of an operand whose `op` is `rows x cols`.

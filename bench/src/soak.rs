@@ -24,7 +24,7 @@ use crate::sparse::BenchScalar;
 use clap::Parser;
 use rusparse::{
     reference, validate_structure, Algorithm, BackendKind, Complex, Context, CsrMatrix, CsrOutput,
-    Index, IndexBase, Op, SpgemmOptions, SpgemmPlan,
+    DataType, Index, IndexBase, IndexType, Op, SpgemmOptions, SpgemmPlan,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -200,7 +200,7 @@ impl Case {
             },
             op_a: rng.pick(&ops),
             op_b: rng.pick(&ops),
-            algorithm: rng.pick(&Algorithm::ALL),
+            algorithm: rng.pick(&Algorithm::all()),
             flow: rng.pick(&[Flow::Once, Flow::Plan, Flow::CAbi]),
             alpha: scalar_pair(rng, 5),
             beta: scalar_pair(rng, 30),
@@ -525,6 +525,41 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
     .map(|()| nprod)
 }
 
+/// The C ABI's number of an index type (`rusparseIndexType_t`).
+fn index_type_number(t: IndexType) -> i32 {
+    match t {
+        IndexType::I32 => 2,
+        IndexType::I64 => 3,
+    }
+}
+
+/// The C ABI's number of a value type (`rusparseDataType_t`, cuSPARSE's
+/// `cudaDataType` numbers).
+fn data_type_number(t: DataType) -> i32 {
+    match t {
+        DataType::R32F => 0,
+        DataType::R64F => 1,
+        DataType::C32F => 4,
+        DataType::C64F => 5,
+    }
+}
+
+/// The C ABI's number of an algorithm (`rusparseSpGEMMAlg_t`).
+fn algorithm_number(a: Algorithm) -> i32 {
+    match a {
+        Algorithm::Default => 0,
+        Algorithm::Deterministic => 1,
+        Algorithm::NonDeterministic => 2,
+        Algorithm::Alg1 => 3,
+        Algorithm::Alg2 => 4,
+        Algorithm::Alg3 => 5,
+        Algorithm::Hash => 100,
+        Algorithm::BrmergePrecise => 101,
+        Algorithm::BrmergeUpper => 102,
+        Algorithm::Dense => 103,
+    }
+}
+
 /// C's row offsets, column indices and values.
 type CsrArrays<T, I, J> = (Vec<I>, Vec<J>, Vec<T>);
 
@@ -551,8 +586,7 @@ fn c_abi_product<T: BenchScalar, I: Index, J: Index>(
         rusparseSpGEMM_destroyDescr, rusparseSpGEMM_workEstimation,
     };
     use rusparse::ffi::types::{
-        algorithm_number, data_type_number, index_type_number, rusparseHandle_t,
-        rusparseSpGEMMDescr_t, rusparseSpMatDescr_t, rusparseStatus_t,
+        rusparseHandle_t, rusparseSpGEMMDescr_t, rusparseSpMatDescr_t, rusparseStatus_t,
     };
     use std::ffi::{c_void, CStr};
     use std::ptr::null_mut;

@@ -289,7 +289,7 @@ pub(crate) fn algorithm(v: SpGEMMAlgArg) -> Result<Algorithm, Error> {
 }
 
 /// The C number of an algorithm (inverse of [`algorithm`]).
-pub fn algorithm_number(a: Algorithm) -> SpGEMMAlgArg {
+pub(crate) fn algorithm_number(a: Algorithm) -> SpGEMMAlgArg {
     match a {
         Algorithm::Default => 0,
         Algorithm::Deterministic => 1,
@@ -330,7 +330,7 @@ pub(crate) fn backend_number(b: BackendKind) -> BackendArg {
 }
 
 /// The C number of an index type.
-pub fn index_type_number(t: IndexType) -> IndexTypeArg {
+pub(crate) fn index_type_number(t: IndexType) -> IndexTypeArg {
     match t {
         IndexType::I32 => 2,
         IndexType::I64 => 3,
@@ -338,7 +338,7 @@ pub fn index_type_number(t: IndexType) -> IndexTypeArg {
 }
 
 /// The C number of a value type.
-pub fn data_type_number(t: DataType) -> DataTypeArg {
+pub(crate) fn data_type_number(t: DataType) -> DataTypeArg {
     match t {
         DataType::R32F => 0,
         DataType::R64F => 1,
