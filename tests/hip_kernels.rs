@@ -65,6 +65,8 @@ fn every_instantiation_compiles_for_amd_targets() {
     let started = Instant::now();
     let failures = Mutex::new(Vec::new());
     let next = Mutex::new(0usize);
+    // Two threads, though `compile_hiprtc` serialises them: calling it from
+    // several threads at once must be safe.
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| loop {

@@ -66,8 +66,9 @@ pub struct HipCompiled {
 /// Compiles `source` with hiprtc for `opts`.
 ///
 /// `strict` turns any log text into an error, as the CI compile check
-/// wants. Cost: about 1.3 s per instantiation of the rusparse kernels
-/// (ROCm 5.2, one core).
+/// wants. Compilations are serialised (hiprtc is not thread-safe in ROCm
+/// 5.2). Cost: about 1.3 s per instantiation of the rusparse kernels (ROCm
+/// 5.2, one core).
 ///
 /// # Errors
 /// [`Error::NotSupported`] when hiprtc cannot be loaded;
@@ -76,6 +77,11 @@ pub struct HipCompiled {
 /// when `strict`).
 pub fn compile_hiprtc(source: &str, opts: &HipKernelOptions, strict: bool) -> Result<HipCompiled> {
     let rtc = hiprtc().map_err(Error::NotSupported)?;
+    // One compilation at a time: ROCm 5.2's hiprtc crashes (SIGSEGV) when
+    // several threads compile at once; a compile takes about a second and
+    // happens once per type combination and device, so nothing is lost.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let nul = |what: &str| Error::InvalidValue(format!("{what} contains a NUL byte"));
     let src = CString::new(source).map_err(|_| nul("the kernel source"))?;
     let options: Vec<CString> = opts
