@@ -204,6 +204,17 @@ pub enum DataType {
 }
 
 impl DataType {
+    /// Its number in the C API (`rusparseDataType_t`: cuSPARSE's
+    /// `cudaDataType` numbers).
+    pub const fn c_number(self) -> i32 {
+        match self {
+            DataType::R32F => 0,
+            DataType::R64F => 1,
+            DataType::C32F => 4,
+            DataType::C64F => 5,
+        }
+    }
+
     /// Size of one value in bytes.
     pub fn size(self) -> usize {
         match self {
@@ -233,6 +244,14 @@ pub enum IndexType {
 }
 
 impl IndexType {
+    /// Its number in the C API (`rusparseIndexType_t`).
+    pub const fn c_number(self) -> i32 {
+        match self {
+            IndexType::I32 => 2,
+            IndexType::I64 => 3,
+        }
+    }
+
     /// Size of one index in bytes.
     pub fn size(self) -> usize {
         match self {
@@ -304,6 +323,22 @@ impl Algorithm {
             Algorithm::BrmergePrecise,
             Algorithm::BrmergeUpper,
         ]
+    }
+
+    /// Its number in the C API (`rusparseSpGEMMAlg_t`).
+    pub const fn c_number(self) -> i32 {
+        match self {
+            Algorithm::Default => 0,
+            Algorithm::Deterministic => 1,
+            Algorithm::NonDeterministic => 2,
+            Algorithm::Alg1 => 3,
+            Algorithm::Alg2 => 4,
+            Algorithm::Alg3 => 5,
+            Algorithm::Hash => 100,
+            Algorithm::BrmergePrecise => 101,
+            Algorithm::BrmergeUpper => 102,
+            Algorithm::Dense => 103,
+        }
     }
 
     /// True for the algorithms that name one concrete CPU method; the others

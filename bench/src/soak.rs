@@ -24,7 +24,7 @@ use crate::sparse::BenchScalar;
 use clap::Parser;
 use rusparse::{
     reference, validate_structure, Algorithm, BackendKind, Complex, Context, CsrMatrix, CsrOutput,
-    DataType, Index, IndexBase, IndexType, Op, SpgemmOptions, SpgemmPlan,
+    Index, IndexBase, Op, SpgemmOptions, SpgemmPlan,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -525,41 +525,6 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
     .map(|()| nprod)
 }
 
-/// The C ABI's number of an index type (`rusparseIndexType_t`).
-fn index_type_number(t: IndexType) -> i32 {
-    match t {
-        IndexType::I32 => 2,
-        IndexType::I64 => 3,
-    }
-}
-
-/// The C ABI's number of a value type (`rusparseDataType_t`, cuSPARSE's
-/// `cudaDataType` numbers).
-fn data_type_number(t: DataType) -> i32 {
-    match t {
-        DataType::R32F => 0,
-        DataType::R64F => 1,
-        DataType::C32F => 4,
-        DataType::C64F => 5,
-    }
-}
-
-/// The C ABI's number of an algorithm (`rusparseSpGEMMAlg_t`).
-fn algorithm_number(a: Algorithm) -> i32 {
-    match a {
-        Algorithm::Default => 0,
-        Algorithm::Deterministic => 1,
-        Algorithm::NonDeterministic => 2,
-        Algorithm::Alg1 => 3,
-        Algorithm::Alg2 => 4,
-        Algorithm::Alg3 => 5,
-        Algorithm::Hash => 100,
-        Algorithm::BrmergePrecise => 101,
-        Algorithm::BrmergeUpper => 102,
-        Algorithm::Dense => 103,
-    }
-}
-
 /// C's row offsets, column indices and values.
 type CsrArrays<T, I, J> = (Vec<I>, Vec<J>, Vec<T>);
 
@@ -625,9 +590,9 @@ fn c_abi_product<T: BenchScalar, I: Index, J: Index>(
     };
     let (m, _, n) = case.dims;
     let (it, jt, dt) = (
-        index_type_number(I::INDEX_TYPE),
-        index_type_number(J::INDEX_TYPE),
-        data_type_number(T::DATA_TYPE),
+        I::INDEX_TYPE.c_number(),
+        J::INDEX_TYPE.c_number(),
+        T::DATA_TYPE.c_number(),
     );
     let base = case.base.offset() as i32;
     let beta = T::zero();
@@ -648,7 +613,7 @@ fn c_abi_product<T: BenchScalar, I: Index, J: Index>(
             x.values().to_vec(),
         )
     });
-    let alg = algorithm_number(case.algorithm);
+    let alg = case.algorithm.c_number();
     let (opa, opb) = (op(case.op_a), op(case.op_b));
     // A phase asked for its buffer size first (a NULL buffer), then run
     // with a buffer of that size; the buffer is returned to outlive C.

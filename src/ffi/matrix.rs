@@ -332,10 +332,10 @@ fn csr_get(
         *out_ref(offsets, "csrRowOffsets")? = m.offsets;
         *out_ref(col_ind, "csrColInd")? = m.col_ind;
         *out_ref(values, "csrValues")? = m.values;
-        *out_ref(offset_type, "csrRowOffsetsType")? = index_type_number(m.offset_type);
-        *out_ref(col_type, "csrColIndType")? = index_type_number(m.col_type);
+        *out_ref(offset_type, "csrRowOffsetsType")? = m.offset_type.c_number();
+        *out_ref(col_type, "csrColIndType")? = m.col_type.c_number();
         *out_ref(base, "idxBase")? = m.base.offset() as IndexBaseArg;
-        *out_ref(value_type, "valueType")? = data_type_number(m.value_type);
+        *out_ref(value_type, "valueType")? = m.value_type.c_number();
     }
     Ok(())
 }

@@ -807,7 +807,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_getPlanInfo(
                 *backend = backend_number(p.placement.backend());
             }
             if !algorithm.is_null() {
-                *algorithm = algorithm_number(p.selected);
+                *algorithm = p.selected.c_number();
             }
             if !numProducts.is_null() {
                 *numProducts = i64::try_from(p.num_products).unwrap_or(i64::MAX);

@@ -288,22 +288,6 @@ pub(crate) fn algorithm(v: SpGEMMAlgArg) -> Result<Algorithm, Error> {
     })
 }
 
-/// The C number of an algorithm (inverse of [`algorithm`]).
-pub(crate) fn algorithm_number(a: Algorithm) -> SpGEMMAlgArg {
-    match a {
-        Algorithm::Default => 0,
-        Algorithm::Deterministic => 1,
-        Algorithm::NonDeterministic => 2,
-        Algorithm::Alg1 => 3,
-        Algorithm::Alg2 => 4,
-        Algorithm::Alg3 => 5,
-        Algorithm::Hash => 100,
-        Algorithm::BrmergePrecise => 101,
-        Algorithm::BrmergeUpper => 102,
-        Algorithm::Dense => 103,
-    }
-}
-
 /// Decodes a back end.
 pub(crate) fn backend(v: BackendArg) -> Result<BackendKind, Error> {
     Ok(match v {
@@ -326,23 +310,5 @@ pub(crate) fn backend_number(b: BackendKind) -> BackendArg {
         BackendKind::Cpu => 1,
         BackendKind::Cuda => 2,
         BackendKind::Hip => 3,
-    }
-}
-
-/// The C number of an index type.
-pub(crate) fn index_type_number(t: IndexType) -> IndexTypeArg {
-    match t {
-        IndexType::I32 => 2,
-        IndexType::I64 => 3,
-    }
-}
-
-/// The C number of a value type.
-pub(crate) fn data_type_number(t: DataType) -> DataTypeArg {
-    match t {
-        DataType::R32F => 0,
-        DataType::R64F => 1,
-        DataType::C32F => 4,
-        DataType::C64F => 5,
     }
 }
