@@ -343,7 +343,7 @@ fn accumulator_locality<I: Index, J: Index>(
     let (mut window_new, mut sample_new, mut followed) = (0u64, 0u64, 0u64);
     let windows = LOCALITY_WINDOWS as u64;
     for w in 0..windows {
-        let mut i = work.row_containing(total * (2 * w + 1) / (2 * windows));
+        let mut i = work.row_at_share(w, windows);
         let mut products = 0u64;
         'window: while i < a.nrows {
             for k in a.range(i) {

@@ -324,11 +324,9 @@ fn uniform_rows<I: Index, J: Index>(
 /// Rows picked by `samples` evenly spaced product positions: `(row, hits)`
 /// in row order.
 fn rows_at_positions(work: &RowWork, samples: u64) -> Vec<(usize, u64)> {
-    let total = work.total();
     let mut rows: Vec<(usize, u64)> = Vec::new();
     for k in 0..samples {
-        let position = ((2 * k + 1) as u128 * total as u128 / (2 * samples) as u128) as u64;
-        let i = work.row_containing(position);
+        let i = work.row_at_share(k, samples);
         match rows.last_mut() {
             Some((last, hits)) if *last == i => *hits += 1,
             _ => rows.push((i, 1)),

@@ -158,6 +158,14 @@ impl RowWork {
         debug_assert!(position < self.total());
         self.prefix.partition_point(|&p| p <= position) - 1
     }
+    /// The row holding the middle product of the `k`-th of `parts` equal
+    /// shares of the work (`k < parts`, `total() > 0`): evenly spaced
+    /// samples by work.
+    pub fn row_at_share(&self, k: u64, parts: u64) -> usize {
+        let position = ((2 * k + 1) as u128 * self.total() as u128 / (2 * parts) as u128) as u64;
+        self.row_containing(position)
+    }
+
     /// The rows with products grouped by the magnitudes of their nprod
     /// and entry count ([`Strata`]).
     pub fn strata(&self) -> &Strata {
