@@ -6,13 +6,13 @@ use crate::backend::cpu::{CpuBackend, UpperChunk};
 use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrOutput, CsrView};
-use crate::error::{invalid, try_vec, Result};
+use crate::error::{invalid, try_reserve, try_vec, Result};
 use crate::plan::features::planning_features;
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
 use crate::plan::predict::{self, NnzPrediction, Sampling, PLANNING_SAMPLING};
 use crate::plan::select::{select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
-use crate::types::{Algorithm, Index, IndexBase, Op, Scalar};
+use crate::types::{Algorithm, Index, IndexBase, IndexType, Op, Scalar};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -55,6 +55,23 @@ pub fn spgemm<T: Scalar, I: Index, J: Index>(
     default_context()?.spgemm(a, b, opts)
 }
 
+/// INVALID_VALUE when `nnz` entries (plus the base) do not fit the row
+/// offset type `offsets`; `what` qualifies the count ("at least " for a bound).
+pub(crate) fn check_nnz_fits(
+    nnz: u64,
+    base: IndexBase,
+    offsets: IndexType,
+    what: &str,
+) -> Result<()> {
+    if nnz.saturating_add(base.offset() as u64) > offsets.max() {
+        invalid!(
+            "nnz(C) is {what}{nnz}, which does not fit C's row offset type {}; use 64-bit row offsets",
+            offsets.name()
+        );
+    }
+    Ok(())
+}
+
 /// One default context per process, so a thread count from the
 /// environment starts its pool once, not on every call.
 fn default_context() -> Result<Context> {
@@ -76,8 +93,17 @@ impl Context {
         opts: &SpgemmOptions<T>,
     ) -> Result<CsrMatrix<T, I, J>> {
         let mut plan = SpgemmPlan::new(self, a, opts.op_a, b, opts.op_b, opts.algorithm)?;
+        // A C too large for `I` or for memory is refused here, from the
+        // lower bound of nnz(C), before the symbolic phase spends O(nprod)
+        // on it: C's arrays are reserved at that bound first.
+        let bound = usize::try_from(plan.nnz_lower_bound()).unwrap_or(usize::MAX);
+        check_nnz_fits(bound as u64, a.base(), I::INDEX_TYPE, "at least ")?;
+        let mut cols = Vec::new();
+        let mut values = Vec::new();
+        try_reserve(&mut cols, bound, "C's column indices")?;
+        try_reserve(&mut values, bound, "C's values")?;
         plan.symbolic(self, a, b)?;
-        plan.execute(self, a, b, opts.alpha)
+        plan.execute_into(self, a, b, opts.alpha, cols, values)
     }
 }
 
@@ -295,6 +321,21 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 c_offsets: None,
             })
         })
+    }
+
+    /// A lower bound of nnz(C), known after planning (no symbolic phase):
+    /// the sum over the rows of op(A) of the longest row of op(B) each one
+    /// merges (all of that row's columns are in C) when op(B)'s rows hold
+    /// no duplicate columns; otherwise the number of rows with products
+    /// (each holds at least one entry). [`Context::spgemm`] refuses a C
+    /// that cannot fit its index type or memory from it in O(1).
+    pub fn nnz_lower_bound(&self) -> u64 {
+        let strata = self.work.strata().iter();
+        if self.b_canonical {
+            strata.map(|s| s.lower_bound).sum()
+        } else {
+            strata.map(|s| s.rows).sum()
+        }
     }
 
     /// The algorithm asked for.
@@ -642,11 +683,30 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         b: &CsrView<'_, T, I, J>,
         alpha: T,
     ) -> Result<CsrMatrix<T, I, J>> {
+        self.execute_into(ctx, a, b, alpha, Vec::new(), Vec::new())
+    }
+
+    /// [`SpgemmPlan::execute`] into column and value vectors that may
+    /// already hold room for C (they are cleared first).
+    fn execute_into<T: Scalar>(
+        &self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        alpha: T,
+        mut col_indices: Vec<J>,
+        mut values: Vec<T>,
+    ) -> Result<CsrMatrix<T, I, J>> {
         let offsets = self.offsets()?;
         let nnz = offsets[offsets.len() - 1];
+        check_nnz_fits(nnz as u64, a.base(), I::INDEX_TYPE, "")?;
         let mut row_offsets = try_vec(offsets.len(), I::default(), "C's row offsets")?;
-        let mut col_indices = try_vec(nnz, J::default(), "C's column indices")?;
-        let mut values = try_vec(nnz, T::zero(), "C's values")?;
+        col_indices.clear();
+        values.clear();
+        try_reserve(&mut col_indices, nnz, "C's column indices")?;
+        try_reserve(&mut values, nnz, "C's values")?;
+        col_indices.resize(nnz, J::default());
+        values.resize(nnz, T::zero());
         self.numeric(
             ctx,
             a,

@@ -19,6 +19,7 @@ use super::matrix::{slice_at_mut, SpMat};
 use super::placement::{arrays, check_same, place, Placement};
 use super::types::*;
 use crate::plan::fingerprint::pattern_fingerprint;
+use crate::spgemm::check_nnz_fits;
 use crate::types::{Algorithm, DataType, IndexType, Op};
 use crate::{
     validate_structure, Complex, CsrOutput, CsrView, Error, Index, Result, Scalar, SpgemmOptions,
@@ -355,6 +356,14 @@ fn plan_new<T: Scalar, I: Index, J: Index>(
 ) -> Result<(Box<dyn Any + Send>, u64, Algorithm)> {
     let (a, b) = validated_views::<T, I, J>(x.h, x.a, x.b)?;
     let plan = SpgemmPlan::new(&x.h.ctx, &a, x.call.op_a, &b, x.call.op_b, x.call.alg)?;
+    // A C that cannot fit matC's row offsets is refused now, from the lower
+    // bound of nnz(C), not after compute has counted every product.
+    check_nnz_fits(
+        plan.nnz_lower_bound(),
+        x.c.base,
+        x.c.offset_type,
+        "at least ",
+    )?;
     let (n, selected) = (plan.num_products(), plan.selected_algorithm());
     Ok((Box::new(plan), n, selected))
 }
@@ -556,14 +565,7 @@ fn size_output(x: &mut Args<'_>, flow: Flow, what: &str) -> Result<()> {
                 gpu_product(p.plan.as_mut())?.symbolic(x.h.stream, x.a, x.b, x.c)?
             }
         };
-        let base = x.c.base.offset() as u64;
-        if nnz as u64 + base > x.c.offset_type.max() {
-            return Err(Error::InvalidValue(format!(
-                "nnz(C) = {nnz} does not fit matC's row offset type {}; \
-                 create matC with RUSPARSE_INDEX_64I row offsets",
-                x.c.offset_type.name()
-            )));
-        }
+        check_nnz_fits(nnz as u64, x.c.base, x.c.offset_type, "")?;
         x.c.nnz = nnz as i64;
         p.nnz = Some(nnz as i64);
         p.phase = Phase::Sized;
