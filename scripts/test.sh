@@ -8,7 +8,11 @@
 # with pkg-config, shared and static.
 # Also a 10,000-case soak against the reference (rusparse-bench soak), the
 # HIP back end's build (`--features hip`), its unit tests and every
-# kernel instantiation compiled by hiprtc for gfx906 and gfx90a.
+# kernel instantiation compiled by hiprtc for gfx906 and gfx90a; valgrind
+# on the Rust side (the C ABI fuzz replay, a soak); and the sanitizers:
+# rusparse built with AddressSanitizer under the C tests (built with ASan +
+# UBSan), the fuzz replay, the huge-request and shared-handle tests and a
+# soak.
 # Installs what it needs (cmake, a C/C++ compiler, gfortran, pkg-config,
 # valgrind, Debian's ROCm 5.2 HIP runtime and hiprtc, the NVRTC wheel) with
 # apt-get / pip when missing.
@@ -94,6 +98,29 @@ step "C tests under valgrind"
 cmake -S c_tests -B target/c_tests_valgrind -DRUSPARSE_LIBRARY="$lib" -DRUSPARSE_VALGRIND=ON >/dev/null
 cmake --build target/c_tests_valgrind -j2
 ctest --test-dir target/c_tests_valgrind --output-on-failure
+
+step "valgrind on the Rust side: the C ABI fuzz replay and random programs, and a 2,000-case soak"
+valgrind_cmd="valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/c_tests/valgrind.supp"
+CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$valgrind_cmd" cargo test --test fuzz_c_abi
+$valgrind_cmd target/debug/rusparse-bench soak --cases 2000 --seed 7 >/dev/null
+
+# AddressSanitizer for Rust code needs -Zsanitizer, which the stable
+# toolchain accepts with RUSTC_BOOTSTRAP=1 (its rust-std ships the ASan
+# runtime); the build goes to its own target directory.
+host=$(rustc -vV | sed -n 's/^host: //p')
+asan=(env RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR="$root/target/asan")
+step "sanitizers: the C/C++/Fortran tests built with ASan + UBSan, against librusparse.so built with ASan"
+"${asan[@]}" cargo build -q -p rusparse --lib --target "$host"
+cmake -S c_tests -B target/c_tests_asan -DRUSPARSE_SANITIZE=ON \
+    -DRUSPARSE_LIBRARY="$root/target/asan/$host/debug/librusparse.so" >/dev/null
+cmake --build target/c_tests_asan -j2
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir target/c_tests_asan --output-on-failure
+
+step "sanitizers: C ABI fuzz replay and random programs, huge requests, shared handles and a 3,000-case soak, with rusparse under ASan"
+# A 10^12-entry C asks for terabytes: ASan must return NULL (ALLOC_FAILED), not abort.
+asan_run=("${asan[@]}" ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1)
+"${asan_run[@]}" cargo test -p rusparse --target "$host" --test fuzz_c_abi --test huge_requests --test shared_handle
+"${asan_run[@]}" cargo run -q -p rusparse-bench --target "$host" -- soak --cases 3000 --seed 5 >/dev/null
 
 step "package: CMake build (cargo release) and install"
 cmake -S . -B target/cmake-build -DCMAKE_INSTALL_PREFIX="$root/target/install-staging" >/dev/null

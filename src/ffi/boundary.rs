@@ -6,6 +6,7 @@ use crate::{Error, Result};
 use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -66,16 +67,45 @@ pub(crate) unsafe fn out_ref<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> 
         .ok_or_else(|| Error::InvalidValue(format!("{what} is NULL")))
 }
 
+/// What a C pointer points to: the object, and a flag set while a call
+/// that reads or changes it runs, so that a second thread using the same
+/// handle or descriptor at once is refused instead of racing (handles and
+/// descriptors need external synchronisation, as cuSPARSE's do).
+struct Slot<T> {
+    busy: AtomicBool,
+    inner: T,
+}
+
+/// An object claimed by the running call (see [`Opaque::claim`]); the
+/// claim ends when this is dropped.
+pub(crate) struct Claim {
+    busy: *const AtomicBool,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // SAFETY: the object outlives the call that claimed it (it is only
+        // freed after a successful claim, which this one prevents).
+        unsafe { (*self.busy).store(false, Ordering::Release) }
+    }
+}
+
 /// Ties an opaque C type to the Rust value behind it.
 pub(crate) trait Opaque: Sized {
     /// The Rust object behind the C pointer.
     type Inner;
     /// The error for a NULL pointer of this type.
     fn null_error() -> Error;
+    /// What the object is called in the message for concurrent use.
+    const NAME: &'static str;
 
     /// Moves `inner` to the heap and returns the C pointer.
     fn into_raw(inner: Self::Inner) -> *mut Self {
-        Box::into_raw(Box::new(inner)).cast()
+        let slot = Slot {
+            busy: AtomicBool::new(false),
+            inner,
+        };
+        Box::into_raw(Box::new(slot)).cast()
     }
 
     /// Borrows the object behind `p`.
@@ -83,9 +113,11 @@ pub(crate) trait Opaque: Sized {
     /// # Safety
     /// `p` must be NULL or come from [`Opaque::into_raw`] and not be freed.
     unsafe fn get<'a>(p: *const Self) -> Result<&'a Self::Inner> {
-        p.cast::<Self::Inner>()
-            .as_ref()
-            .ok_or_else(Self::null_error)
+        let slot = p.cast::<Slot<Self::Inner>>();
+        if slot.is_null() {
+            return Err(Self::null_error());
+        }
+        Ok(&*std::ptr::addr_of!((*slot).inner))
     }
 
     /// Mutably borrows the object behind `p`.
@@ -93,19 +125,52 @@ pub(crate) trait Opaque: Sized {
     /// # Safety
     /// As [`Opaque::get`], and no other reference to it may be live.
     unsafe fn get_mut<'a>(p: *mut Self) -> Result<&'a mut Self::Inner> {
-        p.cast::<Self::Inner>()
-            .as_mut()
-            .ok_or_else(Self::null_error)
+        let slot = p.cast::<Slot<Self::Inner>>();
+        if slot.is_null() {
+            return Err(Self::null_error());
+        }
+        Ok(&mut *std::ptr::addr_of_mut!((*slot).inner))
     }
 
-    /// Frees the object behind `p`; NULL is a no-op.
+    /// Marks the object behind `p` as used by this call until the returned
+    /// claim is dropped: INVALID_VALUE when another thread's call holds it
+    /// (the object is then not touched), the null error for NULL.
+    ///
+    /// # Safety
+    /// As [`Opaque::get`].
+    unsafe fn claim(p: *const Self) -> Result<Claim> {
+        let slot = p.cast::<Slot<Self::Inner>>();
+        if slot.is_null() {
+            return Err(Self::null_error());
+        }
+        let busy = std::ptr::addr_of!((*slot).busy);
+        if (*busy)
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(Error::InvalidValue(format!(
+                "the {} is in use by a call on another thread; a {} must not be used by two \
+                 threads at once (give each thread its own, or synchronise the calls)",
+                Self::NAME,
+                Self::NAME
+            )));
+        }
+        Ok(Claim { busy })
+    }
+
+    /// Frees the object behind `p`; NULL is a no-op. INVALID_VALUE, and
+    /// nothing freed, while another thread's call uses it.
     ///
     /// # Safety
     /// `p` must be NULL or come from [`Opaque::into_raw`] and not be freed.
-    unsafe fn free(p: *mut Self) {
-        if !p.is_null() {
-            drop(Box::from_raw(p.cast::<Self::Inner>()));
+    unsafe fn free(p: *mut Self) -> Result<()> {
+        if p.is_null() {
+            return Ok(());
         }
+        let claim = Self::claim(p)?;
+        std::mem::forget(claim);
+        drop(Box::from_raw(p.cast::<Slot<Self::Inner>>()));
+        Ok(())
     }
 }
 

@@ -18,6 +18,7 @@ pub(crate) struct Handle {
 
 impl Opaque for rusparseContext {
     type Inner = Handle;
+    const NAME: &'static str = "handle";
     fn null_error() -> Error {
         Error::NotInitialized("handle is NULL (create it with rusparseCreate)".into())
     }
@@ -60,8 +61,7 @@ pub unsafe extern "C" fn rusparseCreateWithBackend(
 pub unsafe extern "C" fn rusparseDestroy(handle: rusparseHandle_t) -> rusparseStatus_t {
     // SAFETY: NULL or a handle from rusparseCreate*, destroyed once.
     boundary("rusparseDestroy", || unsafe {
-        rusparseContext::free(handle);
-        Ok(())
+        rusparseContext::free(handle)
     })
 }
 
@@ -72,7 +72,8 @@ pub unsafe extern "C" fn rusparseSetStream(
     stream_id: *mut c_void,
 ) -> rusparseStatus_t {
     boundary("rusparseSetStream", || {
-        // SAFETY: NULL or a live handle.
+        // SAFETY: NULL or a live handle, claimed for this call.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
         unsafe { rusparseContext::get_mut(handle) }?.stream = stream_id;
         Ok(())
     })
@@ -85,7 +86,9 @@ pub unsafe extern "C" fn rusparseGetStream(
     stream_id: *mut *mut c_void,
 ) -> rusparseStatus_t {
     boundary("rusparseGetStream", || {
-        // SAFETY: NULL or a live handle; NULL or a writable slot.
+        // SAFETY: NULL or a live handle, claimed for this call; NULL or a
+        // writable slot.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         *unsafe { out_ref(stream_id, "streamId") }? = h.stream;
         Ok(())
@@ -99,7 +102,8 @@ pub unsafe extern "C" fn rusparseSetPointerMode(
     mode: PointerModeArg,
 ) -> rusparseStatus_t {
     boundary("rusparseSetPointerMode", || {
-        // SAFETY: NULL or a live handle.
+        // SAFETY: NULL or a live handle, claimed for this call.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
         let h = unsafe { rusparseContext::get_mut(handle) }?;
         h.device_pointers = match mode {
             0 => false,
@@ -121,7 +125,9 @@ pub unsafe extern "C" fn rusparseGetPointerMode(
     mode: *mut PointerModeArg,
 ) -> rusparseStatus_t {
     boundary("rusparseGetPointerMode", || {
-        // SAFETY: NULL or a live handle; NULL or a writable slot.
+        // SAFETY: NULL or a live handle, claimed for this call; NULL or a
+        // writable slot.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         *unsafe { out_ref(mode, "mode") }? = c_int::from(h.device_pointers);
         Ok(())
@@ -160,7 +166,9 @@ pub unsafe extern "C" fn rusparseGetBackend(
     backend: *mut BackendArg,
 ) -> rusparseStatus_t {
     boundary("rusparseGetBackend", || {
-        // SAFETY: NULL or a live handle; NULL or a writable slot.
+        // SAFETY: NULL or a live handle, claimed for this call; NULL or a
+        // writable slot.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         let kind = match h.ctx.backend() {
             crate::BackendKind::Auto => h.last_placed.get().unwrap_or(crate::BackendKind::Auto),
@@ -180,7 +188,8 @@ pub unsafe extern "C" fn rusparseSetNumThreads(
     num_threads: c_int,
 ) -> rusparseStatus_t {
     boundary("rusparseSetNumThreads", || {
-        // SAFETY: NULL or a live handle.
+        // SAFETY: NULL or a live handle, claimed for this call.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
         let h = unsafe { rusparseContext::get_mut(handle) }?;
         let n = usize::try_from(num_threads)
             .map_err(|_| Error::InvalidValue(format!("numThreads = {num_threads} is negative")))?;
@@ -201,7 +210,9 @@ pub unsafe extern "C" fn rusparseGetNumThreads(
     num_threads: *mut c_int,
 ) -> rusparseStatus_t {
     boundary("rusparseGetNumThreads", || {
-        // SAFETY: NULL or a live handle; NULL or a writable slot.
+        // SAFETY: NULL or a live handle, claimed for this call; NULL or a
+        // writable slot.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         *unsafe { out_ref(num_threads, "numThreads") }? =
             c_int::try_from(h.ctx.num_threads()).unwrap_or(c_int::MAX);

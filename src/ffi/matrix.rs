@@ -30,6 +30,7 @@ pub(crate) struct SpMat {
 
 impl Opaque for rusparseSpMatDescr {
     type Inner = SpMat;
+    const NAME: &'static str = "matrix descriptor";
     fn null_error() -> Error {
         Error::InvalidValue("the matrix descriptor is NULL".into())
     }
@@ -280,8 +281,7 @@ pub unsafe extern "C" fn rusparseDestroySpMat(
 ) -> rusparseStatus_t {
     // SAFETY: NULL or a descriptor from rusparseCreate(Const)Csr, destroyed once.
     boundary("rusparseDestroySpMat", || unsafe {
-        rusparseSpMatDescr::free(spMatDescr.cast_mut());
-        Ok(())
+        rusparseSpMatDescr::free(spMatDescr.cast_mut())
     })
 }
 
@@ -425,6 +425,8 @@ pub unsafe extern "C" fn rusparseCsrSetPointers(
     csrValues: *mut c_void,
 ) -> rusparseStatus_t {
     boundary("rusparseCsrSetPointers", || {
+        // SAFETY: NULL or a live descriptor.
+        let _claim = unsafe { rusparseSpMatDescr::claim(spMatDescr) }?;
         let m = writable(spMatDescr)?;
         if csrRowOffsets.is_null() {
             return Err(Error::InvalidValue("csrRowOffsets is NULL".into()));
@@ -474,6 +476,8 @@ pub unsafe extern "C" fn rusparseSpMatSetValues(
     values: *mut c_void,
 ) -> rusparseStatus_t {
     boundary("rusparseSpMatSetValues", || {
+        // SAFETY: NULL or a live descriptor.
+        let _claim = unsafe { rusparseSpMatDescr::claim(spMatDescr) }?;
         let m = writable(spMatDescr)?;
         if values.is_null() && m.nnz > 0 {
             return Err(Error::InvalidValue(format!(

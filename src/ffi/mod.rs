@@ -13,6 +13,12 @@
 //! sizes the descriptor states), and handles and descriptors come from their
 //! create functions and have not been destroyed. NULL is always detected
 //! and reported; nothing else about a pointer can be checked.
+//!
+//! # Threads
+//! A handle, an SpGEMM descriptor and a matC descriptor are used by one
+//! call at a time: each call claims them (`Opaque::claim` in `boundary.rs`), and a
+//! call on another thread that finds them claimed gets INVALID_VALUE instead
+//! of racing. A and B descriptors are only read and may be shared.
 
 #![allow(non_snake_case)]
 #![allow(clippy::missing_safety_doc)]

@@ -13,7 +13,7 @@
 //! twice; the external buffers are requested at a small fixed size
 //! ([`CPU_BUFFER_BYTES`]) so the cuSPARSE call sequence works unchanged.
 
-use super::boundary::{boundary, out_ref, Opaque};
+use super::boundary::{boundary, out_ref, Claim, Opaque};
 use super::handle::Handle;
 use super::matrix::{slice_at_mut, SpMat};
 use super::placement::{arrays, check_same, place, Placement};
@@ -83,6 +83,7 @@ pub(crate) struct SpgemmDescr {
 
 impl Opaque for rusparseSpGEMMDescr {
     type Inner = SpgemmDescr;
+    const NAME: &'static str = "SpGEMM descriptor";
     fn null_error() -> Error {
         Error::InvalidValue(
             "spgemmDescr is NULL (create it with rusparseSpGEMM_createDescr)".into(),
@@ -98,6 +99,8 @@ struct Args<'a> {
     b: &'a SpMat,
     c: &'a mut SpMat,
     descr: &'a mut SpgemmDescr,
+    /// The handle, the SpGEMM descriptor and matC, claimed for the call.
+    _claims: [Claim; 3],
 }
 
 impl Args<'_> {
@@ -162,6 +165,7 @@ fn args<'a>(
     // SAFETY: each pointer is NULL or a live object of its type, and no
     // other reference to the mutable ones exists during the call (matC is
     // checked to differ from matA and matB below before it is borrowed).
+    let claim_h = unsafe { rusparseContext::claim(handle) }?;
     let h = unsafe { rusparseContext::get(handle) }?;
     let op_a = operation(op_a, "opA")?;
     let op_b = operation(op_b, "opB")?;
@@ -173,7 +177,9 @@ fn args<'a>(
             "matC must be a descriptor of its own, not matA or matB".into(),
         ));
     }
+    let claim_c = unsafe { rusparseSpMatDescr::claim(mat_c) }.map_err(|e| e.context("matC"))?;
     let c = unsafe { rusparseSpMatDescr::get_mut(mat_c) }.map_err(|e| e.context("matC"))?;
+    let claim_d = unsafe { rusparseSpGEMMDescr::claim(descr) }?;
     let descr = unsafe { rusparseSpGEMMDescr::get_mut(descr) }?;
     if c.constant {
         return Err(Error::InvalidValue(
@@ -228,6 +234,7 @@ fn args<'a>(
         b,
         c,
         descr,
+        _claims: [claim_h, claim_d, claim_c],
     })
 }
 
@@ -616,9 +623,11 @@ fn fill_output(
     })
 }
 
-fn descr_ref<'a>(descr: rusparseSpGEMMDescr_t) -> Result<&'a mut SpgemmDescr> {
-    // SAFETY: NULL or a live descriptor not otherwise borrowed during the call.
-    unsafe { rusparseSpGEMMDescr::get_mut(descr) }
+/// The SpGEMM descriptor, claimed for the call (the claim first).
+fn descr_ref<'a>(descr: rusparseSpGEMMDescr_t) -> Result<(Claim, &'a SpgemmDescr)> {
+    // SAFETY: NULL or a live descriptor; claimed, so no other call uses it.
+    let claim = unsafe { rusparseSpGEMMDescr::claim(descr) }?;
+    Ok((claim, unsafe { rusparseSpGEMMDescr::get(descr) }?))
 }
 
 /// Creates an SpGEMM descriptor (holds the plan between phases).
@@ -642,8 +651,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_destroyDescr(
 ) -> rusparseStatus_t {
     // SAFETY: NULL or a descriptor from rusparseSpGEMM_createDescr, destroyed once.
     boundary("rusparseSpGEMM_destroyDescr", || unsafe {
-        rusparseSpGEMMDescr::free(descr);
-        Ok(())
+        rusparseSpGEMMDescr::free(descr)
     })
 }
 
@@ -717,7 +725,9 @@ pub unsafe extern "C" fn rusparseSpGEMM_predictNnz(
     nnz: *mut i64,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_predictNnz", || {
-        // SAFETY: each pointer is NULL or a live object of its type.
+        // SAFETY: each pointer is NULL or a live object of its type; the
+        // handle is claimed for the call.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         let op_a = operation(opA, "opA")?;
         let op_b = operation(opB, "opB")?;
@@ -769,7 +779,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_getNumProducts(
     num_prods: *mut i64,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_getNumProducts", || {
-        let d = descr_ref(spgemmDescr)?;
+        let (_claim, d) = descr_ref(spgemmDescr)?;
         let p = d.planned.as_ref().ok_or_else(|| {
             Error::InvalidValue(
                 "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
@@ -797,7 +807,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_getPlanInfo(
     nnzC: *mut i64,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_getPlanInfo", || {
-        let d = descr_ref(spgemmDescr)?;
+        let (_claim, d) = descr_ref(spgemmDescr)?;
         let p = d.planned.as_ref().ok_or_else(|| {
             Error::InvalidValue(
                 "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
@@ -844,7 +854,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_getBinCounts(
     numBins: *mut i32,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_getBinCounts", || {
-        let d = descr_ref(spgemmDescr)?;
+        let (_claim, d) = descr_ref(spgemmDescr)?;
         #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
         let numeric = match which {
             0 => false,
