@@ -79,8 +79,10 @@ cargo test
 step "soak: 10,000 random products of every type, base, op and algorithm against the reference"
 cargo run -q -p rusparse-bench -- soak --cases 10000 --seed 1
 
-step "allocation failure: every fallible allocation of the sample flows failed in turn (--features failure-injection)"
-cargo test --features failure-injection --test alloc_failure -- --nocapture
+valgrind_cmd="valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/c_tests/valgrind.supp"
+step "allocation failure: every fallible allocation of the sample flows (Rust API and C ABI) failed in turn (--features failure-injection), under valgrind"
+CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$valgrind_cmd" \
+    cargo test --features failure-injection --test alloc_failure -- --nocapture
 
 step "HIP back end: clippy (with the failure-injection feature too), unit tests and hiprtc kernel compile (gfx906, gfx90a) with --features hip"
 cargo clippy --all-targets --features hip,failure-injection -- -D warnings
@@ -100,7 +102,6 @@ cmake --build target/c_tests_valgrind -j2
 ctest --test-dir target/c_tests_valgrind --output-on-failure
 
 step "valgrind on the Rust side: the C ABI fuzz replay and random programs, and a 2,000-case soak"
-valgrind_cmd="valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/c_tests/valgrind.supp"
 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$valgrind_cmd" cargo test --test fuzz_c_abi
 $valgrind_cmd target/debug/rusparse-bench soak --cases 2000 --seed 7 >/dev/null
 

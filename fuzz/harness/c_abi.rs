@@ -1257,8 +1257,11 @@ impl Harness {
             }
             PhaseCall::Copy | PhaseCall::ReuseCopy | PhaseCall::ReuseCompute => {
                 let values = which != PhaseCall::ReuseCopy;
-                let (alpha, beta) = (x.alpha.expect("alpha"), x.beta.unwrap_or((0, 0)));
-                self.check_c(x.c, &pattern, ty, values.then_some((alpha, beta)));
+                // reuse_copy takes no alpha or beta: it writes the structure only.
+                let scalars = values.then(|| {
+                    (x.alpha.expect("alpha"), x.beta.expect("beta"))
+                });
+                self.check_c(x.c, &pattern, ty, scalars);
                 self.stats.products_checked += 1;
             }
             _ => {}
