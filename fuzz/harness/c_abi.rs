@@ -1258,9 +1258,7 @@ impl Harness {
             PhaseCall::Copy | PhaseCall::ReuseCopy | PhaseCall::ReuseCompute => {
                 let values = which != PhaseCall::ReuseCopy;
                 // reuse_copy takes no alpha or beta: it writes the structure only.
-                let scalars = values.then(|| {
-                    (x.alpha.expect("alpha"), x.beta.expect("beta"))
-                });
+                let scalars = values.then(|| (x.alpha.expect("alpha"), x.beta.expect("beta")));
                 self.check_c(x.c, &pattern, ty, scalars);
                 self.stats.products_checked += 1;
             }
