@@ -184,49 +184,19 @@ fn c_flow<I: Index>(
         let mut size = 0usize;
         let mut buffer = [0u64; 64];
         let buf = buffer.as_mut_ptr().cast::<c_void>();
-        assert_eq!(
-            rusparseSpGEMM_workEstimation(
-                handle,
-                0,
-                0,
-                pa,
-                ma,
-                mb,
-                pb,
-                mc,
-                1,
-                0,
-                descr,
-                &mut size,
-                null_mut()
-            ) as i32,
-            0
-        );
-        flow.estimation = rusparseSpGEMM_workEstimation(
-            handle, 0, 0, pa, ma, mb, pb, mc, 1, 0, descr, &mut size, buf,
-        ) as i32;
+        // Each phase asked for its buffer size (NULL buffer), then run.
+        let work = |size: &mut usize, b: *mut c_void| {
+            rusparseSpGEMM_workEstimation(handle, 0, 0, pa, ma, mb, pb, mc, 1, 0, descr, size, b)
+                as i32
+        };
+        let compute = |size: &mut usize, b: *mut c_void| {
+            rusparseSpGEMM_compute(handle, 0, 0, pa, ma, mb, pb, mc, 1, 0, descr, size, b) as i32
+        };
+        assert_eq!(work(&mut size, null_mut()), 0);
+        flow.estimation = work(&mut size, buf);
         if flow.estimation == 0 {
-            assert_eq!(
-                rusparseSpGEMM_compute(
-                    handle,
-                    0,
-                    0,
-                    pa,
-                    ma,
-                    mb,
-                    pb,
-                    mc,
-                    1,
-                    0,
-                    descr,
-                    &mut size,
-                    null_mut()
-                ) as i32,
-                0
-            );
-            flow.compute = Some(rusparseSpGEMM_compute(
-                handle, 0, 0, pa, ma, mb, pb, mc, 1, 0, descr, &mut size, buf,
-            ) as i32);
+            assert_eq!(compute(&mut size, null_mut()), 0);
+            flow.compute = Some(compute(&mut size, buf));
         }
         flow.message = CStr::from_ptr(rusparseGetLastErrorMessage())
             .to_string_lossy()

@@ -1183,30 +1183,9 @@ impl Harness {
             PhaseCall::EstimateMemory => {
                 let frac = p.pick(&[0.2f32, 1.0, 0.0, -1.0, f32::NAN, 2.0]);
                 let (mut s3, mut s2) = (0usize, 0usize);
-                let ok = call!(
-                    self,
-                    rusparseSpGEMM_estimateMemory(
-                        h,
-                        oa,
-                        ob,
-                        pa,
-                        ma,
-                        mb,
-                        pb,
-                        mc,
-                        ct,
-                        alg,
-                        d,
-                        frac,
-                        &mut s3,
-                        null_mut(),
-                        &mut s2
-                    )
-                );
-                if ok && s3 <= 1 << 20 {
-                    let b3 = self.block(s3);
-                    call!(
-                        self,
+                let mut estimate = |s3: &mut usize, s2: &mut usize, buffer: *mut u8| {
+                    // SAFETY: see `call!`.
+                    let s = unsafe {
                         rusparseSpGEMM_estimateMemory(
                             h,
                             oa,
@@ -1220,11 +1199,17 @@ impl Harness {
                             alg,
                             d,
                             frac,
-                            &mut s3,
-                            b3.cast(),
-                            &mut s2
+                            s3,
+                            buffer.cast(),
+                            s2,
                         )
-                    );
+                    };
+                    self.status(s as i32, "estimateMemory")
+                };
+                if estimate(&mut s3, &mut s2, null_mut()) && s3 <= 1 << 20 {
+                    let b3 = Block::new(s3);
+                    estimate(&mut s3, &mut s2, b3.ptr);
+                    self.blocks.push(b3);
                 }
                 return;
             }
