@@ -323,7 +323,10 @@ const char *rusparseGetLastErrorMessage(void);
 /**
  * Creates a handle with the AUTO back end (host data runs on the CPU).
  * The CPU thread count comes from `RUSPARSE_NUM_THREADS` when set (an
- * invalid value is INVALID_VALUE), else all cores.
+ * invalid value is INVALID_VALUE), else all cores. A handle serves one
+ * call at a time: a call that finds it in use by a call on another thread
+ * returns INVALID_VALUE and touches nothing (give each thread its own
+ * handle, or synchronise); the same holds for SpGEMM descriptors and matC.
  */
 rusparseStatus_t rusparseCreate(rusparseHandle_t *handle);
 

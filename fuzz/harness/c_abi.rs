@@ -360,6 +360,13 @@ fn product(a: &[Vec<(usize, Val)>], b: &[Vec<(usize, Val)>]) -> Vec<BTreeMap<usi
 }
 
 const STATUS_SUCCESS: i32 = 0;
+
+/// `RUSPARSE_FUZZ_TRACE=1` prints every call and its status (to read what
+/// an input does).
+fn tracing() -> bool {
+    static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var_os("RUSPARSE_FUZZ_TRACE").is_some())
+}
 const SLOTS: usize = 4;
 
 /// A phase's arguments, decoded from the program.
@@ -430,6 +437,9 @@ impl Harness {
     /// Checks a status; returns whether it is SUCCESS.
     fn status(&mut self, s: i32, what: &str) -> bool {
         self.stats.calls += 1;
+        if tracing() {
+            eprintln!("{s:2} <- {}", what.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
         assert!(
             (0..=11).contains(&s),
             "{what}: status {s} is not a rusparseStatus_t"
