@@ -438,7 +438,10 @@ impl Harness {
     fn status(&mut self, s: i32, what: &str) -> bool {
         self.stats.calls += 1;
         if tracing() {
-            eprintln!("{s:2} <- {}", what.split_whitespace().collect::<Vec<_>>().join(" "));
+            eprintln!(
+                "{s:2} <- {}",
+                what.split_whitespace().collect::<Vec<_>>().join(" ")
+            );
         }
         assert!(
             (0..=11).contains(&s),
