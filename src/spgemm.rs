@@ -96,8 +96,9 @@ impl Context {
         // A C too large for `I` or for memory is refused here, from the
         // lower bound of nnz(C), before the symbolic phase spends O(nprod)
         // on it: C's arrays are reserved at that bound first.
-        let bound = usize::try_from(plan.nnz_lower_bound()).unwrap_or(usize::MAX);
-        check_nnz_fits(bound as u64, a.base(), I::INDEX_TYPE, "at least ")?;
+        let bound = plan.nnz_lower_bound();
+        check_nnz_fits(bound, a.base(), I::INDEX_TYPE, "at least ")?;
+        let bound = usize::try_from(bound).unwrap_or(usize::MAX);
         let mut cols = Vec::new();
         let mut values = Vec::new();
         try_reserve(&mut cols, bound, "C's column indices")?;
@@ -510,14 +511,8 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 offsets.len()
             );
         }
-        let nnz = offsets[offsets.len() - 1];
+        check_nnz_fits(offsets[offsets.len() - 1] as u64, base, IC::INDEX_TYPE, "")?;
         let b = base.offset();
-        if (nnz + b) as u64 > IC::MAX {
-            invalid!(
-                "nnz(C) = {nnz} does not fit C's row offset type {}; use 64-bit row offsets",
-                IC::INDEX_TYPE.name()
-            );
-        }
         for (d, &o) in out.iter_mut().zip(offsets) {
             *d = IC::from_usize_unchecked(o + b);
         }
@@ -699,6 +694,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     ) -> Result<CsrMatrix<T, I, J>> {
         let offsets = self.offsets()?;
         let nnz = offsets[offsets.len() - 1];
+        // Before C's arrays are allocated (numeric checks it again as it writes).
         check_nnz_fits(nnz as u64, a.base(), I::INDEX_TYPE, "")?;
         let mut row_offsets = try_vec(offsets.len(), I::default(), "C's row offsets")?;
         col_indices.clear();

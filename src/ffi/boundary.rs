@@ -186,6 +186,45 @@ mod tests {
             .into_owned()
     }
 
+    struct Thing;
+    impl Opaque for Thing {
+        type Inner = u32;
+        const NAME: &'static str = "thing";
+        fn null_error() -> Error {
+            Error::InvalidValue("thing is NULL".into())
+        }
+    }
+
+    #[test]
+    fn a_claimed_object_is_refused_to_other_calls_and_to_destroy() {
+        let p = Thing::into_raw(7);
+        // SAFETY: `p` is live until the final free.
+        unsafe {
+            let claim = Thing::claim(p).unwrap();
+            let again = Thing::claim(p).err().unwrap();
+            assert!(
+                matches!(&again, Error::InvalidValue(m) if m.contains("the thing is in use by a call on another thread")),
+                "{again}"
+            );
+            let destroy = Thing::free(p).unwrap_err();
+            assert!(
+                matches!(&destroy, Error::InvalidValue(m) if m.contains("in use")),
+                "{destroy}"
+            );
+            assert_eq!(
+                *Thing::get(p).unwrap(),
+                7,
+                "a refused destroy freed nothing"
+            );
+            drop(claim);
+            drop(Thing::claim(p).unwrap());
+            Thing::free(p).unwrap();
+            assert!(
+                matches!(Thing::claim(std::ptr::null()), Err(Error::InvalidValue(m)) if m == "thing is NULL")
+            );
+        }
+    }
+
     #[test]
     fn a_panic_becomes_internal_error_with_its_message() {
         let s = boundary("rusparseTest", || panic!("boom {}", 42));
