@@ -1,0 +1,448 @@
+/*
+ * Sequential AB, AtB and PtAP of host SeqAIJ matrices through rusparse.
+ *
+ * Every product uses rusparse's reuse flow (cuSPARSE's SpGEMMreuse), which
+ * matches PETSc's two phases:
+ *
+ *   symbolic  reuse_workEstimation, reuse_nnz and reuse_copy give C's
+ *             structure; C becomes a SeqAIJ matrix of A's type with it
+ *             (MatSeqAIJSetPreallocationCSR copies it once)
+ *   numeric   reuse_compute writes the values straight into C's value
+ *             array, for the current values of A and B (also for
+ *             MAT_REUSE_MATRIX, which runs the numeric phase only)
+ *
+ * AtB passes op(A) = A^T to rusparse (no explicit transpose). PtAP is two
+ * products, AP = A*P (kept in the product's own arrays) and C = P^T*AP.
+ * The arrays of A and B are looked up again in every numeric phase: PETSc
+ * may replace A or B (MatProductReplaceMats) by a matrix of the same
+ * pattern, and refreshes values in place.
+ *
+ * Every call into rusparse runs inside the log event RusparseSpGEMM with
+ * 2 * (scalar products) flops; a failing rusparse call becomes a PETSc
+ * error carrying rusparse's status name and message.
+ */
+#include "rusparse_petsc.h"
+
+PetscLogEvent RS_LOG_SPGEMM;
+
+#if defined(PETSC_USE_64BIT_INDICES)
+  #define RS_INDEX RUSPARSE_INDEX_64I
+#else
+  #define RS_INDEX RUSPARSE_INDEX_32I
+#endif
+#if defined(PETSC_USE_COMPLEX)
+  #if defined(PETSC_USE_REAL_SINGLE)
+    #define RS_VALUE RUSPARSE_C_32F
+  #elif defined(PETSC_USE_REAL_DOUBLE)
+    #define RS_VALUE RUSPARSE_C_64F
+  #else
+    #error "rusparse supports PETSc scalars of single or double precision"
+  #endif
+#else
+  #if defined(PETSC_USE_REAL_SINGLE)
+    #define RS_VALUE RUSPARSE_R_32F
+  #elif defined(PETSC_USE_REAL_DOUBLE)
+    #define RS_VALUE RUSPARSE_R_64F
+  #else
+    #error "rusparse supports PETSc scalars of single or double precision"
+  #endif
+#endif
+
+PetscErrorCode RsStatusToError(rusparseStatus_t status, const char *call)
+{
+  PetscErrorCode code;
+
+  PetscFunctionBegin;
+  switch (status) {
+  case RUSPARSE_STATUS_ALLOC_FAILED:
+    code = PETSC_ERR_MEM;
+    break;
+  case RUSPARSE_STATUS_NOT_SUPPORTED:
+  case RUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED:
+    code = PETSC_ERR_SUP;
+    break;
+  case RUSPARSE_STATUS_INVALID_VALUE:
+    code = PETSC_ERR_ARG_WRONG;
+    break;
+  default:
+    code = PETSC_ERR_LIB;
+  }
+  SETERRQ(PETSC_COMM_SELF, code, "rusparse %s in %s: %s", rusparseGetErrorName(status), call, rusparseGetLastErrorMessage());
+}
+
+/* ---- handles ---------------------------------------------------------------
+ * One rusparse handle per (back end, thread count) in this process, made on
+ * first use and destroyed by PetscFinalize. PETSc runs one thread per rank,
+ * so products never share a handle concurrently. */
+#define RS_MAX_HANDLES 8
+static struct {
+  rusparseBackend_t backend;
+  PetscInt          threads;
+  rusparseHandle_t  handle;
+} rs_handles[RS_MAX_HANDLES];
+static int rs_num_handles;
+
+static PetscErrorCode RsHandlesDestroy(void)
+{
+  PetscFunctionBegin;
+  for (int k = 0; k < rs_num_handles; k++) RsCall(rusparseDestroy(rs_handles[k].handle));
+  rs_num_handles = 0;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RsHandleGet(const RsSettings *s, rusparseHandle_t *handle)
+{
+  rusparseHandle_t h = NULL;
+  rusparseStatus_t status;
+
+  PetscFunctionBegin;
+  for (int k = 0; k < rs_num_handles; k++) {
+    if (rs_handles[k].backend == s->backend && rs_handles[k].threads == s->threads) {
+      *handle = rs_handles[k].handle;
+      PetscFunctionReturn(0);
+    }
+  }
+  PetscCheck(rs_num_handles < RS_MAX_HANDLES, PETSC_COMM_SELF, PETSC_ERR_SUP, "rusparse: more than %d different -mat_rusparse_backend / -mat_rusparse_threads settings in one run", RS_MAX_HANDLES);
+  if (s->backend == RUSPARSE_BACKEND_AUTO) RsCall(rusparseCreate(&h));
+  else RsCall(rusparseCreateWithBackend(&h, s->backend));
+  if (s->threads != 0) {
+    status = rusparseSetNumThreads(h, (int)s->threads);
+    if (status != RUSPARSE_STATUS_SUCCESS) {
+      PetscErrorCode code = RsStatusToError(status, "rusparseSetNumThreads");
+      (void)rusparseDestroy(h);
+      PetscFunctionReturn(code);
+    }
+  }
+  if (rs_num_handles == 0) PetscCall(PetscRegisterFinalize(RsHandlesDestroy));
+  rs_handles[rs_num_handles].backend = s->backend;
+  rs_handles[rs_num_handles].threads = s->threads;
+  rs_handles[rs_num_handles].handle  = h;
+  rs_num_handles++;
+  *handle = h;
+  PetscFunctionReturn(0);
+}
+
+/* ---- CSR views ------------------------------------------------------------- */
+typedef struct {
+  PetscInt           rows, cols, nnz;
+  const PetscInt    *i, *j;
+  const PetscScalar *a;
+} RsCsr;
+
+/* The host CSR arrays of an assembled SeqAIJ matrix (read only). */
+static PetscErrorCode RsCsrOfMat(Mat M, RsCsr *v)
+{
+  PetscMemType mtype;
+  PetscScalar *a;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetSize(M, &v->rows, &v->cols));
+  PetscCall(MatSeqAIJGetCSRAndMemType(M, &v->i, &v->j, &a, &mtype));
+  PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "rusparse: the plug-in multiplies matrices in host memory");
+  v->a   = a;
+  v->nnz = v->i[v->rows];
+  PetscFunctionReturn(0);
+}
+
+/* ---- one rusparse product Z = op(X) * Y -------------------------------------- */
+typedef struct {
+  rusparseOperation_t   op;
+  PetscInt              x_rows, x_cols, x_nnz, y_rows, y_cols, y_nnz;
+  rusparseSpMatDescr_t  X, Y, Z;
+  rusparseSpGEMMDescr_t spgemm;
+  void                 *buffer[5]; /* 0..2 freed after their phase; 3 and 4 kept for reuse_compute */
+  PetscLogDouble        flops;     /* 2 * scalar products */
+} RsStage;
+
+static PetscErrorCode RsStageDestroy(RsStage *st)
+{
+  PetscFunctionBegin;
+  RsCall(rusparseSpGEMM_destroyDescr(st->spgemm));
+  RsCall(rusparseDestroySpMat(st->X));
+  RsCall(rusparseDestroySpMat(st->Y));
+  RsCall(rusparseDestroySpMat(st->Z));
+  for (int k = 0; k < 5; k++) PetscCall(PetscFree(st->buffer[k]));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RsDescr(const RsCsr *m, rusparseSpMatDescr_t *d)
+{
+  PetscFunctionBegin;
+  RsCall(rusparseCreateCsr(d, m->rows, m->cols, m->nnz, (void *)m->i, (void *)m->j, (void *)m->a, RS_INDEX, RS_INDEX, RUSPARSE_INDEX_BASE_ZERO, RS_VALUE));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RsBuffer(size_t size, void **buffer)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc(size ? size : 1, buffer));
+  PetscFunctionReturn(0);
+}
+
+/* The symbolic phase: Z's structure in *zi, *zj (and a value array *za),
+   allocated here with PetscMalloc; the caller owns them. */
+static PetscErrorCode RsStageSymbolic(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, rusparseOperation_t op, const RsCsr *x, const RsCsr *y, PetscInt **zi, PetscInt **zj, PetscScalar **za, PetscInt *znnz)
+{
+  const rusparseOperation_t N = RUSPARSE_OPERATION_NON_TRANSPOSE;
+  PetscInt                  zrows = op == N ? x->rows : x->cols;
+  size_t                    size[5] = {0, 0, 0, 0, 0};
+  int64_t                   rows, cols, nnz, nprod;
+
+  PetscFunctionBegin;
+  st->op     = op;
+  st->x_rows = x->rows;
+  st->x_cols = x->cols;
+  st->x_nnz  = x->nnz;
+  st->y_rows = y->rows;
+  st->y_cols = y->cols;
+  st->y_nnz  = y->nnz;
+  PetscCall(RsDescr(x, &st->X));
+  PetscCall(RsDescr(y, &st->Y));
+  RsCall(rusparseCreateCsr(&st->Z, zrows, y->cols, 0, NULL, NULL, NULL, RS_INDEX, RS_INDEX, RUSPARSE_INDEX_BASE_ZERO, RS_VALUE));
+  RsCall(rusparseSpGEMM_createDescr(&st->spgemm));
+
+  RsCall(rusparseSpGEMMreuse_workEstimation(h, op, N, st->X, st->Y, st->Z, alg, st->spgemm, &size[0], NULL));
+  PetscCall(RsBuffer(size[0], &st->buffer[0]));
+  RsCall(rusparseSpGEMMreuse_workEstimation(h, op, N, st->X, st->Y, st->Z, alg, st->spgemm, &size[0], st->buffer[0]));
+  RsCall(rusparseSpGEMMreuse_nnz(h, op, N, st->X, st->Y, st->Z, alg, st->spgemm, &size[1], NULL, &size[2], NULL, &size[3], NULL));
+  PetscCall(RsBuffer(size[1], &st->buffer[1]));
+  PetscCall(RsBuffer(size[2], &st->buffer[2]));
+  PetscCall(RsBuffer(size[3], &st->buffer[3]));
+  RsCall(rusparseSpGEMMreuse_nnz(h, op, N, st->X, st->Y, st->Z, alg, st->spgemm, &size[1], st->buffer[1], &size[2], st->buffer[2], &size[3], st->buffer[3]));
+  PetscCall(PetscFree(st->buffer[0]));
+  PetscCall(PetscFree(st->buffer[1]));
+
+  RsCall(rusparseSpMatGetSize(st->Z, &rows, &cols, &nnz));
+  PetscCheck(nnz <= PETSC_MAX_INT, PETSC_COMM_SELF, PETSC_ERR_SUP, "rusparse: the product has %" PRId64 " nonzeros, more than PetscInt holds", nnz);
+  *znnz = (PetscInt)nnz;
+  PetscCall(PetscMalloc1(zrows + 1, zi));
+  PetscCall(PetscMalloc1(*znnz, zj));
+  PetscCall(PetscMalloc1(*znnz, za));
+  RsCall(rusparseCsrSetPointers(st->Z, *zi, *zj, *za));
+  RsCall(rusparseSpGEMMreuse_copy(h, op, N, st->X, st->Y, st->Z, alg, st->spgemm, &size[4], NULL));
+  PetscCall(RsBuffer(size[4], &st->buffer[4]));
+  RsCall(rusparseSpGEMMreuse_copy(h, op, N, st->X, st->Y, st->Z, alg, st->spgemm, &size[4], st->buffer[4]));
+  PetscCall(PetscFree(st->buffer[2]));
+
+  RsCall(rusparseSpGEMM_getNumProducts(st->spgemm, &nprod));
+  st->flops = 2.0 * (PetscLogDouble)nprod;
+  PetscFunctionReturn(0);
+}
+
+/* The numeric phase: Z's values for the current values of X and Y. */
+static PetscErrorCode RsStageNumeric(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za)
+{
+  const PetscScalar one = 1.0, zero = 0.0;
+
+  PetscFunctionBegin;
+  /* rusparse checks that the patterns are those it planned for; the sizes
+     must be checked here, as the descriptors keep the planned nnz. */
+  PetscCheck(x->rows == st->x_rows && x->cols == st->x_cols && x->nnz == st->x_nnz && y->rows == st->y_rows && y->cols == st->y_cols && y->nnz == st->y_nnz, PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP,
+             "rusparse: a factor changed its size or number of nonzeros since the symbolic phase (MAT_REUSE_MATRIX needs the same nonzero pattern)");
+  RsCall(rusparseCsrSetPointers(st->X, (void *)x->i, (void *)x->j, (void *)x->a));
+  RsCall(rusparseCsrSetPointers(st->Y, (void *)y->i, (void *)y->j, (void *)y->a));
+  RsCall(rusparseCsrSetPointers(st->Z, zi, zj, za));
+  RsCall(rusparseSpGEMMreuse_compute(h, st->op, RUSPARSE_OPERATION_NON_TRANSPOSE, &one, st->X, st->Y, &zero, st->Z, RS_VALUE, alg, st->spgemm));
+  PetscCall(PetscLogFlops(st->flops));
+  PetscFunctionReturn(0);
+}
+
+/* ---- the product record ------------------------------------------------------ */
+typedef struct {
+  RsSettings       settings;
+  rusparseHandle_t handle;
+  MatProductType   type;
+  RsStage          stage[2]; /* PtAP: AP = A*P, then C = P^T*AP */
+  PetscInt         num_stages;
+  RsCsr            ap; /* PtAP's A*P, in ap_i, ap_j, ap_a */
+  PetscInt        *ap_i, *ap_j;
+  PetscScalar     *ap_a;
+} RsProduct;
+
+static PetscErrorCode RsProductDestroy(void *data)
+{
+  RsProduct *p = (RsProduct *)data;
+
+  PetscFunctionBegin;
+  for (int k = 0; k < 2; k++) PetscCall(RsStageDestroy(&p->stage[k]));
+  PetscCall(PetscFree(p->ap_i));
+  PetscCall(PetscFree(p->ap_j));
+  PetscCall(PetscFree(p->ap_a));
+  PetscCall(PetscFree(p));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RsProductNumeric(Mat C)
+{
+  RsProductInfo  info;
+  RsProduct     *p;
+  RsCsr          a, b;
+  const PetscInt *ci, *cj;
+  PetscScalar    *ca;
+  PetscMemType    mtype;
+
+  PetscFunctionBegin;
+  PetscCall(RsProductGetInfo(C, &info));
+  PetscCall(RsProductGetData(C, (void **)&p));
+  PetscCheck(p, PetscObjectComm((PetscObject)C), PETSC_ERR_ORDER, "rusparse: the numeric phase ran before the symbolic phase");
+  PetscCall(RsCsrOfMat(info.A, &a));
+  PetscCall(RsCsrOfMat(info.B, &b));
+  PetscCall(MatSeqAIJGetCSRAndMemType(C, &ci, &cj, NULL, &mtype));
+  PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
+  PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+  if (p->type == MATPRODUCT_PtAP) {
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, p->ap_i, p->ap_j, p->ap_a));
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &b, &p->ap, (PetscInt *)ci, (PetscInt *)cj, ca));
+  } else {
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, (PetscInt *)ci, (PetscInt *)cj, ca));
+  }
+  PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+  PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RsProductSymbolic(Mat C)
+{
+  const rusparseOperation_t N = RUSPARSE_OPERATION_NON_TRANSPOSE, T = RUSPARSE_OPERATION_TRANSPOSE;
+  RsProductInfo             info;
+  RsProduct                *p;
+  RsCsr                     a, b;
+  PetscInt                 *ci = NULL, *cj = NULL, nnz, m, n;
+  PetscScalar              *ca = NULL;
+  MatType                   type;
+
+  PetscFunctionBegin;
+  PetscCall(RsProductGetInfo(C, &info));
+  PetscCall(PetscNew(&p));
+  PetscCall(RsProductSetData(C, p, RsProductDestroy));
+  p->type = info.type;
+  PetscCall(RsSettingsFromOptions(info.A, &p->settings));
+  PetscCall(RsHandleGet(&p->settings, &p->handle));
+  PetscCall(RsCsrOfMat(info.A, &a));
+  PetscCall(RsCsrOfMat(info.B, &b));
+
+  PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+  switch (p->type) {
+  case MATPRODUCT_AB:
+  case MATPRODUCT_AtB:
+    p->num_stages = 1;
+    PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[0], p->type == MATPRODUCT_AB ? N : T, &a, &b, &ci, &cj, &ca, &nnz));
+    break;
+  case MATPRODUCT_PtAP:
+    p->num_stages = 2;
+    PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[0], N, &a, &b, &p->ap_i, &p->ap_j, &p->ap_a, &p->ap.nnz));
+    p->ap.rows = a.rows;
+    p->ap.cols = b.cols;
+    p->ap.i    = p->ap_i;
+    p->ap.j    = p->ap_j;
+    p->ap.a    = p->ap_a;
+    PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[1], T, &b, &p->ap, &ci, &cj, &ca, &nnz));
+    break;
+  default:
+    SETERRQ(PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "rusparse: product type %s reached the rusparse symbolic phase", MatProductTypes[p->type]);
+  }
+  PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+
+  /* C: a matrix of A's type with the structure rusparse found. */
+  m = p->type == MATPRODUCT_AB ? a.rows : a.cols;
+  n = b.cols;
+  if (p->type == MATPRODUCT_PtAP) m = b.cols;
+  PetscCall(MatSetSizes(C, m, n, m, n));
+  PetscCall(MatGetType(info.A, &type));
+  PetscCall(MatSetType(C, type));
+  PetscCall(MatSeqAIJSetPreallocationCSR(C, ci, cj, NULL));
+  PetscCall(PetscFree(ci));
+  PetscCall(PetscFree(cj));
+  PetscCall(PetscFree(ca));
+  /* MatSetType reset C's ops: the numeric phase is installed after it. */
+  PetscCall(RsOpsSetProductPhases(C, NULL, RsProductNumeric));
+  PetscFunctionReturn(0);
+}
+
+/* Whether `alg` names no PETSc algorithm: "default", "rusparse" or
+   "backend" (MPIAIJ's route through the blocks, which ends here). */
+static PetscErrorCode RsAlgorithmIsOurs(const char *alg, PetscBool *ours)
+{
+  const char *const names[] = {MATPRODUCTALGORITHMDEFAULT, "rusparse", "backend"};
+
+  PetscFunctionBegin;
+  *ours = PETSC_FALSE;
+  for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !*ours; k++) PetscCall(PetscStrcmp(alg, names[k], ours));
+  PetscFunctionReturn(0);
+}
+
+/* Whether a user chose a PETSc algorithm for this product (then PETSc runs it). */
+static PetscErrorCode RsUserChoseAlgorithm(Mat C, const RsProductInfo *info, PetscBool *chose)
+{
+  const char *legacy[] = {"-matmatmult_via", "-mattransposematmult_via", "-matptap_via"};
+  const char *names[2] = {"-mat_product_algorithm", NULL};
+  char         value[256];
+  PetscBool    set;
+  const char  *prefix;
+  PetscOptions options;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)C, &prefix));
+  PetscCall(PetscObjectGetOptions((PetscObject)C, &options));
+  *chose = PETSC_FALSE;
+  if (info->alg) {
+    PetscBool ours;
+    PetscCall(RsAlgorithmIsOurs(info->alg, &ours));
+    if (!ours) {
+      *chose = PETSC_TRUE;
+      PetscFunctionReturn(0);
+    }
+  }
+  if (info->api_user) names[1] = legacy[info->type == MATPRODUCT_AB ? 0 : info->type == MATPRODUCT_AtB ? 1 : 2];
+  for (int k = 0; k < 2 && names[k]; k++) {
+    PetscCall(PetscOptionsGetString(options, prefix, names[k], value, sizeof(value), &set));
+    if (set) {
+      PetscBool ours;
+      PetscCall(RsAlgorithmIsOurs(value, &ours));
+      if (!ours) *chose = PETSC_TRUE;
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode RsSeqProductSetFromOptions(Mat C)
+{
+  RsProductInfo info;
+  PetscBool     a_aij, b_aij, user_alg = PETSC_FALSE;
+  const char   *why = NULL;
+  MatType       a_type, b_type;
+
+  PetscFunctionBegin;
+  PetscCall(RsProductGetInfo(C, &info));
+  PetscCall(MatGetType(info.A, &a_type));
+  PetscCall(MatGetType(info.B, &b_type));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)info.A, &a_aij, MATSEQAIJ, MATSEQAIJRUSPARSE, ""));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)info.B, &b_aij, MATSEQAIJ, MATSEQAIJRUSPARSE, ""));
+  if (info.type != MATPRODUCT_AB && info.type != MATPRODUCT_AtB && info.type != MATPRODUCT_PtAP) why = "the product type is not AB, AtB or PtAP";
+  else if (!a_aij || !b_aij) why = "a factor is not a SeqAIJ matrix";
+  else {
+    PetscCall(RsUserChoseAlgorithm(C, &info, &user_alg));
+    if (user_alg) why = "a PETSc algorithm was chosen for it";
+  }
+  if (!why) {
+    PetscInt am, an, bm, bn, inner;
+    PetscCall(MatGetSize(info.A, &am, &an));
+    PetscCall(MatGetSize(info.B, &bm, &bn));
+    inner = info.type == MATPRODUCT_AB ? an : am;
+    PetscCheck(inner == bm, PetscObjectComm((PetscObject)C), PETSC_ERR_ARG_SIZ, "rusparse: %s of a %" PetscInt_FMT " x %" PetscInt_FMT " and a %" PetscInt_FMT " x %" PetscInt_FMT " matrix: inner dimensions differ", MatProductTypes[info.type], am, an, bm, bn);
+    PetscCheck(info.type != MATPRODUCT_PtAP || am == an, PetscObjectComm((PetscObject)C), PETSC_ERR_ARG_SIZ, "rusparse: PtAP needs a square A (got %" PetscInt_FMT " x %" PetscInt_FMT ")", am, an);
+    PetscCall(PetscInfo(C, "rusparse runs %s of %s and %s\n", MatProductTypes[info.type], a_type, b_type));
+    PetscCall(RsOpsSetProductPhases(C, RsProductSymbolic, NULL));
+  } else {
+    PetscCall(PetscInfo(C, "rusparse does not run %s of %s and %s (%s): PETSc's SeqAIJ implementation does\n", MatProductTypes[info.type], a_type, b_type, why));
+    PetscCall(RsSeqAIJProductSetFromOptions(C));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode RsProductsInitialize(void)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventRegister("RusparseSpGEMM", MAT_CLASSID, &RS_LOG_SPGEMM));
+  PetscFunctionReturn(0);
+}

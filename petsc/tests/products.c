@@ -1,0 +1,426 @@
+static const char help[] = "rusparse's PETSc plug-in: AB, AtB and PtAP of aijrusparse matrices against aij.\n"
+                           "Run with -dll_append /path/librusparse_petsc.so on 1, 2 or 4 ranks.\n"
+                           "  -n <12>  grid points per direction of the 3-D Poisson matrix\n"
+                           "  -g <3000> rows of the power-law matrix\n\n";
+
+/*
+ * Builds the same matrices as aij and as aijrusparse:
+ *   A  3-D 7-point Poisson matrix with varied values (n^3 rows)
+ *   P  a prolongation-like n^3 x (n/2)^3 matrix (trilinear weights)
+ *   G  a power-law matrix whose rows every 250 hold 600 entries
+ *   Q  a rectangular aggregation-like g x g/4 matrix
+ * and checks, against plain aij (relative Frobenius error <= 1e-12):
+ *   AB   A*P and G*G,  AtB  P^T*A and G^T*G,  PtAP  P^T*A*P and Q^T*G*Q,
+ * each through MatMatMult / MatTransposeMatMult / MatPtAP and through the
+ * MatProduct API; then changes the values twice (same pattern) and checks
+ * MAT_REUSE_MATRIX / MatProductNumeric. Also: the results are of type
+ * seqaijrusparse / mpiaijrusparse; the RusparseSpGEMM event count grows with
+ * every product and reuse round on every rank (and not with aij products);
+ * a product type the plug-in does not take over (ABt) is still right;
+ * bad options and a changed pattern give PETSc errors, not crashes.
+ */
+#include <petscmat.h>
+
+static PetscInt      failures;
+static PetscLogEvent rs_event;
+
+#define EXPECT(cond, ...) \
+  do { \
+    if (!(cond)) { \
+      failures++; \
+      PetscCall(PetscPrintf(PETSC_COMM_SELF, "[rank %d] FAILED %s:%d: ", rank, __FILE__, __LINE__)); \
+      PetscCall(PetscPrintf(PETSC_COMM_SELF, __VA_ARGS__)); \
+      PetscCall(PetscPrintf(PETSC_COMM_SELF, "\n")); \
+    } \
+  } while (0)
+
+static PetscMPIInt rank, size;
+
+/* A value that depends on the position and the round (the reuse rounds
+   change values, never the pattern). */
+static PetscScalar Wiggle(PetscInt i, PetscInt j, PetscInt round)
+{
+  return (PetscScalar)(1.0 + 0.001 * (PetscReal)((i * 7 + j * 13 + round * 17) % 101));
+}
+
+static PetscErrorCode CreateMat(MatType type, PetscInt m, PetscInt n, PetscInt per_row, Mat *M)
+{
+  PetscFunctionBegin;
+  PetscCall(MatCreate(PETSC_COMM_WORLD, M));
+  PetscCall(MatSetSizes(*M, PETSC_DECIDE, PETSC_DECIDE, m, n));
+  PetscCall(MatSetType(*M, type));
+  PetscCall(MatSeqAIJSetPreallocation(*M, per_row, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(*M, per_row, NULL, per_row, NULL));
+  PetscFunctionReturn(0);
+}
+
+/* Fills the rows this rank owns (the same pattern every round). */
+static PetscErrorCode FillPoisson(Mat A, PetscInt n, PetscInt round)
+{
+  PetscInt start, end;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetOwnershipRange(A, &start, &end));
+  for (PetscInt row = start; row < end; row++) {
+    PetscInt    x = row % n, y = (row / n) % n, z = row / (n * n), cols[7], k = 0;
+    PetscScalar vals[7];
+    const PetscInt d[6][3] = {
+      {-1, 0, 0},
+      {1,  0, 0},
+      {0, -1, 0},
+      {0, 1,  0},
+      {0, 0, -1},
+      {0, 0, 1 }
+    };
+    cols[k]   = row;
+    vals[k++] = 6.0 * Wiggle(row, row, round);
+    for (int e = 0; e < 6; e++) {
+      PetscInt xx = x + d[e][0], yy = y + d[e][1], zz = z + d[e][2];
+      if (xx < 0 || yy < 0 || zz < 0 || xx >= n || yy >= n || zz >= n) continue;
+      cols[k] = xx + n * (yy + n * zz);
+      vals[k] = -Wiggle(row, cols[k], round);
+      k++;
+    }
+    PetscCall(MatSetValues(A, 1, &row, k, cols, vals, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* Trilinear interpolation from the (n/2)^3 coarse grid (n even). */
+static PetscErrorCode FillProlongation(Mat P, PetscInt n, PetscInt round)
+{
+  PetscInt start, end, nc = n / 2;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetOwnershipRange(P, &start, &end));
+  for (PetscInt row = start; row < end; row++) {
+    PetscInt    f[3] = {row % n, (row / n) % n, row / (n * n)}, lo[3], cnt[3], cols[8], k = 0;
+    PetscScalar vals[8];
+    for (int a = 0; a < 3; a++) {
+      lo[a]  = f[a] / 2;
+      cnt[a] = (f[a] % 2 == 1 && lo[a] + 1 < nc) ? 2 : 1;
+    }
+    for (PetscInt i = 0; i < cnt[0]; i++)
+      for (PetscInt j = 0; j < cnt[1]; j++)
+        for (PetscInt l = 0; l < cnt[2]; l++) {
+          cols[k]   = (lo[0] + i) + nc * ((lo[1] + j) + nc * (lo[2] + l));
+          vals[k]   = Wiggle(row, cols[k], round) / (PetscReal)(cnt[0] * cnt[1] * cnt[2]);
+          k++;
+        }
+    PetscCall(MatSetValues(P, 1, &row, k, cols, vals, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(P, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(P, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+#define LONG_ROW 600
+
+/* Power-law rows: every 250th row holds LONG_ROW entries, the others 2-10
+   at pseudo-random columns (duplicates are inserted once). */
+static PetscErrorCode FillPowerLaw(Mat G, PetscInt g, PetscInt round)
+{
+  PetscInt     start, end, cols[LONG_ROW];
+  PetscScalar  vals[LONG_ROW];
+
+  PetscFunctionBegin;
+  PetscCall(MatGetOwnershipRange(G, &start, &end));
+  for (PetscInt row = start; row < end; row++) {
+    PetscInt len = row % 250 == 0 ? LONG_ROW : 2 + (row * 31) % 9;
+    for (PetscInt k = 0; k < len; k++) {
+      cols[k] = (PetscInt)(((unsigned long long)(row + 1) * 2654435761ULL + (unsigned long long)k * 40503ULL) % (unsigned long long)g);
+      vals[k] = Wiggle(row, cols[k], round) * (k % 2 ? -1.0 : 1.0);
+    }
+    PetscCall(MatSetValues(G, 1, &row, len, cols, vals, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(G, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(G, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* Aggregation-like: row r goes to aggregate r/4, every third row also to the next one. */
+static PetscErrorCode FillAggregation(Mat Q, PetscInt g, PetscInt round)
+{
+  PetscInt start, end, nc = g / 4;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetOwnershipRange(Q, &start, &end));
+  for (PetscInt row = start; row < end; row++) {
+    PetscInt    cols[2] = {PetscMin(row / 4, nc - 1), PetscMin(row / 4 + 1, nc - 1)};
+    PetscScalar vals[2] = {Wiggle(row, cols[0], round), 0.5 * Wiggle(row, cols[1], round)};
+    PetscCall(MatSetValues(Q, 1, &row, (row % 3 == 0 && cols[1] != cols[0]) ? 2 : 1, cols, vals, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(Q, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(Q, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+typedef struct {
+  PetscInt n, g;
+  Mat      A, P, G, Q; /* one type */
+} Inputs;
+
+static PetscErrorCode BuildInputs(MatType type, PetscInt n, PetscInt g, Inputs *in)
+{
+  PetscFunctionBegin;
+  in->n = n;
+  in->g = g;
+  PetscCall(CreateMat(type, n * n * n, n * n * n, 7, &in->A));
+  PetscCall(CreateMat(type, n * n * n, (n / 2) * (n / 2) * (n / 2), 8, &in->P));
+  PetscCall(CreateMat(type, g, g, LONG_ROW, &in->G));
+  PetscCall(CreateMat(type, g, g / 4, 2, &in->Q));
+  PetscCall(MatSetOption(in->G, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode FillInputs(Inputs *in, PetscInt round)
+{
+  PetscFunctionBegin;
+  PetscCall(FillPoisson(in->A, in->n, round));
+  PetscCall(FillProlongation(in->P, in->n, round));
+  PetscCall(FillPowerLaw(in->G, in->g, round));
+  PetscCall(FillAggregation(in->Q, in->g, round));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode DestroyInputs(Inputs *in)
+{
+  PetscFunctionBegin;
+  PetscCall(MatDestroy(&in->A));
+  PetscCall(MatDestroy(&in->P));
+  PetscCall(MatDestroy(&in->G));
+  PetscCall(MatDestroy(&in->Q));
+  PetscFunctionReturn(0);
+}
+
+/* The products checked: C = X*Y (AB), X^T*Y (AtB) or Y^T*X*Y (PtAP). */
+typedef struct {
+  const char    *name;
+  MatProductType type;
+  int            x, y; /* 0 A, 1 P, 2 G, 3 Q */
+} Case;
+
+static const Case cases[] = {
+  {"A*P",      MATPRODUCT_AB,   0, 1},
+  {"G*G",      MATPRODUCT_AB,   2, 2},
+  {"P^T*A",    MATPRODUCT_AtB,  1, 0},
+  {"G^T*G",    MATPRODUCT_AtB,  2, 2},
+  {"P^T*A*P",  MATPRODUCT_PtAP, 0, 1},
+  {"Q^T*G*Q",  MATPRODUCT_PtAP, 2, 3},
+};
+#define NUM_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+static Mat Pick(const Inputs *in, int k)
+{
+  return k == 0 ? in->A : k == 1 ? in->P : k == 2 ? in->G : in->Q;
+}
+
+/* api 0: MatMatMult / MatTransposeMatMult / MatPtAP; api 1: MatProduct. */
+static PetscErrorCode Multiply(const Inputs *in, const Case *c, int api, MatReuse reuse, Mat *C)
+{
+  Mat X = Pick(in, c->x), Y = Pick(in, c->y);
+
+  PetscFunctionBegin;
+  if (api == 0) {
+    switch (c->type) {
+    case MATPRODUCT_AB:
+      PetscCall(MatMatMult(X, Y, reuse, PETSC_DEFAULT, C));
+      break;
+    case MATPRODUCT_AtB:
+      PetscCall(MatTransposeMatMult(X, Y, reuse, PETSC_DEFAULT, C));
+      break;
+    default:
+      PetscCall(MatPtAP(X, Y, reuse, PETSC_DEFAULT, C));
+    }
+  } else if (reuse == MAT_INITIAL_MATRIX) {
+    PetscCall(MatProductCreate(X, Y, NULL, C));
+    PetscCall(MatProductSetType(*C, c->type));
+    PetscCall(MatProductSetFromOptions(*C));
+    PetscCall(MatProductSymbolic(*C));
+    PetscCall(MatProductNumeric(*C));
+  } else {
+    PetscCall(MatProductNumeric(*C));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode EventCount(PetscInt *count)
+{
+  PetscEventPerfInfo info;
+
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventGetPerfInfo(0, rs_event, &info));
+  *count = info.count;
+  PetscFunctionReturn(0);
+}
+
+/* ||C - ref||_F / ||ref||_F, and C's type. */
+static PetscErrorCode Compare(Mat ref, Mat C, const char *what, PetscInt round, int api)
+{
+  Mat       D;
+  PetscReal err, norm;
+  MatType   type;
+  PetscBool type_ok;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetType(C, &type));
+  PetscCall(PetscStrcmp(type, size == 1 ? "seqaijrusparse" : "mpiaijrusparse", &type_ok));
+  EXPECT(type_ok, "%s (round %" PetscInt_FMT ", api %d): C is of type %s", what, round, api, type);
+  PetscCall(MatConvert(C, MATAIJ, MAT_INITIAL_MATRIX, &D));
+  PetscCall(MatAXPY(D, -1.0, ref, DIFFERENT_NONZERO_PATTERN));
+  PetscCall(MatNorm(D, NORM_FROBENIUS, &err));
+  PetscCall(MatNorm(ref, NORM_FROBENIUS, &norm));
+  PetscCall(MatDestroy(&D));
+  EXPECT(norm > 0 && err <= 1e-12 * norm, "%s (round %" PetscInt_FMT ", api %d): relative Frobenius error %g", what, round, api, (double)(err / norm));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  %-8s round %" PetscInt_FMT " %-10s relative error %.2e\n", what, round, api ? "MatProduct" : "MatMatMult", (double)(err / norm)));
+  PetscFunctionReturn(0);
+}
+
+/* Every rank's event count grew by at least one. */
+static PetscErrorCode ExpectGrew(PetscInt before, const char *what)
+{
+  PetscInt after;
+
+  PetscFunctionBegin;
+  PetscCall(EventCount(&after));
+  EXPECT(after > before, "%s: RusparseSpGEMM count %" PetscInt_FMT " -> %" PetscInt_FMT " (no rusparse product ran on this rank)", what, before, after);
+  PetscFunctionReturn(0);
+}
+
+/* A 4 x 4 seqaijrusparse matrix on this rank with entries (i, (i + shift) % 4),
+   and (0, 3) too when `extra`. */
+static PetscErrorCode SmallSeq(PetscInt shift, PetscBool extra, Mat *M)
+{
+  PetscFunctionBegin;
+  PetscCall(MatCreate(PETSC_COMM_SELF, M));
+  PetscCall(MatSetSizes(*M, 4, 4, 4, 4));
+  PetscCall(MatSetType(*M, "seqaijrusparse"));
+  PetscCall(MatSeqAIJSetPreallocation(*M, 2, NULL));
+  for (PetscInt i = 0; i < 4; i++) PetscCall(MatSetValue(*M, i, (i + shift) % 4, 2.0, INSERT_VALUES));
+  if (extra) PetscCall(MatSetValue(*M, 0, 3, 1.0, INSERT_VALUES));
+  PetscCall(MatAssemblyBegin(*M, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*M, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* The symbolic phase of X*Y with one option set; returns its error code. */
+static PetscErrorCode SymbolicWithOption(Mat X, Mat Y, const char *option, const char *value, PetscErrorCode *code)
+{
+  Mat C;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsSetValue(NULL, option, value));
+  PetscCall(MatProductCreate(X, Y, NULL, &C));
+  PetscCall(MatProductSetType(C, MATPRODUCT_AB));
+  PetscCall(MatProductSetFromOptions(C));
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  *code = MatProductSymbolic(C);
+  PetscCall(PetscPopErrorHandler());
+  PetscCall(MatDestroy(&C));
+  PetscCall(PetscOptionsClearValue(NULL, option));
+  PetscFunctionReturn(0);
+}
+
+/* Errors come back as PETSc error codes, with nothing leaked (-malloc_dump
+   reports what is left at PetscFinalize). On this rank's own matrices. */
+static PetscErrorCode CheckErrors(void)
+{
+  Mat            X, Y, C, bad;
+  PetscErrorCode code;
+
+  PetscFunctionBegin;
+  PetscCall(SmallSeq(0, PETSC_FALSE, &X));
+  PetscCall(SmallSeq(1, PETSC_FALSE, &Y));
+
+  /* rusparse refuses more than RUSPARSE_MAX_THREADS threads: its
+     INVALID_VALUE becomes PETSC_ERR_ARG_WRONG. */
+  PetscCall(SymbolicWithOption(X, Y, "-mat_rusparse_threads", "100000", &code));
+  EXPECT(code == PETSC_ERR_ARG_WRONG, "-mat_rusparse_threads 100000: error %d", (int)code);
+  /* The GPU back ends are refused with the reason. */
+  PetscCall(SymbolicWithOption(X, Y, "-mat_rusparse_backend", "cuda", &code));
+  EXPECT(code == PETSC_ERR_SUP, "-mat_rusparse_backend cuda: error %d", (int)code);
+
+  /* MAT_REUSE_MATRIX with a factor of another pattern (same type and sizes). */
+  PetscCall(MatMatMult(X, Y, MAT_INITIAL_MATRIX, PETSC_DEFAULT, &C));
+  PetscCall(SmallSeq(0, PETSC_TRUE, &bad)); /* one more entry */
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  code = MatMatMult(bad, Y, MAT_REUSE_MATRIX, PETSC_DEFAULT, &C);
+  PetscCall(PetscPopErrorHandler());
+  EXPECT(code == PETSC_ERR_ARG_INCOMP, "MAT_REUSE_MATRIX with one more entry: error %d", (int)code);
+  PetscCall(MatDestroy(&bad));
+  PetscCall(SmallSeq(2, PETSC_FALSE, &bad)); /* as many entries, other columns */
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  code = MatMatMult(bad, Y, MAT_REUSE_MATRIX, PETSC_DEFAULT, &C);
+  PetscCall(PetscPopErrorHandler());
+  EXPECT(code == PETSC_ERR_ARG_WRONG, "MAT_REUSE_MATRIX with moved entries: error %d", (int)code);
+  /* And the right factor again works. */
+  PetscCall(MatMatMult(X, Y, MAT_REUSE_MATRIX, PETSC_DEFAULT, &C));
+  PetscCall(MatDestroy(&bad));
+  PetscCall(MatDestroy(&C));
+  PetscCall(MatDestroy(&X));
+  PetscCall(MatDestroy(&Y));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  errors: a bad thread count, a GPU back end and changed patterns were reported\n"));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  Inputs   plain, rs;
+  PetscInt n = 12, g = 3000, before, after, total_failures;
+  Mat      ref[NUM_CASES][2], out[NUM_CASES][2];
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-g", &g, NULL));
+  PetscCheck(n >= 2 && n % 2 == 0 && g >= 8, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-n must be even and >= 2, -g >= 8");
+  PetscCall(PetscLogDefaultBegin());
+  PetscCall(PetscLogEventGetId("RusparseSpGEMM", &rs_event));
+  PetscCheck(rs_event > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONGSTATE, "the RusparseSpGEMM event is not registered: load the plug-in with -dll_append");
+
+  PetscCall(BuildInputs(MATAIJ, n, g, &plain));
+  PetscCall(BuildInputs("aijrusparse", n, g, &rs));
+  for (PetscInt round = 0; round < 3; round++) {
+    MatReuse reuse = round == 0 ? MAT_INITIAL_MATRIX : MAT_REUSE_MATRIX;
+    PetscCall(FillInputs(&plain, round));
+    PetscCall(FillInputs(&rs, round));
+    for (int c = 0; c < NUM_CASES; c++) {
+      for (int api = 0; api < 2; api++) {
+        PetscCall(EventCount(&before));
+        PetscCall(Multiply(&plain, &cases[c], api, reuse, &ref[c][api]));
+        PetscCall(EventCount(&after));
+        EXPECT(after == before, "%s on aij matrices ran through rusparse", cases[c].name);
+        PetscCall(Multiply(&rs, &cases[c], api, reuse, &out[c][api]));
+        PetscCall(ExpectGrew(before, cases[c].name));
+        PetscCall(Compare(ref[c][api], out[c][api], cases[c].name, round, api));
+      }
+    }
+  }
+  for (int c = 0; c < NUM_CASES; c++)
+    for (int api = 0; api < 2; api++) {
+      PetscCall(MatDestroy(&ref[c][api]));
+      PetscCall(MatDestroy(&out[c][api]));
+    }
+
+  /* A product the plug-in leaves to PETSc (ABt) is still right. */
+  {
+    Mat R, C;
+    PetscCall(MatMatTransposeMult(plain.G, plain.G, MAT_INITIAL_MATRIX, PETSC_DEFAULT, &R));
+    PetscCall(MatMatTransposeMult(rs.G, rs.G, MAT_INITIAL_MATRIX, PETSC_DEFAULT, &C));
+    PetscCall(Compare(R, C, "G*G^T", 0, 0));
+    PetscCall(MatDestroy(&R));
+    PetscCall(MatDestroy(&C));
+  }
+  PetscCall(CheckErrors());
+
+  PetscCall(DestroyInputs(&plain));
+  PetscCall(DestroyInputs(&rs));
+  PetscCall(MPIU_Allreduce(&failures, &total_failures, 1, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+  PetscCall(EventCount(&after));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s: %" PetscInt_FMT " failures on %d ranks (rank 0 ran %" PetscInt_FMT " rusparse products)\n", total_failures ? "FAILED" : "OK", total_failures, size, after));
+  PetscCall(PetscFinalize());
+  return total_failures ? 1 : 0;
+}
