@@ -12,10 +12,13 @@
 # on the Rust side (the C ABI fuzz replay, a soak); and the sanitizers:
 # rusparse built with AddressSanitizer under the C tests (built with ASan +
 # UBSan), the fuzz replay, the huge-request and shared-handle tests and a
-# soak.
+# soak. Then the PETSc plug-in (petsc/): its products against PETSc's own
+# on 1, 2 and 4 MPI ranks and PETSc's GAMG tutorials ex56/ex45 with aij and
+# aijrusparse, and the installed plug-in from the moved prefix.
 # Installs what it needs (cmake, a C/C++ compiler, gfortran, pkg-config,
-# valgrind, Debian's ROCm 5.2 HIP runtime and hiprtc, the NVRTC wheel) with
-# apt-get / pip when missing.
+# valgrind, Debian's ROCm 5.2 HIP runtime and hiprtc, PETSc 3.18 with
+# OpenMPI and its examples, the NVRTC wheel) with apt-get / pip when
+# missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -32,6 +35,11 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 # hiprtc (in libamdhip64 on ROCm 5) for tests/hip_kernels.rs; hipcc brings
 # the device libraries and clang it compiles with. No AMD GPU is needed.
 command -v hipcc >/dev/null 2>&1 || missing+=(hipcc libamdhip64-dev)
+# The PETSc plug-in (petsc/): PETSc 3.18 with OpenMPI, and PETSc's tutorials
+# (ex56, ex45) that its GAMG tests build unchanged.
+dpkg -s petsc-dev >/dev/null 2>&1 || missing+=(petsc-dev)
+command -v mpiexec >/dev/null 2>&1 || missing+=(openmpi-bin)
+dpkg -s libpetsc3.18-dev-examples >/dev/null 2>&1 || missing+=(libpetsc3.18-dev-examples)
 if [ ${#missing[@]} -gt 0 ]; then
     step "installing ${missing[*]}"
     sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
@@ -123,9 +131,13 @@ asan_run=("${asan[@]}" ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1)
 "${asan_run[@]}" cargo test -p rusparse --target "$host" --test fuzz_c_abi --test huge_requests --test shared_handle
 "${asan_run[@]}" cargo run -q -p rusparse-bench --target "$host" -- soak --cases 3000 --seed 5 >/dev/null
 
-step "package: CMake build (cargo release) and install"
-cmake -S . -B target/cmake-build -DCMAKE_INSTALL_PREFIX="$root/target/install-staging" >/dev/null
+step "package: CMake build (cargo release, with the PETSc plug-in) and install"
+cmake -S . -B target/cmake-build -DRUSPARSE_PETSC=ON \
+    -DCMAKE_INSTALL_PREFIX="$root/target/install-staging" >/dev/null
 cmake --build target/cmake-build -j2
+
+step "PETSc plug-in: products of aijrusparse against aij on 1, 2 and 4 MPI ranks, and PETSc's GAMG tutorials ex56 and ex45 with aij and aijrusparse"
+ctest --test-dir target/cmake-build --output-on-failure
 rm -rf target/install-staging target/install-moved
 cmake --install target/cmake-build >/dev/null
 # Relocatable: the tests below use the prefix after it was moved.
@@ -157,5 +169,10 @@ for static in OFF ON; do
     cmake --build "$dir"
     ctest --test-dir "$dir" --output-on-failure
 done
+
+step "PETSc plug-in: the installed librusparse_petsc.so from the moved prefix (finds librusparse beside it)"
+mpiexec_flags=(--oversubscribe); [ "$(id -u)" -eq 0 ] && mpiexec_flags+=(--allow-run-as-root)
+mpiexec "${mpiexec_flags[@]}" -n 2 target/cmake-build/petsc/tests/petsc_products \
+    -dll_append "$prefix/lib/librusparse_petsc.so" -n 6 -g 400 | tail -n 1
 
 step "all tests passed"
