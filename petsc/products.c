@@ -6,7 +6,7 @@
  *
  *   symbolic  reuse_workEstimation, reuse_nnz and reuse_copy give C's
  *             structure; C becomes a SeqAIJ matrix of A's type with it
- *             (MatSeqAIJSetPreallocationCSR copies it once)
+ *             (copied in once, whole sorted rows at a time)
  *   numeric   reuse_compute writes the values straight into C's value
  *             array, for the current values of A and B (also for
  *             MAT_REUSE_MATRIX, which runs the numeric phase only)
@@ -301,6 +301,26 @@ static PetscErrorCode RsProductNumeric(Mat C)
   PetscFunctionReturn(0);
 }
 
+/* Gives the preallocated SeqAIJ matrix C the structure (ci, cj) with zero
+   values: whole sorted rows copied in (MAT_SORTED_FULL), then assembled. */
+static PetscErrorCode RsSetStructure(Mat C, PetscInt m, const PetscInt *ci, const PetscInt *cj)
+{
+  PetscInt *row_nnz;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(m, &row_nnz));
+  for (PetscInt i = 0; i < m; i++) row_nnz[i] = ci[i + 1] - ci[i];
+  PetscCall(MatSeqAIJSetPreallocation(C, 0, row_nnz));
+  PetscCall(PetscFree(row_nnz));
+  PetscCall(MatSetOption(C, MAT_SORTED_FULL, PETSC_TRUE));
+  for (PetscInt i = 0; i < m; i++) PetscCall(MatSetValues(C, 1, &i, ci[i + 1] - ci[i], cj + ci[i], NULL, INSERT_VALUES));
+  PetscCall(MatSetOption(C, MAT_SORTED_FULL, PETSC_FALSE));
+  PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode RsProductSymbolic(Mat C)
 {
   const rusparseOperation_t N = RUSPARSE_OPERATION_NON_TRANSPOSE, T = RUSPARSE_OPERATION_TRANSPOSE;
@@ -350,7 +370,7 @@ static PetscErrorCode RsProductSymbolic(Mat C)
   PetscCall(MatSetSizes(C, m, n, m, n));
   PetscCall(MatGetType(info.A, &type));
   PetscCall(MatSetType(C, type));
-  PetscCall(MatSeqAIJSetPreallocationCSR(C, ci, cj, NULL));
+  PetscCall(RsSetStructure(C, m, ci, cj));
   PetscCall(PetscFree(ci));
   PetscCall(PetscFree(cj));
   PetscCall(PetscFree(ca));

@@ -1,0 +1,145 @@
+static const char help[] = "Times MatMatMult(A, P) and MatPtAP(A, P) with aij and with aijrusparse, in the same run.\n"
+                           "A is the 7-point 3-D Poisson matrix on an n^3 grid, P the first prolongator GAMG builds for it.\n"
+                           "  -n <64>       grid points per direction\n"
+                           "  -repeat <5>   timed repetitions (the median is printed)\n"
+                           "Load the plug-in with -dll_append /path/librusparse_petsc.so.\n\n";
+
+/*
+ * For each type (aij, then aijrusparse, on the same matrices converted):
+ *   initial  MatMatMult / MatPtAP with MAT_INITIAL_MATRIX (symbolic + numeric)
+ *   reuse    the same with MAT_REUSE_MATRIX (numeric only)
+ * The median over -repeat runs of the slowest rank's time (MPI_MAX) is
+ * printed, with the ratio aij / aijrusparse (> 1: rusparse is faster).
+ */
+#include <petscksp.h>
+
+static PetscErrorCode Poisson(PetscInt n, Mat *A)
+{
+  PetscInt start, end;
+
+  PetscFunctionBegin;
+  PetscCall(MatCreate(PETSC_COMM_WORLD, A));
+  PetscCall(MatSetSizes(*A, PETSC_DECIDE, PETSC_DECIDE, n * n * n, n * n * n));
+  PetscCall(MatSetType(*A, MATAIJ));
+  PetscCall(MatSeqAIJSetPreallocation(*A, 7, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(*A, 7, NULL, 3, NULL));
+  PetscCall(MatGetOwnershipRange(*A, &start, &end));
+  for (PetscInt row = start; row < end; row++) {
+    PetscInt    x = row % n, y = (row / n) % n, z = row / (n * n), cols[7], k = 0;
+    PetscScalar vals[7];
+    cols[k] = row;
+    vals[k++] = 6.0;
+    if (x > 0) cols[k] = row - 1, vals[k++] = -1.0;
+    if (x < n - 1) cols[k] = row + 1, vals[k++] = -1.0;
+    if (y > 0) cols[k] = row - n, vals[k++] = -1.0;
+    if (y < n - 1) cols[k] = row + n, vals[k++] = -1.0;
+    if (z > 0) cols[k] = row - n * n, vals[k++] = -1.0;
+    if (z < n - 1) cols[k] = row + n * n, vals[k++] = -1.0;
+    PetscCall(MatSetValues(*A, 1, &row, k, cols, vals, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* The finest prolongator of a GAMG hierarchy for A (smoothed aggregation). */
+static PetscErrorCode GamgProlongator(Mat A, Mat *P)
+{
+  KSP      ksp;
+  PC       pc;
+  PetscInt levels;
+  Mat      interp;
+
+  PetscFunctionBegin;
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  PetscCall(KSPSetOperators(ksp, A, A));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, PCGAMG));
+  PetscCall(PCSetUp(pc));
+  PetscCall(PCMGGetLevels(pc, &levels));
+  PetscCheck(levels >= 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_SIZ, "GAMG made %" PetscInt_FMT " level(s); use a larger -n", levels);
+  PetscCall(PCMGGetInterpolation(pc, levels - 1, &interp));
+  PetscCall(MatDuplicate(interp, MAT_COPY_VALUES, P));
+  PetscCall(KSPDestroy(&ksp));
+  PetscFunctionReturn(0);
+}
+
+static int CompareDoubles(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median over `repeat` runs of the slowest rank's seconds. */
+static PetscErrorCode Time(Mat A, Mat P, PetscBool ptap, PetscInt repeat, double *initial, double *reuse)
+{
+  double t[2][64];
+  Mat    C;
+
+  PetscFunctionBegin;
+  PetscCheck(repeat >= 1 && repeat <= 64, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-repeat 1..64");
+  for (PetscInt r = 0; r < repeat; r++) {
+    for (int phase = 0; phase < 2; phase++) {
+      MatReuse how = phase == 0 ? MAT_INITIAL_MATRIX : MAT_REUSE_MATRIX;
+      double   local, slowest;
+      PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+      local = MPI_Wtime();
+      if (ptap) PetscCall(MatPtAP(A, P, how, PETSC_DEFAULT, &C));
+      else PetscCall(MatMatMult(A, P, how, PETSC_DEFAULT, &C));
+      local = MPI_Wtime() - local;
+      PetscCallMPI(MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, PETSC_COMM_WORLD));
+      t[phase][r] = slowest;
+    }
+    PetscCall(MatDestroy(&C));
+  }
+  qsort(t[0], (size_t)repeat, sizeof(double), CompareDoubles);
+  qsort(t[1], (size_t)repeat, sizeof(double), CompareDoubles);
+  *initial = t[0][repeat / 2];
+  *reuse   = t[1][repeat / 2];
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  PetscInt    n = 64, repeat = 5, nnz[3];
+  Mat         A, P, Ars, Prs, C;
+  PetscMPIInt size;
+  MatInfo     info;
+  const char *names[2] = {"MatMatMult(A,P)", "MatPtAP(A,P)"};
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-repeat", &repeat, NULL));
+  PetscCall(Poisson(n, &A));
+  PetscCall(GamgProlongator(A, &P));
+  PetscCall(MatConvert(A, "aijrusparse", MAT_INITIAL_MATRIX, &Ars));
+  PetscCall(MatConvert(P, "aijrusparse", MAT_INITIAL_MATRIX, &Prs));
+  PetscCall(MatGetInfo(A, MAT_GLOBAL_SUM, &info));
+  nnz[0] = (PetscInt)info.nz_used;
+  PetscCall(MatGetInfo(P, MAT_GLOBAL_SUM, &info));
+  nnz[1] = (PetscInt)info.nz_used;
+  PetscCall(MatPtAP(A, P, MAT_INITIAL_MATRIX, PETSC_DEFAULT, &C));
+  PetscCall(MatGetInfo(C, MAT_GLOBAL_SUM, &info));
+  nnz[2] = (PetscInt)info.nz_used;
+  PetscCall(MatDestroy(&C));
+  {
+    PetscInt m, k;
+    PetscCall(MatGetSize(P, &m, &k));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d rank(s); A: %" PetscInt_FMT "^3 Poisson, %" PetscInt_FMT " rows, %" PetscInt_FMT " nonzeros; P: %" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " nonzeros; PtAP: %" PetscInt_FMT " nonzeros; median of %" PetscInt_FMT "\n", size, n, m, nnz[0], m, k, nnz[1], nnz[2], repeat));
+  }
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "| product | phase | aij (s) | aijrusparse (s) | aij / aijrusparse |\n|---|---|---:|---:|---:|\n"));
+  for (int ptap = 0; ptap < 2; ptap++) {
+    double plain[2], rs[2];
+    PetscCall(Time(A, P, (PetscBool)ptap, repeat, &plain[0], &plain[1]));
+    PetscCall(Time(Ars, Prs, (PetscBool)ptap, repeat, &rs[0], &rs[1]));
+    for (int phase = 0; phase < 2; phase++)
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "| %s | %s | %.4f | %.4f | %.2f |\n", names[ptap], phase ? "reuse (numeric)" : "initial (symbolic + numeric)", plain[phase], rs[phase], plain[phase] / rs[phase]));
+  }
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&P));
+  PetscCall(MatDestroy(&Ars));
+  PetscCall(MatDestroy(&Prs));
+  PetscCall(PetscFinalize());
+  return 0;
+}
