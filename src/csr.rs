@@ -354,6 +354,12 @@ pub struct CsrOutput<'a, T, I, J> {
     pub values: Option<&'a mut [T]>,
     /// The index base C's row offsets and columns are written with.
     pub base: IndexBase,
+    /// With `values` alone: C's sorted columns (with `base`) as an earlier
+    /// call wrote them for this plan, so the numeric phase adds each
+    /// product into its known position instead of finding the row's
+    /// columns again (faster; the reuse flow's `reuse_compute`). A product
+    /// whose column is not in its row is INVALID_VALUE, never a wrong write.
+    pub pattern: Option<&'a [J]>,
 }
 
 impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
@@ -369,6 +375,7 @@ impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
             col_indices: Some(col_indices),
             values: Some(values),
             base,
+            pattern: None,
         }
     }
 
@@ -380,6 +387,20 @@ impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
             col_indices: None,
             values: Some(values),
             base,
+            pattern: None,
+        }
+    }
+
+    /// Only C's values, on the structure an earlier call wrote into
+    /// `col_indices` (with `base`) for the same plan: the products are added
+    /// into these known positions (see [`CsrOutput::pattern`]).
+    pub fn values_on_pattern(values: &'a mut [T], col_indices: &'a [J], base: IndexBase) -> Self {
+        CsrOutput {
+            row_offsets: None,
+            col_indices: None,
+            values: Some(values),
+            base,
+            pattern: Some(col_indices),
         }
     }
 }

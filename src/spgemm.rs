@@ -604,12 +604,21 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             col_indices,
             mut values,
             base,
+            pattern,
         } = out;
         self.check_output_sizes(
             row_offsets.as_ref().map(|x| x.len()),
             col_indices.as_ref().map(|x| x.len()),
             values.as_ref().map(|x| x.len()),
         )?;
+        // The known structure only serves a values-only output.
+        let pattern = match (&col_indices, pattern) {
+            (None, Some(p)) => {
+                self.check_output_sizes(None, Some(p.len()), None)?;
+                Some(p)
+            }
+            _ => None,
+        };
         ctx.run(|| {
             self.check_inputs(a, b)?;
             if let Some(ro) = row_offsets {
@@ -628,6 +637,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                         base: base.offset(),
                         alpha,
                         beta,
+                        pattern: None,
                     },
                 );
             }
@@ -648,6 +658,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                         base: base.offset(),
                         alpha,
                         beta,
+                        pattern,
                     },
                 ),
                 None => match col_indices {

@@ -841,6 +841,18 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
     );
     prop_assert_eq!(&vals[..], r1.values());
 
+    // Values on the known structure (reuse_compute's path) are the same.
+    let mut on_pattern = vec![T::zero(); nnz];
+    ok(plan.numeric::<T, i64>(
+        ctx,
+        &a1.view(),
+        &b1.view(),
+        alpha,
+        T::zero(),
+        CsrOutput::values_on_pattern(&mut on_pattern, &cols, ob),
+    ))?;
+    prop_assert_eq!(&on_pattern[..], r1.values());
+
     // Columns only (values None) give the sorted structure as well.
     let mut cols_only = vec![J::default(); nnz];
     ok(plan.numeric::<T, I>(
@@ -854,6 +866,7 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             col_indices: Some(&mut cols_only),
             values: None,
             base: p.base,
+            pattern: None,
         },
     ))?;
     prop_assert_eq!(&cols_only[..], r1.col_indices());

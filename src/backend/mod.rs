@@ -47,6 +47,10 @@ pub struct NumericOutput<'a, T, J> {
     pub cols: Option<&'a mut [J]>,
     /// C's values; read first when `beta != 0`.
     pub values: &'a mut [T],
+    /// For a values-only output (`cols` is `None`): C's columns as an
+    /// earlier structure phase wrote them (with `base`), so the products
+    /// can be added into known positions. `None`: find the columns again.
+    pub pattern: Option<&'a [J]>,
     /// C's index base.
     pub base: usize,
     /// Scales the product.

@@ -460,7 +460,7 @@ fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
                 ));
             }
             let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
-            let out = CsrOutput::<T, IC, J>::values_only(values, c.base);
+            let out = CsrOutput::<T, IC, J>::values_on_pattern(values, cols, c.base);
             plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out)?;
             Ok(now)
         }

@@ -21,6 +21,7 @@
 pub(crate) mod brmerge;
 mod dense;
 mod hash;
+mod pattern;
 mod rows;
 
 pub(crate) use brmerge::UpperChunk;
@@ -83,6 +84,7 @@ fn output_pieces<'a, T: Scalar, J>(
         base,
         alpha,
         beta,
+        pattern: _,
     } = out;
     let cols: Vec<Option<&mut [J]>> = match cols {
         Some(c) => split_by_chunks(c, bounds, |r| offsets[r])
@@ -205,7 +207,23 @@ impl Backend for CpuBackend {
         out: NumericOutput<'_, T, J>,
     ) -> Result<()> {
         let offsets = out.offsets;
+        // C's structure is known (reuse): add into it, when the slot table
+        // (8 bytes per column of op(B)) is no larger than a dense row.
+        let known = match (&out.cols, out.pattern) {
+            (None, Some(p)) if b.ncols.saturating_mul(8) <= DENSE_MAX_BYTES => Some(p),
+            _ => None,
+        };
         let (pieces, scale) = output_pieces(out, work.bounds());
+        if let Some(pattern) = known {
+            return pieces
+                .into_par_iter()
+                .zip(work.chunks().collect::<Vec<_>>())
+                .try_for_each(|((vals, _), rows)| {
+                    pattern::accumulate_rows(
+                        a, a_vals, b, b_vals, rows, offsets, pattern, &scale, vals,
+                    )
+                });
+        }
         let canonical = self.b_canonical;
         let algorithm = match self.algorithm {
             // Merging needs sorted rows without duplicates; the planner
@@ -276,6 +294,7 @@ mod tests {
                     base: 0,
                     alpha: 1.0,
                     beta: 0.0,
+                    pattern: None,
                 };
                 let e = backend
                     .numeric(&wide, &ones, &b, &ones, &work, out)

@@ -1,0 +1,177 @@
+//! The numeric phase on a structure of C that is already known (the reuse
+//! flow's `reuse_compute`, and PETSc's MAT_REUSE_MATRIX through the C ABI):
+//! every product is added straight into the position of its column in C's
+//! row, found through a per-column slot table, so nothing is searched,
+//! marked in a bit map or sorted.
+//!
+//! Per row: the row's columns of C take their slots (one pass over the
+//! row), then each product costs one table look-up and one add. A product
+//! whose column is not in C's row (a plan made for another pattern, which
+//! the fingerprints let through only on a collision) is an error, never a
+//! write elsewhere.
+
+use super::rows::{too_many_columns, Scale};
+use crate::error::{try_vec, Error, Result};
+use crate::plan::RowPattern;
+use crate::types::{Index, Scalar};
+use std::ops::Range;
+
+/// One table entry per column of op(B): the row tag that last claimed the
+/// column and the column's position in that row of C.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    tag: u32,
+    position: u32,
+}
+
+/// Adds the products of `rows` into C's values at the known columns
+/// `pattern` (all of C's columns with C's index base `scale.base`; row `i`
+/// is `pattern[offsets[i]..offsets[i + 1]]`). `vals` holds the values of
+/// these rows only, from `offsets[rows.start]`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    a_vals: &[T],
+    b: &RowPattern<'_, I, J>,
+    b_vals: &[T],
+    rows: Range<usize>,
+    offsets: &[usize],
+    pattern: &[J],
+    scale: &Scale<T>,
+    vals: &mut [T],
+) -> Result<()> {
+    let longest = rows
+        .clone()
+        .map(|i| offsets[i + 1] - offsets[i])
+        .max()
+        .unwrap_or(0);
+    if longest > u32::MAX as usize {
+        return Err(Error::InvalidValue(format!(
+            "a row of C has {longest} entries, more than a reuse row table holds"
+        )));
+    }
+    let mut table = try_vec(b.ncols, Slot::default(), "column slot table")?;
+    let mut sums = try_vec(longest, T::zero(), "row sums")?;
+    let origin = offsets[rows.start];
+    let mut tag = 0u32;
+    for i in rows {
+        tag = tag.wrapping_add(1);
+        if tag == 0 {
+            table.fill(Slot::default());
+            tag = 1;
+        }
+        let cols = &pattern[offsets[i]..offsets[i + 1]];
+        let sums = &mut sums[..cols.len()];
+        for (p, &c) in cols.iter().enumerate() {
+            let j = c
+                .as_usize()
+                .checked_sub(scale.base)
+                .filter(|&j| j < b.ncols)
+                .ok_or_else(|| {
+                    Error::InvalidValue(format!(
+                        "C's column index {} in row {i} is out of range for {} columns",
+                        c.as_usize(),
+                        b.ncols
+                    ))
+                })?;
+            let slot = &mut table[j];
+            if slot.tag == tag {
+                return Err(Error::InvalidValue(format!(
+                    "row {i} of C lists column {j} twice"
+                )));
+            }
+            *slot = Slot {
+                tag,
+                position: p as u32,
+            };
+            sums[p] = T::zero();
+        }
+        for k in a.range(i) {
+            let f = a_vals[k];
+            let r = b.range(a.col(k));
+            for (&c, &v) in b.cols[r.clone()].iter().zip(&b_vals[r]) {
+                let slot = table[c.as_usize() - b.base];
+                if slot.tag != tag {
+                    return Err(too_many_columns(i, cols.len()));
+                }
+                sums[slot.position as usize] += f * v;
+            }
+        }
+        let out = &mut vals[offsets[i] - origin..offsets[i + 1] - origin];
+        for (d, &s) in out.iter_mut().zip(sums.iter()) {
+            scale.store(d, s);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scale() -> Scale<f64> {
+        Scale {
+            alpha: 1.0,
+            beta: 0.0,
+            base: 0,
+        }
+    }
+
+    /// A = [1 2; 0 3], B = [4 0; 5 6]: C = [14 12; 15 18].
+    #[test]
+    fn sums_into_known_columns() {
+        let (ao, ac, av) = ([0i32, 2, 3], [0i32, 1, 1], [1.0, 2.0, 3.0]);
+        let (bo, bc, bv) = ([0i32, 1, 3], [0i32, 0, 1], [4.0, 5.0, 6.0]);
+        let a = RowPattern::zero_based(&ao, &ac, 2);
+        let b = RowPattern::zero_based(&bo, &bc, 2);
+        let offsets = [0usize, 2, 4];
+        let mut vals = [f64::NAN; 4];
+        accumulate_rows(
+            &a,
+            &av,
+            &b,
+            &bv,
+            0..2,
+            &offsets,
+            &[0i32, 1, 0, 1],
+            &scale(),
+            &mut vals,
+        )
+        .unwrap();
+        assert_eq!(vals, [14.0, 12.0, 15.0, 18.0]);
+        // Columns in another order give the values in that order.
+        accumulate_rows(
+            &a,
+            &av,
+            &b,
+            &bv,
+            0..2,
+            &offsets,
+            &[1i32, 0, 1, 0],
+            &scale(),
+            &mut vals,
+        )
+        .unwrap();
+        assert_eq!(vals, [12.0, 14.0, 18.0, 15.0]);
+    }
+
+    /// A product outside C's row, a repeated or an out-of-range column of C
+    /// is an error, not a write elsewhere.
+    #[test]
+    fn refuses_a_pattern_that_is_not_c() {
+        let (ao, ac, av) = ([0i32, 2, 3], [0i32, 1, 1], [1.0, 2.0, 3.0]);
+        let (bo, bc, bv) = ([0i32, 1, 3], [0i32, 0, 1], [4.0, 5.0, 6.0]);
+        let a = RowPattern::zero_based(&ao, &ac, 2);
+        let b = RowPattern::zero_based(&bo, &bc, 2);
+        let mut vals = [0.0; 4];
+        let run = |pattern: &[i32], offsets: &[usize], vals: &mut [f64]| {
+            accumulate_rows(&a, &av, &b, &bv, 0..2, offsets, pattern, &scale(), vals).unwrap_err()
+        };
+        let e = run(&[0, 1, 1], &[0, 2, 3], &mut vals[..3]);
+        assert!(e.to_string().contains("pattern of A or B changed"), "{e}");
+        let e = run(&[0, 0, 0, 1], &[0, 2, 4], &mut vals);
+        assert!(e.to_string().contains("lists column 0 twice"), "{e}");
+        let e = run(&[0, 7, 0, 1], &[0, 2, 4], &mut vals);
+        assert!(e.to_string().contains("out of range"), "{e}");
+    }
+}
