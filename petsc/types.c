@@ -127,31 +127,37 @@ static PetscErrorCode RsConvertInPlaceOrCopy(Mat A, MatReuse reuse, Mat *newmat,
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode RsConvertSeqToRusparse(Mat A, MatType type, MatReuse reuse, Mat *newmat)
-{
-  PetscFunctionBegin;
-  (void)type;
-  PetscCall(RsConvertInPlaceOrCopy(A, reuse, newmat, RsMakeSeq));
-  PetscFunctionReturn(0);
-}
+/* The MatConvert functions between the plain and the rusparse types. */
+#define RS_CONVERTER(name, make) \
+  static PetscErrorCode name(Mat A, MatType type, MatReuse reuse, Mat *newmat) \
+  { \
+    PetscFunctionBegin; \
+    (void)type; \
+    PetscCall(RsConvertInPlaceOrCopy(A, reuse, newmat, make)); \
+    PetscFunctionReturn(0); \
+  }
+RS_CONVERTER(RsConvertSeqToRusparse, RsMakeSeq)
+RS_CONVERTER(RsConvertSeqToPlain, RsMakeSeqPlain)
 
-static PetscErrorCode RsConvertSeqToPlain(Mat A, MatType type, MatReuse reuse, Mat *newmat)
+/* A new matrix of a rusparse type: the plain type's, made ours, with the
+   converter MatConvert(plain -> ours) looks for on a matrix of the target
+   type (MatSetType on an assembled plain matrix converts), under the type's
+   name and under the root name. */
+static PetscErrorCode RsCreate(Mat B, MatType plain, PetscErrorCode (*make)(Mat), const char *const names[2], PetscErrorCode (*convert)(Mat, MatType, MatReuse, Mat *))
 {
   PetscFunctionBegin;
-  (void)type;
-  PetscCall(RsConvertInPlaceOrCopy(A, reuse, newmat, RsMakeSeqPlain));
+  PetscCall(MatSetType(B, plain));
+  PetscCall((*make)(B));
+  for (int k = 0; k < 2; k++) PetscCall(PetscObjectComposeFunction((PetscObject)B, names[k], convert));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode MatCreate_SeqAIJRusparse(Mat B)
 {
+  const char *const names[2] = {"MatConvert_seqaij_seqaijrusparse_C", "MatConvert_seqaij_aijrusparse_C"};
+
   PetscFunctionBegin;
-  PetscCall(MatSetType(B, MATSEQAIJ));
-  PetscCall(RsMakeSeq(B));
-  /* MatConvert(seqaij -> seqaijrusparse) finds this on a new matrix of the
-     target type (MatSetType(seqaij matrix, "seqaijrusparse") converts). */
-  PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatConvert_seqaij_seqaijrusparse_C", RsConvertSeqToRusparse));
-  PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatConvert_seqaij_aijrusparse_C", RsConvertSeqToRusparse));
+  PetscCall(RsCreate(B, MATSEQAIJ, RsMakeSeq, names, RsConvertSeqToRusparse));
   PetscFunctionReturn(0);
 }
 
@@ -238,29 +244,15 @@ static PetscErrorCode RsMakeMpiPlain(Mat B)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode RsConvertMpiToRusparse(Mat A, MatType type, MatReuse reuse, Mat *newmat)
-{
-  PetscFunctionBegin;
-  (void)type;
-  PetscCall(RsConvertInPlaceOrCopy(A, reuse, newmat, RsMakeMpi));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode RsConvertMpiToPlain(Mat A, MatType type, MatReuse reuse, Mat *newmat)
-{
-  PetscFunctionBegin;
-  (void)type;
-  PetscCall(RsConvertInPlaceOrCopy(A, reuse, newmat, RsMakeMpiPlain));
-  PetscFunctionReturn(0);
-}
+RS_CONVERTER(RsConvertMpiToRusparse, RsMakeMpi)
+RS_CONVERTER(RsConvertMpiToPlain, RsMakeMpiPlain)
 
 static PetscErrorCode MatCreate_MPIAIJRusparse(Mat B)
 {
+  const char *const names[2] = {"MatConvert_mpiaij_mpiaijrusparse_C", "MatConvert_mpiaij_aijrusparse_C"};
+
   PetscFunctionBegin;
-  PetscCall(MatSetType(B, MATMPIAIJ));
-  PetscCall(RsMakeMpi(B));
-  PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatConvert_mpiaij_mpiaijrusparse_C", RsConvertMpiToRusparse));
-  PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatConvert_mpiaij_aijrusparse_C", RsConvertMpiToRusparse));
+  PetscCall(RsCreate(B, MATMPIAIJ, RsMakeMpi, names, RsConvertMpiToRusparse));
   PetscFunctionReturn(0);
 }
 
