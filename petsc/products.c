@@ -23,6 +23,8 @@
  */
 #include "rusparse_petsc.h"
 
+#include <string.h>
+
 PetscLogEvent RS_LOG_SPGEMM;
 
 #if defined(PETSC_USE_64BIT_INDICES)
@@ -51,6 +53,8 @@ PetscLogEvent RS_LOG_SPGEMM;
 PetscErrorCode RsStatusToError(rusparseStatus_t status, const char *call)
 {
   PetscErrorCode code;
+  const char    *paren = strchr(call, '('); /* the function's name only */
+  int            name  = paren ? (int)(paren - call) : (int)strlen(call);
 
   PetscFunctionBegin;
   switch (status) {
@@ -67,7 +71,7 @@ PetscErrorCode RsStatusToError(rusparseStatus_t status, const char *call)
   default:
     code = PETSC_ERR_LIB;
   }
-  SETERRQ(PETSC_COMM_SELF, code, "rusparse %s in %s: %s", rusparseGetErrorName(status), call, rusparseGetLastErrorMessage());
+  SETERRQ(PETSC_COMM_SELF, code, "rusparse %s in %.*s: %s", rusparseGetErrorName(status), name, call, rusparseGetLastErrorMessage());
 }
 
 /* ---- handles ---------------------------------------------------------------

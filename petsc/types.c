@@ -73,26 +73,20 @@ static PetscErrorCode RsConvertSeqToPlain(Mat, MatType, MatReuse, Mat *);
 static const char *const rs_seq_mixed[] = {"MatProductSetFromOptions_seqaijrusparse_seqaij_C", "MatProductSetFromOptions_seqaij_seqaijrusparse_C"};
 static const char *const rs_mpi_mixed[] = {"MatProductSetFromOptions_mpiaijrusparse_mpiaij_C", "MatProductSetFromOptions_mpiaij_mpiaijrusparse_C"};
 
-static PetscErrorCode RsComposeProductSetup(Mat B, const char *const names[2], RsMatFn setup)
+/* Installs `setup` as B's product set-up, and composes `mixed` (NULL:
+   removes) under the mixed-type names. */
+static PetscErrorCode RsSetProductSetup(Mat B, RsMatFn setup, const char *const names[2], RsMatFn mixed)
 {
   PetscFunctionBegin;
   PetscCall(RsOpsSetProductSetFromOptions(B, setup));
-  for (int k = 0; k < 2; k++) PetscCall(PetscObjectComposeFunction((PetscObject)B, names[k], setup));
-  PetscFunctionReturn(0);
-}
-
-static PetscErrorCode RsDecomposeProductSetup(Mat B, const char *const names[2], RsMatFn original)
-{
-  PetscFunctionBegin;
-  PetscCall(RsOpsSetProductSetFromOptions(B, original));
-  for (int k = 0; k < 2; k++) PetscCall(PetscObjectComposeFunction((PetscObject)B, names[k], NULL));
+  for (int k = 0; k < 2; k++) PetscCall(PetscObjectComposeFunction((PetscObject)B, names[k], mixed));
   PetscFunctionReturn(0);
 }
 
 static PetscErrorCode RsMakeSeq(Mat B)
 {
   PetscFunctionBegin;
-  PetscCall(RsComposeProductSetup(B, rs_seq_mixed, RsSeqProductSetFromOptions));
+  PetscCall(RsSetProductSetup(B, RsSeqProductSetFromOptions, rs_seq_mixed, RsSeqProductSetFromOptions));
   PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatConvert_seqaijrusparse_seqaij_C", RsConvertSeqToPlain));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJRUSPARSE));
   PetscFunctionReturn(0);
@@ -102,7 +96,7 @@ static PetscErrorCode RsMakeSeq(Mat B)
 static PetscErrorCode RsMakeSeqPlain(Mat B)
 {
   PetscFunctionBegin;
-  PetscCall(RsDecomposeProductSetup(B, rs_seq_mixed, rs_seqaij_product_setup));
+  PetscCall(RsSetProductSetup(B, rs_seqaij_product_setup, rs_seq_mixed, NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatConvert_seqaijrusparse_seqaij_C", NULL));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJ));
   PetscFunctionReturn(0);
@@ -220,7 +214,7 @@ static PetscErrorCode RsConvertMpiToPlain(Mat, MatType, MatReuse, Mat *);
 static PetscErrorCode RsMakeMpi(Mat B)
 {
   PetscFunctionBegin;
-  PetscCall(RsComposeProductSetup(B, rs_mpi_mixed, RsMpiProductSetFromOptions));
+  PetscCall(RsSetProductSetup(B, RsMpiProductSetFromOptions, rs_mpi_mixed, RsMpiProductSetFromOptions));
   PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatMPIAIJSetPreallocation_C", RsMPIAIJSetPreallocation));
   PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatConvert_mpiaijrusparse_mpiaij_C", RsConvertMpiToPlain));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJRUSPARSE));
@@ -234,7 +228,7 @@ static PetscErrorCode RsMakeMpiPlain(Mat B)
   const PetscInt *garray;
 
   PetscFunctionBegin;
-  PetscCall(RsDecomposeProductSetup(B, rs_mpi_mixed, rs_mpiaij_product_setup));
+  PetscCall(RsSetProductSetup(B, rs_mpiaij_product_setup, rs_mpi_mixed, NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatMPIAIJSetPreallocation_C", rs_mpiaij_preallocation));
   PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatConvert_mpiaijrusparse_mpiaij_C", NULL));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJ));

@@ -305,6 +305,19 @@ static PetscErrorCode SmallSeq(PetscInt shift, PetscBool extra, Mat *M)
   PetscFunctionReturn(0);
 }
 
+/* A failed call's error code and PETSc's message for it (the message the
+   plug-in gave SETERRQ). */
+static PetscErrorCode ExpectError(PetscErrorCode code, PetscErrorCode expected, const char *part, const char *what)
+{
+  char *message = NULL;
+
+  PetscFunctionBegin;
+  EXPECT(code == expected, "%s: error %d, expected %d", what, (int)code, (int)expected);
+  if (code) PetscCall(PetscErrorMessage(code, NULL, &message));
+  EXPECT(message && strstr(message, part), "%s: message \"%s\" lacks \"%s\"", what, message ? message : "(none)", part);
+  PetscFunctionReturn(0);
+}
+
 /* The symbolic phase of X*Y with one option set; returns its error code. */
 static PetscErrorCode SymbolicWithOption(Mat X, Mat Y, const char *option, const char *value, PetscErrorCode *code)
 {
@@ -337,10 +350,10 @@ static PetscErrorCode CheckErrors(void)
   /* rusparse refuses more than RUSPARSE_MAX_THREADS threads: its
      INVALID_VALUE becomes PETSC_ERR_ARG_WRONG. */
   PetscCall(SymbolicWithOption(X, Y, "-mat_rusparse_threads", "100000", &code));
-  EXPECT(code == PETSC_ERR_ARG_WRONG, "-mat_rusparse_threads 100000: error %d", (int)code);
+  PetscCall(ExpectError(code, PETSC_ERR_ARG_WRONG, "INVALID_VALUE in rusparseSetNumThreads", "-mat_rusparse_threads 100000"));
   /* The GPU back ends are refused with the reason. */
   PetscCall(SymbolicWithOption(X, Y, "-mat_rusparse_backend", "cuda", &code));
-  EXPECT(code == PETSC_ERR_SUP, "-mat_rusparse_backend cuda: error %d", (int)code);
+  PetscCall(ExpectError(code, PETSC_ERR_SUP, "-mat_rusparse_backend cuda: this version of the plug-in multiplies PETSc's host (CPU) matrices only", "-mat_rusparse_backend cuda"));
 
   /* MAT_REUSE_MATRIX with a factor of another pattern (same type and sizes). */
   PetscCall(MatMatMult(X, Y, MAT_INITIAL_MATRIX, PETSC_DEFAULT, &C));
@@ -348,13 +361,13 @@ static PetscErrorCode CheckErrors(void)
   PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
   code = MatMatMult(bad, Y, MAT_REUSE_MATRIX, PETSC_DEFAULT, &C);
   PetscCall(PetscPopErrorHandler());
-  EXPECT(code == PETSC_ERR_ARG_INCOMP, "MAT_REUSE_MATRIX with one more entry: error %d", (int)code);
+  PetscCall(ExpectError(code, PETSC_ERR_ARG_INCOMP, "changed its size or number of nonzeros since the symbolic phase", "MAT_REUSE_MATRIX with one more entry"));
   PetscCall(MatDestroy(&bad));
   PetscCall(SmallSeq(2, PETSC_FALSE, &bad)); /* as many entries, other columns */
   PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
   code = MatMatMult(bad, Y, MAT_REUSE_MATRIX, PETSC_DEFAULT, &C);
   PetscCall(PetscPopErrorHandler());
-  EXPECT(code == PETSC_ERR_ARG_WRONG, "MAT_REUSE_MATRIX with moved entries: error %d", (int)code);
+  PetscCall(ExpectError(code, PETSC_ERR_ARG_WRONG, "INVALID_VALUE in rusparseSpGEMMreuse_compute", "MAT_REUSE_MATRIX with moved entries"));
   /* And the right factor again works. */
   PetscCall(MatMatMult(X, Y, MAT_REUSE_MATRIX, PETSC_DEFAULT, &C));
   PetscCall(MatDestroy(&bad));
