@@ -14,7 +14,8 @@
  * the type name, the product set-up and (MPI) the type of the blocks.
  *
  * Options (read with the matrix's options prefix when a product is set up):
- *   -mat_rusparse_backend cpu|auto|cuda   the rusparse handle's back end
+ *   -mat_rusparse_backend cpu|auto        the rusparse handle's back end
+ *                                         (cuda, hip: refused, see below)
  *   -mat_rusparse_alg <name>              rusparse's algorithm
  *   -mat_rusparse_threads <n>             CPU threads (0: rusparse's default)
  */
@@ -67,7 +68,6 @@ PetscErrorCode RsSettingsFromOptions(Mat A, RsSettings *s)
 /* ---- seqaijrusparse ------------------------------------------------------------ */
 static PetscErrorCode RsConvertSeqToPlain(Mat, MatType, MatReuse, Mat *);
 
-/* Turns a SeqAIJ matrix into a seqaijrusparse one in place. */
 /* PETSc asks the matching ops first, then these composed functions of
    either factor, for products of different types. */
 static const char *const rs_seq_mixed[] = {"MatProductSetFromOptions_seqaijrusparse_seqaij_C", "MatProductSetFromOptions_seqaij_seqaijrusparse_C"};
@@ -83,6 +83,7 @@ static PetscErrorCode RsSetProductSetup(Mat B, RsMatFn setup, const char *const 
   PetscFunctionReturn(0);
 }
 
+/* Turns a SeqAIJ matrix into a seqaijrusparse one in place. */
 static PetscErrorCode RsMakeSeq(Mat B)
 {
   PetscFunctionBegin;
