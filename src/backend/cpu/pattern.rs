@@ -70,7 +70,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
                 .ok_or_else(|| {
                     Error::InvalidValue(format!(
                         "C's column index {} in row {i} is out of range for {} columns",
-                        c.as_usize(),
+                        c.to_i64(),
                         b.ncols
                     ))
                 })?;
