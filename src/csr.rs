@@ -354,11 +354,14 @@ pub struct CsrOutput<'a, T, I, J> {
     pub values: Option<&'a mut [T]>,
     /// The index base C's row offsets and columns are written with.
     pub base: IndexBase,
-    /// With `values` alone: C's sorted columns (with `base`) as an earlier
-    /// call wrote them for this plan, so the numeric phase adds each
-    /// product into its known position instead of finding the row's
-    /// columns again (faster; the reuse flow's `reuse_compute`). A product
-    /// whose column is not in its row is INVALID_VALUE, never a wrong write.
+    /// With `values` alone: C's sorted columns (with `base`) exactly as an
+    /// earlier call of this plan wrote them. On products large enough for
+    /// it, the numeric phase then adds each product into its known position
+    /// instead of finding the row's columns again (the reuse flow's
+    /// `reuse_compute`, whose C ABI checks the structure's fingerprint
+    /// first); a product whose column is not in its row, or a column listed
+    /// twice, is INVALID_VALUE, never a write elsewhere. The values always
+    /// follow the plan's structure.
     pub pattern: Option<&'a [J]>,
 }
 

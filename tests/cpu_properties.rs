@@ -1487,3 +1487,57 @@ fn changed_pattern_with_pairwise_swapped_columns_is_refused() {
         accepted.join("\n")
     );
 }
+
+/// Values on a known structure (`CsrOutput::values_on_pattern`, the reuse
+/// flow's numeric phase) on a product large enough for the known-structure
+/// kernel: the values of the structure the plan wrote, and INVALID_VALUE
+/// for a structure in which a product's column is missing.
+#[test]
+fn values_on_pattern_use_and_check_the_structure() {
+    let ctx = Context::cpu().unwrap();
+    // A: 64 x 6 with 3 entries a row; B: 6 x 6 tridiagonal. Every C row
+    // has products well above the kernel's threshold (6 columns).
+    let mut ta = Vec::new();
+    for i in 0..64usize {
+        for k in 0..3 {
+            ta.push((i, (i + 2 * k) % 6, (i * 3 + k) as f64 + 0.5));
+        }
+    }
+    let mut tb = Vec::new();
+    for i in 0..6usize {
+        for j in i.saturating_sub(1)..(i + 2).min(6) {
+            tb.push((i, j, (i + 2 * j) as f64 - 2.5));
+        }
+    }
+    let a = CsrMatrix::<f64, i32>::from_triplets(64, 6, &ta, IndexBase::Zero).unwrap();
+    let b = CsrMatrix::<f64, i32>::from_triplets(6, 6, &tb, IndexBase::Zero).unwrap();
+    let want = reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, 2.0).unwrap();
+    for algorithm in [Algorithm::Default, Algorithm::Hash, Algorithm::Dense] {
+        let mut plan =
+            SpgemmPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, algorithm).unwrap();
+        let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+        let (mut ro, mut cols) = (vec![0i32; 65], vec![0i32; nnz]);
+        plan.write_structure(
+            &ctx,
+            &a.view(),
+            &b.view(),
+            &mut ro,
+            &mut cols,
+            IndexBase::Zero,
+        )
+        .unwrap();
+        let mut vals = vec![f64::NAN; nnz];
+        let out = CsrOutput::<f64, i32, i32>::values_on_pattern(&mut vals, &cols, IndexBase::Zero);
+        plan.numeric(&ctx, &a.view(), &b.view(), 2.0, 0.0, out)
+            .unwrap();
+        assert_eq!(&vals[..], want.values(), "{algorithm:?}");
+        // The first row's last column replaced by its first: a column listed
+        // twice, and products with nowhere to go.
+        let mut wrong = cols.clone();
+        let row0 = ro[1] as usize;
+        wrong[row0 - 1] = wrong[0];
+        let out = CsrOutput::<f64, i32, i32>::values_on_pattern(&mut vals, &wrong, IndexBase::Zero);
+        let r = plan.numeric(&ctx, &a.view(), &b.view(), 2.0, 0.0, out);
+        assert!(is_invalid(&r), "{algorithm:?}: {}", describe(&r));
+    }
+}
