@@ -429,21 +429,31 @@ static PetscErrorCode RsUserChoseAlgorithm(Mat C, const RsProductInfo *info, Pet
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode RsProductFactors(Mat C, MatType plain, MatType ours, RsProductInfo *info, MatType *a_type, MatType *b_type, PetscBool *both_aij)
+{
+  PetscBool a_aij, b_aij;
+
+  PetscFunctionBegin;
+  PetscCall(RsProductGetInfo(C, info));
+  PetscCall(MatGetType(info->A, a_type));
+  PetscCall(MatGetType(info->B, b_type));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)info->A, &a_aij, plain, ours, ""));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)info->B, &b_aij, plain, ours, ""));
+  *both_aij = (PetscBool)(a_aij && b_aij);
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode RsSeqProductSetFromOptions(Mat C)
 {
   RsProductInfo info;
-  PetscBool     a_aij, b_aij, user_alg = PETSC_FALSE;
+  PetscBool     both_aij, user_alg = PETSC_FALSE;
   const char   *why = NULL;
   MatType       a_type, b_type;
 
   PetscFunctionBegin;
-  PetscCall(RsProductGetInfo(C, &info));
-  PetscCall(MatGetType(info.A, &a_type));
-  PetscCall(MatGetType(info.B, &b_type));
-  PetscCall(PetscObjectTypeCompareAny((PetscObject)info.A, &a_aij, MATSEQAIJ, MATSEQAIJRUSPARSE, ""));
-  PetscCall(PetscObjectTypeCompareAny((PetscObject)info.B, &b_aij, MATSEQAIJ, MATSEQAIJRUSPARSE, ""));
+  PetscCall(RsProductFactors(C, MATSEQAIJ, MATSEQAIJRUSPARSE, &info, &a_type, &b_type, &both_aij));
   if (info.type != MATPRODUCT_AB && info.type != MATPRODUCT_AtB && info.type != MATPRODUCT_PtAP) why = "the product type is not AB, AtB or PtAP";
-  else if (!a_aij || !b_aij) why = "a factor is not a SeqAIJ matrix";
+  else if (!both_aij) why = "a factor is not a SeqAIJ matrix";
   else {
     PetscCall(RsUserChoseAlgorithm(C, &info, &user_alg));
     if (user_alg) why = "a PETSc algorithm was chosen for it";

@@ -60,6 +60,10 @@ PetscErrorCode RsProductsInitialize(void);
    SeqAIJ matrices run through rusparse; anything else falls back to SeqAIJ. */
 PetscErrorCode RsSeqProductSetFromOptions(Mat C);
 
+/* The product's record, its factors' type names, and whether both factors
+   are of the plain type or ours (e.g. MATSEQAIJ, MATSEQAIJRUSPARSE). */
+PetscErrorCode RsProductFactors(Mat C, MatType plain, MatType ours, RsProductInfo *info, MatType *a_type, MatType *b_type, PetscBool *both_aij);
+
 /* A rusparse status as a PETSc error, with rusparse's own message. */
 PetscErrorCode RsStatusToError(rusparseStatus_t, const char *call);
 #define RsCall(call) \

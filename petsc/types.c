@@ -188,17 +188,13 @@ static PetscErrorCode RsMPIAIJSetPreallocation(Mat B, PetscInt d_nz, const Petsc
 static PetscErrorCode RsMpiProductSetFromOptions(Mat C)
 {
   RsProductInfo info;
-  PetscBool     a_aij, b_aij, ours;
+  PetscBool     both_aij, ours;
   MatType       a_type, b_type;
 
   PetscFunctionBegin;
-  PetscCall(RsProductGetInfo(C, &info));
-  PetscCall(MatGetType(info.A, &a_type));
-  PetscCall(MatGetType(info.B, &b_type));
-  PetscCall(PetscObjectTypeCompareAny((PetscObject)info.A, &a_aij, MATMPIAIJ, MATMPIAIJRUSPARSE, ""));
-  PetscCall(PetscObjectTypeCompareAny((PetscObject)info.B, &b_aij, MATMPIAIJ, MATMPIAIJRUSPARSE, ""));
+  PetscCall(RsProductFactors(C, MATMPIAIJ, MATMPIAIJRUSPARSE, &info, &a_type, &b_type, &both_aij));
   PetscCall(PetscStrcmp(info.alg, MATPRODUCTALGORITHMDEFAULT, &ours));
-  if ((info.type == MATPRODUCT_AB || info.type == MATPRODUCT_AtB || info.type == MATPRODUCT_PtAP) && a_aij && b_aij && ours) {
+  if ((info.type == MATPRODUCT_AB || info.type == MATPRODUCT_AtB || info.type == MATPRODUCT_PtAP) && both_aij && ours) {
     PetscCall(RsMakeBlocks(info.A));
     PetscCall(RsMakeBlocks(info.B));
     PetscCall(MatProductSetAlgorithm(C, "backend"));

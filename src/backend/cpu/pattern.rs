@@ -117,14 +117,12 @@ mod tests {
         }
     }
 
-    /// A = [1 2; 0 3], B = [4 0; 5 6]: C = [14 12; 15 18].
-    #[test]
-    fn sums_into_known_columns() {
+    /// A = [1 2; 0 3], B = [4 0; 5 6]: C = [14 12; 15 18] at C's columns `pattern`.
+    fn two_by_two(pattern: &[i32]) -> [f64; 4] {
         let (ao, ac, av) = ([0i32, 2, 3], [0i32, 1, 1], [1.0, 2.0, 3.0]);
         let (bo, bc, bv) = ([0i32, 1, 3], [0i32, 0, 1], [4.0, 5.0, 6.0]);
         let a = RowPattern::zero_based(&ao, &ac, 2);
         let b = RowPattern::zero_based(&bo, &bc, 2);
-        let offsets = [0usize, 2, 4];
         let mut vals = [f64::NAN; 4];
         accumulate_rows(
             &a,
@@ -132,27 +130,20 @@ mod tests {
             &b,
             &bv,
             0..2,
-            &offsets,
-            &[0i32, 1, 0, 1],
+            &[0, 2, 4],
+            pattern,
             &scale(),
             &mut vals,
         )
         .unwrap();
-        assert_eq!(vals, [14.0, 12.0, 15.0, 18.0]);
+        vals
+    }
+
+    #[test]
+    fn sums_into_known_columns() {
+        assert_eq!(two_by_two(&[0, 1, 0, 1]), [14.0, 12.0, 15.0, 18.0]);
         // Columns in another order give the values in that order.
-        accumulate_rows(
-            &a,
-            &av,
-            &b,
-            &bv,
-            0..2,
-            &offsets,
-            &[1i32, 0, 1, 0],
-            &scale(),
-            &mut vals,
-        )
-        .unwrap();
-        assert_eq!(vals, [12.0, 14.0, 18.0, 15.0]);
+        assert_eq!(two_by_two(&[1, 0, 1, 0]), [12.0, 14.0, 18.0, 15.0]);
     }
 
     /// A product outside C's row, a repeated or an out-of-range column of C
