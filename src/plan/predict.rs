@@ -15,7 +15,9 @@
 //! compression is a feature of [`super::select`]) and to size
 //! BRMerge-Upper's temporary C.
 
-use super::row_work::{row_lower_bound, stratum_of, ENTRY_CLASSES, STRATA};
+use super::row_work::{
+    row_lower_bound, stratum_of, Stratum, ENTRY_CLASSES, MAGNITUDE_BLOCK, STRATA,
+};
 use super::{RowPattern, RowWork};
 use crate::types::Index;
 use rayon::prelude::*;
@@ -45,10 +47,11 @@ pub enum Sampling {
 
 /// The sampler the planner uses for itself (the algorithm choice and
 /// BRMerge-Upper's first allocation): the paper's evenly spaced rows, about
-/// 0.1 to 0.5 % of a SpGEMM where the stratified sampler behind
-/// `predict_nnz` costs 1 to 6 % on small irregular matrices. Neither use
-/// needs its accuracy: the choice compares the compression with coarse
-/// thresholds, and BRMerge-Upper grows its buffer when short.
+/// 0.03 to 0.4 % of a SpGEMM where the stratified sampler behind
+/// `predict_nnz` costs 0.1 to 0.7 % (above 10^6 products). Neither use
+/// needs the stratified sampler's accuracy: the choice compares the
+/// compression with coarse thresholds (the trained tree saw the paper's
+/// estimate), and BRMerge-Upper grows its buffer when short.
 pub const PLANNING_SAMPLING: Sampling = Sampling::UniformRows;
 
 /// A prediction of nnz(C) (see [`predict_nnz`]).
@@ -84,10 +87,23 @@ impl NnzPrediction {
 
 /// A group of [`Sampling::Stratified`] with at most this many rows is
 /// computed whole, and every group samples at least this many rows, even
-/// beyond the budget: with fewer, a group of long rows that compress
+/// beyond the budget (except the [`narrow_groups`], pinned by their bounds,
+/// which sample one): with fewer, a group of long rows that compress
 /// unlike the rest is mispredicted by tens of percent (measured on the
 /// real matrices of `shared/matrices`).
 const STRATUM_MIN_SAMPLES: u64 = 4;
+
+/// No group of [`Sampling::Stratified`] samples more rows than this. The
+/// error of a group's ratio falls as one over the root of its sample, so
+/// beyond a thousand rows more samples buy little, while on a matrix of a
+/// million rows each costs several cache misses (its rows of A and B lie
+/// far from the last sampled row's): on stencil3d_7pt_100 the budget alone
+/// would take 3,900 rows of one group, 0.6 % of the SpGEMM's time.
+const STRATUM_MAX_SAMPLES: u64 = 1024;
+
+/// The groups that sample a single row ([`narrow_groups`]) may together be
+/// off by at most this share of nnz(C).
+const NARROW_BOUNDS_SHARE: f64 = 0.05;
 
 /// Sampled product positions for [`Sampling::ProductWeighted`], before the
 /// budget shrinks them.
@@ -110,23 +126,33 @@ pub fn paper_sample_rows(m: usize) -> usize {
     ((0.003 * m as f64) as usize).clamp(1, 300)
 }
 
-/// Widest op(B) whose sampled rows are counted on a bit map (one bit per
-/// column, 512 KiB at this width) rather than a hash set: a bit's test and
-/// set cost about a third of a hash probe, and the map is cleared through
-/// the words a row touched.
-const BITMAP_COUNT_MAX_COLS: usize = 1 << 22;
+/// Widest op(B) whose sampled rows are counted on a byte map (one byte per
+/// column, 4 MiB at this width) rather than a hash set.
+const BYTE_MAP_COUNT_MAX_COLS: usize = 1 << 22;
 
-/// Counts one row's distinct columns, reused from row to row: a bit map
-/// over op(B)'s columns (allocated at the first row) when they are at most
-/// [`BITMAP_COUNT_MAX_COLS`], otherwise a hash set with open addressing and
-/// linear probing, sized to twice the row's products (a power of two).
+/// A row whose products reach `ncols / DENSE_ROW_DIVISOR` is counted by
+/// summing the whole byte map (eight columns a step) and clearing it with
+/// one fill; a sparser row reads back and clears only the bytes it set.
+const DENSE_ROW_DIVISOR: usize = 8;
+
+/// Counts one row's distinct columns, reused from row to row: a byte map
+/// over op(B)'s columns (allocated at the first row, all zero between
+/// rows) when they are at most [`BYTE_MAP_COUNT_MAX_COLS`], otherwise a
+/// hash set with open addressing and linear probing, sized to twice the
+/// row's products (a power of two).
+///
+/// The byte map is counted in two branch-free passes over the row's
+/// products: the first stores 1 at every column, the second adds each
+/// column's byte and stores 0, so a column counts once, at its first
+/// product. A store has no load to wait for, where a bit map's
+/// test-and-set waits on the word it just wrote (sorted rows of B put
+/// neighbouring columns in one word) and mispredicts whether the column is
+/// new: 2 to 4 times less time per product on the real matrices of
+/// `shared/matrices`.
 struct ColumnSet {
     ncols: usize,
-    bits: Vec<u64>,
-    touched: Vec<usize>,
+    seen: Vec<u8>,
     slots: Vec<usize>,
-    /// Slots of `slots` in use for the current row.
-    cap: usize,
 }
 
 impl ColumnSet {
@@ -136,83 +162,75 @@ impl ColumnSet {
     fn new(ncols: usize) -> Self {
         ColumnSet {
             ncols,
-            bits: Vec::new(),
-            touched: Vec::new(),
+            seen: Vec::new(),
             slots: Vec::new(),
-            cap: 0,
         }
     }
 
-    /// Whether this counter uses the bit map.
-    #[inline(always)]
-    fn on_bits(&self) -> bool {
-        self.ncols <= BITMAP_COUNT_MAX_COLS
-    }
-
-    /// Starts a row of at most `len` values.
-    fn begin(&mut self, len: usize) {
-        if self.on_bits() {
-            if self.bits.is_empty() {
-                self.bits = vec![0u64; self.ncols.div_ceil(64).max(1)];
-            }
+    /// The number of distinct columns among the `nprod` that `cols()`
+    /// yields (each below `ncols`; `cols` is walked once or twice).
+    fn count<It: Iterator<Item = usize>>(&mut self, nprod: usize, cols: impl Fn() -> It) -> u64 {
+        if self.ncols <= BYTE_MAP_COUNT_MAX_COLS {
+            self.count_on_bytes(nprod, cols)
         } else {
-            let cap = (2 * len).next_power_of_two().max(16);
-            if self.slots.len() < cap {
-                self.slots.resize(cap, Self::EMPTY);
-            }
-            self.cap = cap;
+            self.count_on_hash(nprod, cols())
         }
     }
 
-    /// Adds column `c` (below `ncols`) to the row; 1 if it is new.
-    #[inline(always)]
-    fn insert(&mut self, c: usize) -> u64 {
-        if self.on_bits() {
-            let (word, bit) = (c / 64, 1u64 << (c % 64));
-            let w = &mut self.bits[word];
-            if *w & bit != 0 {
-                return 0;
-            }
-            if *w == 0 {
-                self.touched.push(word);
-            }
-            *w |= bit;
-            return 1;
+    fn count_on_bytes<It: Iterator<Item = usize>>(
+        &mut self,
+        nprod: usize,
+        cols: impl Fn() -> It,
+    ) -> u64 {
+        if self.seen.is_empty() {
+            self.seen = vec![0u8; self.ncols.max(1)];
         }
-        let shift = 64 - self.cap.trailing_zeros();
-        let mask = self.cap - 1;
-        let mut h = ((c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize;
-        loop {
-            let slot = &mut self.slots[h];
-            if *slot == Self::EMPTY {
-                *slot = c;
-                return 1;
-            }
-            if *slot == c {
-                return 0;
-            }
-            h = (h + 1) & mask;
+        let seen = &mut self.seen;
+        cols().for_each(|c| seen[c] = 1);
+        if nprod * DENSE_ROW_DIVISOR >= seen.len() {
+            // Each byte is 0 or 1: a word's set bits are its set bytes.
+            let words = seen.chunks_exact(8);
+            let tail: u64 = words.remainder().iter().map(|&x| x as u64).sum();
+            let distinct = words
+                .map(|w| u64::from_ne_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
+                .map(|w| w.count_ones() as u64)
+                .sum::<u64>()
+                + tail;
+            seen.fill(0);
+            return distinct;
         }
+        cols().fold(0u64, |distinct, c| {
+            let first = seen[c];
+            seen[c] = 0;
+            distinct + first as u64
+        })
     }
 
-    /// Ends the row, clearing what it set.
-    fn end(&mut self) {
-        if self.on_bits() {
-            for word in self.touched.drain(..) {
-                self.bits[word] = 0;
-            }
-        } else {
-            self.slots[..self.cap].fill(Self::EMPTY);
+    fn count_on_hash(&mut self, nprod: usize, cols: impl Iterator<Item = usize>) -> u64 {
+        let cap = (2 * nprod).next_power_of_two().max(16);
+        if self.slots.len() < cap {
+            self.slots.resize(cap, Self::EMPTY);
         }
-    }
-
-    /// The number of distinct values in `cols` (each below `ncols`), at
-    /// most `len` of them.
-    #[cfg(test)]
-    fn count_distinct(&mut self, len: usize, cols: impl Iterator<Item = usize>) -> u64 {
-        self.begin(len);
-        let distinct = cols.map(|c| self.insert(c)).sum();
-        self.end();
+        let slots = &mut self.slots[..cap];
+        let shift = 64 - cap.trailing_zeros();
+        let mask = cap - 1;
+        let mut distinct = 0;
+        for c in cols {
+            let mut h = ((c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize;
+            loop {
+                let slot = &mut slots[h];
+                if *slot == Self::EMPTY {
+                    *slot = c;
+                    distinct += 1;
+                    break;
+                }
+                if *slot == c {
+                    break;
+                }
+                h = (h + 1) & mask;
+            }
+        }
+        slots.fill(Self::EMPTY);
         distinct
     }
 }
@@ -225,15 +243,13 @@ fn row_nnz<I: Index, J: Index>(
     nprod: u64,
     set: &mut ColumnSet,
 ) -> u64 {
-    set.begin(nprod as usize);
-    let mut distinct = 0;
-    for k in a.range(i) {
-        for c in &b.cols[b.range(a.col(k))] {
-            distinct += set.insert(c.as_usize() - b.base);
-        }
-    }
-    set.end();
-    distinct
+    set.count(nprod as usize, || {
+        a.range(i).flat_map(move |k| {
+            b.cols[b.range(a.col(k))]
+                .iter()
+                .map(move |c| c.as_usize() - b.base)
+        })
+    })
 }
 
 /// The exact nnz of each of `rows` (in parallel).
@@ -256,8 +272,10 @@ fn rows_nnz<I: Index, J: Index>(
 /// rows; `work` is the product's [`RowWork`]. Deterministic for a given
 /// input. Costs the sampled products (about 1/256 of all or 2^14; the
 /// stratified sampler's floor of [`STRATUM_MIN_SAMPLES`] rows per group can
-/// take more on small matrices with long rows) plus, for
-/// [`Sampling::Stratified`], one pass over the rows.
+/// take more on small matrices with long rows, its cap of
+/// [`STRATUM_MAX_SAMPLES`] less on large ones) plus, for
+/// [`Sampling::Stratified`], a hash of every row index (the work is read
+/// only for rows the hash or their block's magnitudes leave in question).
 pub fn predict_nnz<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
@@ -396,6 +414,56 @@ fn row_hash(i: usize) -> u64 {
     (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
+/// An upper bound of a group's nnz: each row holds at most its products
+/// and at most every column.
+fn upper_bound(s: &Stratum, ncols: usize) -> u64 {
+    s.products.min(s.rows.saturating_mul(ncols as u64))
+}
+
+/// The groups of [`Sampling::Stratified`] that sample one row instead of
+/// [`STRATUM_MIN_SAMPLES`]: those whose nnz is pinned by its bounds (the
+/// known lower bound and [`upper_bound`]), chosen by the products they
+/// save per unit of bound width, as long as their widths sum to at most
+/// [`NARROW_BOUNDS_SHARE`] of the whole product's lower bound (itself at
+/// most nnz(C)). Their estimates are kept within their bounds, so together
+/// they can be off by no more than that share of nnz(C), and in practice
+/// far less: on the real matrices of `shared/matrices` this halved the cost
+/// of the sample (orani678: 6.6 % to 2.4 % of its products, whose 8
+/// longest rows hold 13 times the columns of C each but nearly all
+/// of them) and lowered the mean error (1.29 % to 1.12 %).
+/// `planned(rows)` is the sample a group of `rows` rows gets before the
+/// floor.
+fn narrow_groups(
+    strata: &[Stratum; STRATA],
+    ncols: usize,
+    planned: impl Fn(u64) -> f64,
+) -> [bool; STRATA] {
+    let mut narrow = [false; STRATA];
+    // (bound width, products saved) of each group the floor enlarges.
+    let mut candidates: Vec<(usize, u64, f64)> = strata
+        .iter()
+        .enumerate()
+        .filter_map(|(h, s)| {
+            let floor = (STRATUM_MIN_SAMPLES as f64).min(s.rows as f64);
+            let saved =
+                (floor - planned(s.rows).max(1.0)) * s.products as f64 / s.rows.max(1) as f64;
+            let width = upper_bound(s, ncols).saturating_sub(s.lower_bound);
+            (s.rows > 1 && saved > 0.0).then_some((h, width, saved))
+        })
+        .collect();
+    // Most saved per unit of width first (no width at all: free).
+    candidates.sort_by(|x, y| (x.1 as f64 * y.2).total_cmp(&(y.1 as f64 * x.2)));
+    let total_lower: u64 = strata.iter().map(|s| s.lower_bound).sum();
+    let mut room = NARROW_BOUNDS_SHARE * total_lower as f64;
+    for (h, width, _) in candidates {
+        if width as f64 <= room {
+            room -= width as f64;
+            narrow[h] = true;
+        }
+    }
+    narrow
+}
+
 /// Sums over the sampled rows of one stratum.
 #[derive(Debug, Clone, Copy, Default)]
 struct StratumSample {
@@ -412,8 +480,10 @@ struct StratumSample {
 /// counting the work) plus the nnz above that bound, estimated by the
 /// sample's ratio of nnz above the bound to products above the bound: only
 /// the uncertain part is scaled, which halved the mean error on the real
-/// matrices (2.26 % to 1.28 %) at no extra sampling. A group whose sample
-/// came out empty takes the plain ratio of all samples.
+/// matrices (2.26 % to 1.28 %) at no extra sampling. Every estimate is
+/// kept under the group's [`upper_bound`]. A group whose sample came out
+/// empty takes the middle of its bounds when it is one of the
+/// [`narrow_groups`], otherwise the plain ratio of all samples.
 fn stratified<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
@@ -423,8 +493,9 @@ fn stratified<I: Index, J: Index>(
 ) {
     let strata = work.strata();
     // Samples per group: c * N^(2/3), scaled so that the expected cost
-    // sum(n_h * mean_h) is the budget; at least STRATUM_MIN_SAMPLES (or
-    // the whole group), at most the whole group.
+    // sum(n_h * mean_h) is the budget; at least STRATUM_MIN_SAMPLES (one
+    // row in a narrow group, or the whole group), at most the whole group
+    // and STRATUM_MAX_SAMPLES.
     let weight = |rows: u64| (rows as f64).powf(2.0 / 3.0);
     let cost: f64 = strata
         .iter()
@@ -432,53 +503,80 @@ fn stratified<I: Index, J: Index>(
         .map(|s| weight(s.rows) * s.products as f64 / s.rows as f64)
         .sum();
     let c = budget as f64 / cost.max(1.0);
+    let narrow = narrow_groups(strata, b.ncols, |rows| c * weight(rows));
     let mut threshold = [0u64; STRATA];
     let mut whole = [false; STRATA];
     for (h, s) in strata.iter().enumerate() {
         if s.rows == 0 {
             continue;
         }
-        let n = (c * weight(s.rows)).max(STRATUM_MIN_SAMPLES as f64);
+        let floor = if narrow[h] {
+            1.0
+        } else {
+            STRATUM_MIN_SAMPLES as f64
+        };
+        let n = (c * weight(s.rows)).clamp(floor, STRATUM_MAX_SAMPLES as f64);
         let prob = n / s.rows as f64;
         whole[h] = prob >= 1.0;
         threshold[h] = (prob.min(1.0) * u64::MAX as f64) as u64;
     }
-    // Most rows are skipped on their work and hash alone, without reading
-    // A: a row can be taken only if its hash is under the largest threshold
-    // or a group of its nprod's magnitude is taken whole.
-    let any_threshold = (0..STRATA)
-        .filter(|&h| !whole[h])
-        .map(|h| threshold[h])
-        .max()
-        .unwrap_or(0);
-    // Bit m: some group of rows with nprod in [2^m, 2^(m+1)) is taken whole.
-    let whole_magnitudes = (0..STRATA)
-        .filter(|&h| whole[h])
-        .fold(0u64, |m, h| m | 1 << (h / ENTRY_CLASSES));
+    // Most rows are skipped on their hash alone, without reading their
+    // work: a row can be taken only if its hash is under the largest
+    // threshold of the groups its block holds (by nprod's magnitude) or a
+    // group of its magnitude is taken whole. Bit m of `whole_magnitudes`:
+    // some group of rows with nprod in [2^m, 2^(m+1)) is taken whole.
+    let mut magnitude_threshold = [0u64; 64];
+    let mut whole_magnitudes = 0u64;
+    for h in 0..STRATA {
+        let m = h / ENTRY_CLASSES;
+        if whole[h] {
+            whole_magnitudes |= 1 << m;
+        } else {
+            magnitude_threshold[m] = magnitude_threshold[m].max(threshold[h]);
+        }
+    }
+    let block_magnitudes = work.block_magnitudes();
     // Rows in blocks, one accumulator per block (not moved per row) and
     // one column counter per rayon job.
-    const BLOCK: usize = 4096;
+    const BLOCK: usize = 16 * MAGNITUDE_BLOCK;
     let sums = (0..a.nrows.div_ceil(BLOCK))
         .into_par_iter()
         .map_init(
             || ColumnSet::new(b.ncols),
             |set, blk| {
                 let mut sums = [StratumSample::default(); STRATA];
-                for i in blk * BLOCK..((blk + 1) * BLOCK).min(a.nrows) {
-                    let w = work.row(i);
-                    if w == 0
-                        || (row_hash(i) >= any_threshold
-                            && whole_magnitudes >> (63 - w.leading_zeros()) & 1 == 0)
-                    {
+                let first = blk * BLOCK / MAGNITUDE_BLOCK;
+                let last = ((blk + 1) * BLOCK / MAGNITUDE_BLOCK).min(block_magnitudes.len());
+                for (k, &magnitudes) in block_magnitudes[first..last].iter().enumerate() {
+                    let block_threshold = (0..64)
+                        .filter(|&m| magnitudes >> m & 1 == 1)
+                        .map(|m| magnitude_threshold[m])
+                        .max()
+                        .unwrap_or(0);
+                    let block_whole = magnitudes & whole_magnitudes != 0;
+                    if block_threshold == 0 && !block_whole {
                         continue;
                     }
-                    let h = stratum_of(w, a.row_len(i));
-                    if whole[h] || row_hash(i) < threshold[h] {
-                        let s = &mut sums[h];
-                        s.rows += 1;
-                        s.products += w;
-                        s.lower_bound += row_lower_bound(a, b, i);
-                        s.nnz += row_nnz(a, b, i, w, set);
+                    let start = (first + k) * MAGNITUDE_BLOCK;
+                    for i in start..(start + MAGNITUDE_BLOCK).min(a.nrows) {
+                        let hashed_in = row_hash(i) < block_threshold;
+                        if !hashed_in && !block_whole {
+                            continue;
+                        }
+                        let w = work.row(i);
+                        if w == 0
+                            || (!hashed_in && whole_magnitudes >> (63 - w.leading_zeros()) & 1 == 0)
+                        {
+                            continue;
+                        }
+                        let h = stratum_of(w, a.row_len(i));
+                        if whole[h] || row_hash(i) < threshold[h] {
+                            let s = &mut sums[h];
+                            s.rows += 1;
+                            s.products += w;
+                            s.lower_bound += row_lower_bound(a, b, i);
+                            s.nnz += row_nnz(a, b, i, w, set);
+                        }
                     }
                 }
                 sums
@@ -516,6 +614,7 @@ fn stratified<I: Index, J: Index>(
             continue;
         }
         exact = false;
+        let upper = upper_bound(s, b.ncols) as f64;
         if sample.products > sample.lower_bound && sample.nnz >= sample.lower_bound {
             // Known part plus the ratio estimate of the rest: each row's
             // nnz is at least its longest row of B (`lower_bound`, summed
@@ -525,8 +624,15 @@ fn stratified<I: Index, J: Index>(
             // that, the plain ratio below is used.)
             let rest = (s.products - s.lower_bound) as f64;
             let above = (sample.nnz - sample.lower_bound) as f64;
-            nnz +=
+            let estimate =
                 s.lower_bound as f64 + rest * above / (sample.products - sample.lower_bound) as f64;
+            nnz += estimate.min(upper);
+            continue;
+        }
+        if narrow[h] && sample.rows == 0 {
+            // Nothing sampled (the hash took none of its few rows): the
+            // middle of its bounds, off by at most half their width.
+            nnz += (s.lower_bound as f64 + upper) / 2.0;
             continue;
         }
         let (sp, sz) = if sample.products > 0 {
@@ -534,7 +640,7 @@ fn stratified<I: Index, J: Index>(
         } else {
             (all.products.max(1), all.nnz)
         };
-        nnz += s.products as f64 * sz as f64 / sp as f64;
+        nnz += (s.products as f64 * sz as f64 / sp as f64).min(upper);
     }
     p.sampled_rows = all.rows as usize;
     p.sampled_products = all.products;
@@ -576,26 +682,36 @@ mod tests {
         total
     }
 
+    /// The distinct values of `cols` through `set`.
+    fn distinct(set: &mut ColumnSet, cols: &[usize]) -> u64 {
+        set.count(cols.len(), || cols.iter().copied())
+    }
+
     #[test]
     fn column_sets_count_distinct_values() {
-        // Hash table (op(B) too wide for the bit map).
+        // Hash table (op(B) too wide for the byte map).
         let mut set = ColumnSet::new(usize::MAX);
-        assert_eq!(set.count_distinct(0, std::iter::empty()), 0);
-        assert_eq!(set.count_distinct(5, [3, 3, 3, 3, 3].into_iter()), 1);
+        assert_eq!(distinct(&mut set, &[]), 0);
+        assert_eq!(distinct(&mut set, &[3, 3, 3, 3, 3]), 1);
         // Many collisions: multiples of a large power of two.
         let cols: Vec<usize> = (0..1000).map(|k| (k % 300) << 40).collect();
-        assert_eq!(set.count_distinct(cols.len(), cols.into_iter()), 300);
-        assert_eq!(set.count_distinct(3, [7, 8, 7].into_iter()), 2);
-        // Bit map, cleared between rows (the same words again, and the
-        // last column of the last word).
-        let n = 1000;
+        assert_eq!(distinct(&mut set, &cols), 300);
+        assert_eq!(distinct(&mut set, &[7, 8, 7]), 2);
+        // Byte map (a width that is no multiple of 8), left clear between
+        // rows by both ways of counting: dense rows (summed whole) and
+        // sparse ones (read back), each followed by the other.
+        let n = 1003;
         let mut set = ColumnSet::new(n);
-        assert_eq!(set.count_distinct(0, std::iter::empty()), 0);
-        let cols: Vec<usize> = (0..3000).map(|k| (k * 7) % n).collect();
-        assert_eq!(set.count_distinct(cols.len(), cols.into_iter()), 1000);
-        assert_eq!(set.count_distinct(4, [0, 63, 64, 63].into_iter()), 3);
-        assert_eq!(set.count_distinct(2, [n - 1, n - 1].into_iter()), 1);
-        assert_eq!(set.count_distinct(1, [5].into_iter()), 1);
+        assert_eq!(distinct(&mut set, &[]), 0);
+        let all: Vec<usize> = (0..3000).map(|k| (k * 7) % n).collect();
+        assert_eq!(distinct(&mut set, &all), n as u64);
+        assert_eq!(distinct(&mut set, &[0, 63, 64, 63]), 3);
+        let dense: Vec<usize> = (0..200).map(|k| (k * 7) % 150 + 853).collect();
+        assert_eq!(distinct(&mut set, &dense), 150);
+        assert_eq!(distinct(&mut set, &[n - 1, n - 1]), 1);
+        assert_eq!(distinct(&mut set, &[5]), 1);
+        assert_eq!(distinct(&mut set, &all[..125]), 125);
+        assert_eq!(distinct(&mut set, &[1000, 1001, 1002, 1000]), 3);
     }
 
     /// A deterministic pseudo-random generator for test patterns.
@@ -683,6 +799,91 @@ mod tests {
         assert!(stratified.sampled_products < work.total() / 8);
         // Deterministic.
         assert_eq!(predict_nnz(&a, &b, &work, Sampling::Stratified), stratified);
+    }
+
+    /// Groups whose bounds pin their nnz sample one row, most products
+    /// saved per unit of width first, while their widths fit the share of
+    /// the product's lower bound; groups the floor does not enlarge, and
+    /// groups of one row, are never chosen.
+    #[test]
+    fn narrow_groups_fit_their_widths_in_the_allowed_share() {
+        let group = |rows, products, lower_bound| Stratum {
+            rows,
+            products,
+            lower_bound,
+        };
+        let mut strata = [Stratum::default(); STRATA];
+        // Lower bounds sum to 10,000, so widths may sum to 500.
+        strata[0] = group(100, 100, 100); // width 0: free
+        strata[1] = group(8, 80_000, 1_000); // 8 rows, ncols 200: width 600
+        strata[2] = group(8, 80_000, 1_300); // width 300, saves 30,000
+        strata[3] = group(50, 5_000, 4_800); // width 200, saves 300
+        strata[4] = group(1, 10_000, 100); // one row: nothing to save
+        strata[5] = group(1_000, 10_000, 2_700); // planned above the floor
+        let ncols = 200;
+        let planned = |rows: u64| if rows >= 1_000 { 10.0 } else { 0.5 };
+        let narrow = narrow_groups(&strata, ncols, planned);
+        let chosen: Vec<usize> = (0..6).filter(|&h| narrow[h]).collect();
+        // Group 2 (100 saved per unit of width) first, then group 1 (50),
+        // which no longer fits, then group 3 (1.5), which does
+        // (300 + 200 = 500).
+        assert_eq!(chosen, vec![0, 2, 3]);
+        assert_eq!(upper_bound(&strata[1], ncols), 1_600);
+        assert_eq!(upper_bound(&strata[3], ncols), 5_000);
+    }
+
+    /// A few long rows that hold every column of C (each merges 100 rows
+    /// of B of 512 columns out of 2,048) beside many short rows: the long
+    /// rows' nnz lies between 512 (their longest row of B) and 2,048 (every
+    /// column), a width within 5 % of the product's lower bound, so their
+    /// group samples one row instead of four, and the prediction stays
+    /// close.
+    #[test]
+    fn rows_pinned_by_their_bounds_sample_one_row() {
+        let (m, n, b_len, long_len) = (1024usize, 2048usize, 512usize, 100usize);
+        let mut state = 11u64;
+        let rows: Vec<Vec<i32>> = (0..m)
+            .map(|i| {
+                let len = if i % 128 == 7 {
+                    long_len
+                } else {
+                    1 + (lcg(&mut state) % 3) as usize
+                };
+                let mut c: Vec<i32> = (0..len)
+                    .map(|_| (lcg(&mut state) % n as u64) as i32)
+                    .collect();
+                c.sort_unstable();
+                c.dedup();
+                c
+            })
+            .collect();
+        let (off, cols) = build(&rows);
+        let a = pattern(&off, &cols, n);
+        // B: row j is a window of 512 consecutive columns (wrapping).
+        let brows: Vec<Vec<i32>> = (0..n)
+            .map(|j| {
+                let mut c: Vec<i32> = (0..b_len).map(|k| ((j * 37 + k) % n) as i32).collect();
+                c.sort_unstable();
+                c
+            })
+            .collect();
+        let (boff, bcols) = build(&brows);
+        let b = pattern(&boff, &bcols, n);
+        let work = RowWork::new(&a, &b, 1).unwrap();
+        let exact = exact_nnz(&a, &b) as f64;
+        let p = predict_nnz(&a, &b, &work, Sampling::Stratified);
+        let err = (p.nnz as f64 - exact).abs() / exact;
+        assert!(!p.exact);
+        assert!(err < 0.02, "error {err}");
+        // Each long row has about 51,000 products; four of them alone
+        // would be 200,000. The short rows' sample is under 40,000.
+        let long_row = work.row(7);
+        assert!(long_row > 45_000, "{long_row}");
+        assert!(
+            p.sampled_products < 2 * long_row + 40_000,
+            "{} sampled",
+            p.sampled_products
+        );
     }
 
     #[test]

@@ -21,7 +21,14 @@ pub struct RowWork {
     /// Rows with products by magnitude of nprod and of entry count (see
     /// [`RowWork::strata`]).
     strata: Strata,
+    /// Bit `m` of entry `k`: some row of `k * MAGNITUDE_BLOCK ..` has nprod
+    /// in `[2^m, 2^(m+1))` (see [`RowWork::block_magnitudes`]).
+    block_magnitudes: Vec<u64>,
 }
+
+/// Rows per entry of [`RowWork::block_magnitudes`] (a divisor of the
+/// counting grain).
+pub const MAGNITUDE_BLOCK: usize = 256;
 
 /// Rows with products grouped by the binary magnitude of their nprod and
 /// of their number of entries in A (the rows of B they merge):
@@ -96,10 +103,12 @@ impl RowWork {
     ) -> Result<Self> {
         let m = a.nrows;
         let mut prefix = try_vec(m + 1, 0u64, "row products")?;
+        let mut block_magnitudes = try_vec(m.div_ceil(MAGNITUDE_BLOCK), 0u64, "row magnitudes")?;
         let strata = prefix[1..]
             .par_chunks_mut(COUNT_GRAIN)
+            .zip(block_magnitudes.par_chunks_mut(COUNT_GRAIN / MAGNITUDE_BLOCK))
             .enumerate()
-            .map(|(c, out)| {
+            .map(|(c, (out, magnitudes))| {
                 let first = c * COUNT_GRAIN;
                 let mut strata = [Stratum::default(); STRATA];
                 for (r, slot) in out.iter_mut().enumerate() {
@@ -112,6 +121,7 @@ impl RowWork {
                     });
                     *slot = nprod;
                     if nprod > 0 {
+                        magnitudes[r / MAGNITUDE_BLOCK] |= 1 << (63 - nprod.leading_zeros());
                         let s = &mut strata[stratum_of(nprod, len)];
                         s.rows += 1;
                         s.products += nprod;
@@ -131,6 +141,7 @@ impl RowWork {
             bounds,
             max_row,
             strata,
+            block_magnitudes,
         })
     }
 
@@ -170,6 +181,13 @@ impl RowWork {
     /// and entry count ([`Strata`]).
     pub fn strata(&self) -> &Strata {
         &self.strata
+    }
+    /// For each block of [`MAGNITUDE_BLOCK`] rows, the binary magnitudes
+    /// of its rows' nprod: bit `m` is set when some row of the block has
+    /// nprod in `[2^m, 2^(m+1))` (empty rows set none). Lets the sampler
+    /// pass over blocks without a row of the groups it looks for.
+    pub fn block_magnitudes(&self) -> &[u64] {
+        &self.block_magnitudes
     }
     /// The largest nprod of one row.
     pub fn max_row(&self) -> u64 {
@@ -256,6 +274,38 @@ mod tests {
     #[test]
     fn bounds_of_empty_matrix() {
         assert_eq!(balanced_bounds(&[0], 4).unwrap(), vec![0]);
+    }
+
+    /// Each block of MAGNITUDE_BLOCK rows records the magnitudes of its
+    /// rows' nprod; empty rows record none, and the last block may be short.
+    #[test]
+    fn blocks_record_the_magnitudes_of_their_rows() {
+        let m = 2 * MAGNITUDE_BLOCK + 3;
+        // Row i of A: i % 7 entries, each on B's row 0 of 5 entries, so
+        // nprod = 5 * (i % 7); row 300 (block 1) is longer: 40 entries.
+        let mut a_off = vec![0i32];
+        let mut a_cols = Vec::new();
+        for i in 0..m {
+            let len = if i == 300 { 40 } else { i % 7 };
+            a_cols.extend(std::iter::repeat(0i32).take(len));
+            a_off.push(a_cols.len() as i32);
+        }
+        let (b_off, b_cols) = ([0i32, 5], [0i32, 1, 2, 3, 4]);
+        let a = RowPattern::zero_based(&a_off, &a_cols, 1);
+        let b = RowPattern::zero_based(&b_off, &b_cols, 5);
+        let work = RowWork::new(&a, &b, 1).unwrap();
+        let magnitude = |nprod: u64| 63 - nprod.leading_zeros();
+        let mut expected = vec![0u64; m.div_ceil(MAGNITUDE_BLOCK)];
+        for i in 0..m {
+            if work.row(i) > 0 {
+                expected[i / MAGNITUDE_BLOCK] |= 1 << magnitude(work.row(i));
+            }
+        }
+        assert_eq!(work.block_magnitudes(), &expected[..]);
+        // nprod 5..30 is magnitudes 2..4; row 300's 200 is magnitude 7.
+        assert_eq!(expected[0], 0b1_1100);
+        assert_eq!(expected[1], 0b1001_1100);
+        assert_eq!(expected.len(), 3);
     }
 
     /// The strata's lower bounds sum each row's longest merged row of B,
