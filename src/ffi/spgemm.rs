@@ -712,8 +712,9 @@ fn non_null_scalars(alpha: *const c_void, beta: *const c_void) -> Result<()> {
 /// the cost is their check, one pass counting each row's products, and the
 /// sampled rows (about 1/256 of the products, more on small matrices with
 /// long rows; products of up to 2^14 scalar products are counted exactly).
-/// Deterministic. Measured error: 0.07 % mean on large generated matrices,
-/// 1.3 % mean and 4.3 % worst on small real ones (`docs/benchmarks.md`).
+/// Deterministic. Measured error: 0.09 % mean on large generated matrices,
+/// 1.1 % mean and 4.3 % worst on small real ones; the sample costs 0.1 to
+/// 0.6 % of the SpGEMM above 10^6 products (`docs/benchmarks.md`).
 /// Host arrays only for now: device arrays are NOT_SUPPORTED.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpGEMM_predictNnz(
