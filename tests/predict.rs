@@ -107,3 +107,94 @@ fn empty_and_mismatched_products() {
         "{r:?}"
     );
 }
+
+/// Random products of every shape, row-length mix and input form (A and B
+/// with duplicate entries and unsorted rows, one-based), large enough that
+/// most are sampled: the prediction always lies between the rows that have
+/// products (each has an entry) and nprod, is exact when it says so, counts
+/// nprod exactly, and is deterministic. (About four in five of these cases
+/// are sampled; the rest are small enough to be counted exactly.)
+mod sampled_bounds {
+    use super::Lcg;
+    use proptest::prelude::*;
+    use rusparse::{predict_nnz, spgemm, CsrMatrix, IndexBase, SpgemmOptions};
+
+    /// `rows x cols` triplets: most rows short, some long, one nearly full;
+    /// with `messy`, repeated columns within a row and no order.
+    fn triplets(rng: &mut Lcg, rows: usize, cols: usize, messy: bool) -> Vec<(usize, usize, f64)> {
+        let full = rng.below(rows as u64) as usize;
+        let mut t = Vec::new();
+        for r in 0..rows {
+            let len = match rng.below(10) {
+                _ if r == full => cols * 9 / 10,
+                0 | 1 => 20 + rng.below(60) as usize,
+                2 => 0,
+                _ => 1 + rng.below(6) as usize,
+            };
+            let centre = rng.below(cols as u64) as usize;
+            for _ in 0..len {
+                let c = if rng.below(2) == 0 {
+                    (centre + rng.below(40) as usize) % cols
+                } else {
+                    rng.below(cols as u64) as usize
+                };
+                t.push((r, c, 1.0));
+                if messy && rng.below(8) == 0 {
+                    t.push((r, c, 1.0));
+                }
+            }
+        }
+        if !messy {
+            t.sort_by_key(|&(r, c, _)| (r, c));
+            t.dedup_by_key(|x| (x.0, x.1));
+        }
+        t
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn predictions_stay_within_their_bounds(
+            seed in any::<u64>(),
+            m in 40usize..400,
+            k in 40usize..400,
+            n in 40usize..400,
+            messy in any::<bool>(),
+            one_based in any::<bool>(),
+        ) {
+            let mut rng = Lcg(seed);
+            let base = if one_based { IndexBase::One } else { IndexBase::Zero };
+            let a = CsrMatrix::<f64, i32, i32>::from_triplets(m, k, &triplets(&mut rng, m, k, messy), base).unwrap();
+            let b = CsrMatrix::<f64, i32, i32>::from_triplets(k, n, &triplets(&mut rng, k, n, messy), base).unwrap();
+            let opts = SpgemmOptions::<f64>::default();
+            let exact = spgemm(&a.view(), &b.view(), &opts).unwrap().nnz() as u64;
+            let b_len = |j: usize| (b.row_offsets()[j + 1] - b.row_offsets()[j]) as u64;
+            let off = a.row_offsets();
+            let row_nprod: Vec<u64> = (0..m)
+                .map(|i| {
+                    let z = base_offset(base);
+                    (off[i] as usize - z..off[i + 1] as usize - z)
+                        .map(|e| b_len(a.col_indices()[e] as usize - z))
+                        .sum()
+                })
+                .collect();
+            let nprod: u64 = row_nprod.iter().sum();
+            let busy_rows = row_nprod.iter().filter(|&&w| w > 0).count() as u64;
+            let p = predict_nnz(&a.view(), &b.view(), &opts).unwrap();
+            prop_assert_eq!(p.nprod, nprod);
+            prop_assert!(busy_rows <= p.nnz && p.nnz <= nprod, "{:?}: {} rows with products", p, busy_rows);
+            prop_assert!(p.sampled_products <= nprod);
+            if p.exact {
+                prop_assert_eq!(p.nnz, exact);
+            }
+            prop_assert_eq!(predict_nnz(&a.view(), &b.view(), &opts).unwrap(), p);
+        }
+    }
+
+    fn base_offset(base: IndexBase) -> usize {
+        match base {
+            IndexBase::Zero => 0,
+            IndexBase::One => 1,
+        }
+    }
+}
