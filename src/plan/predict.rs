@@ -16,7 +16,7 @@
 //! BRMerge-Upper's temporary C.
 
 use super::row_work::{
-    row_lower_bound, stratum_of, Stratum, ENTRY_CLASSES, MAGNITUDE_BLOCK, STRATA,
+    magnitude, row_lower_bound, stratum_of, Stratum, ENTRY_CLASSES, MAGNITUDE_BLOCK, STRATA,
 };
 use super::{RowPattern, RowWork};
 use crate::types::Index;
@@ -560,18 +560,17 @@ fn stratified<I: Index, J: Index>(
                     }
                     let start = (first + k) * MAGNITUDE_BLOCK;
                     for i in start..(start + MAGNITUDE_BLOCK).min(a.nrows) {
-                        let hashed_in = row_hash(i) < block_threshold;
+                        let hash = row_hash(i);
+                        let hashed_in = hash < block_threshold;
                         if !hashed_in && !block_whole {
                             continue;
                         }
                         let w = work.row(i);
-                        if w == 0
-                            || (!hashed_in && whole_magnitudes >> (63 - w.leading_zeros()) & 1 == 0)
-                        {
+                        if w == 0 || (!hashed_in && whole_magnitudes >> magnitude(w) & 1 == 0) {
                             continue;
                         }
                         let h = stratum_of(w, a.row_len(i));
-                        if whole[h] || row_hash(i) < threshold[h] {
+                        if whole[h] || hash < threshold[h] {
                             let s = &mut sums[h];
                             s.rows += 1;
                             s.products += w;

@@ -70,11 +70,18 @@ pub fn row_lower_bound<I: Index, J: Index>(
         .unwrap_or(0)
 }
 
+/// The binary magnitude of `nprod > 0`: `m` with `nprod` in
+/// `[2^m, 2^(m+1))`.
+#[inline]
+pub fn magnitude(nprod: u64) -> usize {
+    nprod.ilog2() as usize
+}
+
 /// The group of a row with `nprod > 0` products and `entries > 0` entries
 /// in A.
 #[inline]
 pub fn stratum_of(nprod: u64, entries: usize) -> usize {
-    let magnitude = 63 - nprod.leading_zeros() as usize;
+    let magnitude = magnitude(nprod);
     let class = (usize::BITS - 1 - entries.leading_zeros()) as usize;
     magnitude * ENTRY_CLASSES + class.min(ENTRY_CLASSES - 1)
 }
@@ -121,7 +128,7 @@ impl RowWork {
                     });
                     *slot = nprod;
                     if nprod > 0 {
-                        magnitudes[r / MAGNITUDE_BLOCK] |= 1 << (63 - nprod.leading_zeros());
+                        magnitudes[r / MAGNITUDE_BLOCK] |= 1 << magnitude(nprod);
                         let s = &mut strata[stratum_of(nprod, len)];
                         s.rows += 1;
                         s.products += nprod;
