@@ -129,12 +129,40 @@ pub(crate) fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &str) -> R
             std::mem::size_of::<T>()
         )));
     }
+    let bytes = (additional as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+    ensure_memory_for(bytes, what)?;
     v.try_reserve_exact(additional).map_err(|_| {
         Error::AllocFailed(format!(
             "could not allocate {what} ({additional} elements of {} bytes)",
             std::mem::size_of::<T>()
         ))
     })
+}
+
+/// Fails with [`Error::AllocFailed`] when `bytes` exceeds the process's
+/// [`memory_limit`](crate::memory_limit), or (from
+/// [`CHECKED_FROM_BYTES`](crate::system_memory::CHECKED_FROM_BYTES) up)
+/// would not fit in the memory the system has left: Linux would grant such a
+/// request and kill the process when rusparse fills it. Called by
+/// [`try_reserve`] for each allocation, and up front by steps that make
+/// several large arrays, with their total.
+pub(crate) fn ensure_memory_for(bytes: u64, what: &str) -> Result<()> {
+    if let Some(limit) = crate::system_memory::memory_limit().filter(|&l| bytes > l) {
+        return Err(Error::AllocFailed(format!(
+            "could not allocate {what}: {bytes} bytes needed, more than the limit of \
+             {limit} bytes ({} or rusparse::set_memory_limit)",
+            crate::system_memory::MEMORY_LIMIT_ENV
+        )));
+    }
+    if bytes < crate::system_memory::CHECKED_FROM_BYTES {
+        return Ok(());
+    }
+    match crate::system_memory::available_bytes() {
+        Some(left) if bytes > left => Err(Error::AllocFailed(format!(
+            "could not allocate {what}: {bytes} bytes needed, {left} bytes of memory left"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Allocation-failure injection for the reliability tests (cargo feature

@@ -27,6 +27,7 @@ pub mod ffi;
 pub mod plan;
 pub mod reference;
 mod spgemm;
+mod system_memory;
 mod types;
 
 pub use context::{Context, MAX_THREADS, NUM_THREADS_ENV};
@@ -37,6 +38,7 @@ pub use error::{Error, Result};
 pub use num_complex::Complex;
 pub use plan::predict::NnzPrediction;
 pub use spgemm::{predict_nnz, spgemm, SpgemmOptions, SpgemmPlan};
+pub use system_memory::{memory_limit, set_memory_limit, MEMORY_LIMIT_ENV};
 pub use types::{Algorithm, BackendKind, DataType, Index, IndexBase, IndexType, Op, Scalar};
 
 /// The library version, from Cargo.toml.

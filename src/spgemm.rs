@@ -6,7 +6,7 @@ use crate::backend::cpu::{CpuBackend, UpperChunk};
 use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrOutput, CsrView};
-use crate::error::{invalid, try_reserve, try_vec, Result};
+use crate::error::{ensure_memory_for, invalid, try_reserve, try_vec, Result};
 use crate::plan::features::planning_features;
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
 use crate::plan::predict::{self, NnzPrediction, Sampling, PLANNING_SAMPLING};
@@ -152,26 +152,26 @@ impl Context {
     }
 }
 
-/// The row-accessible patterns of op(A) and op(B), after checking that
-/// their inner dimensions agree.
+/// The row-accessible patterns of op(A) and op(B) ([`OperandPattern::pair`]:
+/// the inner dimensions must agree), after checking that planning (the
+/// operands' patterns and the per-row work) fits in the memory left: a
+/// wide operand taken transposed as op(A) needs offsets for each of its
+/// columns, which a small input with 2^31 columns turns into gigabytes.
 fn operands<T: Scalar, I: Index, J: Index>(
     a: &CsrView<'_, T, I, J>,
     op_a: Op,
     b: &CsrView<'_, T, I, J>,
     op_b: Op,
 ) -> Result<(OperandPattern<I, J>, OperandPattern<I, J>)> {
-    let pa = OperandPattern::new(a, op_a)?;
-    let pb = OperandPattern::new(b, op_b)?;
-    if pa.ncols() != pb.nrows() {
-        invalid!(
-            "inner dimensions differ: op(A) is {} x {} but op(B) is {} x {}",
-            pa.nrows(),
-            pa.ncols(),
-            pb.nrows(),
-            pb.ncols()
-        );
+    let (m, ka) = OperandPattern::shape(a, op_a);
+    let (kb, n) = OperandPattern::shape(b, op_b);
+    if ka != kb {
+        invalid!("inner dimensions differ: op(A) is {m} x {ka} but op(B) is {kb} x {n}");
     }
-    Ok((pa, pb))
+    let bytes = OperandPattern::pair_bytes_needed(a, op_a, b, op_b)
+        .saturating_add(RowWork::bytes_needed(m));
+    ensure_memory_for(bytes, "planning op(A) * op(B)")?;
+    OperandPattern::pair(a, op_a, b, op_b)
 }
 
 /// A product planned once and executed many times with new values.

@@ -17,6 +17,7 @@
 use proptest::prelude::*;
 use proptest::sample::Index as Pick;
 use proptest::test_runner::{RngSeed, TestCaseError};
+use rusparse::plan::operand::{renumbers_inner, RENUMBER_INNER_FROM};
 use rusparse::{
     reference, validate_structure, Algorithm, Complex, Context, CsrMatrix, CsrOutput, Error, Index,
     IndexBase, Op, Scalar, SpgemmOptions, SpgemmPlan,
@@ -654,6 +655,68 @@ fn prop_exact<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResul
     Ok(())
 }
 
+/// `p` with its inner dimension spread out to at least
+/// [`RENUMBER_INNER_FROM`]: inner index `i` becomes `i * stride + stride / 2`.
+/// With op(B) transposed the inner dimension is then renumbered
+/// ([`rusparse::plan::OperandPattern::pair`]); C does not change.
+fn widened<V: Clone>(p: &Problem<V>) -> Problem<V> {
+    let stride = RENUMBER_INNER_FROM / p.ka.max(1) + 1;
+    let k = p.ka.max(1) * stride;
+    let wide = |i: usize| i * stride + stride / 2;
+    let mut w = p.clone();
+    (w.ka, w.kb) = (k, k);
+    // The inner index is a stored row of a transposed A and of an
+    // untransposed B, a stored column otherwise.
+    if p.op_a.transposes() {
+        w.a.nrows = k;
+        w.a.entries.iter_mut().for_each(|e| e.0 = wide(e.0));
+    } else {
+        w.a.ncols = k;
+        w.a.entries.iter_mut().for_each(|e| e.1 = wide(e.1));
+    }
+    if p.op_b.transposes() {
+        w.b.ncols = k;
+        w.b.entries.iter_mut().for_each(|e| e.1 = wide(e.1));
+    } else {
+        w.b.nrows = k;
+        w.b.entries.iter_mut().for_each(|e| e.0 = wide(e.0));
+    }
+    w
+}
+
+/// A wide, hypersparse inner dimension gives the narrow problem's C, its
+/// prediction and its plan (every phase, both value sets).
+fn prop_wide_inner<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
+    let w = widened(p);
+    let (a, b) = (
+        build::<T, I, J, _>(&w.a, &w.a_vals, w.base),
+        build::<T, I, J, _>(&w.b, &w.b_vals, w.base),
+    );
+    let renumbered = renumbers_inner(w.ka, a.nnz(), b.nnz(), w.op_b);
+    prop_assert_eq!(renumbered, w.op_b.transposes());
+    let alpha: T = p.alpha.to();
+    let opts = SpgemmOptions {
+        op_a: w.op_a,
+        op_b: w.op_b,
+        alpha,
+        algorithm: w.algorithm,
+    };
+    let c = ok(rusparse::spgemm(&a.view(), &b.view(), &opts))?;
+    let narrow = reference_product(
+        &build::<T, I, J, _>(&p.a, &p.a_vals, p.base),
+        p.op_a,
+        &build::<T, I, J, _>(&p.b, &p.b_vals, p.base),
+        p.op_b,
+        alpha,
+    );
+    prop_assert_eq!(&c, &narrow);
+    let predicted = ok(rusparse::predict_nnz(&a.view(), &b.view(), &opts))?;
+    prop_assert!(predicted.exact);
+    prop_assert_eq!(predicted.nnz as usize, narrow.nnz(), "predict_nnz");
+    prop_assert_eq!(predicted.nprod, count_products(p));
+    prop_plan::<T, I, J>(&w)
+}
+
 /// Non-integer values: identical structure to the reference and every value
 /// within `8 eps |alpha| sum_k |a_ik| |b_kj|` of it.
 fn prop_tolerance<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
@@ -1285,6 +1348,10 @@ macro_rules! combinations {
                 pick2 in any::<Pick>(),
             ) {
                 prop_changed_pattern::<$t, $i, $j>(&p, change_b, choice, pick, pick2)?;
+            });
+
+            property!(32, fn wide_inner_dimension_gives_the_same_product(p in int_problem()) {
+                prop_wide_inner::<$t, $i, $j>(&p)?;
             });
 
             property!(32, fn inner_dimension_mismatch_is_refused(p in mismatched_problem()) {

@@ -288,3 +288,111 @@ fn thirty_two_bit_offsets_hold_exactly_up_to_the_boundary() {
         flow.message
     );
 }
+
+/// `rows` × `cols` with the given `(row, col, value)` entries.
+fn sparse<I: Index>(rows: usize, cols: usize, t: &[(usize, usize, f64)]) -> CsrMatrix<f64, I, I> {
+    CsrMatrix::from_triplets(rows, cols, t, IndexBase::One).unwrap()
+}
+
+/// `A * B^T` by dot products of rows (the oracle for a hypersparse inner
+/// dimension, where the reference would make a row per inner index).
+fn dot_rows(a: &[(usize, usize, f64)], b: &[(usize, usize, f64)]) -> Vec<(usize, usize, f64)> {
+    let mut c = std::collections::BTreeMap::new();
+    for &(i, k, x) in a {
+        for &(j, k2, y) in b {
+            if k == k2 {
+                *c.entry((i, j)).or_insert(0.0) += x * y;
+            }
+        }
+    }
+    c.into_iter().map(|((i, j), v)| (i, j, v)).collect()
+}
+
+/// A hypersparse inner dimension (2^31 - 1 with 32-bit indices, 2^40 with
+/// 64-bit ones) taken transposed as op(B) costs memory and time for its
+/// entries, not for its length: only the inner indices where B has entries
+/// become rows of op(B). Before, op(B) got 2^31 row offsets (8 GiB).
+fn hypersparse_inner<I: Index>(k: usize) {
+    let ctx = Context::cpu().unwrap();
+    let at = [
+        (0, k - 1, 2.0),
+        (0, 5, 3.0),
+        (1, 1 << 30, -1.0),
+        (2, 7, 4.0),
+        (2, 6, 1.0),
+    ];
+    let bt = [
+        (0, k - 1, 5.0),
+        (0, 1 << 30, 1.0),
+        (1, 5, -2.0),
+        (3, 7, 0.5),
+        (3, k - 1, 1.0),
+        (3, 9, 8.0),
+    ];
+    let (a, b) = (sparse::<I>(3, k, &at), sparse::<I>(4, k, &bt));
+    let expected = sparse::<I>(3, 4, &dot_rows(&at, &bt));
+    let t = Instant::now();
+    let patterns =
+        rusparse::plan::OperandPattern::pair(&a.view(), Op::N, &b.view(), Op::T).unwrap();
+    let bytes = patterns.0.memory_bytes() + patterns.1.memory_bytes();
+    assert!(bytes < 4096, "{bytes} bytes for 11 entries");
+    let opts = SpgemmOptions {
+        op_b: Op::T,
+        ..SpgemmOptions::default()
+    };
+    let c = ctx.spgemm(&a.view(), &b.view(), &opts).unwrap();
+    assert_eq!(c, expected);
+    let predicted = ctx.predict_nnz(&a.view(), &b.view(), &opts).unwrap();
+    assert_eq!(predicted.nnz as usize, expected.nnz());
+    let mut plan =
+        SpgemmPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::T, Algorithm::Default).unwrap();
+    assert_eq!(plan.shape(), (3, 4));
+    assert_eq!(
+        plan.symbolic(&ctx, &a.view(), &b.view()).unwrap(),
+        expected.nnz()
+    );
+    assert_eq!(
+        plan.execute(&ctx, &a.view(), &b.view(), 1.0).unwrap(),
+        expected
+    );
+    let took = t.elapsed();
+    assert!(took < FAST, "took {took:?}");
+    println!("inner dimension {k}: {bytes} bytes of operand patterns, {took:?}");
+}
+
+#[test]
+fn hypersparse_inner_dimension_costs_its_entries_with_32_bit_indices() {
+    hypersparse_inner::<i32>(i32::MAX as usize);
+}
+
+#[test]
+fn hypersparse_inner_dimension_costs_its_entries_with_64_bit_indices() {
+    hypersparse_inner::<i64>(1 << 40);
+}
+
+/// op(A) = A^T of a 5 × 2^40 matrix has 2^40 rows: planning needs their
+/// offsets (8 TiB), more than any machine here has, and says so at once,
+/// before allocating anything, instead of being killed when Linux's
+/// overcommitted pages are touched.
+#[test]
+fn transposed_wide_operand_beyond_memory_is_alloc_failed_fast() {
+    let ctx = Context::cpu().unwrap();
+    let a = sparse::<i64>(5, 1 << 40, &[(0, 3, 1.0), (4, (1 << 40) - 1, 2.0)]);
+    let b = sparse::<i64>(5, 3, &[(0, 0, 1.0), (4, 2, 1.0)]);
+    let opts = SpgemmOptions {
+        op_a: Op::T,
+        ..SpgemmOptions::default()
+    };
+    let t = Instant::now();
+    for err in [
+        ctx.predict_nnz(&a.view(), &b.view(), &opts).unwrap_err(),
+        ctx.spgemm(&a.view(), &b.view(), &opts).unwrap_err(),
+        SpgemmPlan::new(&ctx, &a.view(), Op::T, &b.view(), Op::N, Algorithm::Default).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, Error::AllocFailed(m) if m.contains("planning op(A) * op(B)") && m.contains("bytes of memory left")),
+            "{err}"
+        );
+    }
+    assert!(t.elapsed() < FAST, "took {:?}", t.elapsed());
+}

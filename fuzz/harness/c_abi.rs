@@ -1443,8 +1443,16 @@ impl Drop for Harness {
 /// The longest program run (longer inputs are cut): keeps one input fast.
 pub const MAX_STEPS: usize = 64;
 
+/// The memory ceiling the programs run under (`rusparse::set_memory_limit`).
+/// Sizes such as 2^31 columns make legitimate products whose planning needs
+/// tens of GiB (a transposed 5 × 2^31 operand has 2^31 rows); under the
+/// ceiling they fail fast with ALLOC_FAILED, on any machine, instead of
+/// filling its memory for minutes under valgrind.
+pub const MEMORY_LIMIT: u64 = 2 << 30;
+
 /// Runs the program `data`; panics when rusparse broke a rule above.
 pub fn run(data: &[u8]) -> Stats {
+    rusparse::set_memory_limit(Some(MEMORY_LIMIT));
     let mut h = Harness::new();
     let mut p = Bytes { data, pos: 0 };
     for _ in 0..MAX_STEPS {

@@ -96,6 +96,14 @@ fn add_strata(mut x: Strata, y: Strata) -> Strata {
 }
 
 impl RowWork {
+    /// Bytes [`RowWork::new`] allocates for `nrows` rows (saturating).
+    pub fn bytes_needed(nrows: usize) -> u64 {
+        (nrows as u64)
+            .saturating_add(1)
+            .saturating_add((nrows as u64).div_ceil(MAGNITUDE_BLOCK as u64))
+            .saturating_mul(8)
+    }
+
     /// Counts the products of every row of `a * b` (both already `op`-applied)
     /// in parallel, then splits the rows into `chunks` contiguous ranges of
     /// about equal work. A row weighs its nprod plus one, so runs of empty

@@ -1,0 +1,274 @@
+//! How much memory this process could still fill, so that a huge request
+//! fails with ALLOC_FAILED instead of an OOM kill.
+//!
+//! Linux overcommits: `malloc` of 16 GiB on a 24 GiB machine succeeds even
+//! when 20 GiB are in use, and the process is killed later, when the pages
+//! are touched. rusparse fills (or counts into) what it allocates at once,
+//! so a request larger than the memory left would be such a kill. For every
+//! request of at least [`CHECKED_FROM_BYTES`], [`available_bytes`] reads
+//! what the kernel says is left (`MemAvailable` plus free swap, and the
+//! room under a cgroup memory limit (v1 or v2) when one is set) and the allocation
+//! is refused when it would not fit. Smaller requests are not checked: the
+//! probe reads two small files, negligible beside filling 256 MiB but not
+//! beside a small allocation.
+//!
+//! A process can also set its own ceiling ([`memory_limit`], from
+//! `RUSPARSE_MEMORY_LIMIT` or [`set_memory_limit`]): every request above it
+//! fails the same way, whatever the machine has left.
+//!
+//! The check is a guard against requests that cannot fit, not a memory
+//! manager: two threads allocating at the same moment both see the same
+//! free memory. Where the files cannot be read (not Linux), nothing is
+//! checked and the allocator decides alone.
+
+use std::fs;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Once;
+
+/// The environment variable that sets [`memory_limit`] when the process
+/// starts using rusparse: bytes, or a number with the suffix K, M, G or T
+/// (powers of 1024; `KiB`, `MB` and the like read the same).
+pub const MEMORY_LIMIT_ENV: &str = "RUSPARSE_MEMORY_LIMIT";
+
+/// The limit in bytes; `u64::MAX` when none is set.
+static LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
+static LIMIT_FROM_ENV: Once = Once::new();
+
+/// The most memory one allocation, or one planning step, of rusparse may
+/// ask for; `None` when unlimited (the default). A larger request fails
+/// with [`crate::Error::AllocFailed`] (status ALLOC_FAILED) before anything
+/// is allocated. Set by [`set_memory_limit`] or, at first use, by the
+/// environment variable [`MEMORY_LIMIT_ENV`].
+pub fn memory_limit() -> Option<u64> {
+    LIMIT_FROM_ENV.call_once(|| {
+        if let Some(limit) = std::env::var(MEMORY_LIMIT_ENV)
+            .ok()
+            .and_then(|v| parse_bytes(&v))
+        {
+            LIMIT.store(limit, Ordering::Relaxed);
+        }
+    });
+    match LIMIT.load(Ordering::Relaxed) {
+        u64::MAX => None,
+        limit => Some(limit),
+    }
+}
+
+/// Sets [`memory_limit`] for the whole process (`None`: no limit), over
+/// what the environment said. Requests already granted are not affected.
+pub fn set_memory_limit(limit: Option<u64>) {
+    LIMIT_FROM_ENV.call_once(|| {});
+    LIMIT.store(limit.unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
+/// `"4096"`, `"512M"`, `"4G"`, `"4 GiB"`, `"1t"` as bytes; `None` when
+/// unreadable (the limit is then left unset).
+fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let number: u64 = t[..digits].parse().ok()?;
+    let unit = t[digits..].trim().to_ascii_lowercase();
+    let unit = unit.trim_end_matches('b').trim_end_matches('i');
+    let shift = match unit {
+        "" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        _ => return None,
+    };
+    number.checked_mul(1 << shift)
+}
+
+/// Requests below this size are not checked (256 MiB).
+pub(crate) const CHECKED_FROM_BYTES: u64 = 256 << 20;
+
+/// Bytes this process could still allocate and touch, or `None` when the
+/// system does not say.
+pub(crate) fn available_bytes() -> Option<u64> {
+    let meminfo = fs::read_to_string("/proc/meminfo").ok()?;
+    let machine = meminfo_available(&meminfo)?;
+    Some(match cgroup_room() {
+        Some(room) => machine.min(room),
+        None => machine,
+    })
+}
+
+/// `MemAvailable + SwapFree` from the text of `/proc/meminfo`, in bytes.
+fn meminfo_available(text: &str) -> Option<u64> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .map(|kib| kib.saturating_mul(1024))
+    };
+    Some(field("MemAvailable")?.saturating_add(field("SwapFree").unwrap_or(0)))
+}
+
+/// The files of one cgroup version's memory controller.
+struct CgroupFiles {
+    /// Where the controller is mounted.
+    mount: &'static str,
+    /// The limit, the usage and the statistics file.
+    limit: &'static str,
+    usage: &'static str,
+    stat: &'static str,
+    /// The page-cache line of the statistics.
+    cache: &'static str,
+}
+
+const CGROUP_V2: CgroupFiles = CgroupFiles {
+    mount: "/sys/fs/cgroup",
+    limit: "memory.max",
+    usage: "memory.current",
+    stat: "memory.stat",
+    cache: "file ",
+};
+
+const CGROUP_V1: CgroupFiles = CgroupFiles {
+    mount: "/sys/fs/cgroup/memory",
+    limit: "memory.limit_in_bytes",
+    usage: "memory.usage_in_bytes",
+    stat: "memory.stat",
+    cache: "total_cache ",
+};
+
+/// Room under this process's cgroup memory limit (v2 or v1), when one is
+/// set: the limit less what the group uses, with the group's page cache
+/// counted as free (the kernel reclaims it before it kills).
+fn cgroup_room() -> Option<u64> {
+    let membership = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let (files, group) = match cgroup_v2_path(&membership) {
+        Some(path) => (CGROUP_V2, path),
+        None => (CGROUP_V1, cgroup_v1_memory_path(&membership)?),
+    };
+    // The group's own folder, or the mount itself when this process sees
+    // its group as the root (a container's namespaced mount).
+    [format!("{}{group}", files.mount), files.mount.to_string()]
+        .iter()
+        .find_map(|dir| {
+            let read = |name: &str| fs::read_to_string(format!("{dir}/{name}")).ok();
+            let stat = read(files.stat).unwrap_or_default();
+            cgroup_room_from(&read(files.limit)?, &read(files.usage)?, &stat, files.cache)
+        })
+}
+
+/// The cgroup v2 path of this process (the line `0::/path`), when the
+/// memory controller is not mounted as v1.
+fn cgroup_v2_path(text: &str) -> Option<&str> {
+    if cgroup_v1_memory_path(text).is_some() {
+        return None;
+    }
+    text.lines().find_map(|l| l.strip_prefix("0::"))
+}
+
+/// The cgroup v1 path of this process's memory controller (`N:memory:/path`).
+fn cgroup_v1_memory_path(text: &str) -> Option<&str> {
+    text.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == "memory")
+            .then_some(path)
+    })
+}
+
+/// Limits at or above this are "no limit" (v1 writes 2^63 rounded to pages).
+const NO_LIMIT: u64 = 1 << 60;
+
+/// `limit − usage + cache` from the contents of the limit, usage and
+/// statistics files; `None` when there is no limit.
+fn cgroup_room_from(limit: &str, usage: &str, stat: &str, cache_line: &str) -> Option<u64> {
+    let limit: u64 = limit.trim().parse().ok()?; // v2 writes "max" for no limit
+    if limit >= NO_LIMIT {
+        return None;
+    }
+    let usage: u64 = usage.trim().parse().ok()?;
+    let cache = stat
+        .lines()
+        .find_map(|l| l.strip_prefix(cache_line))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    Some(limit.saturating_sub(usage).saturating_add(cache.min(usage)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meminfo_fields_are_added_in_bytes() {
+        let text = "MemTotal:       24000000 kB\nMemFree:  100 kB\n\
+                    MemAvailable:   20000000 kB\nSwapTotal: 4 kB\nSwapFree:       1000 kB\n";
+        assert_eq!(meminfo_available(text), Some((20_000_000 + 1000) * 1024));
+        // No swap line: the available memory alone.
+        assert_eq!(meminfo_available("MemAvailable: 8 kB\n"), Some(8 * 1024));
+        // Without MemAvailable nothing is known.
+        assert_eq!(meminfo_available("MemFree: 8 kB\n"), None);
+    }
+
+    #[test]
+    fn cgroup_room_counts_page_cache_as_free() {
+        let stat = "anon 1000\nfile 300\nkernel 5\n";
+        let room = |limit, usage| cgroup_room_from(limit, usage, stat, "file ");
+        assert_eq!(room("5000\n", "2000\n"), Some(3300));
+        // A group over its limit (cache being reclaimed) has only its cache.
+        assert_eq!(room("1000\n", "1500\n"), Some(300));
+        assert_eq!(room("max\n", "2000\n"), None);
+        assert_eq!(room("9223372036854771712\n", "2000\n"), None);
+        let v1 = "cache 10\ntotal_cache 300\n";
+        assert_eq!(
+            cgroup_room_from("5000", "2000", v1, "total_cache "),
+            Some(3300)
+        );
+    }
+
+    #[test]
+    fn cgroup_paths_of_both_versions() {
+        let v2 = "0::/user.slice/x.scope\n";
+        assert_eq!(cgroup_v2_path(v2), Some("/user.slice/x.scope"));
+        assert_eq!(cgroup_v1_memory_path(v2), None);
+        let v1 = "5:devices:/\n4:memory:/api/63b\n2:cpu,cpuacct:/\n0::/\n";
+        assert_eq!(cgroup_v1_memory_path(v1), Some("/api/63b"));
+        // A v1 memory controller wins over the unified line beside it.
+        assert_eq!(cgroup_v2_path(v1), None);
+        assert_eq!(cgroup_v1_memory_path("3:cpuset,memory:/g\n"), Some("/g"));
+    }
+
+    #[test]
+    fn limits_are_read_with_units() {
+        assert_eq!(parse_bytes("4096"), Some(4096));
+        assert_eq!(parse_bytes(" 512M "), Some(512 << 20));
+        assert_eq!(parse_bytes("4G"), Some(4 << 30));
+        assert_eq!(parse_bytes("4 GiB"), Some(4 << 30));
+        assert_eq!(parse_bytes("2gb"), Some(2 << 30));
+        assert_eq!(parse_bytes("1t"), Some(1 << 40));
+        assert_eq!(parse_bytes("1b"), Some(1));
+        for bad in [
+            "",
+            "G",
+            "4X",
+            "-1",
+            "1.5G",
+            "99999999999999999999",
+            "20000000T",
+        ] {
+            assert_eq!(parse_bytes(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn this_machine_reports_some_memory() {
+        if cfg!(target_os = "linux") {
+            let bytes = available_bytes().expect("Linux has /proc/meminfo");
+            assert!(bytes > 1 << 20, "{bytes}");
+        }
+    }
+}
