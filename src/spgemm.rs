@@ -163,11 +163,7 @@ fn operands<T: Scalar, I: Index, J: Index>(
     b: &CsrView<'_, T, I, J>,
     op_b: Op,
 ) -> Result<(OperandPattern<I, J>, OperandPattern<I, J>)> {
-    let (m, ka) = OperandPattern::shape(a, op_a);
-    let (kb, n) = OperandPattern::shape(b, op_b);
-    if ka != kb {
-        invalid!("inner dimensions differ: op(A) is {m} x {ka} but op(B) is {kb} x {n}");
-    }
+    let (m, _, _) = OperandPattern::product_shape(a, op_a, b, op_b)?;
     let bytes = OperandPattern::pair_bytes_needed(a, op_a, b, op_b)
         .saturating_add(RowWork::bytes_needed(m));
     ensure_memory_for(bytes, "planning op(A) * op(B)")?;

@@ -155,13 +155,7 @@ impl<I: Index, J: Index> OperandPattern<I, J> {
         b: &CsrView<'_, T, I, J>,
         op_b: Op,
     ) -> Result<(Self, Self)> {
-        let (m, k) = Self::shape(a, op_a);
-        let (kb, n) = Self::shape(b, op_b);
-        if k != kb {
-            return Err(Error::InvalidValue(format!(
-                "inner dimensions differ: op(A) is {m} x {k} but op(B) is {kb} x {n}"
-            )));
-        }
+        let (m, k, n) = Self::product_shape(a, op_a, b, op_b)?;
         if !renumbers_inner(k, a.nnz(), b.nnz(), op_b) {
             return Ok((Self::new(a, op_a)?, Self::new(b, op_b)?));
         }
@@ -209,6 +203,26 @@ impl<I: Index, J: Index> OperandPattern<I, J> {
             .saturating_add(transposed_bytes::<I, J>(b.nnz(), b.nnz()));
         let a_copy = transposed_bytes::<I, J>(a.nnz(), m);
         b_bytes.saturating_add(a_bytes).saturating_add(a_copy)
+    }
+
+    /// `(m, k, n)` of `op(a) * op(b)`: op(a) is m × k and op(b) k × n.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when the inner dimensions differ.
+    pub fn product_shape<T: Scalar>(
+        a: &CsrView<'_, T, I, J>,
+        op_a: Op,
+        b: &CsrView<'_, T, I, J>,
+        op_b: Op,
+    ) -> Result<(usize, usize, usize)> {
+        let (m, k) = Self::shape(a, op_a);
+        let (kb, n) = Self::shape(b, op_b);
+        if k != kb {
+            return Err(Error::InvalidValue(format!(
+                "inner dimensions differ: op(A) is {m} x {k} but op(B) is {kb} x {n}"
+            )));
+        }
+        Ok((m, k, n))
     }
 
     /// The shape of `op(x)`.
