@@ -683,23 +683,47 @@ static void test_alignment_and_alloc(void) {
     free(raw);
 
     {
-        /* op(B) = B^T where B is 2 x 2^62: transposing B needs 2^62 + 1 row offsets,
-         * more than the address space: ALLOC_FAILED, nothing leaked, handle fine */
-        int64_t big = (int64_t)1 << 62;
+        /* X and Y are 2 x 2^40 with two entries each. op(A) = X^T has 2^40 rows, whose
+         * planning arrays (16 TiB) exceed any memory here: ALLOC_FAILED at work estimation, nothing
+         * leaked, the descriptor left without a plan, the handle fine. */
+        int64_t big = (int64_t)1 << 40;
         int64_t xo[3] = {0, 1, 2}, xc[2] = {7, big - 1}, yo[3] = {0, 1, 2}, yc[2] = {big - 1, 7};
-        double xv[2] = {1, 2}, yv[2] = {3, 4};
-        rusparseSpMatDescr_t X, Y, Z;
+        int64_t wo[3] = {0, 1, 2}, wc[2] = {0, 1}, zo[3], zc[2];
+        double xv[2] = {1, 2}, yv[2] = {3, 4}, wv[2] = {1, 1}, zv[2];
+        int64_t r, c, nnz;
+        void *b2;
+        rusparseSpMatDescr_t X, Y, W, Z, T;
         CHECK(rusparseCreateCsr(&X, 2, big, 2, xo, xc, xv, I64, I64, B0, R64));
         CHECK(rusparseCreateCsr(&Y, 2, big, 2, yo, yc, yv, I64, I64, B0, R64));
-        CHECK(rusparseCreateCsr(&Z, 2, 2, 0, NULL, NULL, NULL, I64, I64, B0, R64));
-        EXPECT_STATUS(rusparseSpGEMM_workEstimation(h, N_OP, T_OP, &one, X, Y, &zero, Z, R64, ALG, descr, &s1, NULL),
+        CHECK(rusparseCreateCsr(&W, 2, 2, 2, wo, wc, wv, I64, I64, B0, R64));
+        CHECK(rusparseCreateCsr(&T, big, 2, 0, NULL, NULL, NULL, I64, I64, B0, R64));
+        EXPECT_STATUS(rusparseSpGEMM_workEstimation(h, T_OP, N_OP, &one, X, W, &zero, T, R64, ALG, descr, &s1, NULL),
                       SUCCESS);
-        EXPECT_STATUS(rusparseSpGEMM_workEstimation(h, N_OP, T_OP, &one, X, Y, &zero, Z, R64, ALG, descr, &s1, buf),
-                      RUSPARSE_STATUS_ALLOC_FAILED);
-        /* and the same descriptor is left without a plan */
-        EXPECT_STATUS(rusparseSpGEMM_compute(h, N_OP, T_OP, &one, X, Y, &zero, Z, R64, ALG, descr, &s1, NULL), INVALID);
+        EXPECT_STATUS_MSG(rusparseSpGEMM_workEstimation(h, T_OP, N_OP, &one, X, W, &zero, T, R64, ALG, descr, &s1,
+                                                        buf),
+                          RUSPARSE_STATUS_ALLOC_FAILED, "memory");
+        EXPECT_STATUS(rusparseSpGEMM_compute(h, T_OP, N_OP, &one, X, W, &zero, T, R64, ALG, descr, &s1, NULL), INVALID);
+
+        /* X * Y^T has an inner dimension of 2^40 but four entries: only the inner
+         * indices Y uses become rows of op(B), so it runs in O(nnz) and C is
+         * [[0, 4], [6, 0]]. */
+        CHECK(rusparseCreateCsr(&Z, 2, 2, 0, NULL, NULL, NULL, I64, I64, B0, R64));
+        CHECK(rusparseSpGEMM_workEstimation(h, N_OP, T_OP, &one, X, Y, &zero, Z, R64, ALG, descr, &s1, NULL));
+        CHECK(rusparseSpGEMM_workEstimation(h, N_OP, T_OP, &one, X, Y, &zero, Z, R64, ALG, descr, &s1, buf));
+        CHECK(rusparseSpGEMM_compute(h, N_OP, T_OP, &one, X, Y, &zero, Z, R64, ALG, descr, &s1, NULL));
+        b2 = xmalloc(s1);
+        CHECK(rusparseSpGEMM_compute(h, N_OP, T_OP, &one, X, Y, &zero, Z, R64, ALG, descr, &s1, b2));
+        CHECK(rusparseSpMatGetSize(Z, &r, &c, &nnz));
+        EXPECT_TRUE(r == 2 && c == 2 && nnz == 2, "X * Y^T is 2 x 2 with 2 entries");
+        CHECK(rusparseCsrSetPointers(Z, zo, zc, zv));
+        CHECK(rusparseSpGEMM_copy(h, N_OP, T_OP, &one, X, Y, &zero, Z, R64, ALG, descr));
+        EXPECT_TRUE(zo[0] == 0 && zo[1] == 1 && zo[2] == 2 && zc[0] == 1 && zc[1] == 0 && zv[0] == 4 && zv[1] == 6,
+               "X * Y^T = [[0, 4], [6, 0]]");
+        free(b2);
         CHECK(rusparseDestroySpMat(X));
         CHECK(rusparseDestroySpMat(Y));
+        CHECK(rusparseDestroySpMat(W));
+        CHECK(rusparseDestroySpMat(T));
         CHECK(rusparseDestroySpMat(Z));
     }
     free(buf);
