@@ -605,6 +605,31 @@ fn outputs<T: TestScalar, I: Index, J: Index>(m: usize, nnz: usize) -> (Vec<I>, 
 // Properties (generic over the value and index types)
 // ---------------------------------------------------------------------------
 
+/// The options of problem `p` with `alpha`.
+fn options_of<T: Scalar, V>(p: &Problem<V>, alpha: T) -> SpgemmOptions<T> {
+    SpgemmOptions {
+        op_a: p.op_a,
+        op_b: p.op_b,
+        alpha,
+        algorithm: p.algorithm,
+    }
+}
+
+/// The prediction counts products this small exactly.
+fn check_exact_prediction<T: TestScalar, I: Index, J: Index>(
+    a: &CsrMatrix<T, I, J>,
+    b: &CsrMatrix<T, I, J>,
+    opts: &SpgemmOptions<T>,
+    nnz: usize,
+    nprod: u64,
+) -> TestResult {
+    let predicted = ok(rusparse::predict_nnz(&a.view(), &b.view(), opts))?;
+    prop_assert!(predicted.exact);
+    prop_assert_eq!(predicted.nnz as usize, nnz, "predict_nnz");
+    prop_assert_eq!(predicted.nprod, nprod);
+    Ok(())
+}
+
 /// One-call `spgemm` with integer values: equal to the reference (structure,
 /// sorted columns, values), to an independent dense product with explicit
 /// conjugation, and `op = C` equal to `op = T` of the conjugated operand.
@@ -612,22 +637,12 @@ fn prop_exact<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResul
     let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
     let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
     let alpha: T = p.alpha.to();
-    let opts = SpgemmOptions {
-        op_a: p.op_a,
-        op_b: p.op_b,
-        alpha,
-        algorithm: p.algorithm,
-    };
+    let opts = options_of(p, alpha);
     let c = ok(rusparse::spgemm(&a.view(), &b.view(), &opts))?;
     check_output(&c, p.m, p.n, p.base)?;
     let r = reference_product(&a, p.op_a, &b, p.op_b, alpha);
     prop_assert_eq!(&c, &r);
-
-    // The prediction counts products this small exactly.
-    let predicted = ok(rusparse::predict_nnz(&a.view(), &b.view(), &opts))?;
-    prop_assert!(predicted.exact);
-    prop_assert_eq!(predicted.nnz as usize, r.nnz(), "predict_nnz");
-    prop_assert_eq!(predicted.nprod, count_products(p));
+    check_exact_prediction(&a, &b, &opts, r.nnz(), count_products(p))?;
 
     let expected = dense_product(&dense_op(&a, p.op_a), &dense_op(&b, p.op_b), alpha.to_c64());
     prop_assert_eq!(dense_of(&c), expected, "differs from the dense oracle");
@@ -695,12 +710,7 @@ fn prop_wide_inner<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> Test
     let renumbered = renumbers_inner(w.ka, a.nnz(), b.nnz(), w.op_b);
     prop_assert_eq!(renumbered, w.op_b.transposes());
     let alpha: T = p.alpha.to();
-    let opts = SpgemmOptions {
-        op_a: w.op_a,
-        op_b: w.op_b,
-        alpha,
-        algorithm: w.algorithm,
-    };
+    let opts = options_of(&w, alpha);
     let c = ok(rusparse::spgemm(&a.view(), &b.view(), &opts))?;
     let narrow = reference_product(
         &build::<T, I, J, _>(&p.a, &p.a_vals, p.base),
@@ -710,10 +720,7 @@ fn prop_wide_inner<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> Test
         alpha,
     );
     prop_assert_eq!(&c, &narrow);
-    let predicted = ok(rusparse::predict_nnz(&a.view(), &b.view(), &opts))?;
-    prop_assert!(predicted.exact);
-    prop_assert_eq!(predicted.nnz as usize, narrow.nnz(), "predict_nnz");
-    prop_assert_eq!(predicted.nprod, count_products(p));
+    check_exact_prediction(&a, &b, &opts, narrow.nnz(), count_products(p))?;
     prop_plan::<T, I, J>(&w)
 }
 

@@ -314,6 +314,18 @@ impl<I: Index, J: Index> OperandPattern<I, J> {
     }
 }
 
+/// A transposed operand's rows become column indices: they must fit `J`.
+fn check_rows_fit_columns<T: Scalar, I: Index, J: Index>(x: &CsrView<'_, T, I, J>) -> Result<()> {
+    if x.nrows() as u64 > J::MAX {
+        return Err(Error::NotSupported(format!(
+            "a transposed operand with {} rows needs column indices wider than {}",
+            x.nrows(),
+            J::INDEX_TYPE.name()
+        )));
+    }
+    Ok(())
+}
+
 /// Bytes of the transposed pattern of a matrix with `nnz` entries and
 /// `ncols` columns (saturating).
 fn transposed_bytes<I, J>(nnz: usize, ncols: usize) -> u64 {
@@ -334,13 +346,7 @@ fn transposed_bytes<I, J>(nnz: usize, ncols: usize) -> u64 {
 fn transpose_pattern<T: Scalar, I: Index, J: Index>(
     x: &CsrView<'_, T, I, J>,
 ) -> Result<OwnedPattern<I, J>> {
-    if x.nrows() as u64 > J::MAX {
-        return Err(Error::NotSupported(format!(
-            "a transposed operand with {} rows needs column indices wider than {}",
-            x.nrows(),
-            J::INDEX_TYPE.name()
-        )));
-    }
+    check_rows_fit_columns(x)?;
     let b = x.base().offset();
     let (nnz, ncols) = (x.nnz(), x.ncols());
     ensure_memory_for(transposed_bytes::<I, J>(nnz, ncols), "a transposed operand")?;
@@ -386,13 +392,7 @@ fn transpose_pattern<T: Scalar, I: Index, J: Index>(
 fn transpose_present_columns<T: Scalar, I: Index, J: Index>(
     x: &CsrView<'_, T, I, J>,
 ) -> Result<(Vec<usize>, OwnedPattern<I, J>)> {
-    if x.nrows() as u64 > J::MAX {
-        return Err(Error::NotSupported(format!(
-            "a transposed operand with {} rows needs column indices wider than {}",
-            x.nrows(),
-            J::INDEX_TYPE.name()
-        )));
-    }
+    check_rows_fit_columns(x)?;
     let b = x.base().offset();
     let nnz = x.nnz();
     // (column, entry, row), sorted by column then entry: entries of one
