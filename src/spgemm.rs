@@ -388,16 +388,8 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         a: &CsrView<'_, T, I, J>,
         b: &CsrView<'_, T, I, J>,
     ) -> Result<()> {
-        let (ar, ac) = if self.a.op().transposes() {
-            (a.ncols(), a.nrows())
-        } else {
-            (a.nrows(), a.ncols())
-        };
-        let (br, bc) = if self.b.op().transposes() {
-            (b.ncols(), b.nrows())
-        } else {
-            (b.nrows(), b.ncols())
-        };
+        let (ar, ac) = OperandPattern::shape(a, self.a.op());
+        let (br, bc) = OperandPattern::shape(b, self.b.op());
         if (ar, ac, br, bc)
             != (
                 self.a.nrows(),

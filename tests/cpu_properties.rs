@@ -680,22 +680,19 @@ fn widened<V: Clone>(p: &Problem<V>) -> Problem<V> {
     let wide = |i: usize| i * stride + stride / 2;
     let mut w = p.clone();
     (w.ka, w.kb) = (k, k);
+    let widen = |x: &mut Pattern, inner_is_row: bool| {
+        if inner_is_row {
+            x.nrows = k;
+            x.entries.iter_mut().for_each(|e| e.0 = wide(e.0));
+        } else {
+            x.ncols = k;
+            x.entries.iter_mut().for_each(|e| e.1 = wide(e.1));
+        }
+    };
     // The inner index is a stored row of a transposed A and of an
     // untransposed B, a stored column otherwise.
-    if p.op_a.transposes() {
-        w.a.nrows = k;
-        w.a.entries.iter_mut().for_each(|e| e.0 = wide(e.0));
-    } else {
-        w.a.ncols = k;
-        w.a.entries.iter_mut().for_each(|e| e.1 = wide(e.1));
-    }
-    if p.op_b.transposes() {
-        w.b.ncols = k;
-        w.b.entries.iter_mut().for_each(|e| e.1 = wide(e.1));
-    } else {
-        w.b.nrows = k;
-        w.b.entries.iter_mut().for_each(|e| e.0 = wide(e.0));
-    }
+    widen(&mut w.a, p.op_a.transposes());
+    widen(&mut w.b, !p.op_b.transposes());
     w
 }
 
