@@ -1,5 +1,6 @@
 //! The execution context: which back end runs, and with how many threads.
 
+use crate::backend::gpu::GpuDevice;
 use crate::error::{Error, Result};
 use crate::types::BackendKind;
 use std::sync::Arc;
@@ -18,9 +19,9 @@ pub const MAX_THREADS: usize = 4096;
 pub struct Context {
     backend: BackendKind,
     pool: Option<Arc<rayon::ThreadPool>>,
-    /// The GPU of a CUDA context (AUTO contexts open devices per call).
-    #[cfg(feature = "cuda")]
-    cuda: Option<Arc<crate::backend::cuda::CudaDevice>>,
+    /// The GPU of a CUDA or HIP context (AUTO contexts open devices per
+    /// call).
+    gpu: Option<Arc<dyn GpuDevice>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -49,35 +50,15 @@ impl Context {
     /// ported; see `backend::hip`); [`Error::InvalidValue`]
     /// when `RUSPARSE_NUM_THREADS` is not a positive integer.
     pub fn new(backend: BackendKind) -> Result<Self> {
-        #[cfg(feature = "cuda")]
-        let cuda = match backend {
-            BackendKind::Cuda => Some(crate::backend::cuda::CudaDevice::current()?),
-            _ => None,
+        let gpu = match backend {
+            BackendKind::Auto | BackendKind::Cpu => None,
+            BackendKind::Cuda => Some(open_cuda()?),
+            BackendKind::Hip => Some(open_hip()?),
         };
-        match backend {
-            BackendKind::Auto | BackendKind::Cpu => {}
-            #[cfg(feature = "cuda")]
-            BackendKind::Cuda => {}
-            #[cfg(not(feature = "cuda"))]
-            BackendKind::Cuda => {
-                return Err(Error::NotSupported(
-                    "this build of rusparse has no CUDA back end (build with the default feature `cuda`)".into(),
-                ))
-            }
-            #[cfg(feature = "hip")]
-            BackendKind::Hip => crate::backend::hip::open()?,
-            #[cfg(not(feature = "hip"))]
-            BackendKind::Hip => {
-                return Err(Error::NotSupported(
-                    "this build of rusparse has no HIP back end (build with --features hip)".into(),
-                ))
-            }
-        }
         let mut ctx = Context {
             backend,
             pool: None,
-            #[cfg(feature = "cuda")]
-            cuda,
+            gpu,
         };
         if let Ok(v) = std::env::var(NUM_THREADS_ENV) {
             let n = v
@@ -108,10 +89,9 @@ impl Context {
         self.backend
     }
 
-    /// The GPU of a CUDA context.
-    #[cfg(feature = "cuda")]
-    pub fn cuda_device(&self) -> Option<&Arc<crate::backend::cuda::CudaDevice>> {
-        self.cuda.as_ref()
+    /// The GPU of a CUDA or HIP context.
+    pub fn gpu_device(&self) -> Option<&Arc<dyn GpuDevice>> {
+        self.gpu.as_ref()
     }
 
     /// Gives this context its own pool of `n` CPU threads; `0` returns to the
@@ -153,6 +133,35 @@ impl Context {
             Some(p) => p.install(f),
             None => f(),
         }
+    }
+}
+
+/// The current CUDA device (see [`Context::new`]).
+fn open_cuda() -> Result<Arc<dyn GpuDevice>> {
+    #[cfg(feature = "cuda")]
+    {
+        Ok(crate::backend::cuda::CudaDevice::current()?)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Err(Error::NotSupported(
+            "this build of rusparse has no CUDA back end (build with the default feature `cuda`)"
+                .into(),
+        ))
+    }
+}
+
+/// The current HIP device (see [`Context::new`]).
+fn open_hip() -> Result<Arc<dyn GpuDevice>> {
+    #[cfg(feature = "hip")]
+    {
+        Ok(crate::backend::hip::HipDevice::current()?)
+    }
+    #[cfg(not(feature = "hip"))]
+    {
+        Err(Error::NotSupported(
+            "this build of rusparse has no HIP back end (build with --features hip)".into(),
+        ))
     }
 }
 
@@ -204,8 +213,7 @@ mod tests {
         match Context::new(BackendKind::Cuda) {
             Ok(ctx) => {
                 assert_eq!(ctx.backend(), BackendKind::Cuda);
-                #[cfg(feature = "cuda")]
-                assert!(ctx.cuda_device().is_some());
+                assert!(ctx.gpu_device().is_some());
             }
             Err(Error::NotSupported(m)) => {
                 assert!(

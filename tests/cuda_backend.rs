@@ -3,7 +3,7 @@
 //! Compiled whenever the `cuda` feature is on; every test first looks for a
 //! GPU (and NVRTC) and, without one, prints `skipped: <reason>` and passes.
 //! On a GPU, small matrices are uploaded with cudarc's safe API and run
-//! through `CudaSpgemm::work_estimation` / `symbolic` / `numeric`: every
+//! through `GpuSpgemm::work_estimation` / `symbolic` / `numeric`: every
 //! value type, i32/i64 offsets and indices, base 0 and 1, empty rows, rows
 //! of A with one entry, unsorted B rows with repeated columns, a row of
 //! 3·10^4 distinct columns (symbolic spill and the global numeric kernel),
@@ -13,7 +13,8 @@
 #![cfg(feature = "cuda")]
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use rusparse::backend::cuda::{loader, CudaDevice, CudaSpgemm, DeviceCsr, KernelTypes, ValueKind};
+use rusparse::backend::cuda::{loader, CudaDevice};
+use rusparse::backend::gpu::{DeviceCsr, GpuDevice, GpuSpgemm, KernelTypes, RawStream, ValueKind};
 use rusparse::{reference, Complex, CsrMatrix, Error, Index, IndexBase, IndexType, Op, Scalar};
 use std::sync::Arc;
 
@@ -27,6 +28,11 @@ fn gpu() -> Option<Arc<CudaDevice>> {
             None
         }
     }
+}
+
+/// The device as the pipeline takes it.
+fn as_gpu(dev: &Arc<CudaDevice>) -> Arc<dyn GpuDevice> {
+    dev.clone()
 }
 
 /// Value types built from small integer pairs, so sums are exact.
@@ -179,8 +185,8 @@ impl Gpu {
         }
     }
 
-    fn raw(&self) -> cudarc::driver::sys::CUstream {
-        self.stream.cu_stream()
+    fn raw(&self) -> RawStream {
+        self.stream.cu_stream() as RawStream
     }
 }
 
@@ -197,7 +203,7 @@ fn run<T: TestValue, I: Index, J: Index>(
     beta: Option<(T, &[T])>,
     deterministic: bool,
     own_stream: bool,
-) -> Result<(CsrMatrix<T, I, J>, CudaSpgemm), Error> {
+) -> Result<(CsrMatrix<T, I, J>, GpuSpgemm), Error> {
     let ops = (Op::N, Op::N);
     run_ops(
         dev,
@@ -233,13 +239,21 @@ fn run_ops<T: TestValue, I: Index, J: Index>(
     beta: Option<(T, &[T])>,
     deterministic: bool,
     own_stream: bool,
-) -> Result<(CsrMatrix<T, I, J>, CudaSpgemm), Error> {
+) -> Result<(CsrMatrix<T, I, J>, GpuSpgemm), Error> {
     let mut g = Gpu::new(dev, own_stream);
     let da = g.csr(a);
     let db = if b_is_a { da } else { g.csr(b) };
     let types = types_of::<T, I, J>();
-    let mut plan =
-        CudaSpgemm::work_estimation(dev, g.raw(), op_a, &da, op_b, &db, types, deterministic)?;
+    let mut plan = GpuSpgemm::work_estimation(
+        &as_gpu(dev),
+        g.raw(),
+        op_a,
+        &da,
+        op_b,
+        &db,
+        types,
+        deterministic,
+    )?;
     let nnz = plan.symbolic(g.raw(), &da, &db)?;
     assert_eq!(
         plan.symbolic(g.raw(), &da, &db)?,
@@ -487,7 +501,7 @@ fn estimate_raw(
     cols: &[i32],
     ncols: i64,
     base: i32,
-) -> Result<CudaSpgemm, Error> {
+) -> Result<GpuSpgemm, Error> {
     let mut g = Gpu::new(dev, false);
     let vals = vec![1.0f64; cols.len()];
     let x = DeviceCsr {
@@ -500,7 +514,7 @@ fn estimate_raw(
         base,
     };
     let types = types_of::<f64, i32, i32>();
-    CudaSpgemm::work_estimation(dev, g.raw(), Op::N, &x, Op::N, &x, types, false)
+    GpuSpgemm::work_estimation(&as_gpu(dev), g.raw(), Op::N, &x, Op::N, &x, types, false)
 }
 
 #[test]
@@ -550,7 +564,8 @@ fn phases_out_of_order_and_bad_sizes_are_refused() {
     let da = g.csr(&a);
     let types = types_of::<f32, i32, i32>();
     let mut plan =
-        CudaSpgemm::work_estimation(&dev, g.raw(), Op::N, &da, Op::N, &da, types, false).unwrap();
+        GpuSpgemm::work_estimation(&as_gpu(&dev), g.raw(), Op::N, &da, Op::N, &da, types, false)
+            .unwrap();
     let alpha = g.upload(&[1.0f32]);
     let e = plan
         .numeric(g.raw(), &da, &da, &da, alpha, 0, true)
@@ -562,7 +577,16 @@ fn phases_out_of_order_and_bad_sizes_are_refused() {
     let mut tall = da;
     tall.nrows = 4;
     assert!(matches!(
-        CudaSpgemm::work_estimation(&dev, g.raw(), Op::N, &da, Op::N, &tall, types, false),
+        GpuSpgemm::work_estimation(
+            &as_gpu(&dev),
+            g.raw(),
+            Op::N,
+            &da,
+            Op::N,
+            &tall,
+            types,
+            false
+        ),
         Err(Error::InvalidValue(_))
     ));
     let nnz = plan.symbolic(g.raw(), &da, &da).unwrap();
@@ -661,7 +685,8 @@ fn numeric_again_regathers_the_transposed_values() {
     let (da, db) = (g.csr(&a), g.csr(&b));
     let types = types_of::<Complex<f64>, i32, i32>();
     let mut plan =
-        CudaSpgemm::work_estimation(&dev, g.raw(), Op::C, &da, Op::T, &db, types, false).unwrap();
+        GpuSpgemm::work_estimation(&as_gpu(&dev), g.raw(), Op::C, &da, Op::T, &db, types, false)
+            .unwrap();
     let nnz = plan.symbolic(g.raw(), &da, &db).unwrap();
     let alpha = Complex::<f64>::from_pair(1, 0);
     let want = reference::spgemm(&a.view(), Op::C, &b.view(), Op::T, alpha).unwrap();
@@ -720,8 +745,8 @@ fn check_c_offset_width<I: Index, IC: Index>(dev: &Arc<CudaDevice>, seed: u64) {
     let want = expected(&a, &b, 1.5);
     let mut g = Gpu::new(dev, true);
     let (da, db) = (g.csr(&a), g.csr(&b));
-    let mut plan = CudaSpgemm::work_estimation(
-        dev,
+    let mut plan = GpuSpgemm::work_estimation(
+        &as_gpu(dev),
         g.raw(),
         Op::N,
         &da,

@@ -12,8 +12,8 @@
 use rusparse::backend::cuda::compile::{
     compile_nvrtc, kernel_source, Arch, KernelOptions, KernelTypes,
 };
-use rusparse::backend::cuda::device::KERNEL_PARAMS;
 use rusparse::backend::cuda::loader;
+use rusparse::backend::gpu::KERNEL_PARAMS;
 use std::sync::Mutex;
 use std::time::Instant;
 

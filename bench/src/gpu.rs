@@ -5,11 +5,11 @@
 //! the device's memory pool, so they never count as the product's memory).
 //! One run, on a stream of its own, is
 //!
-//! 1. [`CudaSpgemm::work_estimation`] (validation, products per row),
-//! 2. [`CudaSpgemm::symbolic`] (nnz(C)),
+//! 1. [`GpuSpgemm::work_estimation`] (validation, products per row),
+//! 2. [`GpuSpgemm::symbolic`] (nnz(C)),
 //! 3. C's three arrays from `cuMemAllocAsync` on the same stream (the
 //!    device's current memory pool, as the plan's own buffers),
-//! 4. [`CudaSpgemm::numeric`],
+//! 4. [`GpuSpgemm::numeric`],
 //! 5. `cuStreamSynchronize` (C is ready: the end of the product as a user
 //!    sees it),
 //! 6. `cuMemFreeAsync` of C's arrays, dropping the plan (its metadata is
@@ -38,7 +38,8 @@ use cudarc::driver::result as cu;
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemPool_attribute, CUstream};
 use cudarc::driver::DriverError;
 use rusparse::backend::cuda::device::describe_driver_error;
-use rusparse::backend::cuda::{CudaDevice, CudaSpgemm, DeviceCsr, KernelTypes, ValueKind};
+use rusparse::backend::cuda::CudaDevice;
+use rusparse::backend::gpu::{DeviceCsr, GpuDevice, GpuSpgemm, KernelTypes, ValueKind};
 use rusparse::{CsrMatrix, Index, IndexBase, IndexType, Op};
 use std::sync::Arc;
 use std::time::Instant;
@@ -258,7 +259,7 @@ pub struct GpuMeasurement<T, I> {
     pub peak_device_bytes: Option<u64>,
     /// Bytes of C's three arrays.
     pub c_bytes: u64,
-    /// Bytes the plan holds between phases ([`CudaSpgemm::device_bytes`]).
+    /// Bytes the plan holds between phases ([`GpuSpgemm::device_bytes`]).
     pub plan_bytes: u64,
     /// Scalar products.
     pub nprod: u64,
@@ -315,17 +316,18 @@ impl GpuProduct<'_> {
         fn lib(phase: &'static str) -> impl Fn(rusparse::Error) -> String {
             move |e| format!("CUDA {phase}: {e}")
         }
-        let s = stream.0;
+        let s = stream.0 as rusparse::backend::gpu::RawStream;
+        let dev: Arc<dyn GpuDevice> = self.dev.clone();
         let start = Instant::now();
-        let mut plan = CudaSpgemm::work_estimation(self.dev, s, Op::N, a, Op::N, b, types, false)
+        let mut plan = GpuSpgemm::work_estimation(&dev, s, Op::N, a, Op::N, b, types, false)
             .map_err(lib("work estimation"))?;
         let nnz = plan.symbolic(s, a, b).map_err(lib("symbolic phase"))?;
         let nnz_u = usize::try_from(nnz).map_err(|_| format!("nnz(C) = {nnz}"))?;
         let m = a.nrows as usize;
         let isz = std::mem::size_of::<I>();
-        let c_rows = OutputBuf::alloc(s, (m + 1) * isz, "C's row offsets")?;
-        let c_cols = OutputBuf::alloc(s, nnz_u * isz, "C's column indices")?;
-        let c_vals = OutputBuf::alloc(s, nnz_u * std::mem::size_of::<T>(), "C's values")?;
+        let c_rows = OutputBuf::alloc(stream.0, (m + 1) * isz, "C's row offsets")?;
+        let c_cols = OutputBuf::alloc(stream.0, nnz_u * isz, "C's column indices")?;
+        let c_vals = OutputBuf::alloc(stream.0, nnz_u * std::mem::size_of::<T>(), "C's values")?;
         let c = DeviceCsr {
             rows: c_rows.ptr,
             cols: c_cols.ptr,

@@ -9,11 +9,11 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod gpu;
 #[cfg(feature = "hip")]
 pub mod hip;
 #[cfg(any(feature = "cuda", feature = "hip"))]
 pub mod kernel_cache;
-#[cfg(any(feature = "cuda", feature = "hip"))]
 pub mod kernel_source;
 
 use crate::error::Result;

@@ -29,8 +29,7 @@ pub mod handle;
 pub mod matrix;
 mod placement;
 pub mod spgemm;
-#[cfg(feature = "cuda")]
-mod spgemm_cuda;
+mod spgemm_gpu;
 pub mod types;
 
 pub use types::*;

@@ -2,15 +2,16 @@
 //! memory A's arrays live in. Also the check that every other pointer of
 //! the call lives in the same memory (mixing is INVALID_VALUE naming the
 //! pointer).
+//!
+//! Pointers are told apart by the GPU runtimes built in
+//! (`cuPointerGetAttribute`, `hipPointerGetAttributes`); memory no runtime
+//! knows, and everything in a build without GPU back ends, is host memory.
 
 use super::matrix::SpMat;
+use crate::backend::gpu::GpuDevice;
 use crate::types::BackendKind;
 use crate::{Context, Error, Result};
 use std::ffi::c_void;
-
-#[cfg(feature = "cuda")]
-use crate::backend::cuda::{memory_space, CudaDevice, MemorySpace};
-#[cfg(feature = "cuda")]
 use std::sync::Arc;
 
 /// The back end one product runs on.
@@ -18,18 +19,77 @@ use std::sync::Arc;
 pub(crate) enum Placement {
     /// Host arrays, the CPU back end.
     Cpu,
-    /// Device arrays on this GPU.
-    #[cfg(feature = "cuda")]
-    Cuda(Arc<CudaDevice>),
+    /// Device arrays on this GPU (CUDA or HIP).
+    Gpu(Arc<dyn GpuDevice>),
 }
 
 impl Placement {
     pub(crate) fn backend(&self) -> BackendKind {
         match self {
             Placement::Cpu => BackendKind::Cpu,
-            #[cfg(feature = "cuda")]
-            Placement::Cuda(_) => BackendKind::Cuda,
+            Placement::Gpu(dev) => dev.backend(),
         }
+    }
+}
+
+/// The memory a pointer refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Space {
+    /// Host memory (pageable or pinned: the GPU kernels do not read through
+    /// mapped pointers).
+    Host,
+    /// Plain or managed memory of a GPU: its runtime and ordinal.
+    Device(BackendKind, usize),
+}
+
+impl Space {
+    /// "host memory" / "memory of CUDA device 1".
+    fn describe(self) -> String {
+        match self {
+            Space::Host => "host memory".into(),
+            Space::Device(kind, d) => format!("memory of {} device {d}", runtime_name(kind)),
+        }
+    }
+
+    fn of_device(dev: &dyn GpuDevice) -> Space {
+        Space::Device(dev.backend(), dev.ordinal())
+    }
+}
+
+fn runtime_name(kind: BackendKind) -> &'static str {
+    match kind {
+        BackendKind::Hip => "HIP",
+        _ => "CUDA",
+    }
+}
+
+/// Where `p` lives, asking each GPU runtime built in.
+fn space_of(p: *const c_void) -> Space {
+    if p.is_null() {
+        return Space::Host;
+    }
+    #[cfg(feature = "cuda")]
+    if let crate::backend::cuda::MemorySpace::Device(d) = crate::backend::cuda::memory_space(p) {
+        return Space::Device(BackendKind::Cuda, d);
+    }
+    #[cfg(feature = "hip")]
+    if let Some(d) = crate::backend::hip::device_of(p) {
+        return Space::Device(BackendKind::Hip, d);
+    }
+    Space::Host
+}
+
+/// The device holding memory of `kind` and `ordinal`, for AUTO handles.
+fn open_device(kind: BackendKind, ordinal: usize) -> Result<Arc<dyn GpuDevice>> {
+    match kind {
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => Ok(crate::backend::cuda::CudaDevice::for_ordinal(ordinal)?),
+        #[cfg(feature = "hip")]
+        BackendKind::Hip => Ok(crate::backend::hip::HipDevice::get(ordinal)?),
+        _ => Err(Error::InternalError(format!(
+            "memory of {} device {ordinal} in a build without that back end",
+            runtime_name(kind)
+        ))),
     }
 }
 
@@ -42,13 +102,12 @@ pub(crate) fn arrays(m: &SpMat, name: &str) -> [(*const c_void, String); 3] {
     ]
 }
 
-#[cfg(feature = "cuda")]
-fn expect_space(pointers: &[(*const c_void, String)], want: MemorySpace, why: &str) -> Result<()> {
+fn expect_space(pointers: &[(*const c_void, String)], want: Space, why: &str) -> Result<()> {
     for (p, what) in pointers {
         if p.is_null() {
             continue;
         }
-        let got = memory_space(*p);
+        let got = space_of(*p);
         if got != want {
             return Err(Error::InvalidValue(format!(
                 "{what} is {} but {why} ({}); all arrays and buffers of a product must live in the same memory",
@@ -64,70 +123,60 @@ fn expect_space(pointers: &[(*const c_void, String)], want: MemorySpace, why: &s
 /// `others` (C's arrays, buffers) live there too.
 ///
 /// * CPU handle: host memory; device pointers are INVALID_VALUE (when a
-///   CUDA driver is installed to tell them apart).
-/// * CUDA handle: device or managed memory of the handle's GPU; host
-///   pointers are INVALID_VALUE.
-/// * AUTO handle: where A's row offsets live.
+///   GPU runtime is installed to tell them apart).
+/// * CUDA or HIP handle: device or managed memory of the handle's GPU;
+///   host pointers are INVALID_VALUE.
+/// * AUTO handle: where the first non-NULL array of A (else B, C, the
+///   buffers) lives.
 pub(crate) fn place(
     ctx: &Context,
     a: &SpMat,
     b: &SpMat,
     others: &[(*const c_void, String)],
 ) -> Result<Placement> {
-    #[cfg(feature = "cuda")]
-    {
-        let mut all: Vec<(*const c_void, String)> = arrays(a, "matA").into();
-        all.extend(arrays(b, "matB"));
-        all.extend(others.iter().cloned());
-        let (placement, want, why) = match ctx.backend() {
-            BackendKind::Cpu => (
-                Placement::Cpu,
-                MemorySpace::Host,
-                "the handle runs on the CPU".to_string(),
-            ),
-            BackendKind::Cuda => {
-                let dev = ctx
-                    .cuda_device()
-                    .ok_or_else(|| Error::InternalError("CUDA handle without a device".into()))?;
-                (
-                    Placement::Cuda(dev.clone()),
-                    MemorySpace::Device(dev.ordinal()),
-                    format!(
-                        "the handle runs on CUDA device {} and takes device or managed pointers",
-                        dev.ordinal()
-                    ),
-                )
-            }
-            _ => {
-                let first = all.iter().find(|(p, _)| !p.is_null());
-                match first.map(|(p, what)| (memory_space(*p), what.clone())) {
-                    Some((MemorySpace::Device(d), what)) => (
-                        Placement::Cuda(CudaDevice::for_ordinal(d)?),
-                        MemorySpace::Device(d),
-                        format!("{what} decides where an AUTO handle runs"),
-                    ),
-                    Some((MemorySpace::Host, what)) => (
-                        Placement::Cpu,
-                        MemorySpace::Host,
-                        format!("{what} decides where an AUTO handle runs"),
-                    ),
-                    None => (Placement::Cpu, MemorySpace::Host, String::new()),
-                }
-            }
-        };
-        expect_space(&all, want, &why)?;
-        Ok(placement)
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        let _ = (a, b, others);
-        match ctx.backend() {
-            BackendKind::Cpu | BackendKind::Auto => Ok(Placement::Cpu),
-            other => Err(Error::NotSupported(format!(
-                "this build has no {other:?} back end"
-            ))),
+    let mut all: Vec<(*const c_void, String)> = arrays(a, "matA").into();
+    all.extend(arrays(b, "matB"));
+    all.extend(others.iter().cloned());
+    let (placement, want, why) = match ctx.backend() {
+        BackendKind::Cpu => (
+            Placement::Cpu,
+            Space::Host,
+            "the handle runs on the CPU".to_string(),
+        ),
+        BackendKind::Cuda | BackendKind::Hip => {
+            let dev = ctx
+                .gpu_device()
+                .ok_or_else(|| Error::InternalError("GPU handle without a device".into()))?;
+            let space = Space::of_device(&**dev);
+            (
+                Placement::Gpu(dev.clone()),
+                space,
+                format!(
+                    "the handle runs on {} device {} and takes device or managed pointers",
+                    runtime_name(dev.backend()),
+                    dev.ordinal()
+                ),
+            )
         }
-    }
+        BackendKind::Auto => {
+            let first = all.iter().find(|(p, _)| !p.is_null());
+            match first.map(|(p, what)| (space_of(*p), what.clone())) {
+                Some((Space::Device(kind, d), what)) => (
+                    Placement::Gpu(open_device(kind, d)?),
+                    Space::Device(kind, d),
+                    format!("{what} decides where an AUTO handle runs"),
+                ),
+                Some((Space::Host, what)) => (
+                    Placement::Cpu,
+                    Space::Host,
+                    format!("{what} decides where an AUTO handle runs"),
+                ),
+                None => (Placement::Cpu, Space::Host, String::new()),
+            }
+        }
+    };
+    expect_space(&all, want, &why)?;
+    Ok(placement)
 }
 
 /// Checks that later pointers of a product (C's arrays, buffers, device
@@ -137,18 +186,15 @@ pub(crate) fn check_same(
     pointers: &[(*const c_void, String)],
 ) -> Result<()> {
     match placement {
-        #[cfg(feature = "cuda")]
-        Placement::Cpu => expect_space(pointers, MemorySpace::Host, "the product runs on the CPU"),
-        #[cfg(not(feature = "cuda"))]
-        Placement::Cpu => {
-            let _ = pointers;
-            Ok(())
-        }
-        #[cfg(feature = "cuda")]
-        Placement::Cuda(dev) => expect_space(
+        Placement::Cpu => expect_space(pointers, Space::Host, "the product runs on the CPU"),
+        Placement::Gpu(dev) => expect_space(
             pointers,
-            MemorySpace::Device(dev.ordinal()),
-            &format!("the product runs on CUDA device {}", dev.ordinal()),
+            Space::of_device(&**dev),
+            &format!(
+                "the product runs on {} device {}",
+                runtime_name(dev.backend()),
+                dev.ordinal()
+            ),
         ),
     }
 }

@@ -470,13 +470,12 @@ fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
 /// A numeric phase on the GPU. `reuse_copy` (structure) runs the whole
 /// numeric phase with alpha = 1, beta = 0 (its values are overwritten by
 /// `reuse_compute`), so C's value array must be set by then.
-#[cfg(feature = "cuda")]
 fn numeric_gpu<T: Scalar>(
     x: &mut Args<'_>,
-    g: &mut super::spgemm_cuda::GpuProduct,
+    g: &mut super::spgemm_gpu::GpuProduct,
     job: &Numeric,
 ) -> Result<()> {
-    use super::spgemm_cuda::Scalars;
+    use super::spgemm_gpu::Scalars;
     fn bytes<T>(v: &T) -> &[u8] {
         // SAFETY: any value is readable as its bytes (Scalar types are
         // plain floats or pairs of floats, without padding).
@@ -519,9 +518,8 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
     let placement = place(&x.h.ctx, x.a, x.b, &others)?;
     let (plan, num_products, selected) = match &placement {
         Placement::Cpu => dispatch!(x.value_type(), x.index_types(), plan_new(x))?,
-        #[cfg(feature = "cuda")]
-        Placement::Cuda(dev) => {
-            let (g, n) = super::spgemm_cuda::GpuProduct::new(
+        Placement::Gpu(dev) => {
+            let (g, n) = super::spgemm_gpu::GpuProduct::new(
                 dev.clone(),
                 x.h.stream,
                 x.call.op_a,
@@ -554,8 +552,7 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
     Ok(())
 }
 
-#[cfg(feature = "cuda")]
-fn gpu_product(plan: &mut (dyn Any + Send)) -> Result<&mut super::spgemm_cuda::GpuProduct> {
+fn gpu_product(plan: &mut (dyn Any + Send)) -> Result<&mut super::spgemm_gpu::GpuProduct> {
     plan.downcast_mut()
         .ok_or_else(|| Error::InternalError("GPU product of the wrong kind".into()))
 }
@@ -567,8 +564,7 @@ fn size_output(x: &mut Args<'_>, flow: Flow, what: &str) -> Result<()> {
         check_same(&p.placement, &arrays(x.c, "matC")[..1])?;
         let nnz = match &p.placement {
             Placement::Cpu => dispatch!(dt, it, symbolic(x, p.plan.as_mut()))?,
-            #[cfg(feature = "cuda")]
-            Placement::Cuda(_) => {
+            Placement::Gpu(_) => {
                 gpu_product(p.plan.as_mut())?.symbolic(x.h.stream, x.a, x.b, x.c)?
             }
         };
@@ -603,8 +599,7 @@ fn fill_output(
         check_same(&p.placement, &pointers)?;
         let print = match &p.placement {
             Placement::Cpu => dispatch!(dt, it, numeric(x, p.plan.as_mut(), &job))?,
-            #[cfg(feature = "cuda")]
-            Placement::Cuda(_) => {
+            Placement::Gpu(_) => {
                 let g = gpu_product(p.plan.as_mut())?;
                 match dt {
                     DataType::R32F => numeric_gpu::<f32>(x, g, &job),
@@ -742,8 +737,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_predictNnz(
                 (a.offset_type, a.col_type),
                 predict(h, a, op_a, b, op_b)
             )?,
-            #[cfg(feature = "cuda")]
-            Placement::Cuda(_) => {
+            Placement::Gpu(_) => {
                 return Err(Error::NotSupported(
                     "matA's arrays are in GPU memory; rusparseSpGEMM_predictNnz takes host \
                      arrays only for now (rusparseSpGEMM_compute gives the exact nnz on the GPU)"
@@ -856,7 +850,6 @@ pub unsafe extern "C" fn rusparseSpGEMM_getBinCounts(
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_getBinCounts", || {
         let (_claim, d) = descr_ref(spgemmDescr)?;
-        #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
         let numeric = match which {
             0 => false,
             1 => true,
@@ -883,9 +876,8 @@ pub unsafe extern "C" fn rusparseSpGEMM_getBinCounts(
         })?;
         let bins: Vec<i64> = match &p.placement {
             Placement::Cpu => Vec::new(),
-            #[cfg(feature = "cuda")]
-            Placement::Cuda(_) => {
-                let g: &super::spgemm_cuda::GpuProduct = p
+            Placement::Gpu(_) => {
+                let g: &super::spgemm_gpu::GpuProduct = p
                     .plan
                     .downcast_ref()
                     .ok_or_else(|| Error::InternalError("GPU product of the wrong kind".into()))?;
@@ -961,12 +953,9 @@ pub unsafe extern "C" fn rusparseSpGEMM_estimateMemory(
             Phase::WorkEstimated,
             "rusparseSpGEMM_estimateMemory",
             |_, p| {
-                #[cfg(feature = "cuda")]
-                if let Placement::Cuda(_) = p.placement {
+                if let Placement::Gpu(_) = p.placement {
                     gpu_product(p.plan.as_mut())?.set_chunk_fraction(chunk_fraction);
                 }
-                #[cfg(not(feature = "cuda"))]
-                let _ = p;
                 if buffer_protocol(bufferSize3, externalBuffer3, "bufferSize3")? {
                     // SAFETY: NULL or a writable size slot.
                     *unsafe { out_ref(bufferSize2, "bufferSize2") }? = CPU_BUFFER_BYTES;

@@ -70,6 +70,7 @@ macro_rules! for_each_variant {
     };
 }
 
+pub mod device;
 pub mod emulator;
 pub mod hash;
 pub mod scan_binning;

@@ -10,59 +10,18 @@ use super::compile::{
     KernelTypes,
 };
 use super::loader;
+use crate::backend::gpu::launch::{KERNEL_PARAMS, LARGE_SHARED_KERNELS};
+use crate::backend::gpu::{GpuDevice, GpuKernels, RawEvent, RawStream};
 use crate::error::{Error, Result};
 use crate::plan::gpu_bins::DeviceLimits;
-use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute, CUresult};
+use crate::types::BackendKind;
+use cudarc::driver::result as cu;
+use cudarc::driver::sys::{self, CUdevice_attribute, CUfunction_attribute, CUresult};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DriverError};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
+use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// Every kernel of the launch contract (`kernels/README.md`) with the size
-/// in bytes of each parameter, in order: 56 for `rs_csr`, 8 for pointers
-/// and `long long`, 4 for `int`. Every launch is checked against it, and
-/// `tests/nvrtc_kernels.rs` checks it against the compiled PTX, so an
-/// argument list that drifts from a kernel's signature fails without a GPU.
-pub const KERNEL_PARAMS: &[(&str, &[usize])] = &[
-    ("rs_setup", &[56, 56, 8, 8]),
-    ("rs_validate", &[56, 4, 4, 8, 8]),
-    ("rs_bin_count", &[8, 8, 8, 4, 8, 4, 8, 8]),
-    ("rs_bin_fill", &[8, 8, 8, 4, 8, 4, 8, 8, 8]),
-    ("rs_scan_blocks", &[8, 8, 8]),
-    ("rs_scan_sums", &[8, 8]),
-    ("rs_scan_add", &[8, 8, 8]),
-    ("rs_write_offsets", &[8, 8, 8, 4, 8]),
-    ("rs_write_offsets_wide", &[8, 8, 8, 4, 8]),
-    ("rs_write_offsets_narrow", &[8, 8, 8, 4, 8]),
-    ("rs_transpose_count", &[56, 8]),
-    ("rs_transpose_scatter", &[56, 8, 8, 8]),
-    ("rs_transpose_sort_rows", &[8, 8, 4, 8, 8, 4]),
-    ("rs_transpose_gather", &[8, 8, 8, 8, 4]),
-    ("rs_symbolic_shared", &[8, 8, 56, 56, 8, 8, 4, 4, 8, 8, 8]),
-    ("rs_symbolic_global", &[8, 8, 56, 56, 8, 8, 8]),
-    (
-        "rs_numeric_shared",
-        &[8, 8, 56, 56, 8, 8, 8, 8, 8, 4, 8, 4, 4, 4],
-    ),
-    (
-        "rs_numeric_global",
-        &[8, 8, 56, 56, 8, 8, 8, 8, 8, 4, 8, 8, 8, 4],
-    ),
-    ("rs_numeric_single", &[8, 8, 56, 56, 8, 8, 8, 8, 8, 4]),
-];
-
-/// The parameter sizes of kernel `name` (see [`KERNEL_PARAMS`]).
-pub fn kernel_params(name: &str) -> Option<&'static [usize]> {
-    KERNEL_PARAMS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, p)| *p)
-}
-
-/// Kernels launched with more dynamic shared memory than the 48 KiB
-/// default; they get `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` at
-/// load time.
-const LARGE_SHARED_KERNELS: &[&str] = &["rs_symbolic_shared", "rs_numeric_shared"];
 
 /// A driver error as `CUDA_ERROR_NAME (the driver's description)`.
 pub fn describe_driver_error(e: &DriverError) -> String {
@@ -118,6 +77,39 @@ impl KernelModule {
     /// The options the module was compiled with.
     pub fn options(&self) -> &KernelOptions {
         &self.options
+    }
+}
+
+// SAFETY: the module's functions are used only with the device's context
+// current (every pipeline call binds it first); the driver allows launches
+// from any thread.
+unsafe impl Send for KernelModule {}
+// SAFETY: as above; `&self` methods only read the function table.
+unsafe impl Sync for KernelModule {}
+
+impl GpuKernels for KernelModule {
+    unsafe fn launch(
+        &self,
+        name: &str,
+        grid: u32,
+        block: u32,
+        shared: u32,
+        stream: RawStream,
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
+        let f = self.function(name)?;
+        // SAFETY: the caller's contract (argument types and lifetimes).
+        unsafe {
+            cu::launch_kernel(
+                f.cu_function(),
+                (grid, 1, 1),
+                (block, 1, 1),
+                shared,
+                stream as sys::CUstream,
+                args,
+            )
+        }
+        .map_err(|e| driver_error("cuLaunchKernel", e))
     }
 }
 
@@ -363,5 +355,135 @@ impl CudaDevice {
             functions,
             options,
         })
+    }
+}
+
+impl GpuDevice for CudaDevice {
+    fn backend(&self) -> BackendKind {
+        BackendKind::Cuda
+    }
+
+    fn ordinal(&self) -> usize {
+        CudaDevice::ordinal(self)
+    }
+
+    fn name(&self) -> &str {
+        CudaDevice::name(self)
+    }
+
+    fn limits(&self) -> &DeviceLimits {
+        CudaDevice::limits(self)
+    }
+
+    fn bind(&self) -> Result<()> {
+        CudaDevice::bind(self)
+    }
+
+    fn kernels(&self, types: KernelTypes) -> Result<Arc<dyn GpuKernels>> {
+        Ok(self.module(types)?)
+    }
+
+    fn alloc(&self, bytes: usize, stream: Option<RawStream>) -> Result<u64> {
+        // SAFETY: a valid stream of the current context (or the legacy
+        // default stream); the memory is only used in stream order.
+        unsafe {
+            match stream {
+                Some(s) if self.async_alloc => cu::malloc_async(s as sys::CUstream, bytes)
+                    .map_err(|e| driver_error("cuMemAllocAsync", e)),
+                _ => cu::malloc_sync(bytes).map_err(|e| driver_error("cuMemAlloc", e)),
+            }
+        }
+    }
+
+    unsafe fn free(&self, ptr: u64, stream: Option<RawStream>) {
+        // SAFETY: the caller's contract. Without stream-ordered frees the
+        // stream's work is waited for first.
+        unsafe {
+            match stream {
+                Some(s) if self.async_alloc => {
+                    let _ = cu::free_async(ptr, s as sys::CUstream);
+                }
+                Some(s) => {
+                    let _ = cu::stream::synchronize(s as sys::CUstream);
+                    let _ = cu::free_sync(ptr);
+                }
+                None => {
+                    let _ = cu::free_sync(ptr);
+                }
+            }
+        }
+    }
+
+    unsafe fn memset(&self, dst: u64, byte: u8, bytes: usize, stream: RawStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { cu::memset_d8_async(dst, byte, bytes, stream as sys::CUstream) }
+            .map_err(|e| driver_error("cuMemsetD8Async", e))
+    }
+
+    unsafe fn upload(&self, dst: u64, src: &[u8], stream: RawStream) -> Result<()> {
+        // SAFETY: the caller's contract; a copy from pageable memory is
+        // staged before the call returns.
+        unsafe { cu::memcpy_htod_async(dst, src, stream as sys::CUstream) }
+            .map_err(|e| driver_error("cuMemcpyHtoDAsync", e))
+    }
+
+    unsafe fn download(&self, dst: &mut [u8], src: u64, stream: RawStream) -> Result<()> {
+        let s = stream as sys::CUstream;
+        // SAFETY: the caller's contract; the stream is synchronised before
+        // `dst` is read or dropped.
+        unsafe { cu::memcpy_dtoh_async(dst, src, s).and_then(|()| cu::stream::synchronize(s)) }
+            .map_err(|e| driver_error("cuMemcpyDtoHAsync", e))
+    }
+
+    unsafe fn copy(&self, dst: u64, src: u64, bytes: usize, stream: RawStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { cu::memcpy_dtod_async(dst, src, bytes, stream as sys::CUstream) }
+            .map_err(|e| driver_error("cuMemcpyDtoDAsync", e))
+    }
+
+    fn create_stream(&self) -> Result<RawStream> {
+        cu::stream::create(cu::stream::StreamKind::NonBlocking)
+            .map(|s| s as RawStream)
+            .map_err(|e| driver_error("creating a CUDA stream", e))
+    }
+
+    unsafe fn destroy_stream(&self, stream: RawStream) {
+        // SAFETY: the caller's contract.
+        let _ = unsafe { cu::stream::destroy(stream as sys::CUstream) };
+    }
+
+    fn create_event(&self) -> Result<RawEvent> {
+        cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map(|e| e as RawEvent)
+            .map_err(|e| driver_error("creating a CUDA event", e))
+    }
+
+    unsafe fn destroy_event(&self, event: RawEvent) {
+        // SAFETY: the caller's contract.
+        let _ = unsafe { cu::event::destroy(event as sys::CUevent) };
+    }
+
+    unsafe fn record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { cu::event::record(event as sys::CUevent, stream as sys::CUstream) }
+            .map_err(|e| driver_error("recording a CUDA event", e))
+    }
+
+    unsafe fn wait(&self, stream: RawStream, event: RawEvent) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe {
+            cu::stream::wait_event(
+                stream as sys::CUstream,
+                event as sys::CUevent,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        }
+        .map_err(|e| driver_error("making a CUDA stream wait for an event", e))
+    }
+
+    unsafe fn synchronize(&self, event: RawEvent) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { cu::event::synchronize(event as sys::CUevent) }
+            .map_err(|e| driver_error("waiting for a CUDA event", e))
     }
 }

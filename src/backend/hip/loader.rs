@@ -13,6 +13,8 @@ use std::sync::OnceLock;
 
 /// `hipError_t`.
 pub type HipError = c_int;
+/// `hipStream_t`, `hipEvent_t`, `hipModule_t`, `hipFunction_t`.
+pub type HipHandle = *mut c_void;
 /// `hiprtcResult`.
 pub type HiprtcResult = c_int;
 /// `hiprtcProgram`.
@@ -49,6 +51,79 @@ pub struct HipRuntime {
     pub get_error_name: unsafe extern "C" fn(HipError) -> *const c_char,
     /// `hipRuntimeGetVersion(int*)`.
     pub runtime_get_version: unsafe extern "C" fn(*mut c_int) -> HipError,
+    /// `hipGetErrorString(err)`.
+    pub get_error_string: unsafe extern "C" fn(HipError) -> *const c_char,
+    /// `hipSetDevice(ordinal)`.
+    pub set_device: unsafe extern "C" fn(c_int) -> HipError,
+    /// `hipGetDevice(int*)`.
+    pub get_device: unsafe extern "C" fn(*mut c_int) -> HipError,
+    /// `hipDeviceGetAttribute(int*, attr, ordinal)`.
+    pub device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> HipError,
+    /// `hipDeviceGetName(char*, len, ordinal)`.
+    pub device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> HipError,
+    /// `hipGetDeviceProperties(hipDeviceProp_t*, ordinal)` (the ROCm 5
+    /// layout, which ROCm 6 keeps under this symbol).
+    pub get_device_properties: unsafe extern "C" fn(*mut c_void, c_int) -> HipError,
+    /// `hipMalloc(void**, size)`.
+    pub malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> HipError,
+    /// `hipFree(void*)`.
+    pub free: unsafe extern "C" fn(*mut c_void) -> HipError,
+    /// `hipMallocAsync(void**, size, stream)` (ROCm 5.2 and later).
+    pub malloc_async: Option<unsafe extern "C" fn(*mut *mut c_void, usize, HipHandle) -> HipError>,
+    /// `hipFreeAsync(void*, stream)`.
+    pub free_async: Option<unsafe extern "C" fn(*mut c_void, HipHandle) -> HipError>,
+    /// `hipMemsetD8Async(dst, value, count, stream)`.
+    pub memset_d8_async: unsafe extern "C" fn(*mut c_void, u8, usize, HipHandle) -> HipError,
+    /// `hipMemcpyHtoDAsync(dst, src, bytes, stream)`.
+    pub memcpy_htod_async:
+        unsafe extern "C" fn(*mut c_void, *const c_void, usize, HipHandle) -> HipError,
+    /// `hipMemcpyDtoHAsync(dst, src, bytes, stream)`.
+    pub memcpy_dtoh_async:
+        unsafe extern "C" fn(*mut c_void, *mut c_void, usize, HipHandle) -> HipError,
+    /// `hipMemcpyDtoDAsync(dst, src, bytes, stream)`.
+    pub memcpy_dtod_async:
+        unsafe extern "C" fn(*mut c_void, *mut c_void, usize, HipHandle) -> HipError,
+    /// `hipStreamCreateWithFlags(hipStream_t*, flags)`.
+    pub stream_create_with_flags: unsafe extern "C" fn(*mut HipHandle, c_uint) -> HipError,
+    /// `hipStreamDestroy(stream)`.
+    pub stream_destroy: unsafe extern "C" fn(HipHandle) -> HipError,
+    /// `hipStreamSynchronize(stream)`.
+    pub stream_synchronize: unsafe extern "C" fn(HipHandle) -> HipError,
+    /// `hipStreamWaitEvent(stream, event, flags)`.
+    pub stream_wait_event: unsafe extern "C" fn(HipHandle, HipHandle, c_uint) -> HipError,
+    /// `hipEventCreateWithFlags(hipEvent_t*, flags)`.
+    pub event_create_with_flags: unsafe extern "C" fn(*mut HipHandle, c_uint) -> HipError,
+    /// `hipEventDestroy(event)`.
+    pub event_destroy: unsafe extern "C" fn(HipHandle) -> HipError,
+    /// `hipEventRecord(event, stream)`.
+    pub event_record: unsafe extern "C" fn(HipHandle, HipHandle) -> HipError,
+    /// `hipEventSynchronize(event)`.
+    pub event_synchronize: unsafe extern "C" fn(HipHandle) -> HipError,
+    /// `hipModuleLoadData(hipModule_t*, image)`.
+    pub module_load_data: unsafe extern "C" fn(*mut HipHandle, *const c_void) -> HipError,
+    /// `hipModuleUnload(module)`.
+    pub module_unload: unsafe extern "C" fn(HipHandle) -> HipError,
+    /// `hipModuleGetFunction(hipFunction_t*, module, name)`.
+    pub module_get_function:
+        unsafe extern "C" fn(*mut HipHandle, HipHandle, *const c_char) -> HipError,
+    /// `hipModuleLaunchKernel(f, grid xyz, block xyz, shared, stream,
+    /// params, extra)`.
+    #[allow(clippy::type_complexity)]
+    pub module_launch_kernel: unsafe extern "C" fn(
+        HipHandle,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        HipHandle,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> HipError,
+    /// `hipPointerGetAttributes(hipPointerAttribute_t*, ptr)`.
+    pub pointer_get_attributes: unsafe extern "C" fn(*mut c_void, *const c_void) -> HipError,
 }
 
 /// The hiprtc functions rusparse calls.
@@ -140,6 +215,33 @@ pub fn runtime() -> Result<&'static HipRuntime, String> {
                     get_device_count: symbol(&lib, b"hipGetDeviceCount\0")?,
                     get_error_name: symbol(&lib, b"hipGetErrorName\0")?,
                     runtime_get_version: symbol(&lib, b"hipRuntimeGetVersion\0")?,
+                    get_error_string: symbol(&lib, b"hipGetErrorString\0")?,
+                    set_device: symbol(&lib, b"hipSetDevice\0")?,
+                    get_device: symbol(&lib, b"hipGetDevice\0")?,
+                    device_get_attribute: symbol(&lib, b"hipDeviceGetAttribute\0")?,
+                    device_get_name: symbol(&lib, b"hipDeviceGetName\0")?,
+                    get_device_properties: symbol(&lib, b"hipGetDeviceProperties\0")?,
+                    malloc: symbol(&lib, b"hipMalloc\0")?,
+                    free: symbol(&lib, b"hipFree\0")?,
+                    malloc_async: symbol(&lib, b"hipMallocAsync\0").ok(),
+                    free_async: symbol(&lib, b"hipFreeAsync\0").ok(),
+                    memset_d8_async: symbol(&lib, b"hipMemsetD8Async\0")?,
+                    memcpy_htod_async: symbol(&lib, b"hipMemcpyHtoDAsync\0")?,
+                    memcpy_dtoh_async: symbol(&lib, b"hipMemcpyDtoHAsync\0")?,
+                    memcpy_dtod_async: symbol(&lib, b"hipMemcpyDtoDAsync\0")?,
+                    stream_create_with_flags: symbol(&lib, b"hipStreamCreateWithFlags\0")?,
+                    stream_destroy: symbol(&lib, b"hipStreamDestroy\0")?,
+                    stream_synchronize: symbol(&lib, b"hipStreamSynchronize\0")?,
+                    stream_wait_event: symbol(&lib, b"hipStreamWaitEvent\0")?,
+                    event_create_with_flags: symbol(&lib, b"hipEventCreateWithFlags\0")?,
+                    event_destroy: symbol(&lib, b"hipEventDestroy\0")?,
+                    event_record: symbol(&lib, b"hipEventRecord\0")?,
+                    event_synchronize: symbol(&lib, b"hipEventSynchronize\0")?,
+                    module_load_data: symbol(&lib, b"hipModuleLoadData\0")?,
+                    module_unload: symbol(&lib, b"hipModuleUnload\0")?,
+                    module_get_function: symbol(&lib, b"hipModuleGetFunction\0")?,
+                    module_launch_kernel: symbol(&lib, b"hipModuleLaunchKernel\0")?,
+                    pointer_get_attributes: symbol(&lib, b"hipPointerGetAttributes\0")?,
                     _lib: lib,
                 })
             }

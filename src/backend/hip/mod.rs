@@ -1,23 +1,29 @@
 //! The HIP back end (AMD GPUs, Hygon DCUs; seed 004), behind the `hip`
 //! feature.
 //!
-//! What exists so far:
 //! - [`loader`]: the HIP runtime and hiprtc, loaded at run time;
 //! - [`compile`]: the kernels' single source (`kernels/`, the same text the
-//!   CUDA back end compiles) compiled with hiprtc for an AMD target and
-//!   wavefront width; CI compiles every type instantiation for gfx906 and
-//!   gfx90a;
+//!   CUDA back end compiles) compiled with hiprtc for the device's
+//!   `gcnArchName` and wavefront width; CI compiles every type
+//!   instantiation for gfx906 and gfx90a;
+//! - [`device`]: [`HipDevice`], the device's limits and kernels and
+//!   [`crate::backend::gpu::GpuDevice`] over libamdhip64, so the pipeline
+//!   shared with CUDA ([`crate::backend::gpu::GpuSpgemm`]) runs here too;
+//!   [`device_of`] tells device pointers from host ones for AUTO handles;
 //! - [`probe`]: what a HIP handle finds on this machine.
 //!
-//! The device pipeline (allocations, launches, the three phases) is not
-//! ported yet, so a HIP handle is NOT_SUPPORTED everywhere, with the reason:
-//! no runtime, no device, or, on a machine with an AMD GPU, that the
-//! pipeline is missing. The planning it will use (bins and launch
-//! configurations from the device's LDS and wavefront width) is shared with
-//! CUDA in [`crate::plan::gpu_bins`] and tested there for 64-wide devices.
+//! No AMD GPU has run this yet: without a device a HIP handle is
+//! NOT_SUPPORTED with the runtime's reason. The pipeline's host code is
+//! exercised without a GPU by `kernels/host-tests`, which runs it on an
+//! emulated device with the MI50 / Hygon DCU limits (wavefront 64, 64 KiB
+//! of LDS); the bins for those limits are tested in
+//! [`crate::plan::gpu_bins`].
 
 pub mod compile;
+pub mod device;
 pub mod loader;
+
+pub use device::{device_of, HipDevice};
 
 use crate::error::{Error, Result};
 
@@ -49,17 +55,4 @@ pub fn probe() -> Result<u32> {
         )));
     }
     Ok(count as u32)
-}
-
-/// Opens a HIP handle: the reason it cannot run here.
-///
-/// # Errors
-/// Always [`Error::NotSupported`]: [`probe`]'s reason, or, with a device
-/// present, that the HIP pipeline is not implemented in this version.
-pub fn open() -> Result<()> {
-    let devices = probe()?;
-    Err(Error::NotSupported(format!(
-        "found {devices} HIP device(s), but this version of rusparse has no HIP SpGEMM \
-         pipeline yet (its kernels compile for AMD targets; the launches are not ported)"
-    )))
 }

@@ -1,39 +1,40 @@
-//! The SpGEMM phases of the C ABI on a GPU: descriptors become
-//! [`DeviceCsr`]s and the phases call [`CudaSpgemm`]. Nothing here reads
-//! the matrices (they are device memory); the kernels validate them.
+//! The SpGEMM phases of the C ABI on a GPU (CUDA or HIP): descriptors
+//! become [`DeviceCsr`]s and the phases call [`GpuSpgemm`]. Nothing here
+//! reads the matrices (they are device memory); the kernels validate them.
 
 use super::matrix::SpMat;
-use crate::backend::cuda::{CudaDevice, CudaSpgemm, DeviceCsr, KernelTypes, ValueKind};
+use crate::backend::gpu::{
+    DeviceCsr, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes, RawStream, ValueKind,
+};
 use crate::types::{Algorithm, DataType, IndexBase, IndexType, Op};
 use crate::{Error, Result};
-use cudarc::driver::sys as cu;
 use std::ffi::c_void;
 use std::sync::Arc;
 
 /// One product on a GPU, kept in the SpGEMM descriptor between phases.
 pub(crate) struct GpuProduct {
-    dev: Arc<CudaDevice>,
-    spgemm: CudaSpgemm,
+    dev: Arc<dyn GpuDevice>,
+    spgemm: GpuSpgemm,
     /// alpha and beta copied to the device in host pointer mode.
     scalars: Option<DeviceScalars>,
 }
 
-/// 32 bytes of device memory holding alpha (at 0) and beta (at 16).
+/// 32 bytes of device memory holding alpha (at 0) and beta (at 16),
+/// allocated synchronously (they serve calls on any stream).
 struct DeviceScalars {
-    dev: Arc<CudaDevice>,
-    ptr: cu::CUdeviceptr,
+    dev: Arc<dyn GpuDevice>,
+    ptr: u64,
 }
 
 impl Drop for DeviceScalars {
     fn drop(&mut self) {
-        // The context must be current for the free; if it cannot be made
+        // The device must be current for the free; if it cannot be made
         // current the 32 bytes are left to the context's teardown.
         if self.dev.bind().is_ok() {
-            // SAFETY: allocated by cuMemAlloc in `upload_scalars` in this
-            // context; cuMemFree waits for work that still reads it.
-            unsafe {
-                cu::cuMemFree_v2(self.ptr);
-            }
+            // SAFETY: allocated synchronously in `upload_scalars` on this
+            // device, freed once; a synchronous free waits for work that
+            // still reads it.
+            unsafe { self.dev.free(self.ptr, None) };
         }
     }
 }
@@ -78,7 +79,7 @@ fn check_supported(alg: Algorithm) -> Result<()> {
 
 impl GpuProduct {
     /// What the plan ran so far (bins, device, modes).
-    pub(crate) fn info(&self) -> crate::backend::cuda::CudaPlanInfo {
+    pub(crate) fn info(&self) -> GpuPlanInfo {
         self.spgemm.info()
     }
 
@@ -87,7 +88,7 @@ impl GpuProduct {
     /// products. Returns the product and nprod.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        dev: Arc<CudaDevice>,
+        dev: Arc<dyn GpuDevice>,
         stream: *mut c_void,
         op_a: Op,
         op_b: Op,
@@ -98,9 +99,9 @@ impl GpuProduct {
     ) -> Result<(GpuProduct, u64)> {
         check_supported(alg)?;
         let deterministic = matches!(alg, Algorithm::Deterministic | Algorithm::Alg1);
-        let mut spgemm = CudaSpgemm::work_estimation(
+        let mut spgemm = GpuSpgemm::work_estimation(
             &dev,
-            stream as cu::CUstream,
+            stream as RawStream,
             op_a,
             &device_csr(a),
             op_b,
@@ -131,7 +132,7 @@ impl GpuProduct {
         self.spgemm.set_c_offsets64(c.offset_type == IndexType::I64);
         let nnz = self
             .spgemm
-            .symbolic(stream as cu::CUstream, &device_csr(a), &device_csr(b))?;
+            .symbolic(stream as RawStream, &device_csr(a), &device_csr(b))?;
         Ok(nnz.max(0) as usize)
     }
 
@@ -159,7 +160,7 @@ impl GpuProduct {
         };
         self.spgemm.set_c_offsets64(c.offset_type == IndexType::I64);
         self.spgemm.numeric(
-            stream as cu::CUstream,
+            stream as RawStream,
             &device_csr(a),
             &device_csr(b),
             &device_csr(c),
@@ -169,7 +170,7 @@ impl GpuProduct {
         )
     }
 
-    /// ALG3's `chunk_fraction` (see [`CudaSpgemm::set_chunk_fraction`]).
+    /// ALG3's `chunk_fraction` (see [`GpuSpgemm::set_chunk_fraction`]).
     pub(crate) fn set_chunk_fraction(&mut self, fraction: f32) {
         self.spgemm.set_chunk_fraction(fraction);
     }
@@ -179,14 +180,10 @@ impl GpuProduct {
     fn upload_scalars(&mut self, stream: *mut c_void, alpha: &[u8], beta: &[u8]) -> Result<u64> {
         self.dev.bind()?;
         if self.scalars.is_none() {
-            let mut ptr: cu::CUdeviceptr = 0;
-            // SAFETY: the context is current; valid out pointer.
-            let r = unsafe { cu::cuMemAlloc_v2(&mut ptr, 32) };
-            if r != cu::CUresult::CUDA_SUCCESS {
-                return Err(Error::InsufficientResources(format!(
-                    "cuMemAlloc of 32 bytes for alpha and beta failed with {r:?}"
-                )));
-            }
+            let ptr = self
+                .dev
+                .alloc(32, None)
+                .map_err(|e| e.context("allocating 32 bytes for alpha and beta"))?;
             self.scalars = Some(DeviceScalars {
                 dev: self.dev.clone(),
                 ptr,
@@ -198,14 +195,8 @@ impl GpuProduct {
         bytes[16..16 + beta.len()].copy_from_slice(beta);
         // SAFETY: `ptr` holds 32 bytes; the source is host memory copied
         // before the call returns (pageable memory is staged).
-        let r = unsafe {
-            cu::cuMemcpyHtoDAsync_v2(ptr, bytes.as_ptr().cast(), 32, stream as cu::CUstream)
-        };
-        if r != cu::CUresult::CUDA_SUCCESS {
-            return Err(Error::ExecutionFailed(format!(
-                "copying alpha and beta to the device failed with {r:?}"
-            )));
-        }
+        unsafe { self.dev.upload(ptr, &bytes, stream as RawStream) }
+            .map_err(|e| e.context("copying alpha and beta to the device"))?;
         Ok(ptr)
     }
 }

@@ -1,19 +1,17 @@
-//! The SpGEMM pipeline on one CUDA device,
-//! `C = alpha * op(A) * op(B) (+ beta * C)`, driven phase by phase by the FFI (see the module docs of
-//! [`super`] for the order of kernels and what runs where).
+//! The SpGEMM pipeline on one GPU, `C = alpha * op(A) * op(B) (+ beta * C)`,
+//! driven phase by phase by the FFI (see the module docs of [`super`] for
+//! the order of kernels and what runs where).
 //!
-//! Driver calls go through cudarc's `result` layer: the caller's stream is a
-//! raw `CUstream` owned by someone else and every array is a raw device
-//! pointer, which the safe layer cannot wrap without taking ownership.
+//! Every device operation goes through [`GpuDevice`]: the caller's stream
+//! is a raw handle owned by someone else and every array a raw device
+//! address, so the same code runs on CUDA, on HIP and on the host emulation
+//! of the kernel tests.
 
-use super::compile::KernelTypes;
-use super::device::{driver_error, kernel_params, CudaDevice, KernelModule};
+use super::device::{checked_launch, GpuDevice, GpuKernels, RawEvent, RawStream};
+use crate::backend::kernel_source::KernelTypes;
 use crate::error::{Error, Result};
 use crate::plan::gpu_bins::{self, GpuBins, KernelBin};
 use crate::types::Op;
-use cudarc::driver::result as cu;
-use cudarc::driver::sys::{self, CUdeviceptr, CUevent, CUstream};
-use cudarc::driver::DeviceRepr;
 use std::ffi::c_void;
 use std::ops::Range;
 use std::sync::Arc;
@@ -61,10 +59,6 @@ pub struct KernelCsr {
     /// `int pad_`.
     pub pad: i32,
 }
-
-// SAFETY: plain old data with the layout of `rs_csr` (repr(C), no padding
-// the C side lacks: 3 pointers, 3 long long, 2 int = 56 bytes).
-unsafe impl DeviceRepr for KernelCsr {}
 
 impl From<&DeviceCsr> for KernelCsr {
     fn from(x: &DeviceCsr) -> Self {
@@ -190,15 +184,15 @@ fn exclusive(counts: &[i64]) -> Vec<i64> {
 /// A device allocation freed when dropped, stream-ordered where the device
 /// supports it (`cuMemAllocAsync` / `cuMemFreeAsync`), else synchronously.
 struct DeviceBuffer {
-    dev: Arc<CudaDevice>,
-    ptr: CUdeviceptr,
+    dev: Arc<dyn GpuDevice>,
+    ptr: u64,
     bytes: u64,
     /// The stream the free is ordered on.
-    stream: CUstream,
+    stream: RawStream,
 }
 
 impl DeviceBuffer {
-    fn new(dev: &Arc<CudaDevice>, stream: CUstream, bytes: u64, what: &str) -> Result<Self> {
+    fn new(dev: &Arc<dyn GpuDevice>, stream: RawStream, bytes: u64, what: &str) -> Result<Self> {
         let mut buf = DeviceBuffer {
             dev: dev.clone(),
             ptr: 0,
@@ -211,17 +205,9 @@ impl DeviceBuffer {
         let size = usize::try_from(bytes).map_err(|_| {
             Error::InsufficientResources(format!("{what}: {bytes} bytes exceed the address space"))
         })?;
-        let what = || format!("allocating {bytes} bytes of device memory for {what}");
-        // SAFETY: a valid stream of the current context (or the legacy
-        // default stream); the memory is only used in stream order.
-        buf.ptr = unsafe {
-            if dev.has_async_alloc() {
-                cu::malloc_async(stream, size)
-            } else {
-                cu::malloc_sync(size)
-            }
-        }
-        .map_err(|e| driver_error(&what(), e))?;
+        buf.ptr = dev
+            .alloc(size, Some(stream))
+            .map_err(|e| e.context(&format!("allocating {bytes} bytes for {what}")))?;
         Ok(buf)
     }
 
@@ -239,14 +225,7 @@ impl Drop for DeviceBuffer {
         let _ = self.dev.bind();
         // SAFETY: allocated above, freed once, after the work ordered
         // before it on `stream`.
-        unsafe {
-            if self.dev.has_async_alloc() {
-                let _ = cu::free_async(self.ptr, self.stream);
-            } else {
-                let _ = cu::stream::synchronize(self.stream);
-                let _ = cu::free_sync(self.ptr);
-            }
-        }
+        unsafe { self.dev.free(self.ptr, Some(self.stream)) };
         self.ptr = 0;
     }
 }
@@ -258,7 +237,7 @@ impl Drop for DeviceBuffer {
 struct Transposed {
     buf: DeviceBuffer,
     /// The transpose as the kernels take it (`vals` points at the plan's
-    /// values array, refilled by [`CudaSpgemm::regather`]).
+    /// values array, refilled by [`GpuSpgemm::regather`]).
     csr: DeviceCsr,
     /// `nnz` offsets: entry `k` of the transpose is entry `perm[k]` of the
     /// user's matrix.
@@ -282,24 +261,20 @@ fn transposed_layout(types: KernelTypes, rows: u64, nnz: u64) -> [u64; 4] {
 
 /// The extra streams and events of one plan.
 struct Lanes {
-    dev: Arc<CudaDevice>,
-    streams: Vec<CUstream>,
+    dev: Arc<dyn GpuDevice>,
+    streams: Vec<RawStream>,
     /// Recorded on the caller's stream before a fork.
-    fork: CUevent,
+    fork: RawEvent,
     /// One per extra stream, recorded at a join.
-    joins: Vec<CUevent>,
+    joins: Vec<RawEvent>,
     /// Recorded on the caller's stream at the end of every phase, so the
     /// plan's memory can be freed after its last work even when the
     /// caller's stream no longer exists.
-    done: CUevent,
+    done: RawEvent,
 }
 
 impl Lanes {
-    fn new(dev: &Arc<CudaDevice>) -> Result<Lanes> {
-        let event = || {
-            cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-                .map_err(|e| driver_error("creating a CUDA event", e))
-        };
+    fn new(dev: &Arc<dyn GpuDevice>) -> Result<Lanes> {
         let mut lanes = Lanes {
             dev: dev.clone(),
             streams: Vec::new(),
@@ -307,26 +282,22 @@ impl Lanes {
             joins: Vec::new(),
             done: std::ptr::null_mut(),
         };
-        lanes.fork = event()?;
-        lanes.done = event()?;
+        lanes.fork = dev.create_event()?;
+        lanes.done = dev.create_event()?;
         for _ in 0..AUX_STREAMS {
-            lanes.streams.push(
-                cu::stream::create(cu::stream::StreamKind::NonBlocking)
-                    .map_err(|e| driver_error("creating a CUDA stream", e))?,
-            );
-            lanes.joins.push(event()?);
+            lanes.streams.push(dev.create_stream()?);
+            lanes.joins.push(dev.create_event()?);
         }
         Ok(lanes)
     }
 
-    fn record_done(&self, caller: CUstream) -> Result<()> {
+    fn record_done(&self, caller: RawStream) -> Result<()> {
         // SAFETY: live event and stream.
-        unsafe { cu::event::record(self.done, caller) }
-            .map_err(|e| driver_error("recording a CUDA event", e))
+        unsafe { self.dev.record(self.done, caller) }
     }
 
     /// Makes `n` extra streams wait for the work queued on `caller`.
-    fn fork(&self, caller: CUstream, n: usize) -> Result<Fork<'_>> {
+    fn fork(&self, caller: RawStream, n: usize) -> Result<Fork<'_>> {
         let n = n.min(self.streams.len());
         let mut fork = Fork {
             lanes: self,
@@ -335,17 +306,10 @@ impl Lanes {
         };
         if n > 0 {
             // SAFETY: live events and streams.
-            unsafe { cu::event::record(self.fork, caller) }
-                .map_err(|e| driver_error("recording a CUDA event", e))?;
+            unsafe { self.dev.record(self.fork, caller) }?;
             for &s in &self.streams[..n] {
-                unsafe {
-                    cu::stream::wait_event(
-                        s,
-                        self.fork,
-                        sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-                    )
-                }
-                .map_err(|e| driver_error("making a CUDA stream wait", e))?;
+                // SAFETY: as above.
+                unsafe { self.dev.wait(s, self.fork) }?;
                 fork.used += 1;
             }
         }
@@ -360,11 +324,11 @@ impl Drop for Lanes {
         // with queued work returns at once; the work still completes.
         unsafe {
             for &s in &self.streams {
-                let _ = cu::stream::destroy(s);
+                self.dev.destroy_stream(s);
             }
             for &e in self.joins.iter().chain([&self.fork, &self.done]) {
                 if !e.is_null() {
-                    let _ = cu::event::destroy(e);
+                    self.dev.destroy_event(e);
                 }
             }
         }
@@ -376,13 +340,13 @@ impl Drop for Lanes {
 /// for all of it.
 struct Fork<'a> {
     lanes: &'a Lanes,
-    caller: CUstream,
+    caller: RawStream,
     used: usize,
 }
 
 impl Fork<'_> {
     /// Lane `i` of `used + 1`: the extra streams first, the caller's last.
-    fn stream(&self, i: usize) -> CUstream {
+    fn stream(&self, i: usize) -> RawStream {
         let i = i % (self.used + 1);
         if i < self.used {
             self.lanes.streams[i]
@@ -393,23 +357,19 @@ impl Fork<'_> {
 
     fn join_all(&mut self) -> Result<()> {
         let mut first_err = None;
+        let dev = &self.lanes.dev;
         for i in 0..self.used {
             // SAFETY: live events and streams.
             let r = unsafe {
-                cu::event::record(self.lanes.joins[i], self.lanes.streams[i]).and_then(|()| {
-                    cu::stream::wait_event(
-                        self.caller,
-                        self.lanes.joins[i],
-                        sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-                    )
-                })
+                dev.record(self.lanes.joins[i], self.lanes.streams[i])
+                    .and_then(|()| dev.wait(self.caller, self.lanes.joins[i]))
             };
             if let Err(e) = r {
                 first_err.get_or_insert(e);
             }
         }
         self.used = 0;
-        first_err.map_or(Ok(()), |e| Err(driver_error("joining CUDA streams", e)))
+        first_err.map_or(Ok(()), |e| Err(e.context("joining streams")))
     }
 
     fn join(mut self) -> Result<()> {
@@ -423,6 +383,12 @@ impl Drop for Fork<'_> {
             let _ = self.join_all();
         }
     }
+}
+
+/// `src` as bytes, for copies of plain old data.
+fn as_bytes<T: Copy>(src: &[T]) -> &[u8] {
+    // SAFETY: any initialised `T: Copy` used here (integers) is plain bytes.
+    unsafe { std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), std::mem::size_of_val(src)) }
 }
 
 /// Kernel arguments: a pointer to each value and its size (checked against
@@ -452,7 +418,7 @@ struct SymbolicResult {
 
 /// What a plan ran, for `rusparseSpGEMM_getPlanInfo` and benchmarks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CudaPlanInfo {
+pub struct GpuPlanInfo {
     /// The device's name.
     pub device: String,
     /// Products of the whole multiplication.
@@ -480,9 +446,9 @@ pub struct CudaPlanInfo {
 /// phase (C's arrays), each queued on the caller's stream.
 ///
 /// Holds one device allocation of row metadata (about 12 bytes per row of
-/// A) from [`CudaSpgemm::work_estimation`] until dropped; hash tables of
+/// A) from [`GpuSpgemm::work_estimation`] until dropped; hash tables of
 /// spilled or very long rows live only during the phase that needs them.
-pub struct CudaSpgemm {
+pub struct GpuSpgemm {
     // Declared before `lanes`: freed (on an extra stream) before the
     // streams are destroyed.
     meta: DeviceBuffer,
@@ -490,8 +456,8 @@ pub struct CudaSpgemm {
     a_t: Option<Transposed>,
     b_t: Option<Transposed>,
     lanes: Lanes,
-    dev: Arc<CudaDevice>,
-    module: Arc<KernelModule>,
+    dev: Arc<dyn GpuDevice>,
+    kernels: Arc<dyn GpuKernels>,
     types: KernelTypes,
     deterministic: bool,
     bins: GpuBins,
@@ -525,13 +491,13 @@ pub struct CudaSpgemm {
 // SAFETY: the raw handles (streams, events, device pointers) may be used
 // from any thread once the device's context is current, which every method
 // and `Drop` ensure; `&self` methods only read host data.
-unsafe impl Send for CudaSpgemm {}
+unsafe impl Send for GpuSpgemm {}
 // SAFETY: as above.
-unsafe impl Sync for CudaSpgemm {}
+unsafe impl Sync for GpuSpgemm {}
 
-impl std::fmt::Debug for CudaSpgemm {
+impl std::fmt::Debug for GpuSpgemm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CudaSpgemm")
+        f.debug_struct("GpuSpgemm")
             .field("device", &self.dev.name())
             .field("types", &self.types)
             .field("m", &self.m)
@@ -584,7 +550,7 @@ fn op_dims(x: &DeviceCsr, op: Op) -> (i64, i64) {
     }
 }
 
-impl CudaSpgemm {
+impl GpuSpgemm {
     /// Validates A and B on the device and counts the products of every
     /// row of `op(A) * op(B)`.
     ///
@@ -614,8 +580,8 @@ impl CudaSpgemm {
     /// memory runs out (nothing is leaked).
     #[allow(clippy::too_many_arguments)]
     pub fn work_estimation(
-        dev: &Arc<CudaDevice>,
-        stream: CUstream,
+        dev: &Arc<dyn GpuDevice>,
+        stream: RawStream,
         op_a: Op,
         a: &DeviceCsr,
         op_b: Op,
@@ -655,7 +621,7 @@ impl CudaSpgemm {
             }
         }
         dev.bind()?;
-        let module = dev.module(types)?;
+        let kernels = dev.kernels(types)?;
         let limits = *dev.limits();
         let bins = gpu_bins::gpu_bins(&limits, types.index_bytes(), types.value_bytes());
         if bins.symbolic.len() + 1 > MAX_BINS || bins.numeric.len() + 1 > MAX_BINS {
@@ -671,13 +637,13 @@ impl CudaSpgemm {
         let layout = Layout::new(m as u64, scan_block);
         let lanes = Lanes::new(dev)?;
         let meta = DeviceBuffer::new(dev, stream, layout.total, "the SpGEMM row metadata")?;
-        let mut plan = CudaSpgemm {
+        let mut plan = GpuSpgemm {
             meta,
             a_t: None,
             b_t: None,
             lanes,
             dev: dev.clone(),
-            module,
+            kernels,
             types,
             deterministic,
             bins,
@@ -707,7 +673,7 @@ impl CudaSpgemm {
 
     fn estimate(
         &mut self,
-        stream: CUstream,
+        stream: RawStream,
         op_a: Op,
         user_a: &DeviceCsr,
         op_b: Op,
@@ -761,12 +727,18 @@ impl CudaSpgemm {
         let copy = DeviceBuffer::new(&self.dev, stream, n * 8, "counting the products")?;
         let sums = self.meta.ptr() + self.layout.block_sums;
         // SAFETY: both ranges are `n * 8` bytes of live allocations.
-        unsafe { cu::memcpy_dtod_async(copy.ptr(), row_size, (n * 8) as usize, stream) }
-            .map_err(|e| driver_error("copying the products per row", e))?;
+        unsafe {
+            self.dev
+                .copy(copy.ptr(), row_size, (n * 8) as usize, stream)
+        }
+        .map_err(|e| e.context("copying the products per row"))?;
         self.scan(stream, copy.ptr(), n, sums)?;
         // SAFETY: one word inside each allocation.
-        unsafe { cu::memcpy_dtod_async(word(H_NPROD), copy.ptr() + 8 * (n - 1), 8, stream) }
-            .map_err(|e| driver_error("copying the product count", e))?;
+        unsafe {
+            self.dev
+                .copy(word(H_NPROD), copy.ptr() + 8 * (n - 1), 8, stream)
+        }
+        .map_err(|e| e.context("copying the product count"))?;
         drop(copy);
         let head: Vec<i64> = self.read(stream, h, 4)?;
         if head[H_ERROR] as u64 != u64::MAX {
@@ -785,7 +757,7 @@ impl CudaSpgemm {
     /// their transposes into `a_t` / `b_t`. One wait, for the error word.
     fn build_transposes(
         &mut self,
-        stream: CUstream,
+        stream: RawStream,
         op_a: Op,
         a: &DeviceCsr,
         op_b: Op,
@@ -828,8 +800,8 @@ impl CudaSpgemm {
     }
 
     /// The transpose of the validated `x` (see `kernels/transpose.cu`), in
-    /// a new allocation; its values are filled by [`CudaSpgemm::regather`].
-    fn transpose(&self, stream: CUstream, x: &DeviceCsr, conjugate: bool) -> Result<Transposed> {
+    /// a new allocation; its values are filled by [`GpuSpgemm::regather`].
+    fn transpose(&self, stream: RawStream, x: &DeviceCsr, conjugate: bool) -> Result<Transposed> {
         let (rows, nnz) = (x.ncols as u64, x.nnz as u64);
         let [cols_at, perm_at, vals_at, total] = transposed_layout(self.types, rows, nnz);
         let buf = DeviceBuffer::new(&self.dev, stream, total, "the transpose of an operand")?;
@@ -869,8 +841,9 @@ impl CudaSpgemm {
                 stream,
                 &args![rows_arg, counts, t_rows, base, error],
             )?;
-            cu::memcpy_dtod_async(cursor, counts, (words * 8) as usize, stream)
-                .map_err(|e| driver_error("copying the transpose's offsets", e))?;
+            self.dev
+                .copy(cursor, counts, (words * 8) as usize, stream)
+                .map_err(|e| e.context("copying the transpose's offsets"))?;
             self.launch(
                 "rs_transpose_scatter",
                 self.grid(x.nrows as u64 * warp, SETUP_BLOCK),
@@ -915,7 +888,7 @@ impl CudaSpgemm {
 
     /// Refills the values of the transposes from the user's current arrays
     /// (`rs_transpose_gather`; conjugated for op C).
-    fn regather(&self, stream: CUstream, a: &DeviceCsr, b: &DeviceCsr) -> Result<()> {
+    fn regather(&self, stream: RawStream, a: &DeviceCsr, b: &DeviceCsr) -> Result<()> {
         for (t, x) in [(&self.a_t, a), (&self.b_t, b)] {
             let Some(t) = t else { continue };
             if x.nnz == 0 {
@@ -952,7 +925,7 @@ impl CudaSpgemm {
         self.nprod
     }
 
-    /// nnz(C), once [`CudaSpgemm::symbolic`] ran.
+    /// nnz(C), once [`GpuSpgemm::symbolic`] ran.
     pub fn nnz(&self) -> Option<i64> {
         self.symbolic.as_ref().map(|s| s.nnz)
     }
@@ -972,8 +945,8 @@ impl CudaSpgemm {
 
     /// C's row offsets are 64-bit (`true`) or 32-bit (`false`); by default
     /// they have A's offset type. C's column indices always have A's index
-    /// type. Set before [`CudaSpgemm::symbolic`] (which checks that nnz(C)
-    /// fits) and kept for [`CudaSpgemm::numeric`]; a later call overrides
+    /// type. Set before [`GpuSpgemm::symbolic`] (which checks that nnz(C)
+    /// fits) and kept for [`GpuSpgemm::numeric`]; a later call overrides
     /// it.
     pub fn set_c_offsets64(&mut self, wide: bool) {
         self.c_offsets64 = wide;
@@ -987,9 +960,9 @@ impl CudaSpgemm {
     }
 
     /// What the plan ran so far.
-    pub fn info(&self) -> CudaPlanInfo {
+    pub fn info(&self) -> GpuPlanInfo {
         let s = self.symbolic.as_ref();
-        CudaPlanInfo {
+        GpuPlanInfo {
             device: self.dev.name().to_string(),
             nprod: self.nprod,
             nnz: s.map(|s| s.nnz),
@@ -1042,7 +1015,7 @@ impl CudaSpgemm {
     /// memory runs out; driver errors as [`Error::ExecutionFailed`]. After
     /// a failure the plan cannot run the phase again (the same error is
     /// returned).
-    pub fn symbolic(&mut self, stream: CUstream, a: &DeviceCsr, b: &DeviceCsr) -> Result<i64> {
+    pub fn symbolic(&mut self, stream: RawStream, a: &DeviceCsr, b: &DeviceCsr) -> Result<i64> {
         if let Some(s) = &self.symbolic {
             return Ok(s.nnz);
         }
@@ -1068,7 +1041,7 @@ impl CudaSpgemm {
 
     fn run_symbolic(
         &self,
-        stream: CUstream,
+        stream: RawStream,
         a: &DeviceCsr,
         b: &DeviceCsr,
     ) -> Result<SymbolicResult> {
@@ -1227,7 +1200,7 @@ impl CudaSpgemm {
     /// (`alpha * A * B`, plus `beta` times the values already in C when
     /// `beta` is not zero) straight into C's arrays.
     ///
-    /// `c` has `nnz` = the count [`CudaSpgemm::symbolic`] returned and its
+    /// `c` has `nnz` = the count [`GpuSpgemm::symbolic`] returned and its
     /// three arrays allocated by the caller (columns and values may be 0
     /// when nnz(C) = 0). `alpha` and `beta` are device pointers to one value
     /// each; with `beta_is_zero`, `beta` is not read (and may be 0). Queues
@@ -1241,7 +1214,7 @@ impl CudaSpgemm {
     #[allow(clippy::too_many_arguments)]
     pub fn numeric(
         &mut self,
-        stream: CUstream,
+        stream: RawStream,
         a: &DeviceCsr,
         b: &DeviceCsr,
         c: &DeviceCsr,
@@ -1280,7 +1253,7 @@ impl CudaSpgemm {
 
     fn run_numeric(
         &self,
-        stream: CUstream,
+        stream: RawStream,
         a: &DeviceCsr,
         b: &DeviceCsr,
         c: &DeviceCsr,
@@ -1446,7 +1419,8 @@ impl CudaSpgemm {
             .clamp(1, i32::MAX as u64) as u32
     }
 
-    /// Launches kernel `name`.
+    /// Launches kernel `name` (argument sizes checked against the launch
+    /// contract).
     ///
     /// # Safety
     /// `args` must point at values of exactly the kernel's parameter types,
@@ -1458,62 +1432,47 @@ impl CudaSpgemm {
         grid: u32,
         block: u32,
         shared: u32,
-        stream: CUstream,
+        stream: RawStream,
         args: &[(*mut c_void, usize)],
     ) -> Result<()> {
-        let sizes: Vec<usize> = args.iter().map(|&(_, s)| s).collect();
-        if kernel_params(name) != Some(&sizes[..]) {
-            return Err(Error::InternalError(format!(
-                "{name} launched with arguments of {sizes:?} bytes; its parameters take {:?}",
-                kernel_params(name)
-            )));
-        }
-        let mut ptrs: Vec<*mut c_void> = args.iter().map(|&(p, _)| p).collect();
-        let f = self.module.function(name)?;
-        cu::launch_kernel(
-            f.cu_function(),
-            (grid, 1, 1),
-            (block, 1, 1),
-            shared,
-            stream,
-            &mut ptrs,
-        )
-        .map_err(|e| {
-            driver_error(
-                &format!(
+        // SAFETY: the caller's contract.
+        unsafe { checked_launch(&*self.kernels, name, grid, block, shared, stream, args) }.map_err(
+            |e| {
+                e.context(&format!(
                     "launching {name} (grid {grid}, block {block}, {shared} bytes of shared memory)"
-                ),
-                e,
-            )
-        })
+                ))
+            },
+        )
     }
 
-    fn memset(&self, stream: CUstream, dst: u64, byte: u8, bytes: u64) -> Result<()> {
+    fn memset(&self, stream: RawStream, dst: u64, byte: u8, bytes: u64) -> Result<()> {
         // SAFETY: `dst..dst + bytes` lies in a live allocation.
-        unsafe { cu::memset_d8_async(dst, byte, bytes as usize, stream) }
-            .map_err(|e| driver_error("clearing device memory", e))
+        unsafe { self.dev.memset(dst, byte, bytes as usize, stream) }
+            .map_err(|e| e.context("clearing device memory"))
     }
 
-    fn upload<T>(&self, stream: CUstream, dst: u64, src: &[T]) -> Result<()> {
-        // SAFETY: `dst` has room for `src`; a copy from pageable memory is
-        // staged before the call returns, so `src` may be dropped after.
-        unsafe { cu::memcpy_htod_async(dst, src, stream) }
-            .map_err(|e| driver_error("copying to the device", e))
+    fn upload<T: Copy>(&self, stream: RawStream, dst: u64, src: &[T]) -> Result<()> {
+        // SAFETY: `dst` has room for `src`; plain old data viewed as bytes.
+        unsafe { self.dev.upload(dst, as_bytes(src), stream) }
+            .map_err(|e| e.context("copying to the device"))
     }
 
     /// Waits for `stream` and reads `n` values at `src`.
-    fn read<T: Copy + Default>(&self, stream: CUstream, src: u64, n: usize) -> Result<Vec<T>> {
+    fn read<T: Copy + Default>(&self, stream: RawStream, src: u64, n: usize) -> Result<Vec<T>> {
         let mut out = vec![T::default(); n];
         if n == 0 {
             return Ok(out);
         }
-        // SAFETY: `src` holds `n` values of `T`; the stream is synchronised
-        // before `out` is read or dropped.
-        unsafe {
-            cu::memcpy_dtoh_async(&mut out, src, stream)
-                .and_then(|()| cu::stream::synchronize(stream))
-        }
-        .map_err(|e| driver_error("reading back from the device", e))?;
+        // SAFETY: `src` holds `n` values of `T`, plain old data (integers).
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(
+                out.as_mut_ptr().cast::<u8>(),
+                std::mem::size_of_val(&out[..]),
+            )
+        };
+        // SAFETY: as above.
+        unsafe { self.dev.download(bytes, src, stream) }
+            .map_err(|e| e.context("reading back from the device"))?;
         Ok(out)
     }
 
@@ -1522,7 +1481,7 @@ impl CudaSpgemm {
     /// the whole array otherwise.
     fn gather(
         &self,
-        stream: CUstream,
+        stream: RawStream,
         array: u64,
         len: u64,
         rows: &[u32],
@@ -1554,7 +1513,7 @@ impl CudaSpgemm {
 
     /// Exclusive scan of `n` long longs at `data`, in place, with
     /// `scan_tiles(n)` words of tile totals at `sums`.
-    fn scan(&self, stream: CUstream, data: u64, n: u64, sums: u64) -> Result<()> {
+    fn scan(&self, stream: RawStream, data: u64, n: u64, sums: u64) -> Result<()> {
         let sb = self.scan_block;
         let tiles = scan_tiles(n, sb);
         let (n_arg, tiles_arg) = (n as i64, tiles as i64);
@@ -1588,7 +1547,7 @@ impl CudaSpgemm {
     /// last) and where each bin starts in the bin array.
     fn bin_rows(
         &self,
-        stream: CUstream,
+        stream: RawStream,
         a_rows: u64,
         a_base: i32,
         bounds_word: usize,
@@ -1643,7 +1602,7 @@ impl CudaSpgemm {
 
     /// The message for an error word `(row << 8) | code` of the kernels,
     /// with the offending values read back where possible.
-    fn describe(&self, stream: CUstream, word: u64, a: &DeviceCsr, b: &DeviceCsr) -> Error {
+    fn describe(&self, stream: RawStream, word: u64, a: &DeviceCsr, b: &DeviceCsr) -> Error {
         let (row, code) = ((word >> 8) as i64, (word & 0xff) as u32);
         let (x, name) = match code {
             1 | 2 => (a, "A"),
@@ -1700,7 +1659,7 @@ impl CudaSpgemm {
     }
 
     /// `(rows[row], rows[row + 1])` of `x`, when readable.
-    fn read_offsets(&self, stream: CUstream, x: &DeviceCsr, row: i64) -> Option<(i64, i64)> {
+    fn read_offsets(&self, stream: RawStream, x: &DeviceCsr, row: i64) -> Option<(i64, i64)> {
         if row < 0 || row >= x.nrows {
             return None;
         }
@@ -1719,7 +1678,7 @@ impl CudaSpgemm {
     /// matrix, for a row of at most 2^20 entries.
     fn first_bad_column(
         &self,
-        stream: CUstream,
+        stream: RawStream,
         x: &DeviceCsr,
         lo: i64,
         hi: i64,
@@ -1747,25 +1706,19 @@ impl CudaSpgemm {
     }
 }
 
-impl Drop for CudaSpgemm {
+impl Drop for GpuSpgemm {
     fn drop(&mut self) {
         // Free the metadata after the plan's last work, ordered through the
         // `done` event on an extra stream: the caller's stream may be gone.
         let _ = self.dev.bind();
         let aux = self.lanes.streams[0];
         // SAFETY: live stream and event.
-        let waited = unsafe {
-            cu::stream::wait_event(
-                aux,
-                self.lanes.done,
-                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-            )
-        };
+        let waited = unsafe { self.dev.wait(aux, self.lanes.done) };
         let stream = if waited.is_ok() {
             aux
         } else {
             // SAFETY: live event; then every earlier use has finished.
-            let _ = unsafe { cu::event::synchronize(self.lanes.done) };
+            let _ = unsafe { self.dev.synchronize(self.lanes.done) };
             std::ptr::null_mut()
         };
         self.meta.stream = stream;
@@ -1803,8 +1756,8 @@ struct GlobalTables {
 
 impl GlobalTables {
     fn new(
-        plan: &CudaSpgemm,
-        stream: CUstream,
+        plan: &GpuSpgemm,
+        stream: RawStream,
         tables: &[u64],
         key_bytes: u64,
         val_bytes: u64,

@@ -1,0 +1,672 @@
+//! rusparse's real GPU pipeline (`rusparse::backend::gpu::GpuSpgemm`, the
+//! code the CUDA and HIP back ends run) on an emulated device
+//! (`rusparse_kernel_host_tests::device`): H100 limits for the warp-32
+//! variants, MI50 / Hygon DCU limits (wavefront 64, 64 KiB of LDS) for the
+//! warp-64 ones. Every product is compared exactly with
+//! `rusparse::reference` (integer-valued entries), and every run checks
+//! that the plan gave back all device memory, streams and events.
+//!
+//! Covered: every op pair (N, T, C) and both index bases, duplicates and
+//! unsorted rows, empty operands, rows long enough to spill to the global
+//! kernels (with and without ALG3's chunk fraction), deterministic plans,
+//! beta and reuse with new values, C's row offsets of the other width,
+//! malformed input (INVALID_VALUE naming the entry) and an allocation
+//! failure at every allocation of a product.
+
+use rusparse::backend::gpu::{
+    DeviceCsr, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes, RawStream, ValueKind,
+};
+use rusparse::plan::gpu_bins::DeviceLimits;
+use rusparse::{BackendKind, Error, Index, Op};
+use rusparse_kernel_host_tests::device::EmulatedDevice;
+use rusparse_kernel_host_tests::hash::{visit_hash_variants, HashVariant, HashVisitor, HostCsr};
+use rusparse_kernel_host_tests::{Rng, TestValue, Variant};
+use std::sync::Arc;
+
+type Val<V> = <V as Variant>::Value;
+
+/// The kernel types of a variant.
+fn types<V: Variant>() -> KernelTypes {
+    let value = match (V::COMPLEX, std::mem::size_of::<Val<V>>()) {
+        (false, 4) => ValueKind::F32,
+        (false, _) => ValueKind::F64,
+        (true, 8) => ValueKind::C32,
+        (true, _) => ValueKind::C64,
+    };
+    KernelTypes {
+        value,
+        offset64: std::mem::size_of::<V::Offset>() == 8,
+        index64: std::mem::size_of::<V::Index>() == 8,
+    }
+}
+
+/// The emulated device for a variant's warp width.
+fn device<V: Variant>() -> Arc<EmulatedDevice> {
+    if V::WARP == 64 {
+        EmulatedDevice::new("MI50", DeviceLimits::MI50, BackendKind::Hip)
+    } else {
+        EmulatedDevice::new("H100", DeviceLimits::H100, BackendKind::Cuda)
+    }
+}
+
+fn seed<V: Variant>(salt: u64) -> Rng {
+    let h = V::NAME.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+        (h ^ c as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    Rng::new(h ^ salt)
+}
+
+/// A small nonzero integer value (both parts for complex types).
+fn int_val<V: Variant>(rng: &mut Rng) -> Val<V> {
+    let re = rng.below(7) as f64 - 3.0;
+    let im = rng.below(5) as f64 - 2.0;
+    Val::<V>::from_parts(if re == 0.0 { 1.0 } else { re }, im)
+}
+
+/// A value with a fractional part (sums round).
+fn frac_val<V: Variant>(rng: &mut Rng) -> Val<V> {
+    let re = (rng.below(1 << 20) as f64 - (1 << 19) as f64) / 3.0e4;
+    let im = (rng.below(1 << 20) as f64 - (1 << 19) as f64) / 7.0e4;
+    Val::<V>::from_parts(re, im)
+}
+
+/// `nrows x ncols` with row `i` of `len(i)` entries, columns random (with
+/// repeats and in random order when `messy`).
+fn random<V: Variant>(
+    rng: &mut Rng,
+    nrows: usize,
+    ncols: usize,
+    base: i32,
+    messy: bool,
+    mut len: impl FnMut(&mut Rng, usize) -> usize,
+) -> HostCsr<V> {
+    let rows: Vec<Vec<(usize, Val<V>)>> = (0..nrows)
+        .map(|i| {
+            let n = if ncols == 0 { 0 } else { len(rng, i) };
+            let mut cols: Vec<usize> = (0..n).map(|_| rng.below(ncols as u64) as usize).collect();
+            if !messy {
+                cols.sort_unstable();
+                cols.dedup();
+            }
+            cols.into_iter().map(|c| (c, int_val::<V>(rng))).collect()
+        })
+        .collect();
+    HostCsr::from_rows(ncols, &rows, base)
+}
+
+/// Row lengths from empty to a few dozen, one row of one entry in five.
+fn mixed(rng: &mut Rng, i: usize) -> usize {
+    match i % 5 {
+        0 => 1,
+        1 => 0,
+        2 => rng.below(4) as usize,
+        3 => 4 + rng.below(12) as usize,
+        _ => 16 + rng.below(40) as usize,
+    }
+}
+
+/// A matrix on the emulated device, freed when dropped.
+struct Uploaded {
+    dev: Arc<EmulatedDevice>,
+    csr: DeviceCsr,
+}
+
+impl Uploaded {
+    fn new<V: Variant>(dev: &Arc<EmulatedDevice>, x: &HostCsr<V>) -> Uploaded {
+        let nnz = x.cols.len();
+        Uploaded {
+            dev: dev.clone(),
+            csr: DeviceCsr {
+                rows: dev.upload_new(&x.rows),
+                cols: if nnz > 0 { dev.upload_new(&x.cols) } else { 0 },
+                vals: if nnz > 0 { dev.upload_new(&x.vals) } else { 0 },
+                nrows: x.nrows as i64,
+                ncols: x.ncols as i64,
+                nnz: nnz as i64,
+                base: x.base,
+            },
+        }
+    }
+}
+
+impl Drop for Uploaded {
+    fn drop(&mut self) {
+        for p in [self.csr.rows, self.csr.cols, self.csr.vals] {
+            if p != 0 {
+                self.dev.free_input(p);
+            }
+        }
+    }
+}
+
+/// One device allocation of the test (C's arrays, alpha, beta).
+struct Buffer {
+    dev: Arc<EmulatedDevice>,
+    ptr: u64,
+}
+
+impl Buffer {
+    fn new<T: Copy>(dev: &Arc<EmulatedDevice>, data: &[T]) -> Buffer {
+        Buffer {
+            dev: dev.clone(),
+            ptr: dev.upload_new(data),
+        }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        self.dev.free_input(self.ptr);
+    }
+}
+
+/// What one product is asked to do.
+#[derive(Clone)]
+struct Job<V: Variant> {
+    op_a: Op,
+    op_b: Op,
+    alpha: Val<V>,
+    /// beta and C's old values (on the product's pattern).
+    beta: Option<(Val<V>, Vec<Val<V>>)>,
+    deterministic: bool,
+    chunk_fraction: Option<f32>,
+    /// C's row offsets 64-bit (else 32-bit); `None`: A's type.
+    c_offsets64: Option<bool>,
+    /// Numeric phases to run (the later ones on the same plan, as reuse).
+    rounds: usize,
+}
+
+impl<V: Variant> Job<V> {
+    fn new(op_a: Op, op_b: Op) -> Self {
+        Job {
+            op_a,
+            op_b,
+            alpha: Val::<V>::from_parts(2.0, -1.0),
+            beta: None,
+            deterministic: false,
+            chunk_fraction: None,
+            c_offsets64: None,
+            rounds: 1,
+        }
+    }
+}
+
+/// C as read back: row offsets (as i64), columns, values.
+struct Output<V: Variant> {
+    rows: Vec<i64>,
+    cols: Vec<V::Index>,
+    vals: Vec<Val<V>>,
+}
+
+/// Runs the pipeline for `job` on `dev`; checks afterwards (also on
+/// failure) that the plan gave back every allocation, stream and event.
+fn run<V: Variant>(
+    dev: &Arc<EmulatedDevice>,
+    a: &HostCsr<V>,
+    b: &HostCsr<V>,
+    job: &Job<V>,
+) -> Result<(Output<V>, GpuPlanInfo), Error> {
+    let before = dev.live_allocations().len();
+    let r = run_inner(dev, a, b, job);
+    assert_eq!(
+        dev.live_allocations().len(),
+        before,
+        "{}: device memory left after the product: {:?}",
+        V::NAME,
+        dev.live_allocations()
+    );
+    assert_eq!(dev.live_handles(), 0, "{}: streams or events left", V::NAME);
+    r
+}
+
+fn run_inner<V: Variant>(
+    dev: &Arc<EmulatedDevice>,
+    a: &HostCsr<V>,
+    b: &HostCsr<V>,
+    job: &Job<V>,
+) -> Result<(Output<V>, GpuPlanInfo), Error> {
+    let gpu: Arc<dyn GpuDevice> = dev.clone();
+    let stream: RawStream = std::ptr::null_mut();
+    let (da, db) = (Uploaded::new(dev, a), Uploaded::new(dev, b));
+    let mut plan = GpuSpgemm::work_estimation(
+        &gpu,
+        stream,
+        job.op_a,
+        &da.csr,
+        job.op_b,
+        &db.csr,
+        types::<V>(),
+        job.deterministic,
+    )?;
+    if let Some(f) = job.chunk_fraction {
+        plan.set_chunk_fraction(f);
+    }
+    let c64 = job
+        .c_offsets64
+        .unwrap_or(std::mem::size_of::<V::Offset>() == 8);
+    plan.set_c_offsets64(c64);
+    let nnz = plan.symbolic(stream, &da.csr, &db.csr)? as usize;
+    let (m, n) = (
+        if job.op_a.transposes() {
+            a.ncols
+        } else {
+            a.nrows
+        },
+        if job.op_b.transposes() {
+            b.nrows
+        } else {
+            b.ncols
+        },
+    );
+    let c_rows = if c64 {
+        Buffer::new(dev, &vec![-1i64; m + 1])
+    } else {
+        Buffer::new(dev, &vec![-1i32; m + 1])
+    };
+    let c_cols = Buffer::new(dev, &vec![V::Index::default(); nnz.max(1)]);
+    let old = match &job.beta {
+        Some((_, old)) => {
+            assert_eq!(old.len(), nnz, "old values on the product's pattern");
+            old.clone()
+        }
+        None => vec![Val::<V>::from_parts(f64::NAN, 0.0); nnz],
+    };
+    let c_vals = Buffer::new(
+        dev,
+        &if nnz > 0 {
+            old
+        } else {
+            vec![Val::<V>::from_parts(0.0, 0.0)]
+        },
+    );
+    let c = DeviceCsr {
+        rows: c_rows.ptr,
+        cols: if nnz > 0 { c_cols.ptr } else { 0 },
+        vals: if nnz > 0 { c_vals.ptr } else { 0 },
+        nrows: m as i64,
+        ncols: n as i64,
+        nnz: nnz as i64,
+        base: a.base,
+    };
+    let alpha = Buffer::new(dev, &[job.alpha]);
+    let beta_value = job
+        .beta
+        .as_ref()
+        .map_or(Val::<V>::from_parts(0.0, 0.0), |b| b.0);
+    let beta = Buffer::new(dev, &[beta_value]);
+    for _ in 0..job.rounds {
+        plan.numeric(
+            stream,
+            &da.csr,
+            &db.csr,
+            &c,
+            alpha.ptr,
+            beta.ptr,
+            job.beta.is_none(),
+        )?;
+    }
+    let rows: Vec<i64> = if c64 {
+        dev.read_back::<i64>(c_rows.ptr, m + 1)
+    } else {
+        dev.read_back::<i32>(c_rows.ptr, m + 1)
+            .into_iter()
+            .map(i64::from)
+            .collect()
+    };
+    let out = Output {
+        rows,
+        cols: dev.read_back(c_cols.ptr, nnz),
+        vals: dev.read_back(c_vals.ptr, nnz),
+    };
+    Ok((out, plan.info()))
+}
+
+/// `alpha * op(A) op(B) (+ beta * old)` by rusparse's reference.
+fn reference<V: Variant>(a: &HostCsr<V>, b: &HostCsr<V>, job: &Job<V>) -> Output<V> {
+    let c = rusparse::reference::spgemm(&a.view(), job.op_a, &b.view(), job.op_b, job.alpha)
+        .expect("reference product");
+    let mut vals = c.values().to_vec();
+    if let Some((beta, old)) = &job.beta {
+        for (v, &o) in vals.iter_mut().zip(old) {
+            *v += *beta * o;
+        }
+    }
+    Output {
+        rows: c.row_offsets().iter().map(|o| o.to_i64()).collect(),
+        cols: c.col_indices().to_vec(),
+        vals,
+    }
+}
+
+/// Equal values, -0 taken as 0.
+fn key<V: Variant>(v: Val<V>) -> (u64, u64) {
+    let (re, im) = v.parts();
+    ((re + 0.0).to_bits(), (im + 0.0).to_bits())
+}
+
+#[track_caller]
+fn assert_output<V: Variant>(got: &Output<V>, want: &Output<V>, what: &str) {
+    let name = V::NAME;
+    assert_eq!(got.rows, want.rows, "{name} {what}: row offsets");
+    let cols = |x: &Output<V>| x.cols.iter().map(|c| c.to_i64()).collect::<Vec<_>>();
+    assert_eq!(cols(got), cols(want), "{name} {what}: column indices");
+    let k = |x: &Output<V>| x.vals.iter().map(|&v| key::<V>(v)).collect::<Vec<_>>();
+    assert!(
+        k(got) == k(want),
+        "{name} {what}: values {:?} != {:?}",
+        got.vals,
+        want.vals
+    );
+}
+
+/// Runs `job` and compares with the reference; returns the plan's info.
+#[track_caller]
+fn check<V: Variant>(
+    dev: &Arc<EmulatedDevice>,
+    a: &HostCsr<V>,
+    b: &HostCsr<V>,
+    job: &Job<V>,
+    what: &str,
+) -> GpuPlanInfo {
+    let (got, info) = run(dev, a, b, job).unwrap_or_else(|e| panic!("{} {what}: {e}", V::NAME));
+    assert_output(&got, &reference(a, b, job), what);
+    info
+}
+
+const OPS: [Op; 3] = [Op::N, Op::T, Op::C];
+
+#[test]
+fn every_op_pair_and_base_matches_the_reference() {
+    /// Counts the variants: each takes a third of the op pairs, so the
+    /// warp-32 variants cover all nine and the warp-64 ones six (the
+    /// emulation costs about a second per product).
+    struct T(usize);
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            self.0 += 1;
+            let dev = device::<V>();
+            let mut rng = seed::<V>(1);
+            let (m, k, n) = (37, 29, 41);
+            for (t, (op_a, op_b)) in OPS
+                .iter()
+                .flat_map(|&x| OPS.iter().map(move |&y| (x, y)))
+                .enumerate()
+                .filter(|(t, _)| (t + self.0).is_multiple_of(3))
+            {
+                let base = (t % 2) as i32;
+                // op(A) is m x k, op(B) is k x n.
+                let (ar, ac) = if op_a.transposes() { (k, m) } else { (m, k) };
+                let (br, bc) = if op_b.transposes() { (n, k) } else { (k, n) };
+                let a = random::<V>(&mut rng, ar, ac, base, t % 3 == 0, mixed);
+                let b = random::<V>(&mut rng, br, bc, base, t % 3 == 1, mixed);
+                let what = format!("op(A) = {op_a:?}, op(B) = {op_b:?}, base {base}");
+                let info = check(&dev, &a, &b, &Job::new(op_a, op_b), &what);
+                assert_eq!(
+                    info.nnz,
+                    Some(reference(&a, &b, &Job::new(op_a, op_b)).vals.len() as i64)
+                );
+            }
+        }
+    }
+    visit_hash_variants(&mut T(0));
+}
+
+#[test]
+fn empty_operands_and_products() {
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = device::<V>();
+            let mut rng = seed::<V>(2);
+            let shapes: [(usize, usize, usize); 5] =
+                [(0, 5, 3), (4, 0, 3), (4, 5, 0), (0, 0, 0), (6, 7, 8)];
+            for (m, k, n) in shapes {
+                // The last shape: operands with entries but no products
+                // (A's columns hit only empty rows of B).
+                let a = random::<V>(&mut rng, m, k, 0, false, |_, i| usize::from(i % 2 == 0));
+                let b = random::<V>(&mut rng, k, n, 0, false, |_, _| 0);
+                let info = check(
+                    &dev,
+                    &a,
+                    &b,
+                    &Job::new(Op::N, Op::N),
+                    &format!("{m}x{k}x{n}"),
+                );
+                assert_eq!(info.nnz, Some(0));
+                assert_eq!(info.nprod, 0);
+            }
+        }
+    }
+    visit_hash_variants(&mut T);
+}
+
+/// A with ordinary rows and one row that reaches `spread` distinct
+/// columns of C through `spread / 16` rows of B.
+fn with_long_row<V: Variant>(rng: &mut Rng, spread: usize) -> (HostCsr<V>, HostCsr<V>) {
+    let k = spread / 16;
+    let n = spread + 64;
+    // B's row r holds 16 distinct columns r*16 .. r*16 + 15, so A's long
+    // row (all k rows of B) covers `spread` columns.
+    let b_rows: Vec<Vec<(usize, Val<V>)>> = (0..k)
+        .map(|r| (0..16).map(|j| (r * 16 + j, int_val::<V>(rng))).collect())
+        .collect();
+    let b = HostCsr::from_rows(n, &b_rows, 0);
+    let a_rows: Vec<Vec<(usize, Val<V>)>> = (0..24)
+        .map(|i| {
+            if i == 5 {
+                (0..k).map(|c| (c, int_val::<V>(rng))).collect()
+            } else {
+                (0..(i % 4))
+                    .map(|_| (rng.below(k as u64) as usize, int_val::<V>(rng)))
+                    .collect()
+            }
+        })
+        .collect();
+    (HostCsr::from_rows(k, &a_rows, 0), b)
+}
+
+#[test]
+fn long_rows_spill_to_the_global_kernels_with_and_without_alg3() {
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = device::<V>();
+            let mut rng = seed::<V>(3);
+            // Above the largest shared symbolic table of each device
+            // (8,192 entries on the MI50; about 58,000 on the H100).
+            let spread = if V::WARP == 64 { 9_216 } else { 65_536 };
+            let (a, b) = with_long_row::<V>(&mut rng, spread);
+            let job = Job::new(Op::N, Op::N);
+            let info = check(&dev, &a, &b, &job, "long row");
+            assert_eq!(info.spilled_rows, 1, "{}: {info:?}", V::NAME);
+            assert_eq!(
+                info.numeric_rows.iter().rev().nth(1),
+                Some(&1),
+                "{}: {info:?}",
+                V::NAME
+            );
+            let peak = dev.peak_bytes();
+            let alg3 = Job {
+                chunk_fraction: Some(0.25),
+                ..job
+            };
+            check(&dev, &a, &b, &alg3, "long row, ALG3");
+            assert!(dev.peak_bytes() <= peak, "ALG3 used more memory");
+        }
+    }
+    visit_hash_variants(&mut T);
+}
+
+#[test]
+fn deterministic_plans_are_bitwise_reproducible() {
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = device::<V>();
+            let mut rng = seed::<V>(4);
+            for messy in [false, true] {
+                let mut a = random::<V>(&mut rng, 40, 30, 0, false, mixed);
+                let mut b = random::<V>(&mut rng, 30, 50, 0, messy, mixed);
+                for v in a.vals.iter_mut().chain(b.vals.iter_mut()) {
+                    *v = frac_val::<V>(&mut rng);
+                }
+                let job = Job {
+                    deterministic: true,
+                    ..Job::new(Op::N, Op::N)
+                };
+                let (first, info) = run(&dev, &a, &b, &job).unwrap();
+                assert!(info.deterministic);
+                let (second, _) = run(&dev, &a, &b, &job).unwrap();
+                let bits = |x: &Output<V>| {
+                    x.vals
+                        .iter()
+                        .map(|v| {
+                            let (re, im) = v.parts();
+                            (re.to_bits(), im.to_bits())
+                        })
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(first.rows, second.rows);
+                assert_eq!(bits(&first), bits(&second), "{} messy {messy}", V::NAME);
+            }
+        }
+    }
+    visit_hash_variants(&mut T);
+}
+
+#[test]
+fn beta_reuse_and_the_other_offset_width() {
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = device::<V>();
+            let mut rng = seed::<V>(5);
+            let a = random::<V>(&mut rng, 33, 21, 1, true, mixed);
+            let b = random::<V>(&mut rng, 21, 27, 1, false, mixed);
+            let nnz = reference(&a, &b, &Job::new(Op::N, Op::N)).vals.len();
+            let old: Vec<Val<V>> = (0..nnz).map(|_| int_val::<V>(&mut rng)).collect();
+            let job = Job {
+                beta: Some((Val::<V>::from_parts(-1.0, 2.0), old)),
+                ..Job::new(Op::N, Op::N)
+            };
+            check(&dev, &a, &b, &job, "beta");
+            // Three numeric phases on one plan: with beta = 0 each
+            // overwrites C, so the result is the product's.
+            let reuse = Job {
+                rounds: 3,
+                ..Job::new(Op::N, Op::N)
+            };
+            check(&dev, &a, &b, &reuse, "three numeric phases");
+            let wide = std::mem::size_of::<V::Offset>() == 8;
+            let other = Job {
+                c_offsets64: Some(!wide),
+                ..Job::new(Op::T, Op::N)
+            };
+            let at = random::<V>(&mut rng, 21, 33, 1, true, mixed);
+            check(&dev, &at, &b, &other, "C's offsets of the other width");
+        }
+    }
+    visit_hash_variants(&mut T);
+}
+
+#[test]
+fn malformed_input_is_invalid_value_naming_the_entry() {
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = device::<V>();
+            let mut rng = seed::<V>(6);
+            let a = random::<V>(&mut rng, 12, 9, 0, false, |_, _| 3);
+            let b = random::<V>(&mut rng, 9, 10, 0, false, |_, _| 2);
+            let job = Job::new(Op::N, Op::N);
+
+            let mut bad_col = a.clone();
+            bad_col.cols[7] = V::Index::try_from_usize(9).unwrap();
+            let row = (0..a.nrows).find(|&i| a.range(i).contains(&7)).unwrap();
+            let e = run(&dev, &bad_col, &b, &job)
+                .err()
+                .expect("a bad column is refused");
+            let msg = e.to_string();
+            assert!(
+                matches!(e, Error::InvalidValue(_))
+                    && msg.contains(&format!("A's row {row} has a column index outside 0..9"))
+                    && msg.contains("colInd[7] = 9"),
+                "{}: {msg}",
+                V::NAME
+            );
+
+            let mut bad_offsets = b.clone();
+            bad_offsets.rows[4] = V::Offset::try_from_usize(1).unwrap();
+            let e = run(&dev, &a, &bad_offsets, &job)
+                .err()
+                .expect("bad offsets are refused");
+            assert!(
+                matches!(&e, Error::InvalidValue(m) if m.contains("B's row offsets are invalid at row 3")),
+                "{}: {e}",
+                V::NAME
+            );
+
+            // The same check for a transposed operand, as given.
+            let b12 = random::<V>(&mut rng, 12, 10, 0, false, |_, _| 2);
+            let e = run(&dev, &bad_col, &b12, &Job::new(Op::T, Op::N)).err();
+            assert!(
+                matches!(&e, Some(Error::InvalidValue(m)) if m.contains("colInd[7] = 9")),
+                "{}: {e:?}",
+                V::NAME
+            );
+        }
+    }
+    visit_hash_variants(&mut T);
+}
+
+#[test]
+fn every_allocation_failure_is_reported_and_leaks_nothing() {
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = device::<V>();
+            let mut rng = seed::<V>(7);
+            // Transposes, spills and global tables: every kind of
+            // allocation the pipeline makes (the long row on one variant
+            // of the 64 KiB device, where it is cheapest to emulate).
+            let (a, b) = if V::NAME == "f64_i32_i32_w64" {
+                with_long_row::<V>(&mut rng, 9_216)
+            } else {
+                let a = random::<V>(&mut rng, 30, 20, 0, true, mixed);
+                (a, random::<V>(&mut rng, 20, 25, 0, false, mixed))
+            };
+            let job = Job::new(Op::N, Op::T);
+            let bt = HostCsr::<V>::from_rows(b.nrows, &transpose_rows::<V>(&b), b.base);
+            // The test's own buffers are not counted (`upload_new`).
+            let start = dev.allocations();
+            check(&dev, &a, &bt, &job, "no failure");
+            let total = dev.allocations() - start;
+            let mut failed = 0;
+            for k in 1..=total {
+                dev.fail_allocation(Some(k));
+                match run(&dev, &a, &bt, &job) {
+                    Err(Error::InsufficientResources(m)) => {
+                        failed += 1;
+                        assert!(m.contains("made to fail"), "{m}");
+                    }
+                    Err(e) => panic!("{} allocation {k}: {e}", V::NAME),
+                    Ok(_) => {}
+                }
+                dev.fail_allocation(None);
+            }
+            assert_eq!(failed, total, "{}: every allocation can fail", V::NAME);
+        }
+    }
+    visit_hash_variants(&mut T);
+}
+
+/// The rows of `x`'s transpose (zero-based columns).
+fn transpose_rows<V: Variant>(x: &HostCsr<V>) -> Vec<Vec<(usize, Val<V>)>> {
+    let mut rows = vec![Vec::new(); x.ncols];
+    for i in 0..x.nrows {
+        for p in x.range(i) {
+            rows[x.cols[p].to_usize() - x.base as usize].push((i, x.vals[p]));
+        }
+    }
+    rows
+}
