@@ -3,8 +3,9 @@
 //! the call lives in the same memory (mixing is INVALID_VALUE naming the
 //! pointer).
 //!
-//! Pointers are told apart by the GPU runtimes built in
-//! (`cuPointerGetAttribute`, `hipPointerGetAttributes`); memory no runtime
+//! Pointers are told apart by the devices registered from outside
+//! (`backend::gpu::registry`) and the GPU runtimes built in
+//! (`cuPointerGetAttribute`, `hipPointerGetAttributes`); memory no device
 //! knows, and everything in a build without GPU back ends, is host memory.
 
 use super::matrix::SpMat;
@@ -68,6 +69,9 @@ fn space_of(p: *const c_void) -> Space {
     if p.is_null() {
         return Space::Host;
     }
+    if let Some(dev) = crate::backend::gpu::registry::holding(p) {
+        return Space::of_device(&*dev);
+    }
     #[cfg(feature = "cuda")]
     if let crate::backend::cuda::MemorySpace::Device(d) = crate::backend::cuda::memory_space(p) {
         return Space::Device(BackendKind::Cuda, d);
@@ -81,6 +85,9 @@ fn space_of(p: *const c_void) -> Space {
 
 /// The device holding memory of `kind` and `ordinal`, for AUTO handles.
 fn open_device(kind: BackendKind, ordinal: usize) -> Result<Arc<dyn GpuDevice>> {
+    if let Some(dev) = crate::backend::gpu::registry::find(kind, ordinal) {
+        return Ok(dev);
+    }
     match kind {
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => Ok(crate::backend::cuda::CudaDevice::for_ordinal(ordinal)?),

@@ -91,6 +91,9 @@ struct Tracked {
 #[derive(Debug)]
 pub struct EmulatedDevice {
     name: String,
+    /// From 100 on, so no real device shares it (see
+    /// `rusparse::backend::gpu::registry`).
+    ordinal: usize,
     limits: DeviceLimits,
     backend: BackendKind,
     tracked: Mutex<Tracked>,
@@ -102,8 +105,10 @@ impl EmulatedDevice {
     /// A device with `limits` (one of [`DeviceLimits`]' reference
     /// devices), reporting itself as `backend` (`Cuda` or `Hip`).
     pub fn new(name: &str, limits: DeviceLimits, backend: BackendKind) -> Arc<EmulatedDevice> {
+        static NEXT_ORDINAL: AtomicUsize = AtomicUsize::new(100);
         Arc::new(EmulatedDevice {
             name: format!("emulated {name}"),
+            ordinal: NEXT_ORDINAL.fetch_add(1, Ordering::Relaxed),
             limits,
             backend,
             tracked: Mutex::default(),
@@ -259,7 +264,16 @@ impl GpuDevice for EmulatedDevice {
     }
 
     fn ordinal(&self) -> usize {
-        0
+        self.ordinal
+    }
+
+    fn holds(&self, addr: usize) -> bool {
+        let addr = addr as u64;
+        self.tracked()
+            .memory
+            .range(..=addr)
+            .next_back()
+            .is_some_and(|(&start, &len)| addr < start + len as u64)
     }
 
     fn name(&self) -> &str {

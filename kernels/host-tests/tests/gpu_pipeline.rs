@@ -655,6 +655,7 @@ fn every_allocation_failure_is_reported_and_leaks_nothing() {
                 dev.fail_allocation(None);
             }
             assert_eq!(failed, total, "{}: every allocation can fail", V::NAME);
+            eprintln!("{}: {total} device allocations, each made to fail", V::NAME);
         }
     }
     visit_hash_variants(&mut T);

@@ -56,6 +56,15 @@ pub trait GpuDevice: Send + Sync + Debug {
     /// A runtime error.
     fn bind(&self) -> Result<()>;
 
+    /// Whether `addr` lies in this device's memory. Only devices
+    /// registered with [`super::registry::register_device`] are asked (the
+    /// CUDA and HIP back ends answer through their runtimes' pointer
+    /// queries); the default is `false`.
+    fn holds(&self, addr: usize) -> bool {
+        let _ = addr;
+        false
+    }
+
     /// The compiled kernels for one type combination (compiled on first
     /// use, then cached).
     ///

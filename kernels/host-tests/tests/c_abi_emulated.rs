@@ -1,0 +1,369 @@
+//! The C ABI's GPU path on the emulated device: an AUTO handle finds the
+//! emulated device's arrays (the device is registered with
+//! `rusparse::backend::gpu::register_device`) and runs the product through
+//! `src/ffi/spgemm_gpu.rs` and the shared pipeline, as a C program on a GPU
+//! would: the three phases, the reuse flow with new values, alpha and beta
+//! in host and in device memory, plan info and bins, mixed placements, and
+//! no device memory left once the descriptors and the handle are destroyed.
+
+use rusparse::backend::gpu::{register_device, unregister_device, GpuDevice};
+use rusparse::ffi::errors::rusparseGetLastErrorMessage;
+use rusparse::ffi::handle::*;
+use rusparse::ffi::matrix::*;
+use rusparse::ffi::spgemm::*;
+use rusparse::ffi::*;
+use rusparse::plan::gpu_bins::DeviceLimits;
+use rusparse::{BackendKind, CsrView, IndexBase, Op};
+use rusparse_kernel_host_tests::device::EmulatedDevice;
+use std::ffi::{c_void, CStr};
+use std::ptr::null_mut;
+use std::sync::Arc;
+
+const OK: rusparseStatus_t = rusparseStatus_t::RUSPARSE_STATUS_SUCCESS;
+const INVALID: rusparseStatus_t = rusparseStatus_t::RUSPARSE_STATUS_INVALID_VALUE;
+const I32: i32 = 2;
+const R64: i32 = 1;
+const N: usize = 40;
+
+fn last_message() -> String {
+    // SAFETY: the library returns a valid NUL-terminated string.
+    unsafe { CStr::from_ptr(rusparseGetLastErrorMessage()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// An N x N matrix (zero-based, i32, f64): a band, one long row, an empty
+/// row and rows of one entry; values from `salt`.
+fn matrix(salt: i32) -> (Vec<i32>, Vec<i32>, Vec<f64>) {
+    let mut rows = vec![0];
+    let mut cols = Vec::new();
+    for i in 0..N as i32 {
+        let range: Vec<i32> = match i {
+            3 => vec![],
+            7 => (0..N as i32).step_by(2).collect(),
+            _ if i % 5 == 1 => vec![(i * 7) % N as i32],
+            _ => ((i - 2).max(0)..=(i + 2).min(N as i32 - 1)).collect(),
+        };
+        cols.extend(range);
+        rows.push(cols.len() as i32);
+    }
+    let vals = (0..cols.len() as i32)
+        .map(|k| f64::from((k * salt) % 7 - 3))
+        .collect();
+    (rows, cols, vals)
+}
+
+/// `alpha * A * A (+ beta * old)` by the reference, as C's three arrays.
+fn reference(a: &(Vec<i32>, Vec<i32>, Vec<f64>), alpha: f64) -> (Vec<i32>, Vec<i32>, Vec<f64>) {
+    let v = CsrView::try_new(N, N, &a.0, &a.1, &a.2, IndexBase::Zero).unwrap();
+    let c = rusparse::reference::spgemm(&v, Op::N, &v, Op::N, alpha).unwrap();
+    let (r, k, x) = c.into_parts();
+    (r, k, x)
+}
+
+/// The emulated device, registered for AUTO placement while alive.
+struct Registered(Arc<EmulatedDevice>);
+
+impl Registered {
+    fn new() -> Self {
+        let dev = EmulatedDevice::new("H100", DeviceLimits::H100, BackendKind::Cuda);
+        register_device(dev.clone());
+        Registered(dev)
+    }
+    fn ptr<T: Copy>(&self, data: &[T]) -> *mut c_void {
+        self.0.upload_new(data) as *mut c_void
+    }
+    fn zeros(&self, bytes: usize) -> *mut c_void {
+        self.ptr(&vec![0u8; bytes.max(8)])
+    }
+    fn read<T: Copy + Default>(&self, p: *mut c_void, n: usize) -> Vec<T> {
+        self.0.read_back(p as u64, n)
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let dev: Arc<dyn GpuDevice> = self.0.clone();
+        unregister_device(&dev);
+    }
+}
+
+/// Descriptors of one product, destroyed on drop.
+struct Mats {
+    a: rusparseSpMatDescr_t,
+    c: rusparseSpMatDescr_t,
+    d: rusparseSpGEMMDescr_t,
+}
+
+impl Mats {
+    unsafe fn new(a: [*mut c_void; 3], nnz: usize) -> Mats {
+        let mut m = Mats {
+            a: null_mut(),
+            c: null_mut(),
+            d: null_mut(),
+        };
+        let (n, z) = (N as i64, nnz as i64);
+        unsafe {
+            assert_eq!(
+                rusparseCreateCsr(&mut m.a, n, n, z, a[0], a[1], a[2], I32, I32, 0, R64),
+                OK
+            );
+            assert_eq!(
+                rusparseCreateCsr(
+                    &mut m.c,
+                    n,
+                    n,
+                    0,
+                    null_mut(),
+                    null_mut(),
+                    null_mut(),
+                    I32,
+                    I32,
+                    0,
+                    R64
+                ),
+                OK
+            );
+            assert_eq!(rusparseSpGEMM_createDescr(&mut m.d), OK);
+        }
+        m
+    }
+}
+
+impl Drop for Mats {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once.
+        unsafe {
+            rusparseSpGEMM_destroyDescr(self.d);
+            rusparseDestroySpMat(self.a);
+            rusparseDestroySpMat(self.c);
+        }
+    }
+}
+
+fn check(s: rusparseStatus_t, what: &str) {
+    assert_eq!(s, OK, "{what}: {}", last_message());
+}
+
+#[test]
+fn auto_handle_runs_the_three_phases_on_the_emulated_device() {
+    let g = Registered::new();
+    let host = matrix(3);
+    let a = [g.ptr(&host.0), g.ptr(&host.1), g.ptr(&host.2)];
+    let buffer = g.zeros(256);
+    let own = g.0.live_allocations().len();
+    let mut h = null_mut();
+    // SAFETY: device arrays of the stated sizes; host scalars.
+    unsafe {
+        assert_eq!(rusparseCreate(&mut h), OK);
+        let m = Mats::new(a, host.1.len());
+        let (alpha, beta) = (2.0f64, 0.0f64);
+        let (al, be) = ((&alpha as *const f64).cast(), (&beta as *const f64).cast());
+        let mut size = 0usize;
+        for buf in [null_mut(), buffer] {
+            check(
+                rusparseSpGEMM_workEstimation(
+                    h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d, &mut size, buf,
+                ),
+                "workEstimation",
+            );
+        }
+        for buf in [null_mut(), buffer] {
+            check(
+                rusparseSpGEMM_compute(h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d, &mut size, buf),
+                "compute",
+            );
+        }
+        let (mut r, mut c, mut z) = (0, 0, 0);
+        assert_eq!(rusparseSpMatGetSize(m.c, &mut r, &mut c, &mut z), OK);
+        let want = reference(&host, alpha);
+        assert_eq!(z as usize, want.1.len());
+        let nnz = z as usize;
+        let (o, k, v) = (g.zeros((N + 1) * 4), g.zeros(nnz * 4), g.zeros(nnz * 8));
+        assert_eq!(rusparseCsrSetPointers(m.c, o, k, v), OK);
+        check(
+            rusparseSpGEMM_copy(h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d),
+            "copy",
+        );
+        assert_eq!(g.read::<i32>(o, N + 1), want.0);
+        assert_eq!(g.read::<i32>(k, nnz), want.1);
+        assert_eq!(g.read::<f64>(v, nnz), want.2);
+
+        let mut backend = -1;
+        assert_eq!(rusparseGetBackend(h, &mut backend), OK);
+        assert_eq!(
+            backend, 2,
+            "an AUTO handle reports CUDA after a device product"
+        );
+        let mut bins = -1;
+        assert_eq!(
+            rusparseSpGEMM_getBinCounts(m.d, 1, null_mut(), 0, &mut bins),
+            OK
+        );
+        assert!(bins >= 2, "a GPU plan has numeric bins: {bins}");
+        let mut rows = vec![-1i64; bins as usize];
+        let mut got = 0;
+        assert_eq!(
+            rusparseSpGEMM_getBinCounts(m.d, 1, rows.as_mut_ptr(), bins, &mut got),
+            OK
+        );
+        let binned: i64 = rows.iter().sum();
+        assert!(binned > 0 && binned < N as i64, "rows per bin {rows:?}");
+        drop(m);
+        rusparseDestroy(h);
+    }
+    // The plan's metadata and the device scalars are gone with the
+    // descriptor; what is left is the test's own arrays.
+    assert_eq!(g.0.live_allocations().len(), own + 3);
+    assert_eq!(g.0.live_handles(), 0);
+}
+
+#[test]
+fn reuse_with_new_values_and_scalars_in_device_memory() {
+    let g = Registered::new();
+    let host = matrix(3);
+    let later = matrix(5);
+    let a = [g.ptr(&host.0), g.ptr(&host.1), g.ptr(&host.2)];
+    let buffer = g.zeros(256);
+    let mut h = null_mut();
+    // SAFETY: device arrays of the stated sizes.
+    unsafe {
+        assert_eq!(rusparseCreate(&mut h), OK);
+        let m = Mats::new(a, host.1.len());
+        let (mut s1, mut s2, mut s3, mut s4, mut s5) = (0usize, 0, 0, 0, 0);
+        for buf in [null_mut(), buffer] {
+            check(
+                rusparseSpGEMMreuse_workEstimation(h, 0, 0, m.a, m.a, m.c, 0, m.d, &mut s1, buf),
+                "reuse_workEstimation",
+            );
+        }
+        for buf in [null_mut(), buffer] {
+            check(
+                rusparseSpGEMMreuse_nnz(
+                    h, 0, 0, m.a, m.a, m.c, 0, m.d, &mut s2, buf, &mut s3, buf, &mut s4, buf,
+                ),
+                "reuse_nnz",
+            );
+        }
+        let (mut r, mut c, mut z) = (0, 0, 0);
+        assert_eq!(rusparseSpMatGetSize(m.c, &mut r, &mut c, &mut z), OK);
+        let nnz = z as usize;
+        let (o, k, v) = (g.zeros((N + 1) * 4), g.zeros(nnz * 4), g.zeros(nnz * 8));
+        assert_eq!(rusparseCsrSetPointers(m.c, o, k, v), OK);
+        for buf in [null_mut(), buffer] {
+            check(
+                rusparseSpGEMMreuse_copy(h, 0, 0, m.a, m.a, m.c, 0, m.d, &mut s5, buf),
+                "reuse_copy",
+            );
+        }
+        // Host scalars: C = 1.5 A A.
+        let (alpha, beta) = (1.5f64, 0.0f64);
+        check(
+            rusparseSpGEMMreuse_compute(
+                h,
+                0,
+                0,
+                (&alpha as *const f64).cast(),
+                m.a,
+                m.a,
+                (&beta as *const f64).cast(),
+                m.c,
+                R64,
+                0,
+                m.d,
+            ),
+            "reuse_compute",
+        );
+        let first = reference(&host, 1.5);
+        assert_eq!(g.read::<i32>(k, nnz), first.1);
+        assert_eq!(g.read::<f64>(v, nnz), first.2);
+
+        // New values of A on the same pattern; alpha and beta in device
+        // memory: C = -1 A' A' + 2 C.
+        let vals = a[2] as u64;
+        let bytes: Vec<u8> = later.2.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), vals as *mut u8, bytes.len());
+        assert_eq!(rusparseSetPointerMode(h, 1), OK);
+        let (dal, dbe) = (g.ptr(&[-1.0f64]), g.ptr(&[2.0f64]));
+        check(
+            rusparseSpGEMMreuse_compute(h, 0, 0, dal, m.a, m.a, dbe, m.c, R64, 0, m.d),
+            "reuse_compute, device scalars",
+        );
+        let second = reference(&later, -1.0);
+        assert_eq!(second.1, first.1, "the same pattern");
+        let want: Vec<f64> = second
+            .2
+            .iter()
+            .zip(&first.2)
+            .map(|(x, y)| x + 2.0 * y)
+            .collect();
+        assert_eq!(g.read::<f64>(v, nnz), want);
+        drop(m);
+        rusparseDestroy(h);
+    }
+    assert_eq!(g.0.live_handles(), 0);
+}
+
+#[test]
+fn mixed_placements_name_the_pointer_and_predict_needs_host_arrays() {
+    let g = Registered::new();
+    let (mut r, mut c, mut v) = matrix(3);
+    let dev_a = [g.ptr(&r), g.ptr(&c), g.ptr(&v)];
+    let host_a: [*mut c_void; 3] = [
+        r.as_mut_ptr().cast(),
+        c.as_mut_ptr().cast(),
+        v.as_mut_ptr().cast(),
+    ];
+    let buffer = g.zeros(256);
+    let mut h = null_mut();
+    // SAFETY: arrays of the stated sizes.
+    unsafe {
+        assert_eq!(rusparseCreate(&mut h), OK);
+        let md = Mats::new(dev_a, c.len());
+        let mh = Mats::new(host_a, c.len());
+        let (alpha, beta) = (1.0f64, 0.0f64);
+        let (al, be) = ((&alpha as *const f64).cast(), (&beta as *const f64).cast());
+        let mut size = 256usize;
+        let s = rusparseSpGEMM_workEstimation(
+            h, 0, 0, al, md.a, mh.a, be, md.c, R64, 0, md.d, &mut size, buffer,
+        );
+        assert_eq!(s, INVALID);
+        let msg = last_message();
+        assert!(msg.contains("matB's rowOffsets is host memory"), "{msg}");
+        assert!(
+            msg.contains(&format!("CUDA device {}", g.0.ordinal())),
+            "{msg}"
+        );
+
+        let mut nnz = -1i64;
+        let s = rusparseSpGEMM_predictNnz(h, 0, 0, md.a, md.a, &mut nnz);
+        assert_eq!(s, rusparseStatus_t::RUSPARSE_STATUS_NOT_SUPPORTED);
+        assert!(last_message().contains("GPU memory"), "{}", last_message());
+        assert_eq!(nnz, -1);
+
+        // A CPU handle refuses the device arrays instead of reading them.
+        let mut hc = null_mut();
+        assert_eq!(rusparseCreateWithBackend(&mut hc, 1), OK);
+        let mut host_buffer = [0u8; 256];
+        let s = rusparseSpGEMM_workEstimation(
+            hc,
+            0,
+            0,
+            al,
+            md.a,
+            md.a,
+            be,
+            mh.c,
+            R64,
+            0,
+            mh.d,
+            &mut size,
+            host_buffer.as_mut_ptr().cast(),
+        );
+        assert_eq!(s, INVALID);
+        assert!(last_message().contains("matA's rowOffsets is memory of CUDA device"));
+        drop((md, mh));
+        rusparseDestroy(hc);
+        rusparseDestroy(h);
+    }
+}
