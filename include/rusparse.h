@@ -548,7 +548,12 @@ rusparseStatus_t rusparseSpGEMM_workEstimation(rusparseHandle_t handle,
  * Deterministic. Measured error: 0.09 % mean on large generated matrices,
  * 1.1 % mean and 4.3 % worst on small real ones; the sample costs 0.1 to
  * 0.6 % of the SpGEMM above 10^6 products (`docs/benchmarks.md`).
- * Host arrays only for now: device arrays are NOT_SUPPORTED.
+ * Device arrays (a CUDA or HIP handle, or an AUTO handle given device
+ * pointers) are predicted on the GPU, on the handle's stream: the work
+ * estimation's products per row (8 bytes a row read back) and the exact
+ * nnz of rows sampled by work, counted by the symbolic kernels
+ * (product-weighted sampling; exact up to 2^14 products). Its cost and
+ * error on a GPU are not measured yet.
  */
 rusparseStatus_t rusparseSpGEMM_predictNnz(rusparseHandle_t handle,
                                            rusparseOperation_t opA,

@@ -215,3 +215,25 @@ pub(crate) enum Scalars<'a> {
         beta_is_zero: bool,
     },
 }
+
+/// `rusparseSpGEMM_predictNnz` for operands in `dev`'s memory, on `stream`
+/// (see [`crate::backend::gpu::predict_nnz`]).
+pub(crate) fn predict_nnz(
+    dev: Arc<dyn GpuDevice>,
+    stream: *mut c_void,
+    op_a: Op,
+    op_b: Op,
+    a: &SpMat,
+    b: &SpMat,
+) -> Result<i64> {
+    let p = crate::backend::gpu::predict_nnz(
+        &dev,
+        stream as RawStream,
+        op_a,
+        &device_csr(a),
+        op_b,
+        &device_csr(b),
+        kernel_types(a),
+    )?;
+    Ok(i64::try_from(p.nnz).unwrap_or(i64::MAX))
+}

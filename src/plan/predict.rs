@@ -21,6 +21,7 @@ use super::row_work::{
 use super::{RowPattern, RowWork};
 use crate::types::Index;
 use rayon::prelude::*;
+use std::convert::Infallible;
 
 /// How [`predict_nnz`] picks the rows it computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +283,50 @@ pub fn predict_nnz<I: Index, J: Index>(
     work: &RowWork,
     sampling: Sampling,
 ) -> NnzPrediction {
+    let count = |rows: &[usize]| Ok::<_, Infallible>(rows_nnz(a, b, work, rows));
+    let predicted = predict_with(work, count, |budget, p, count| {
+        match sampling {
+            Sampling::UniformRows => uniform_rows(a, b, work, p),
+            Sampling::ProductWeighted => return product_weighted(work, budget, p, count),
+            Sampling::Stratified => stratified(a, b, work, budget, p),
+        }
+        Ok(())
+    });
+    match predicted {
+        Ok(p) => p,
+        Err(never) => match never {},
+    }
+}
+
+/// [`predict_nnz`] with [`Sampling::ProductWeighted`] where only the work
+/// per row is at hand and the exact nnz of chosen rows is computed
+/// elsewhere, e.g. on the GPU that holds the operands: `count(rows)` gives
+/// the exact nnz of each listed row (rows with products, in increasing
+/// order). A product within the budget is counted whole (`count` gets
+/// every row with products). Deterministic when `count` is.
+///
+/// # Errors
+/// What `count` returns.
+pub fn predict_nnz_counting<E>(
+    work: &RowWork,
+    count: impl FnOnce(&[usize]) -> Result<Vec<u64>, E>,
+) -> Result<NnzPrediction, E> {
+    predict_with(work, count, |budget, p, count| {
+        product_weighted(work, budget, p, count)
+    })
+}
+
+/// The frame of every prediction: nothing to do without products; every
+/// row with products counted (`count`) when their products fit the
+/// budget; else `sample(budget, prediction, count)`; then the ratio.
+fn predict_with<E, C>(
+    work: &RowWork,
+    count: C,
+    sample: impl FnOnce(u64, &mut NnzPrediction, C) -> Result<(), E>,
+) -> Result<NnzPrediction, E>
+where
+    C: FnOnce(&[usize]) -> Result<Vec<u64>, E>,
+{
     let total = work.total();
     let mut p = NnzPrediction {
         nnz: 0,
@@ -292,27 +337,23 @@ pub fn predict_nnz<I: Index, J: Index>(
         exact: true,
     };
     if total == 0 {
-        return p;
+        return Ok(p);
     }
     let budget = (total / PREDICTION_BUDGET_SHARE).max(MIN_PREDICTION_BUDGET);
     if total <= budget {
-        let rows: Vec<usize> = (0..a.nrows).filter(|&i| work.row(i) > 0).collect();
-        p.nnz = rows_nnz(a, b, work, &rows).iter().sum();
+        let rows: Vec<usize> = (0..work.nrows()).filter(|&i| work.row(i) > 0).collect();
+        p.nnz = count(&rows)?.iter().sum();
         p.sampled_rows = rows.len();
         p.sampled_products = total;
     } else {
-        match sampling {
-            Sampling::UniformRows => uniform_rows(a, b, work, &mut p),
-            Sampling::ProductWeighted => product_weighted(a, b, work, budget, &mut p),
-            Sampling::Stratified => stratified(a, b, work, budget, &mut p),
-        }
+        sample(budget, &mut p, count)?;
     }
     p.ratio = if p.nnz > 0 {
         total as f64 / p.nnz as f64
     } else {
         1.0
     };
-    p
+    Ok(p)
 }
 
 /// The paper's estimator over evenly spaced rows.
@@ -358,13 +399,14 @@ fn rows_at_positions(work: &RowWork, samples: u64) -> Vec<(usize, u64)> {
 /// each other picked row stands for one step of products at its own
 /// nnz / nprod. The number of positions halves until the picked rows'
 /// products fit `budget`, down to [`MIN_PRODUCT_SAMPLES`].
-fn product_weighted<I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    b: &RowPattern<'_, I, J>,
+/// `count(rows)` gives the exact nnz of each of `rows` (on whichever
+/// device holds the operands).
+fn product_weighted<E>(
     work: &RowWork,
     budget: u64,
     p: &mut NnzPrediction,
-) {
+    count: impl FnOnce(&[usize]) -> Result<Vec<u64>, E>,
+) -> Result<(), E> {
     let total = work.total();
     let cost = |rows: &[(usize, u64)]| rows.iter().map(|&(i, _)| work.row(i)).sum::<u64>();
     let mut samples = PRODUCT_SAMPLES.min(total);
@@ -375,7 +417,7 @@ fn product_weighted<I: Index, J: Index>(
     }
     let step = total as f64 / samples as f64;
     let picked: Vec<usize> = rows.iter().map(|&(i, _)| i).collect();
-    let nnz = rows_nnz(a, b, work, &picked);
+    let nnz = count(&picked)?;
     let (mut exact_nnz, mut exact_products) = (0u64, 0u64);
     let (mut light_ratio_sum, mut light_hits) = (0f64, 0u64);
     for (&(i, hits), &z) in rows.iter().zip(&nnz) {
@@ -399,6 +441,7 @@ fn product_weighted<I: Index, J: Index>(
     p.sampled_products = cost(&rows);
     p.exact = light_products == 0;
     p.nnz = exact_nnz + light_nnz.round() as u64;
+    Ok(())
 }
 
 /// Where row `i` falls in `[0, 2^64)` for the sampling decision: the Weyl

@@ -160,6 +160,35 @@ impl RowWork {
         })
     }
 
+    /// The work of rows whose products were counted elsewhere (a GPU's
+    /// work estimation): `products[i]` is row `i`'s nprod. One chunk; no
+    /// [`RowWork::strata`] (they need B's row lengths), so it serves the
+    /// samplers that read the work alone.
+    ///
+    /// # Errors
+    /// [`crate::Error::AllocFailed`].
+    pub fn from_row_products(products: &[u64]) -> Result<Self> {
+        let m = products.len();
+        let mut prefix = Vec::new();
+        try_reserve(&mut prefix, m + 1, "row products")?;
+        prefix.push(0u64);
+        let mut block_magnitudes = try_vec(m.div_ceil(MAGNITUDE_BLOCK), 0u64, "row magnitudes")?;
+        for (i, &p) in products.iter().enumerate() {
+            if p > 0 {
+                block_magnitudes[i / MAGNITUDE_BLOCK] |= 1 << magnitude(p);
+            }
+            prefix.push(prefix[i] + p);
+        }
+        let bounds = balanced_bounds(&prefix, 1)?;
+        Ok(RowWork {
+            prefix,
+            bounds,
+            max_row: products.iter().copied().max().unwrap_or(0),
+            strata: [Stratum::default(); STRATA],
+            block_magnitudes,
+        })
+    }
+
     /// Number of rows.
     pub fn nrows(&self) -> usize {
         self.prefix.len() - 1

@@ -283,6 +283,31 @@ impl Rng {
     }
 }
 
+/// A small nonzero integer value (both parts set for complex types), so
+/// sums are exact in every order.
+pub fn small_int_value<V: Variant>(rng: &mut Rng) -> V::Value {
+    let re = rng.below(7) as f64 - 3.0;
+    let im = rng.below(5) as f64 - 2.0;
+    V::Value::from_parts(if re == 0.0 { 1.0 } else { re }, im)
+}
+
+/// A value with a fractional part (sums round, so only reproducibility is
+/// exact).
+pub fn fractional_value<V: Variant>(rng: &mut Rng) -> V::Value {
+    let re = (rng.below(1 << 20) as f64 - (1 << 19) as f64) / 3.0e4;
+    let im = (rng.below(1 << 20) as f64 - (1 << 19) as f64) / 7.0e4;
+    V::Value::from_parts(re, im)
+}
+
+/// A generator seeded from the variant's name and `salt`, so each variant
+/// draws its own data.
+pub fn variant_rng<V: Variant>(salt: u64) -> Rng {
+    let h = V::NAME.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+        (h ^ c as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    Rng::new(h ^ salt)
+}
+
 /// Checks a slice length against what a kernel will touch.
 #[track_caller]
 pub(crate) fn need<T: Debug>(what: &str, slice: &[T], len: usize) {

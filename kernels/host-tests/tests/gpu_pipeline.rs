@@ -14,13 +14,18 @@
 //! failure at every allocation of a product.
 
 use rusparse::backend::gpu::{
-    DeviceCsr, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes, RawStream, ValueKind,
+    predict_nnz, DeviceCsr, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes, RawStream, ValueKind,
 };
 use rusparse::plan::gpu_bins::DeviceLimits;
+use rusparse::plan::predict::{self, Sampling};
+use rusparse::plan::{OperandPattern, RowWork};
 use rusparse::{BackendKind, Error, Index, Op};
 use rusparse_kernel_host_tests::device::EmulatedDevice;
 use rusparse_kernel_host_tests::hash::{visit_hash_variants, HashVariant, HashVisitor, HostCsr};
-use rusparse_kernel_host_tests::{Rng, TestValue, Variant};
+use rusparse_kernel_host_tests::{
+    fractional_value as frac_val, small_int_value as int_val, variant_rng as seed, Rng, TestValue,
+    Variant,
+};
 use std::sync::Arc;
 
 type Val<V> = <V as Variant>::Value;
@@ -47,27 +52,6 @@ fn device<V: Variant>() -> Arc<EmulatedDevice> {
     } else {
         EmulatedDevice::new("H100", DeviceLimits::H100, BackendKind::Cuda)
     }
-}
-
-fn seed<V: Variant>(salt: u64) -> Rng {
-    let h = V::NAME.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
-        (h ^ c as u64).wrapping_mul(0x0100_0000_01b3)
-    });
-    Rng::new(h ^ salt)
-}
-
-/// A small nonzero integer value (both parts for complex types).
-fn int_val<V: Variant>(rng: &mut Rng) -> Val<V> {
-    let re = rng.below(7) as f64 - 3.0;
-    let im = rng.below(5) as f64 - 2.0;
-    Val::<V>::from_parts(if re == 0.0 { 1.0 } else { re }, im)
-}
-
-/// A value with a fractional part (sums round).
-fn frac_val<V: Variant>(rng: &mut Rng) -> Val<V> {
-    let re = (rng.below(1 << 20) as f64 - (1 << 19) as f64) / 3.0e4;
-    let im = (rng.below(1 << 20) as f64 - (1 << 19) as f64) / 7.0e4;
-    Val::<V>::from_parts(re, im)
 }
 
 /// `nrows x ncols` with row `i` of `len(i)` entries, columns random (with
@@ -670,4 +654,96 @@ fn transpose_rows<V: Variant>(x: &HostCsr<V>) -> Vec<Vec<(usize, Val<V>)>> {
         }
     }
     rows
+}
+
+/// The CPU's product-weighted prediction of `op(a) * op(b)`.
+fn cpu_prediction<V: Variant>(
+    a: &HostCsr<V>,
+    op_a: Op,
+    b: &HostCsr<V>,
+    op_b: Op,
+) -> rusparse::NnzPrediction {
+    let (va, vb) = (a.view(), b.view());
+    let (pa, pb) = OperandPattern::pair(&va, op_a, &vb, op_b).unwrap();
+    let (ra, rb) = (pa.rows(&va), pb.rows(&vb));
+    let work = RowWork::new(&ra, &rb, 1).unwrap();
+    predict::predict_nnz(&ra, &rb, &work, Sampling::ProductWeighted)
+}
+
+/// The prediction on the device.
+fn gpu_prediction<V: Variant>(
+    dev: &Arc<EmulatedDevice>,
+    a: &HostCsr<V>,
+    op_a: Op,
+    b: &HostCsr<V>,
+    op_b: Op,
+) -> Result<rusparse::NnzPrediction, Error> {
+    let gpu: Arc<dyn GpuDevice> = dev.clone();
+    let before = dev.live_allocations().len();
+    let r = {
+        let (da, db) = (Uploaded::new(dev, a), Uploaded::new(dev, b));
+        predict_nnz(
+            &gpu,
+            std::ptr::null_mut(),
+            op_a,
+            &da.csr,
+            op_b,
+            &db.csr,
+            types::<V>(),
+        )
+    };
+    assert_eq!(dev.live_allocations().len(), before, "memory left");
+    assert_eq!(dev.live_handles(), 0, "streams or events left");
+    r
+}
+
+#[test]
+fn prediction_on_the_device_matches_the_cpu_sampler() {
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = device::<V>();
+            let mut rng = seed::<V>(8);
+            // Small: every row counted, the exact nnz.
+            let a = random::<V>(&mut rng, 37, 29, 1, true, mixed);
+            let b = random::<V>(&mut rng, 37, 41, 1, false, mixed);
+            let p = gpu_prediction(&dev, &a, Op::T, &b, Op::N).unwrap();
+            let exact = reference(&a, &b, &Job::new(Op::T, Op::N)).vals.len() as u64;
+            assert!(
+                p.exact && p.nnz == exact,
+                "{}: {p:?}, exact {exact}",
+                V::NAME
+            );
+
+            // Above 2^14 products: sampled by work, the same rows and
+            // counts as the CPU's product-weighted sampler, so the same
+            // estimate; and close to the truth.
+            let a = random::<V>(&mut rng, 1200, 300, 0, false, |r, i| {
+                if i % 97 == 0 {
+                    120
+                } else {
+                    4 + r.below(12) as usize
+                }
+            });
+            let b = random::<V>(&mut rng, 300, 500, 0, true, |r, _| 4 + r.below(16) as usize);
+            let p = gpu_prediction(&dev, &a, Op::N, &b, Op::N).unwrap();
+            let cpu = cpu_prediction(&a, Op::N, &b, Op::N);
+            assert!(!p.exact && p.nprod > 1 << 14, "{}: {p:?}", V::NAME);
+            assert_eq!(p, cpu, "{}: device and CPU samplers differ", V::NAME);
+            let exact = reference(&a, &b, &Job::new(Op::N, Op::N)).vals.len() as f64;
+            let error = (p.nnz as f64 - exact).abs() / exact;
+            assert!(error < 0.05, "{}: {p:?}, exact {exact}", V::NAME);
+
+            // Malformed input: the work estimation's message.
+            let mut bad = a.clone();
+            bad.cols[3] = V::Index::try_from_usize(300).unwrap();
+            let e = gpu_prediction(&dev, &bad, Op::N, &b, Op::N).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidValue(m) if m.contains("colInd[3] = 300")),
+                "{}: {e}",
+                V::NAME
+            );
+        }
+    }
+    visit_hash_variants(&mut T);
 }

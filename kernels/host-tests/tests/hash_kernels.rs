@@ -10,24 +10,12 @@ use rusparse_kernel_host_tests::hash::{
     hash_spgemm, setup, validate, visit_hash_variants, Bin, HashVariant, HashVisitor, HostCsr,
     PipelineConfig, PipelineStats, NO_ERROR,
 };
-use rusparse_kernel_host_tests::{Launch, Rng, TestValue, Variant};
+use rusparse_kernel_host_tests::{
+    fractional_value as frac_val, small_int_value as int_val, variant_rng as seed, Launch, Rng,
+    TestValue, Variant,
+};
 
 type Val<V> = <V as Variant>::Value;
-
-/// A small integer value (complex parts both set for complex types).
-fn int_val<V: Variant>(rng: &mut Rng) -> Val<V> {
-    let re = rng.below(7) as f64 - 3.0;
-    let im = rng.below(5) as f64 - 2.0;
-    Val::<V>::from_parts(if re == 0.0 { 1.0 } else { re }, im)
-}
-
-/// A value with a fractional part (sums round, so only reproducibility is
-/// exact).
-fn frac_val<V: Variant>(rng: &mut Rng) -> Val<V> {
-    let re = (rng.below(1 << 20) as f64 - (1 << 19) as f64) / 3.0e4;
-    let im = (rng.below(1 << 20) as f64 - (1 << 19) as f64) / 7.0e4;
-    Val::<V>::from_parts(re, im)
-}
 
 /// How random rows are drawn.
 #[derive(Clone, Copy)]
@@ -187,13 +175,6 @@ impl<T: TestValue> Zero for T {
     fn zero_value() -> Self {
         T::from_parts(0.0, 0.0)
     }
-}
-
-fn seed<V: Variant>(salt: u64) -> Rng {
-    let h = V::NAME.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
-        (h ^ c as u64).wrapping_mul(0x0100_0000_01b3)
-    });
-    Rng::new(h ^ salt)
 }
 
 /// Row lengths such that every ten rows cover every bin of

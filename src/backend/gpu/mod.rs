@@ -8,6 +8,7 @@
 //! * [`launch`]: the launch contract of `kernels/README.md` as data
 //!   (every kernel's parameter sizes, checked at every launch).
 //! * [`spgemm`]: [`GpuSpgemm`], one product, phase by phase.
+//! * [`predict`]: the output-size prediction for operands in GPU memory.
 //! * [`registry`]: devices implemented outside rusparse (the emulated
 //!   device of the kernel tests) taking part in AUTO placement.
 //!
@@ -74,11 +75,13 @@
 
 pub mod device;
 pub mod launch;
+pub mod predict;
 pub mod registry;
 pub mod spgemm;
 
 pub use crate::backend::kernel_source::{KernelTypes, ValueKind};
 pub use device::{GpuDevice, GpuKernels, RawEvent, RawStream};
 pub use launch::{kernel_params, KERNEL_PARAMS};
+pub use predict::predict_nnz;
 pub use registry::{register_device, unregister_device};
 pub use spgemm::{DeviceCsr, GpuPlanInfo, GpuSpgemm, KernelCsr};

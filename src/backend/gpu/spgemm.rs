@@ -1119,42 +1119,7 @@ impl GpuSpgemm {
 
         // 2. Rows that spilled: global tables sized from their products.
         if spill_cap > 0 {
-            let spilled = self.read::<i64>(stream, word(H_SPILL), 1)?[0];
-            result.spilled = spilled;
-            if spilled > 0 {
-                let rows: Vec<u32> = self.read(stream, spill.ptr(), spilled as usize)?;
-                let nprod = self.gather(stream, row_size, m + 1, &rows, false)?;
-                let tables: Vec<u64> = nprod
-                    .iter()
-                    .map(|&p| gpu_bins::symbolic_global_table(p, self.n))
-                    .collect();
-                let global = GlobalTables::new(
-                    self,
-                    stream,
-                    &tables,
-                    u64::from(self.types.index_bytes()),
-                    0,
-                )?;
-                let block = sym[last].block;
-                for (range, table_offsets) in &global.batches {
-                    let rows_b = spill.ptr() + 4 * range.start as u64;
-                    let count = range.len() as i64;
-                    let keys = global.keys;
-                    let table_offsets = *table_offsets;
-                    let grid = count.min(i64::from(i32::MAX)) as u32;
-                    // SAFETY: see `estimate`.
-                    unsafe {
-                        self.launch(
-                            "rs_symbolic_global",
-                            grid,
-                            block,
-                            0,
-                            stream,
-                            &args![rows_b, count, ka, kb, row_size, table_offsets, keys],
-                        )?;
-                    }
-                }
-            }
+            result.spilled = self.symbolic_spilled(stream, &spill, ka, kb)?;
         }
         drop(spill);
 
@@ -1194,6 +1159,190 @@ impl GpuSpgemm {
                 .collect();
         }
         Ok(result)
+    }
+
+    /// Runs the rows the last shared symbolic bin spilled (listed in
+    /// `spill`, their count in the header) with global hash tables sized
+    /// from their products; returns how many spilled.
+    fn symbolic_spilled(
+        &self,
+        stream: RawStream,
+        spill: &DeviceBuffer,
+        ka: KernelCsr,
+        kb: KernelCsr,
+    ) -> Result<i64> {
+        let h = self.meta.ptr();
+        let row_size = h + self.layout.row_size;
+        let spilled = self.read::<i64>(stream, h + 8 * H_SPILL as u64, 1)?[0];
+        if spilled <= 0 {
+            return Ok(0);
+        }
+        let rows: Vec<u32> = self.read(stream, spill.ptr(), spilled as usize)?;
+        let nprod = self.gather(stream, row_size, self.m as u64 + 1, &rows, false)?;
+        let tables: Vec<u64> = nprod
+            .iter()
+            .map(|&p| gpu_bins::symbolic_global_table(p, self.n))
+            .collect();
+        let global = GlobalTables::new(
+            self,
+            stream,
+            &tables,
+            u64::from(self.types.index_bytes()),
+            0,
+        )?;
+        let block = self.bins.symbolic[self.bins.symbolic.len() - 1].block;
+        for (range, table_offsets) in &global.batches {
+            let rows_b = spill.ptr() + 4 * range.start as u64;
+            let count = range.len() as i64;
+            let keys = global.keys;
+            let table_offsets = *table_offsets;
+            let grid = count.min(i64::from(i32::MAX)) as u32;
+            // SAFETY: see `estimate`.
+            unsafe {
+                self.launch(
+                    "rs_symbolic_global",
+                    grid,
+                    block,
+                    0,
+                    stream,
+                    &args![rows_b, count, ka, kb, row_size, table_offsets, keys],
+                )?;
+            }
+        }
+        Ok(spilled)
+    }
+
+    /// The products of every row of op(A) · op(B) (`m` values), as work
+    /// estimation counted them. Waits for `stream`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] after the symbolic phase (which replaced
+    /// them by the rows' nnz) or [`GpuSpgemm::count_rows`]; device errors.
+    pub fn row_products(&self, stream: RawStream) -> Result<Vec<u64>> {
+        if self.symbolic.is_some() || self.symbolic_failed.is_some() {
+            return Err(Error::InvalidValue(
+                "the products per row are gone once the symbolic phase ran".into(),
+            ));
+        }
+        self.dev.bind()?;
+        let row_size = self.meta.ptr() + self.layout.row_size;
+        let v: Vec<i64> = self.read(stream, row_size, self.m as usize)?;
+        Ok(v.into_iter().map(|x| x.max(0) as u64).collect())
+    }
+
+    /// The exact nnz of each listed row of C (`rows`: rows with products,
+    /// increasing), computed on the device by the symbolic kernels: one
+    /// shared-memory launch in the smallest bin that holds the longest
+    /// listed row, spills to global tables. For a prediction (the
+    /// output-size sample): it overwrites those rows' counts, so the plan
+    /// cannot run its symbolic phase afterwards. Waits for `stream`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a row outside op(A) or after the
+    /// symbolic phase; [`Error::InsufficientResources`] when device memory
+    /// runs out; device errors.
+    pub fn count_rows(
+        &mut self,
+        stream: RawStream,
+        a: &DeviceCsr,
+        b: &DeviceCsr,
+        rows: &[usize],
+    ) -> Result<Vec<u64>> {
+        if self.symbolic.is_some() || self.symbolic_failed.is_some() {
+            return Err(Error::InvalidValue(
+                "rows can be counted only before the symbolic phase".into(),
+            ));
+        }
+        self.check_same(a, b, "counting rows", false)?;
+        let list: Vec<u32> = rows
+            .iter()
+            .map(|&r| {
+                u32::try_from(r)
+                    .ok()
+                    .filter(|&r| i64::from(r) < self.m)
+                    .ok_or_else(|| Error::InvalidValue(format!("row {r} is not a row of C")))
+            })
+            .collect::<Result<_>>()?;
+        if list.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dev.bind()?;
+        // From here the listed rows' products become their nnz.
+        self.symbolic_failed = Some(Error::InvalidValue(
+            "this plan counted rows for a prediction and cannot run the symbolic phase".into(),
+        ));
+        let r = self.run_count_rows(stream, a, b, &list);
+        let done = self.lanes.record_done(stream);
+        let nnz = r?;
+        done?;
+        Ok(nnz)
+    }
+
+    fn run_count_rows(
+        &self,
+        stream: RawStream,
+        a: &DeviceCsr,
+        b: &DeviceCsr,
+        list: &[u32],
+    ) -> Result<Vec<u64>> {
+        let (a, b) = self.operands(a, b);
+        let (ka, kb) = (KernelCsr::from(&a), KernelCsr::from(&b));
+        let h = self.meta.ptr();
+        let row_size = h + self.layout.row_size;
+        let m = self.m as u64;
+        let longest = self
+            .gather(stream, row_size, m + 1, list, false)?
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        let sym = &self.bins.symbolic;
+        let last = sym.len() - 1;
+        let bounds = gpu_bins::bin_bounds(sym);
+        let j = bounds.iter().position(|&bd| bd >= longest).unwrap_or(last);
+        let bin = &sym[j];
+        let n = list.len() as u64;
+        let rows_buf = DeviceBuffer::new(&self.dev, stream, n * 4, "the sampled rows")?;
+        self.upload(stream, rows_buf.ptr(), list)?;
+        let spill_cap = if j == last { n } else { 0 };
+        let spill = DeviceBuffer::new(&self.dev, stream, spill_cap * 4, "the spilled rows")?;
+        self.memset(stream, h + 8 * H_SPILL as u64, 0, 8)?;
+        let (rows_ptr, count) = (rows_buf.ptr(), n as i64);
+        let table = i64::from(bin.table_size);
+        let (team, group) = (bin.team as i32, self.group.min(bin.team) as i32);
+        let spill_limit = if j == last {
+            i64::from(self.bins.spill_limit)
+        } else {
+            0
+        };
+        let (spill_rows, spill_count) = (spill.ptr(), h + 8 * H_SPILL as u64);
+        // SAFETY: see `estimate`; the list holds `count` rows of C.
+        unsafe {
+            self.launch(
+                "rs_symbolic_shared",
+                Self::rows_grid(count, bin),
+                bin.block,
+                bin.shared_bytes,
+                stream,
+                &args![
+                    rows_ptr,
+                    count,
+                    ka,
+                    kb,
+                    row_size,
+                    table,
+                    team,
+                    group,
+                    spill_limit,
+                    spill_rows,
+                    spill_count
+                ],
+            )?;
+        }
+        if spill_cap > 0 {
+            self.symbolic_spilled(stream, &spill, ka, kb)?;
+        }
+        let nnz = self.gather(stream, row_size, m + 1, list, false)?;
+        Ok(nnz.into_iter().map(|x| x.max(0) as u64).collect())
     }
 
     /// Numeric phase: writes C's row offsets, column indices and values
