@@ -441,7 +441,7 @@ pub struct GpuPlanInfo {
     pub deterministic: bool,
 }
 
-/// One product `A * B` on a CUDA device: work estimation (validation and
+/// One product `A * B` on a GPU (CUDA, HIP or emulated): work estimation (validation and
 /// products per row), symbolic phase (nnz of every row of C) and numeric
 /// phase (C's arrays), each queued on the caller's stream.
 ///
@@ -575,8 +575,8 @@ impl GpuSpgemm {
     /// [`Error::InvalidValue`] for a malformed matrix (naming the matrix,
     /// the row and what is wrong, e.g. `A's row 17 has a column index
     /// outside 0..8: colInd[42] = 9`) or mismatched sizes;
-    /// [`Error::NotSupported`] for more than 2^32 - 2 rows or without a
-    /// CUDA driver/NVRTC; [`Error::InsufficientResources`] when device
+    /// [`Error::NotSupported`] for more than 2^32 - 2 rows or without the
+    /// device's kernel compiler (NVRTC, hiprtc); [`Error::InsufficientResources`] when device
     /// memory runs out (nothing is leaked).
     #[allow(clippy::too_many_arguments)]
     pub fn work_estimation(
@@ -600,7 +600,7 @@ impl GpuSpgemm {
         }
         if m > MAX_ROWS {
             return Err(Error::NotSupported(format!(
-                "op(A) has {m} rows; the CUDA back end takes at most 2^32 - 2"
+                "op(A) has {m} rows; the GPU back ends take at most 2^32 - 2"
             )));
         }
         if !types.index64 && n > i64::from(i32::MAX) {
