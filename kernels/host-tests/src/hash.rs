@@ -1,8 +1,11 @@
 //! The hash SpGEMM kernels of `kernels/setup.cu`, `kernels/symbolic.cu` and
 //! `kernels/numeric.cu` through `kernels/testing/launch_hash.cpp`, and
-//! [`hash_spgemm`], a host driver of the whole device pipeline (validation,
-//! setup, binning, symbolic, scan, numeric) as a back end runs it, for the
-//! tests in `tests/hash_kernels.rs`.
+//! [`hash_spgemm`], a small host driver of the kernels in pipeline order
+//! (validation, setup, binning, symbolic, scan, numeric) whose bins, blocks
+//! and tables a test chooses ([`PipelineConfig`]), for the kernel-level
+//! tests in `tests/hash_kernels.rs` (tables filled to their bounds, rows at
+//! the spill limit). rusparse's own pipeline, with the bins it plans for a
+//! device, runs on the emulated device in `tests/gpu_pipeline.rs`.
 
 use crate::scan_binning;
 use crate::{need, KernelCsr, Kernels, Launch, TestValue, Variant};
