@@ -27,12 +27,18 @@ pub use device::{device_of, HipDevice};
 
 use crate::error::{Error, Result};
 
-/// What this machine offers a HIP handle: the number of HIP devices.
+/// What this machine offers a HIP handle: the number of HIP devices. Asked
+/// once per process (every pointer check of an AUTO handle asks again).
 ///
 /// # Errors
 /// [`Error::NotSupported`] with the reason when the runtime cannot be
 /// loaded, `hipInit` fails or no device is present.
 pub fn probe() -> Result<u32> {
+    static PROBED: std::sync::OnceLock<Result<u32>> = std::sync::OnceLock::new();
+    PROBED.get_or_init(probe_runtime).clone()
+}
+
+fn probe_runtime() -> Result<u32> {
     let rt = loader::runtime().map_err(Error::NotSupported)?;
     // SAFETY: hipGetErrorName takes any value and returns a static string.
     let name = |e| unsafe { loader::c_text((rt.get_error_name)(e), "unknown HIP error") };
