@@ -206,19 +206,22 @@ impl EmulatedDevice {
         if bytes == 0 {
             return Ok(());
         }
-        let t = self.tracked();
-        let inside = t
-            .memory
-            .range(..=ptr)
-            .next_back()
-            .is_some_and(|(&start, &len)| ptr + bytes as u64 <= start + len as u64);
-        if inside {
+        if self.lies_inside(ptr, bytes as u64) {
             Ok(())
         } else {
             Err(Error::InternalError(format!(
                 "emulated device: {what} of {bytes} bytes at {ptr:#x} is not inside one live allocation"
             )))
         }
+    }
+
+    /// Whether `ptr..ptr + bytes` lies inside one live allocation.
+    fn lies_inside(&self, ptr: u64, bytes: u64) -> bool {
+        self.tracked()
+            .memory
+            .range(..=ptr)
+            .next_back()
+            .is_some_and(|(&start, &len)| ptr + bytes <= start + len as u64)
     }
 
     /// An allocation of `bytes`, filled with a pattern (device memory
@@ -268,12 +271,7 @@ impl GpuDevice for EmulatedDevice {
     }
 
     fn holds(&self, addr: usize) -> bool {
-        let addr = addr as u64;
-        self.tracked()
-            .memory
-            .range(..=addr)
-            .next_back()
-            .is_some_and(|(&start, &len)| addr < start + len as u64)
+        self.lies_inside(addr as u64, 1)
     }
 
     fn name(&self) -> &str {
