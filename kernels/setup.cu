@@ -5,14 +5,16 @@
  *                checking B's offsets at the rows it reads;
  *   rs_validate  checks a whole CSR matrix (B when B is not A) and reports
  *                whether some row is unsorted or repeats a column and the
- *                longest row.
+ *                longest row;
+ *   rs_row_shapes  for the output-size prediction: each row's entry count
+ *                and the length of the longest row of B it merges.
  *
  * Both are grid-stride loops in which a warp takes RS_WARP consecutive rows
  * at a time, one lane per row; rows longer than RS_WARP entries are then
  * taken by the whole warp, one after another, so that a power-law row of
  * 10^4 entries costs one warp 10^4 / RS_WARP steps instead of one thread
- * 10^4 dependent loads. Launch: any grid, block a multiple of RS_WARP, no
- * shared memory. Errors go to `error` with rs_atomic_min((row << 8) | code)
+ * 10^4 dependent loads. Launch (all three): any grid, block a multiple of
+ * RS_WARP, no shared memory. Errors go to `error` with rs_atomic_min((row << 8) | code)
  * (kernels/README.md, "Launch contract").
  */
 #ifndef RS_AMALGAMATED
@@ -88,6 +90,15 @@ RS_DEVICE RS_INLINE int rsh_lowest_bit(unsigned long long x) {
 /* Sum over the whole warp (all lanes active). */
 RS_DEVICE RS_INLINE long long rsh_warp_sum(long long v) {
   for (int d = RS_WARP / 2; d > 0; d >>= 1) v += rs_shfl_xor(v, d);
+  return v;
+}
+
+/* Maximum over the whole warp (all lanes active). */
+RS_DEVICE RS_INLINE long long rsh_warp_max(long long v) {
+  for (int d = RS_WARP / 2; d > 0; d >>= 1) {
+    const long long other = rs_shfl_xor(v, d);
+    if (other > v) v = other;
+  }
   return v;
 }
 
@@ -248,13 +259,65 @@ RS_DEVICE void rsh_validate(const rsh_csr<V, O, I> x, int code_offsets, int code
   }
   /* One pair of atomics per warp. */
   const bool any_unsorted = rs_ballot(unsorted) != 0;
-  for (int d = RS_WARP / 2; d > 0; d >>= 1) {
-    const long long other = rs_shfl_xor(longest, d);
-    if (other > longest) longest = other;
-  }
+  longest = rsh_warp_max(longest);
   if (lane == 0) {
     if (any_unsorted) rs_atomic_max(&flags[0], 1ll);
     if (longest > 0) rs_atomic_max(&flags[1], longest);
+  }
+}
+
+/* Length of the row of b named by entry k of a (validated). */
+template <class V, class O, class I>
+RS_DEVICE RS_INLINE long long rsh_merged_len(const rsh_csr<V, O, I>& a, const rsh_csr<V, O, I>& b,
+                                             long long k) {
+  long long lo, hi;
+  rsh_row(b, (long long)a.cols[k] - a.base, lo, hi);
+  return hi - lo;
+}
+
+/* rs_row_shapes: shapes[i] = (longest << 8) | min(entries, 255) for every
+ * row i of A, where entries is the row's length and longest the length of
+ * the longest row of B it names (0 for an empty row): the word
+ * PackedRowShapes reads in src/plan/row_work.rs, by which the output-size
+ * prediction groups the rows and bounds their nnz from below. A and B must
+ * have passed rs_setup and rs_validate (no checks here). */
+template <class V, class O, class I>
+RS_DEVICE void rsh_row_shapes(const rsh_csr<V, O, I> a, const rsh_csr<V, O, I> b,
+                              unsigned long long* shapes) {
+  const long long m = a.nrows;
+  const int lane = rs_lane();
+  const long long gtid = rs_bid() * rs_bdim() + rs_tid();
+  const long long stride = rs_gdim() * rs_bdim();
+  for (long long i0 = gtid - lane; i0 < m; i0 += stride) {
+    const long long i = i0 + lane;
+    long long lo = 0, hi = 0;
+    if (i < m) rsh_row(a, i, lo, hi);
+    const bool is_long = hi - lo > RS_WARP;
+    long long longest = 0;
+    if (!is_long)
+      for (long long k = lo; k < hi; ++k) {
+        const long long len = rsh_merged_len(a, b, k);
+        if (len > longest) longest = len;
+      }
+    /* Long rows: the warp reads them together and takes the maximum. */
+    unsigned long long longs = rs_ballot(is_long);
+    while (longs != 0) {
+      const int src = rsh_lowest_bit(longs);
+      longs &= longs - 1ull;
+      const long long rlo = rs_shfl(lo, src);
+      const long long rhi = rs_shfl(hi, src);
+      long long part = 0;
+      for (long long k = rlo + lane; k < rhi; k += RS_WARP) {
+        const long long len = rsh_merged_len(a, b, k);
+        if (len > part) part = len;
+      }
+      part = rsh_warp_max(part);
+      if (lane == src) longest = part;
+    }
+    if (i < m) {
+      const long long entries = hi - lo < 255 ? hi - lo : 255;
+      shapes[i] = ((unsigned long long)longest << 8) | (unsigned long long)entries;
+    }
   }
 }
 
@@ -265,4 +328,8 @@ RS_GLOBAL void rs_setup(rs_csr a, rs_csr b, long long* row_size, unsigned long l
 RS_GLOBAL void rs_validate(rs_csr x, int code_offsets, int code_cols, unsigned long long* error,
                            long long* flags) {
   rsh_validate(rsh_view(x), code_offsets, code_cols, error, flags);
+}
+
+RS_GLOBAL void rs_row_shapes(rs_csr a, rs_csr b, unsigned long long* shapes) {
+  rsh_row_shapes(rsh_view(a), rsh_view(b), shapes);
 }

@@ -30,6 +30,7 @@ extern "C" int RS_HOST_FN(rs_host_launch_by_name)(const char* name, long long gr
   RS_LAUNCH_AS("rs_setup", rs_setup(RS_A(0, rs_csr), RS_A(1, rs_csr), RS_A(2, ll*), RS_A(3, ull*)))
   RS_LAUNCH_AS("rs_validate", rs_validate(RS_A(0, rs_csr), RS_A(1, int), RS_A(2, int),
                                           RS_A(3, ull*), RS_A(4, ll*)))
+  RS_LAUNCH_AS("rs_row_shapes", rs_row_shapes(RS_A(0, rs_csr), RS_A(1, rs_csr), RS_A(2, ull*)))
   RS_LAUNCH_AS("rs_bin_count",
                rs_bin_count(RS_A(0, ll), RS_A(1, const ll*), RS_A(2, const offset_t*),
                             RS_A(3, int), RS_A(4, const ll*), RS_A(5, int), RS_A(6, ll*),

@@ -234,6 +234,7 @@ pub(crate) fn predict_nnz(
         op_b,
         &device_csr(b),
         kernel_types(a),
+        crate::plan::predict::Sampling::Stratified,
     )?;
     Ok(i64::try_from(p.nnz).unwrap_or(i64::MAX))
 }

@@ -16,7 +16,8 @@
 //! BRMerge-Upper's temporary C.
 
 use super::row_work::{
-    magnitude, row_lower_bound, stratum_of, Stratum, ENTRY_CLASSES, MAGNITUDE_BLOCK, STRATA,
+    magnitude, stratum_of, PatternShapes, RowShapes, Stratum, ENTRY_CLASSES, MAGNITUDE_BLOCK,
+    STRATA,
 };
 use super::{RowPattern, RowWork};
 use crate::types::Index;
@@ -283,50 +284,33 @@ pub fn predict_nnz<I: Index, J: Index>(
     work: &RowWork,
     sampling: Sampling,
 ) -> NnzPrediction {
+    let shapes = PatternShapes { a, b };
     let count = |rows: &[usize]| Ok::<_, Infallible>(rows_nnz(a, b, work, rows));
-    let predicted = predict_with(work, count, |budget, p, count| {
-        match sampling {
-            Sampling::UniformRows => uniform_rows(a, b, work, p),
-            Sampling::ProductWeighted => return product_weighted(work, budget, p, count),
-            Sampling::Stratified => stratified(a, b, work, budget, p),
-        }
-        Ok(())
-    });
-    match predicted {
+    match predict_nnz_counting(work, sampling, &shapes, b.ncols, count) {
         Ok(p) => p,
         Err(never) => match never {},
     }
 }
 
-/// [`predict_nnz`] with [`Sampling::ProductWeighted`] where only the work
-/// per row is at hand and the exact nnz of chosen rows is computed
-/// elsewhere, e.g. on the GPU that holds the operands: `count(rows)` gives
+/// [`predict_nnz`] where the patterns are not at hand (a GPU holds them):
+/// `work` holds each row's products (and the strata, for
+/// [`Sampling::Stratified`]), `shapes` each row's entries and longest
+/// merged row of op(B), `ncols` is op(B)'s width, and `count(rows)` gives
 /// the exact nnz of each listed row (rows with products, in increasing
-/// order). A product within the budget is counted whole (`count` gets
-/// every row with products). Deterministic when `count` is.
+/// order), computed wherever the operands are. A product within the
+/// budget is counted whole (`count` gets every row with products). With
+/// the same work, shapes and counts it picks the same rows and returns
+/// the same prediction as [`predict_nnz`]. Deterministic when `count` is.
 ///
 /// # Errors
 /// What `count` returns.
 pub fn predict_nnz_counting<E>(
     work: &RowWork,
+    sampling: Sampling,
+    shapes: &impl RowShapes,
+    ncols: usize,
     count: impl FnOnce(&[usize]) -> Result<Vec<u64>, E>,
 ) -> Result<NnzPrediction, E> {
-    predict_with(work, count, |budget, p, count| {
-        product_weighted(work, budget, p, count)
-    })
-}
-
-/// The frame of every prediction: nothing to do without products; every
-/// row with products counted (`count`) when their products fit the
-/// budget; else `sample(budget, prediction, count)`; then the ratio.
-fn predict_with<E, C>(
-    work: &RowWork,
-    count: C,
-    sample: impl FnOnce(u64, &mut NnzPrediction, C) -> Result<(), E>,
-) -> Result<NnzPrediction, E>
-where
-    C: FnOnce(&[usize]) -> Result<Vec<u64>, E>,
-{
     let total = work.total();
     let mut p = NnzPrediction {
         nnz: 0,
@@ -346,7 +330,11 @@ where
         p.sampled_rows = rows.len();
         p.sampled_products = total;
     } else {
-        sample(budget, &mut p, count)?;
+        match sampling {
+            Sampling::UniformRows => uniform_rows(work, &mut p, count)?,
+            Sampling::ProductWeighted => product_weighted(work, budget, &mut p, count)?,
+            Sampling::Stratified => stratified(work, shapes, ncols, budget, &mut p, count)?,
+        }
     }
     p.ratio = if p.nnz > 0 {
         total as f64 / p.nnz as f64
@@ -356,17 +344,20 @@ where
     Ok(p)
 }
 
-/// The paper's estimator over evenly spaced rows.
-fn uniform_rows<I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    b: &RowPattern<'_, I, J>,
+/// The paper's estimator over evenly spaced rows (the empty ones among
+/// them are not counted: their nnz is 0).
+fn uniform_rows<E>(
     work: &RowWork,
     p: &mut NnzPrediction,
-) {
-    let m = a.nrows;
-    let count = paper_sample_rows(m);
-    let rows: Vec<usize> = (0..count).map(|k| (2 * k + 1) * m / (2 * count)).collect();
-    let nnz: u64 = rows_nnz(a, b, work, &rows).iter().sum();
+    count: impl FnOnce(&[usize]) -> Result<Vec<u64>, E>,
+) -> Result<(), E> {
+    let m = work.nrows();
+    let samples = paper_sample_rows(m);
+    let rows: Vec<usize> = (0..samples)
+        .map(|k| (2 * k + 1) * m / (2 * samples))
+        .collect();
+    let with_products: Vec<usize> = rows.iter().copied().filter(|&i| work.row(i) > 0).collect();
+    let nnz: u64 = count(&with_products)?.iter().sum();
     let products: u64 = rows.iter().map(|&i| work.row(i)).sum();
     p.sampled_rows = rows.len();
     p.sampled_products = products;
@@ -378,6 +369,7 @@ fn uniform_rows<I: Index, J: Index>(
     } else {
         (p.nprod as f64 * nnz as f64 / products as f64).round() as u64
     };
+    Ok(())
 }
 
 /// Rows picked by `samples` evenly spaced product positions: `(row, hits)`
@@ -518,176 +510,214 @@ struct StratumSample {
 
 /// Stratified sampling (see [`Sampling::Stratified`]): each row of group
 /// `h` is taken with probability `n_h / N_h` (a hash of its index decides,
-/// so one parallel pass picks and computes them). A group's nnz is its
-/// known lower bound (each row's longest merged row of B, summed while
-/// counting the work) plus the nnz above that bound, estimated by the
-/// sample's ratio of nnz above the bound to products above the bound: only
-/// the uncertain part is scaled, which halved the mean error on the real
-/// matrices (2.26 % to 1.28 %) at no extra sampling. Every estimate is
-/// kept between the group's row count and its [`upper_bound`], bounds that
-/// hold for any input. A group whose sample came out
-/// empty takes the middle of its bounds when it is one of the
-/// [`narrow_groups`], otherwise the plain ratio of all samples.
-fn stratified<I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    b: &RowPattern<'_, I, J>,
+/// so one parallel pass over the row indices picks them; `count` then
+/// computes their nnz). A group's nnz is its known lower bound (each row's
+/// longest merged row of B, summed while counting the work) plus the nnz
+/// above that bound, estimated by the sample's ratio of nnz above the bound
+/// to products above the bound: only the uncertain part is scaled, which
+/// halved the mean error on the real matrices (2.26 % to 1.28 %) at no
+/// extra sampling. Every estimate is kept between the group's row count
+/// and its [`upper_bound`], bounds that hold for any input. A group whose
+/// sample came out empty takes the middle of its bounds when it is one of
+/// the [`narrow_groups`], otherwise the plain ratio of all samples.
+fn stratified<E>(
     work: &RowWork,
+    shapes: &impl RowShapes,
+    ncols: usize,
     budget: u64,
     p: &mut NnzPrediction,
-) {
-    let strata = work.strata();
-    // Samples per group: c * N^(2/3), scaled so that the expected cost
-    // sum(n_h * mean_h) is the budget; at least STRATUM_MIN_SAMPLES (one
-    // row in a narrow group, or the whole group), at most the whole group
-    // and STRATUM_MAX_SAMPLES.
-    let weight = |rows: u64| (rows as f64).powf(2.0 / 3.0);
-    let cost: f64 = strata
-        .iter()
-        .filter(|s| s.rows > 0)
-        .map(|s| weight(s.rows) * s.products as f64 / s.rows as f64)
-        .sum();
-    let c = budget as f64 / cost.max(1.0);
-    let narrow = narrow_groups(strata, b.ncols, |rows| c * weight(rows));
-    let mut threshold = [0u64; STRATA];
-    let mut whole = [false; STRATA];
-    for (h, s) in strata.iter().enumerate() {
-        if s.rows == 0 {
-            continue;
-        }
-        let floor = if narrow[h] {
-            1.0
-        } else {
-            STRATUM_MIN_SAMPLES as f64
-        };
-        let n = (c * weight(s.rows)).clamp(floor, STRATUM_MAX_SAMPLES as f64);
-        let prob = n / s.rows as f64;
-        whole[h] = prob >= 1.0;
-        threshold[h] = (prob.min(1.0) * u64::MAX as f64) as u64;
+    count: impl FnOnce(&[usize]) -> Result<Vec<u64>, E>,
+) -> Result<(), E> {
+    let plan = StratifiedPlan::new(work.strata(), ncols, budget);
+    let picked = plan.pick(work, shapes);
+    let rows: Vec<usize> = picked.iter().map(|&(i, _)| i).collect();
+    let nnz = count(&rows)?;
+    let mut sums = [StratumSample::default(); STRATA];
+    for (&(i, h), &z) in picked.iter().zip(&nnz) {
+        let s = &mut sums[h];
+        s.rows += 1;
+        s.products += work.row(i);
+        s.lower_bound += shapes.longest_merged(i);
+        s.nnz += z;
     }
-    // Most rows are skipped on their hash alone, without reading their
-    // work: a row can be taken only if its hash is under the largest
-    // threshold of the groups its block holds (by nprod's magnitude) or a
-    // group of its magnitude is taken whole. Bit m of `whole_magnitudes`:
-    // some group of rows with nprod in [2^m, 2^(m+1)) is taken whole.
-    let mut magnitude_threshold = [0u64; 64];
-    let mut whole_magnitudes = 0u64;
-    for h in 0..STRATA {
-        let m = h / ENTRY_CLASSES;
-        if whole[h] {
-            whole_magnitudes |= 1 << m;
-        } else {
-            magnitude_threshold[m] = magnitude_threshold[m].max(threshold[h]);
+    let (estimate, exact) = plan.estimate(work.strata(), &sums, ncols);
+    p.sampled_rows = rows.len();
+    p.sampled_products = sums.iter().map(|s| s.products).sum();
+    p.exact = exact;
+    p.nnz = estimate.round() as u64;
+    Ok(())
+}
+
+/// Which rows [`stratified`] samples: per group, the hash threshold under
+/// which a row is taken (or the whole group), and per binary magnitude of
+/// nprod the same, so most rows are passed over on their hash alone.
+struct StratifiedPlan {
+    threshold: [u64; STRATA],
+    whole: [bool; STRATA],
+    narrow: [bool; STRATA],
+    /// The largest threshold of the groups of rows with nprod in
+    /// `[2^m, 2^(m+1))` that are not taken whole.
+    magnitude_threshold: [u64; 64],
+    /// Bit m: some group of rows with nprod in `[2^m, 2^(m+1))` is taken
+    /// whole.
+    whole_magnitudes: u64,
+}
+
+impl StratifiedPlan {
+    /// Samples per group: c * N^(2/3), scaled so that the expected cost
+    /// sum(n_h * mean_h) is the budget; at least STRATUM_MIN_SAMPLES (one
+    /// row in a narrow group, or the whole group), at most the whole group
+    /// and STRATUM_MAX_SAMPLES.
+    fn new(strata: &[Stratum; STRATA], ncols: usize, budget: u64) -> Self {
+        let weight = |rows: u64| (rows as f64).powf(2.0 / 3.0);
+        let cost: f64 = strata
+            .iter()
+            .filter(|s| s.rows > 0)
+            .map(|s| weight(s.rows) * s.products as f64 / s.rows as f64)
+            .sum();
+        let c = budget as f64 / cost.max(1.0);
+        let narrow = narrow_groups(strata, ncols, |rows| c * weight(rows));
+        let mut threshold = [0u64; STRATA];
+        let mut whole = [false; STRATA];
+        for (h, s) in strata.iter().enumerate() {
+            if s.rows == 0 {
+                continue;
+            }
+            let floor = if narrow[h] {
+                1.0
+            } else {
+                STRATUM_MIN_SAMPLES as f64
+            };
+            let n = (c * weight(s.rows)).clamp(floor, STRATUM_MAX_SAMPLES as f64);
+            let prob = n / s.rows as f64;
+            whole[h] = prob >= 1.0;
+            threshold[h] = (prob.min(1.0) * u64::MAX as f64) as u64;
+        }
+        let mut magnitude_threshold = [0u64; 64];
+        let mut whole_magnitudes = 0u64;
+        for h in 0..STRATA {
+            let m = h / ENTRY_CLASSES;
+            if whole[h] {
+                whole_magnitudes |= 1 << m;
+            } else {
+                magnitude_threshold[m] = magnitude_threshold[m].max(threshold[h]);
+            }
+        }
+        StratifiedPlan {
+            threshold,
+            whole,
+            narrow,
+            magnitude_threshold,
+            whole_magnitudes,
         }
     }
-    let block_magnitudes = work.block_magnitudes();
-    // Rows in blocks, one accumulator per block (not moved per row) and
-    // one column counter per rayon job.
-    const BLOCK: usize = 16 * MAGNITUDE_BLOCK;
-    let sums = (0..a.nrows.div_ceil(BLOCK))
-        .into_par_iter()
-        .map_init(
-            || ColumnSet::new(b.ncols),
-            |set, blk| {
-                let mut sums = [StratumSample::default(); STRATA];
+
+    /// The sampled rows with their groups, in increasing row order. Most
+    /// rows are skipped on their hash alone, without reading their work: a
+    /// row can be taken only if its hash is under the largest threshold of
+    /// the groups its block holds (by nprod's magnitude) or a group of its
+    /// magnitude is taken whole.
+    fn pick(&self, work: &RowWork, shapes: &impl RowShapes) -> Vec<(usize, usize)> {
+        // Rows in blocks of BLOCK, in parallel.
+        const BLOCK: usize = 16 * MAGNITUDE_BLOCK;
+        let nrows = work.nrows();
+        let block_magnitudes = work.block_magnitudes();
+        let blocks: Vec<Vec<(usize, usize)>> = (0..nrows.div_ceil(BLOCK))
+            .into_par_iter()
+            .map(|blk| {
+                let mut taken = Vec::new();
                 let first = blk * BLOCK / MAGNITUDE_BLOCK;
                 let last = ((blk + 1) * BLOCK / MAGNITUDE_BLOCK).min(block_magnitudes.len());
                 for (k, &magnitudes) in block_magnitudes[first..last].iter().enumerate() {
                     let block_threshold = (0..64)
                         .filter(|&m| magnitudes >> m & 1 == 1)
-                        .map(|m| magnitude_threshold[m])
+                        .map(|m| self.magnitude_threshold[m])
                         .max()
                         .unwrap_or(0);
-                    let block_whole = magnitudes & whole_magnitudes != 0;
+                    let block_whole = magnitudes & self.whole_magnitudes != 0;
                     if block_threshold == 0 && !block_whole {
                         continue;
                     }
                     let start = (first + k) * MAGNITUDE_BLOCK;
-                    for i in start..(start + MAGNITUDE_BLOCK).min(a.nrows) {
+                    for i in start..(start + MAGNITUDE_BLOCK).min(nrows) {
                         let hash = row_hash(i);
                         let hashed_in = hash < block_threshold;
                         if !hashed_in && !block_whole {
                             continue;
                         }
                         let w = work.row(i);
-                        if w == 0 || (!hashed_in && whole_magnitudes >> magnitude(w) & 1 == 0) {
+                        if w == 0 || (!hashed_in && self.whole_magnitudes >> magnitude(w) & 1 == 0)
+                        {
                             continue;
                         }
-                        let h = stratum_of(w, a.row_len(i));
-                        if whole[h] || hash < threshold[h] {
-                            let s = &mut sums[h];
-                            s.rows += 1;
-                            s.products += w;
-                            s.lower_bound += row_lower_bound(a, b, i);
-                            s.nnz += row_nnz(a, b, i, w, set);
+                        let h = stratum_of(w, shapes.entries(i));
+                        if self.whole[h] || hash < self.threshold[h] {
+                            taken.push((i, h));
                         }
                     }
                 }
-                sums
-            },
-        )
-        .reduce(
-            || [StratumSample::default(); STRATA],
-            |mut x, y| {
-                for (a, b) in x.iter_mut().zip(y) {
-                    a.rows += b.rows;
-                    a.products += b.products;
-                    a.nnz += b.nnz;
-                    a.lower_bound += b.lower_bound;
-                }
-                x
-            },
-        );
-    let all = sums
-        .iter()
-        .fold(StratumSample::default(), |acc, s| StratumSample {
-            rows: acc.rows + s.rows,
-            products: acc.products + s.products,
-            nnz: acc.nnz + s.nnz,
-            lower_bound: acc.lower_bound + s.lower_bound,
-        });
-    let mut nnz = 0f64;
-    let mut exact = true;
-    for (h, s) in strata.iter().enumerate() {
-        if s.rows == 0 {
-            continue;
-        }
-        let sample = &sums[h];
-        if whole[h] {
-            nnz += sample.nnz as f64;
-            continue;
-        }
-        exact = false;
-        // Bounds that hold for every input: each row with products has an
-        // entry, and at most its products and every column.
-        let (lower, upper) = (s.rows as f64, upper_bound(s, b.ncols) as f64);
-        let estimate = if sample.products > sample.lower_bound && sample.nnz >= sample.lower_bound {
-            // Known part plus the ratio estimate of the rest: each row's
-            // nnz is at least its longest row of B (`lower_bound`, summed
-            // over the whole group while counting), so only the nnz above
-            // it is estimated, from the products above it. (Rows of B with
-            // duplicate columns can break the bound; where the sample shows
-            // that, the plain ratio below is used.)
-            let rest = (s.products - s.lower_bound) as f64;
-            let above = (sample.nnz - sample.lower_bound) as f64;
-            s.lower_bound as f64 + rest * above / (sample.products - sample.lower_bound) as f64
-        } else if narrow[h] && sample.rows == 0 {
-            // Nothing sampled (the hash took none of its few rows): the
-            // middle of its bounds, off by at most half their width.
-            (s.lower_bound as f64 + upper) / 2.0
-        } else {
-            let (sp, sz) = if sample.products > 0 {
-                (sample.products, sample.nnz)
-            } else {
-                (all.products.max(1), all.nnz)
-            };
-            s.products as f64 * sz as f64 / sp as f64
-        };
-        nnz += estimate.clamp(lower, upper);
+                taken
+            })
+            .collect();
+        blocks.concat()
     }
-    p.sampled_rows = all.rows as usize;
-    p.sampled_products = all.products;
-    p.exact = exact;
-    p.nnz = nnz.round() as u64;
+
+    /// nnz(C) from the groups' sums over their sampled rows, and whether
+    /// every group was taken whole (the estimate is then exact).
+    fn estimate(
+        &self,
+        strata: &[Stratum; STRATA],
+        sums: &[StratumSample; STRATA],
+        ncols: usize,
+    ) -> (f64, bool) {
+        let (all_products, all_nnz) = sums
+            .iter()
+            .fold((0u64, 0u64), |(p, z), s| (p + s.products, z + s.nnz));
+        let mut nnz = 0f64;
+        let mut exact = true;
+        for (h, s) in strata.iter().enumerate() {
+            if s.rows == 0 {
+                continue;
+            }
+            let sample = &sums[h];
+            if self.whole[h] {
+                nnz += sample.nnz as f64;
+                continue;
+            }
+            exact = false;
+            // Bounds that hold for every input: each row with products has
+            // an entry, and at most its products and every column.
+            let (lower, upper) = (s.rows as f64, upper_bound(s, ncols) as f64);
+            let estimate = if sample.products > sample.lower_bound
+                && sample.nnz >= sample.lower_bound
+            {
+                // Known part plus the ratio estimate of the rest: each
+                // row's nnz is at least its longest row of B
+                // (`lower_bound`, summed over the whole group while
+                // counting), so only the nnz above it is estimated,
+                // from the products above it. (Rows of B with duplicate
+                // columns can break the bound; where the sample shows
+                // that, the plain ratio below is used.)
+                let rest = (s.products - s.lower_bound) as f64;
+                let above = (sample.nnz - sample.lower_bound) as f64;
+                s.lower_bound as f64 + rest * above / (sample.products - sample.lower_bound) as f64
+            } else if self.narrow[h] && sample.rows == 0 {
+                // Nothing sampled (the hash took none of its few rows):
+                // the middle of its bounds, off by at most half their
+                // width.
+                (s.lower_bound as f64 + upper) / 2.0
+            } else {
+                let (sp, sz) = if sample.products > 0 {
+                    (sample.products, sample.nnz)
+                } else {
+                    (all_products.max(1), all_nnz)
+                };
+                s.products as f64 * sz as f64 / sp as f64
+            };
+            nnz += estimate.clamp(lower, upper);
+        }
+        (nnz, exact)
+    }
 }
 
 #[cfg(test)]

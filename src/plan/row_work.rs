@@ -70,6 +70,60 @@ pub fn row_lower_bound<I: Index, J: Index>(
         .unwrap_or(0)
 }
 
+/// What the output-size prediction reads of a row of op(A) besides its
+/// work: how many rows of op(B) it merges (its entries) and the length of
+/// the longest of them (a lower bound of the row's nnz in C, see
+/// [`row_lower_bound`]).
+pub trait RowShapes: Sync {
+    /// Entries of row `i` of op(A); counts above 255 may read as 255 (only
+    /// their class, [`ENTRY_CLASSES`], matters).
+    fn entries(&self, i: usize) -> usize;
+    /// The length of the longest row of op(B) that row `i` merges (0 for
+    /// an empty row).
+    fn longest_merged(&self, i: usize) -> u64;
+}
+
+/// The shapes of the rows of `a * b` read from the patterns themselves
+/// (the CPU back end).
+pub struct PatternShapes<'p, 'a, I, J> {
+    /// op(A).
+    pub a: &'p RowPattern<'a, I, J>,
+    /// op(B).
+    pub b: &'p RowPattern<'a, I, J>,
+}
+
+impl<I: Index, J: Index> RowShapes for PatternShapes<'_, '_, I, J> {
+    fn entries(&self, i: usize) -> usize {
+        self.a.row_len(i)
+    }
+    fn longest_merged(&self, i: usize) -> u64 {
+        row_lower_bound(self.a, self.b, i)
+    }
+}
+
+/// Row shapes counted elsewhere, one word per row of op(A) as the GPU's
+/// `rs_row_shapes` kernel writes them ([`PackedRowShapes::pack`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PackedRowShapes<'a>(pub &'a [u64]);
+
+impl PackedRowShapes<'_> {
+    /// The word of a row with `entries` entries whose longest merged row
+    /// of op(B) has `longest` entries: `longest << 8 | min(entries, 255)`
+    /// (`longest` below 2^56).
+    pub fn pack(entries: u64, longest: u64) -> u64 {
+        longest << 8 | entries.min(255)
+    }
+}
+
+impl RowShapes for PackedRowShapes<'_> {
+    fn entries(&self, i: usize) -> usize {
+        (self.0[i] & 255) as usize
+    }
+    fn longest_merged(&self, i: usize) -> u64 {
+        self.0[i] >> 8
+    }
+}
+
 /// The binary magnitude of `nprod > 0`: `m` with `nprod` in
 /// `[2^m, 2^(m+1))`.
 #[inline]
@@ -160,22 +214,27 @@ impl RowWork {
         })
     }
 
-    /// The work of rows whose products were counted elsewhere (a GPU's
-    /// work estimation): `products[i]` is row `i`'s nprod. One chunk; no
-    /// [`RowWork::strata`] (they need B's row lengths), so it serves the
-    /// samplers that read the work alone.
+    /// The work of rows whose products and shapes were counted elsewhere
+    /// (a GPU's work estimation and `rs_row_shapes`): `products[i]` is row
+    /// `i`'s nprod, `shapes` its entries and longest merged row of op(B).
+    /// One chunk; the strata as [`RowWork::new`] gathers them.
     ///
     /// # Errors
     /// [`crate::Error::AllocFailed`].
-    pub fn from_row_products(products: &[u64]) -> Result<Self> {
+    pub fn from_row_products(products: &[u64], shapes: &impl RowShapes) -> Result<Self> {
         let m = products.len();
         let mut prefix = Vec::new();
         try_reserve(&mut prefix, m + 1, "row products")?;
         prefix.push(0u64);
         let mut block_magnitudes = try_vec(m.div_ceil(MAGNITUDE_BLOCK), 0u64, "row magnitudes")?;
+        let mut strata = [Stratum::default(); STRATA];
         for (i, &p) in products.iter().enumerate() {
             if p > 0 {
                 block_magnitudes[i / MAGNITUDE_BLOCK] |= 1 << magnitude(p);
+                let s = &mut strata[stratum_of(p, shapes.entries(i))];
+                s.rows += 1;
+                s.products += p;
+                s.lower_bound += shapes.longest_merged(i);
             }
             prefix.push(prefix[i] + p);
         }
@@ -184,7 +243,7 @@ impl RowWork {
             prefix,
             bounds,
             max_row: products.iter().copied().max().unwrap_or(0),
-            strata: [Stratum::default(); STRATA],
+            strata,
             block_magnitudes,
         })
     }
@@ -370,5 +429,49 @@ mod tests {
         });
         // Row 0: nprod 4, nnz 3 ({0, 1, 2}); row 1: nprod 2, nnz 2.
         assert_eq!((rows, products, bound), (2, 6, 5));
+    }
+
+    /// Work and shapes counted elsewhere and packed one word a row give
+    /// the strata, magnitudes and prefix that counting the patterns gives;
+    /// a row of more than 255 entries keeps its class.
+    #[test]
+    fn packed_shapes_give_the_same_strata() {
+        let m = 700usize;
+        let mut a_off = vec![0i32];
+        let mut a_cols = Vec::new();
+        for i in 0..m {
+            let len = match i {
+                5 => 300,
+                _ => i % 11,
+            };
+            a_cols.extend((0..len).map(|k| ((i * 7 + k * 13) % 40) as i32));
+            a_off.push(a_cols.len() as i32);
+        }
+        let mut b_off = vec![0i32];
+        let mut b_cols = Vec::new();
+        for j in 0..40i32 {
+            b_cols.extend((0..j % 9).map(|k| (j + k) % 50));
+            b_off.push(b_cols.len() as i32);
+        }
+        let a = RowPattern::zero_based(&a_off, &a_cols, 40);
+        let b = RowPattern::zero_based(&b_off, &b_cols, 50);
+        let work = RowWork::new(&a, &b, 1).unwrap();
+        let patterns = PatternShapes { a: &a, b: &b };
+        let words: Vec<u64> = (0..m)
+            .map(|i| PackedRowShapes::pack(a.row_len(i) as u64, patterns.longest_merged(i)))
+            .collect();
+        let packed = PackedRowShapes(&words);
+        assert_eq!(packed.entries(5), 255);
+        assert_eq!(packed.longest_merged(5), row_lower_bound(&a, &b, 5));
+        let products: Vec<u64> = (0..m).map(|i| work.row(i)).collect();
+        let counted = RowWork::from_row_products(&products, &packed).unwrap();
+        assert_eq!(counted.strata(), work.strata());
+        assert_eq!(counted.block_magnitudes(), work.block_magnitudes());
+        assert_eq!(counted.total(), work.total());
+        assert_eq!(counted.max_row(), work.max_row());
+        assert!(work
+            .strata()
+            .iter()
+            .any(|s| s.rows > 0 && s.lower_bound > 0));
     }
 }

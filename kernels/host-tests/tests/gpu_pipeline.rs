@@ -18,7 +18,8 @@ use rusparse::backend::gpu::{
 };
 use rusparse::plan::gpu_bins::DeviceLimits;
 use rusparse::plan::predict::{self, Sampling};
-use rusparse::plan::{OperandPattern, RowWork};
+use rusparse::plan::row_work::{PackedRowShapes, PatternShapes, RowShapes};
+use rusparse::plan::{OperandPattern, RowPattern, RowWork};
 use rusparse::{BackendKind, Error, Index, Op};
 use rusparse_kernel_host_tests::device::EmulatedDevice;
 use rusparse_kernel_host_tests::hash::{visit_hash_variants, HashVariant, HashVisitor, HostCsr};
@@ -656,18 +657,31 @@ fn transpose_rows<V: Variant>(x: &HostCsr<V>) -> Vec<Vec<(usize, Val<V>)>> {
     rows
 }
 
-/// The CPU's product-weighted prediction of `op(a) * op(b)`.
+/// The CPU's patterns of `op(a)` and `op(b)`, handed to `f`.
+fn with_cpu_rows<V: Variant, R>(
+    a: &HostCsr<V>,
+    op_a: Op,
+    b: &HostCsr<V>,
+    op_b: Op,
+    f: impl FnOnce(&RowPattern<'_, V::Offset, V::Index>, &RowPattern<'_, V::Offset, V::Index>) -> R,
+) -> R {
+    let (va, vb) = (a.view(), b.view());
+    let (pa, pb) = OperandPattern::pair(&va, op_a, &vb, op_b).unwrap();
+    f(&pa.rows(&va), &pb.rows(&vb))
+}
+
+/// The CPU's prediction of `op(a) * op(b)` with `sampling`.
 fn cpu_prediction<V: Variant>(
     a: &HostCsr<V>,
     op_a: Op,
     b: &HostCsr<V>,
     op_b: Op,
+    sampling: Sampling,
 ) -> rusparse::NnzPrediction {
-    let (va, vb) = (a.view(), b.view());
-    let (pa, pb) = OperandPattern::pair(&va, op_a, &vb, op_b).unwrap();
-    let (ra, rb) = (pa.rows(&va), pb.rows(&vb));
-    let work = RowWork::new(&ra, &rb, 1).unwrap();
-    predict::predict_nnz(&ra, &rb, &work, Sampling::ProductWeighted)
+    with_cpu_rows(a, op_a, b, op_b, |ra, rb| {
+        let work = RowWork::new(ra, rb, 1).unwrap();
+        predict::predict_nnz(ra, rb, &work, sampling)
+    })
 }
 
 /// The prediction on the device.
@@ -677,6 +691,7 @@ fn gpu_prediction<V: Variant>(
     op_a: Op,
     b: &HostCsr<V>,
     op_b: Op,
+    sampling: Sampling,
 ) -> Result<rusparse::NnzPrediction, Error> {
     let gpu: Arc<dyn GpuDevice> = dev.clone();
     let before = dev.live_allocations().len();
@@ -690,11 +705,85 @@ fn gpu_prediction<V: Variant>(
             op_b,
             &db.csr,
             types::<V>(),
+            sampling,
         )
     };
     assert_eq!(dev.live_allocations().len(), before, "memory left");
     assert_eq!(dev.live_handles(), 0, "streams or events left");
     r
+}
+
+/// `rs_row_shapes` on the device gives each row's entries (at most 255)
+/// and longest merged row of B as the CPU counts them from the patterns,
+/// for op N and T, both bases, and rows longer than a warp and than 255
+/// entries (the warp-wide path and the clamp).
+#[test]
+fn row_shapes_on_the_device_match_the_patterns() {
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = device::<V>();
+            let gpu: Arc<dyn GpuDevice> = dev.clone();
+            let mut rng = seed::<V>(9);
+            for (op_a, base) in [(Op::N, 0), (Op::T, 1)] {
+                // op(A) is 90 x 400 either way; rows 3 and 40 are long.
+                let long = |r: &mut Rng, i: usize| match i {
+                    3 => 1000,
+                    40 => 70,
+                    _ => r.below(9) as usize,
+                };
+                let a = if op_a == Op::N {
+                    random::<V>(&mut rng, 90, 400, base, true, long)
+                } else {
+                    // A's transpose gets long rows from A's dense columns.
+                    let at = random::<V>(&mut rng, 90, 400, base, false, long);
+                    HostCsr::from_rows(90, &transpose_rows(&at), base)
+                };
+                let b = random::<V>(&mut rng, 400, 60, base, true, |r, j| {
+                    if j == 17 {
+                        60
+                    } else {
+                        r.below(12) as usize
+                    }
+                });
+                let (da, db) = (Uploaded::new(&dev, &a), Uploaded::new(&dev, &b));
+                let plan = GpuSpgemm::work_estimation(
+                    &gpu,
+                    std::ptr::null_mut(),
+                    op_a,
+                    &da.csr,
+                    Op::N,
+                    &db.csr,
+                    types::<V>(),
+                    false,
+                )
+                .unwrap();
+                let words = plan
+                    .row_shapes(std::ptr::null_mut(), &da.csr, &db.csr)
+                    .unwrap();
+                let expected: Vec<u64> = with_cpu_rows(&a, op_a, &b, Op::N, |ra, rb| {
+                    let shapes = PatternShapes { a: ra, b: rb };
+                    (0..ra.nrows)
+                        .map(|i| {
+                            PackedRowShapes::pack(ra.row_len(i) as u64, shapes.longest_merged(i))
+                        })
+                        .collect()
+                });
+                assert_eq!(words, expected, "{} op {op_a:?}", V::NAME);
+                assert!(
+                    words.iter().any(|&w| w & 255 == 255),
+                    "{}: no clamped row",
+                    V::NAME
+                );
+                assert!(
+                    words.iter().any(|&w| w >> 8 == 60),
+                    "{}: B's row 17 unread",
+                    V::NAME
+                );
+            }
+        }
+    }
+    visit_hash_variants(&mut T);
 }
 
 #[test]
@@ -707,7 +796,7 @@ fn prediction_on_the_device_matches_the_cpu_sampler() {
             // Small: every row counted, the exact nnz.
             let a = random::<V>(&mut rng, 37, 29, 1, true, mixed);
             let b = random::<V>(&mut rng, 37, 41, 1, false, mixed);
-            let p = gpu_prediction(&dev, &a, Op::T, &b, Op::N).unwrap();
+            let p = gpu_prediction(&dev, &a, Op::T, &b, Op::N, Sampling::Stratified).unwrap();
             let exact = reference(&a, &b, &Job::new(Op::T, Op::N)).vals.len() as u64;
             assert!(
                 p.exact && p.nnz == exact,
@@ -715,9 +804,10 @@ fn prediction_on_the_device_matches_the_cpu_sampler() {
                 V::NAME
             );
 
-            // Above 2^14 products: sampled by work, the same rows and
-            // counts as the CPU's product-weighted sampler, so the same
-            // estimate; and close to the truth.
+            // Above 2^14 products: every sampler picks the same rows on
+            // the device as on the CPU and gets the same counts, so the
+            // same estimate; the stratified and weighted ones are close to
+            // the truth.
             let a = random::<V>(&mut rng, 1200, 300, 0, false, |r, i| {
                 if i % 97 == 0 {
                     120
@@ -726,18 +816,30 @@ fn prediction_on_the_device_matches_the_cpu_sampler() {
                 }
             });
             let b = random::<V>(&mut rng, 300, 500, 0, true, |r, _| 4 + r.below(16) as usize);
-            let p = gpu_prediction(&dev, &a, Op::N, &b, Op::N).unwrap();
-            let cpu = cpu_prediction(&a, Op::N, &b, Op::N);
-            assert!(!p.exact && p.nprod > 1 << 14, "{}: {p:?}", V::NAME);
-            assert_eq!(p, cpu, "{}: device and CPU samplers differ", V::NAME);
             let exact = reference(&a, &b, &Job::new(Op::N, Op::N)).vals.len() as f64;
-            let error = (p.nnz as f64 - exact).abs() / exact;
-            assert!(error < 0.05, "{}: {p:?}, exact {exact}", V::NAME);
+            for sampling in [
+                Sampling::Stratified,
+                Sampling::ProductWeighted,
+                Sampling::UniformRows,
+            ] {
+                let p = gpu_prediction(&dev, &a, Op::N, &b, Op::N, sampling).unwrap();
+                let cpu = cpu_prediction(&a, Op::N, &b, Op::N, sampling);
+                assert!(!p.exact && p.nprod > 1 << 14, "{}: {p:?}", V::NAME);
+                assert_eq!(p, cpu, "{} {sampling:?}: device and CPU differ", V::NAME);
+                let error = (p.nnz as f64 - exact).abs() / exact;
+                if sampling != Sampling::UniformRows {
+                    assert!(
+                        error < 0.05,
+                        "{} {sampling:?}: {p:?}, exact {exact}",
+                        V::NAME
+                    );
+                }
+            }
 
             // Malformed input: the work estimation's message.
             let mut bad = a.clone();
             bad.cols[3] = V::Index::try_from_usize(300).unwrap();
-            let e = gpu_prediction(&dev, &bad, Op::N, &b, Op::N).unwrap_err();
+            let e = gpu_prediction(&dev, &bad, Op::N, &b, Op::N, Sampling::Stratified).unwrap_err();
             assert!(
                 matches!(&e, Error::InvalidValue(m) if m.contains("colInd[3] = 300")),
                 "{}: {e}",

@@ -9,6 +9,7 @@
 pub const KERNEL_PARAMS: &[(&str, &[usize])] = &[
     ("rs_setup", &[56, 56, 8, 8]),
     ("rs_validate", &[56, 4, 4, 8, 8]),
+    ("rs_row_shapes", &[56, 56, 8]),
     ("rs_bin_count", &[8, 8, 8, 4, 8, 4, 8, 8]),
     ("rs_bin_fill", &[8, 8, 8, 4, 8, 4, 8, 8, 8]),
     ("rs_scan_blocks", &[8, 8, 8]),

@@ -920,6 +920,11 @@ impl GpuSpgemm {
         )
     }
 
+    /// Columns of op(B) (and C).
+    pub fn ncols(&self) -> i64 {
+        self.n
+    }
+
     /// Products of the whole multiplication (`rusparseSpGEMM_getNumProducts`).
     pub fn num_products(&self) -> i64 {
         self.nprod
@@ -1228,6 +1233,47 @@ impl GpuSpgemm {
         let row_size = self.meta.ptr() + self.layout.row_size;
         let v: Vec<i64> = self.read(stream, row_size, self.m as usize)?;
         Ok(v.into_iter().map(|x| x.max(0) as u64).collect())
+    }
+
+    /// Each row's shape for the output-size prediction: the entries of its
+    /// row of op(A) and the length of the longest row of op(B) it merges,
+    /// packed one word a row as [`crate::plan::row_work::PackedRowShapes`]
+    /// reads them (`rs_row_shapes`, one pass over op(A) reading op(B)'s
+    /// offsets, into a temporary buffer of 8 bytes a row). Waits for
+    /// `stream`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for operands other than the work
+    /// estimation's; [`Error::InsufficientResources`] when device memory
+    /// runs out; device errors.
+    pub fn row_shapes(&self, stream: RawStream, a: &DeviceCsr, b: &DeviceCsr) -> Result<Vec<u64>> {
+        self.check_same(a, b, "row shapes", false)?;
+        let m = self.m as u64;
+        if m == 0 {
+            return Ok(Vec::new());
+        }
+        self.dev.bind()?;
+        self.run_row_shapes(stream, a, b)
+    }
+
+    fn run_row_shapes(&self, stream: RawStream, a: &DeviceCsr, b: &DeviceCsr) -> Result<Vec<u64>> {
+        let m = self.m as u64;
+        let (a, b) = self.operands(a, b);
+        let (ka, kb) = (KernelCsr::from(&a), KernelCsr::from(&b));
+        let shapes = DeviceBuffer::new(&self.dev, stream, m * 8, "the row shapes")?;
+        let out = shapes.ptr();
+        // SAFETY: see `estimate`; `shapes` holds m words.
+        unsafe {
+            self.launch(
+                "rs_row_shapes",
+                self.grid(m, SETUP_BLOCK),
+                SETUP_BLOCK,
+                0,
+                stream,
+                &args![ka, kb, out],
+            )?;
+        }
+        self.read(stream, out, m as usize)
     }
 
     /// The exact nnz of each listed row of C (`rows`: rows with products,
