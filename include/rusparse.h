@@ -549,12 +549,13 @@ rusparseStatus_t rusparseSpGEMM_workEstimation(rusparseHandle_t handle,
  * 1.1 % mean and 4.3 % worst on small real ones; the sample costs 0.1 to
  * 0.6 % of the SpGEMM above 10^6 products (`docs/benchmarks.md`).
  * Device arrays (a CUDA or HIP handle, or an AUTO handle given device
- * pointers) are predicted on the GPU, on the handle's stream: the work
- * estimation's products per row (8 bytes a row read back) and the exact
- * nnz of rows sampled by work, counted by the symbolic kernels
- * (product-weighted sampling; exact up to 2^14 products; its error is
- * that sampler's in `docs/benchmarks.md`, 2.4 % mean on the real
- * matrices). Its cost on a GPU is not measured yet.
+ * pointers) are predicted on the GPU, on the handle's stream, with the
+ * same stratified sample: the device counts each row's products and
+ * shape (its entries and longest merged row of B; 16 bytes a row read
+ * back) and the exact nnz of the sampled rows (the symbolic kernels); the
+ * host picks the rows and combines. It returns what the CPU returns for
+ * the same operands (checked on an emulated GPU), so the errors above
+ * hold. Its cost on a GPU is not measured yet.
  */
 rusparseStatus_t rusparseSpGEMM_predictNnz(rusparseHandle_t handle,
                                            rusparseOperation_t opA,

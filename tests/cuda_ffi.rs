@@ -388,4 +388,66 @@ fn predict_nnz_runs_on_device_arrays() {
         rusparseDestroySpMat(ma);
         rusparseDestroy(h);
     }
+    // A sampled product (about 10^6 products, power-law rows): the device
+    // picks and counts the rows the CPU does, so the same prediction, for
+    // op N and op T.
+    let n = 4000usize;
+    let mut state = 5u64;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    let (mut rows, mut cols) = (vec![0i32], Vec::new());
+    for _ in 0..n {
+        let len = (600 / (next() % 300 + 1)).max(1);
+        let mut row: Vec<i32> = (0..len).map(|_| (next() % n) as i32).collect();
+        row.sort_unstable();
+        row.dedup();
+        cols.extend(row);
+        rows.push(cols.len() as i32);
+    }
+    let vals = vec![1.0f64; cols.len()];
+    let d = [g.upload(&rows), g.upload(&cols), g.upload(&vals)];
+    let host = [rows.as_ptr(), cols.as_ptr().cast(), vals.as_ptr().cast()];
+    // SAFETY: host and device arrays of the stated sizes.
+    unsafe {
+        let mut h = null_mut();
+        assert_eq!(rusparseCreate(&mut h), OK);
+        let (mut md, mut mh) = (null_mut(), null_mut());
+        let nnz = cols.len() as i64;
+        let n = n as i64;
+        assert_eq!(
+            rusparseCreateCsr(&mut md, n, n, nnz, d[0], d[1], d[2], I32, I32, 0, R64),
+            OK
+        );
+        assert_eq!(
+            rusparseCreateCsr(
+                &mut mh,
+                n,
+                n,
+                nnz,
+                host[0] as *mut c_void,
+                host[1] as *mut c_void,
+                host[2] as *mut c_void,
+                I32,
+                I32,
+                0,
+                R64
+            ),
+            OK
+        );
+        for op_a in [0, 1] {
+            let (mut on_gpu, mut on_cpu) = (-1i64, -2i64);
+            let s = rusparseSpGEMM_predictNnz(h, op_a, 0, md, md, &mut on_gpu);
+            assert_eq!(s, OK, "{}", last_message());
+            let s = rusparseSpGEMM_predictNnz(h, op_a, 0, mh, mh, &mut on_cpu);
+            assert_eq!(s, OK, "{}", last_message());
+            assert_eq!(on_gpu, on_cpu, "op(A) = {op_a}");
+        }
+        rusparseDestroySpMat(md);
+        rusparseDestroySpMat(mh);
+        rusparseDestroy(h);
+    }
 }

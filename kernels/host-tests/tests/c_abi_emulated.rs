@@ -375,3 +375,77 @@ fn mixed_placements_name_the_pointer_and_predict_runs_on_the_device() {
         rusparseDestroy(h);
     }
 }
+
+/// `rusparseSpGEMM_predictNnz` on device arrays samples a product above
+/// 2^14 scalar products with the stratified sampler, picking and counting
+/// the rows the CPU does: the AUTO handle's prediction on the emulated
+/// device equals its prediction on the same arrays in host memory, for
+/// op(A) = N and T, one-based.
+#[test]
+fn predict_nnz_on_device_arrays_equals_the_host_arrays_prediction() {
+    let g = Registered::new();
+    let n = 1500usize;
+    let mut state = 5u64;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    // Power-law rows, one-based.
+    let (mut rows, mut cols) = (vec![1i32], Vec::new());
+    for _ in 0..n {
+        let len = (400 / (next() % 200 + 1)).max(1);
+        let mut row: Vec<i32> = (0..len).map(|_| (next() % n) as i32 + 1).collect();
+        row.sort_unstable();
+        row.dedup();
+        cols.extend(row);
+        rows.push(cols.len() as i32 + 1);
+    }
+    let mut vals = vec![1.0f64; cols.len()];
+    let dev = [g.ptr(&rows), g.ptr(&cols), g.ptr(&vals)];
+    let host: [*mut c_void; 3] = [
+        rows.as_mut_ptr().cast(),
+        cols.as_mut_ptr().cast(),
+        vals.as_mut_ptr().cast(),
+    ];
+    // Both products are sampled: A·A has sum over A's entries (i, k) of
+    // len(row k) products, Aᵀ·A sum over rows k of len(row k)^2.
+    let len = |k: usize| (rows[k + 1] - rows[k]) as u64;
+    let nprod_nn: u64 = cols.iter().map(|&c| len(c as usize - 1)).sum();
+    let nprod_tn: u64 = (0..n).map(|k| len(k) * len(k)).sum();
+    assert!(
+        nprod_nn > 1 << 15 && nprod_tn > 1 << 15,
+        "{nprod_nn} {nprod_tn}"
+    );
+    let (dim, nnz) = (n as i64, cols.len() as i64);
+    // SAFETY: arrays of the stated sizes.
+    unsafe {
+        let mut h = null_mut();
+        assert_eq!(rusparseCreate(&mut h), OK);
+        let (mut md, mut mh) = (null_mut(), null_mut());
+        for (m, p) in [(&mut md, dev), (&mut mh, host)] {
+            assert_eq!(
+                rusparseCreateCsr(m, dim, dim, nnz, p[0], p[1], p[2], I32, I32, 1, R64),
+                OK
+            );
+        }
+        for op_a in [0, 1] {
+            let (mut on_device, mut on_host) = (-1i64, -2i64);
+            check(
+                rusparseSpGEMM_predictNnz(h, op_a, 0, md, md, &mut on_device),
+                "predictNnz on the device",
+            );
+            check(
+                rusparseSpGEMM_predictNnz(h, op_a, 0, mh, mh, &mut on_host),
+                "predictNnz on the host",
+            );
+            assert_eq!(on_device, on_host, "op(A) = {op_a}");
+            assert!(on_device > 0);
+        }
+        rusparseDestroySpMat(md);
+        rusparseDestroySpMat(mh);
+        rusparseDestroy(h);
+    }
+    assert_eq!(g.0.live_handles(), 0);
+}
