@@ -87,13 +87,16 @@ cargo test
 step "soak: 10,000 random products of every type, base, op and algorithm against the reference"
 cargo run -q -p rusparse-bench -- soak --cases 10000 --seed 1
 
+step "soak on two emulated GPUs (kernels/host-tests): 100 random products through the C ABI on device arrays (three phases incl. ALG3, reuse with new values and beta, scalars in device memory) against the reference"
+cargo run -q -p rusparse-bench --features emulated-gpu -- soak --cases 100 --seed 1 --gpu emulated --gpu-share 100
+
 valgrind_cmd="valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/c_tests/valgrind.supp"
 step "allocation failure: every fallible allocation of the sample flows (Rust API and C ABI) failed in turn (--features failure-injection), under valgrind"
 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$valgrind_cmd" \
     cargo test --features failure-injection --test alloc_failure -- --nocapture
 
-step "HIP back end: clippy (with the failure-injection feature too), unit tests and hiprtc kernel compile (gfx906, gfx90a) with --features hip"
-cargo clippy --all-targets --features hip,failure-injection -- -D warnings
+step "HIP back end: clippy (with the failure-injection and the bench's emulated-gpu features too), unit tests and hiprtc kernel compile (gfx906, gfx90a) with --features hip"
+cargo clippy --all-targets --features hip,failure-injection,rusparse-bench/emulated-gpu -- -D warnings
 RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --lib -- backend::hip context::
 RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --test hip_kernels
 

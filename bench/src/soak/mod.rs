@@ -11,7 +11,16 @@
 //! - `plan`: `SpgemmPlan` new → symbolic → numeric into caller arrays that
 //!   hold old values (C = α·op(A)·op(B) + β·C_old), then A's and B's values
 //!   changed and numeric run again on the same plan (the reuse path of AMG
-//!   setups).
+//!   setups);
+//! - `C ABI`: the three phases of cuSPARSE's sample on a CPU handle;
+//! - with `--gpu`, a share of the cases (`--gpu-share`) runs on a GPU
+//!   instead ([`devices`]): the arrays in device memory and an AUTO handle,
+//!   either the three phases (ALG3 with `estimateMemory` and a drawn chunk
+//!   fraction) or the reuse flow (`SpGEMMreuse_*`, then compute again on
+//!   new values with β), α and β on the host or in device memory
+//!   ([`c_abi`]). CPU algorithms are replaced by the GPU ones for these
+//!   cases, and on emulated devices, which have a few type variants, the
+//!   index types by ones the device has.
 //!
 //! Values are small integers (complex: integer parts), so every sum is
 //! exact in every type and results are compared exactly, whatever order an
@@ -20,8 +29,14 @@
 //! duplicates, A's base). An error is a failure: on these inputs every call
 //! must succeed. A failure prints the command that reruns it alone.
 
+mod c_abi;
+mod devices;
+
 use crate::sparse::BenchScalar;
+use c_abi::{Call, Memory};
 use clap::Parser;
+use devices::{GpuChoice, Gpus};
+use rusparse::backend::gpu::{KernelTypes, ValueKind};
 use rusparse::{
     reference, validate_structure, Algorithm, BackendKind, Complex, Context, CsrMatrix, CsrOutput,
     Index, IndexBase, Op, SpgemmOptions, SpgemmPlan,
@@ -57,6 +72,13 @@ pub struct SoakCli {
     /// Print each failure's case description in full.
     #[arg(long)]
     verbose: bool,
+    /// GPUs for the device flows: off, the machine's CUDA device, or
+    /// emulated devices (built with `--features emulated-gpu`).
+    #[arg(long, value_enum, default_value_t = GpuChoice::Off)]
+    gpu: GpuChoice,
+    /// Percent of the cases run on the GPU when `--gpu` is not off.
+    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(0..=100))]
+    gpu_share: u64,
 }
 
 /// splitmix64: small, fast, and the same sequence on every platform.
@@ -114,6 +136,19 @@ enum Flow {
     Plan,
     /// The C ABI's three phases with caller buffers, as cuSPARSE's sample.
     CAbi,
+    /// The C ABI on arrays in GPU memory ([`GpuCall`]).
+    Gpu,
+}
+
+/// How a GPU case calls the C ABI.
+#[derive(Clone, Copy, Debug)]
+struct GpuCall {
+    /// The reuse flow (else the three phases).
+    reuse: bool,
+    /// α and β in device memory.
+    device_scalars: bool,
+    /// ALG3's chunk fraction (three phases with ALG3 only).
+    chunk_fraction: Option<f32>,
 }
 
 /// One operand's pattern recipe.
@@ -142,6 +177,8 @@ struct Case {
     b: Recipe,
     /// `--max-dim`: dimensions above it make a large case.
     max_dim: usize,
+    /// Set for [`Flow::Gpu`].
+    gpu: Option<GpuCall>,
 }
 
 fn dim(rng: &mut Rng, max: usize) -> usize {
@@ -175,7 +212,10 @@ fn scalar_pair(rng: &mut Rng, zero_percent: u64) -> (i64, i64) {
 }
 
 impl Case {
-    fn draw(seed: u64, k: u64, max_dim: usize) -> Case {
+    /// Case `k` of `seed`; `gpu_share` percent of the cases become GPU
+    /// cases (drawn last, so a run without GPUs draws the same cases as
+    /// before GPU flows existed).
+    fn draw(seed: u64, k: u64, max_dim: usize, gpu_share: u64) -> Case {
         let mut rng = Rng::new(seed, k);
         let mut case = Case::draw_with(&mut rng, max_dim);
         // Large cases mostly get long rows, so that many of them pass 2^16
@@ -184,7 +224,61 @@ impl Case {
             case.a.kind = RowKind::PowerLaw;
             case.b.kind = rng.pick(&[RowKind::PowerLaw, RowKind::DenseRow]);
         }
+        if gpu_share > 0 && rng.chance(gpu_share) {
+            case.flow = Flow::Gpu;
+            if case.algorithm.is_concrete() {
+                let gpu_algorithms: Vec<Algorithm> = Algorithm::all()
+                    .into_iter()
+                    .filter(|a| !a.is_concrete())
+                    .collect();
+                case.algorithm = rng.pick(&gpu_algorithms);
+            }
+            let reuse = rng.chance(50);
+            case.gpu = Some(GpuCall {
+                reuse,
+                device_scalars: rng.chance(30),
+                chunk_fraction: (!reuse && case.algorithm == Algorithm::Alg3)
+                    .then(|| rng.pick(&[0.05f32, 0.3, 1.0])),
+            });
+        }
         case
+    }
+
+    /// The kernel types of the case's value and index types.
+    fn kernel_types(&self) -> KernelTypes {
+        KernelTypes {
+            value: match self.value {
+                "f32" => ValueKind::F32,
+                "f64" => ValueKind::F64,
+                "c32" => ValueKind::C32,
+                _ => ValueKind::C64,
+            },
+            offset64: self.offset64,
+            index64: self.index64,
+        }
+    }
+
+    /// For a GPU case: keeps its index types when some device has kernels
+    /// for them, else takes the first pair (i32/i32, i32/i64, i64/i32,
+    /// i64/i64) some device has for its value type.
+    ///
+    /// # Errors
+    /// No device has kernels for the value type.
+    fn fit_to(&mut self, gpus: &Gpus) -> Result<(), String> {
+        if gpus.device_for(self.kernel_types()).is_some() {
+            return Ok(());
+        }
+        for (offset64, index64) in [(false, false), (false, true), (true, false), (true, true)] {
+            (self.offset64, self.index64) = (offset64, index64);
+            if gpus.device_for(self.kernel_types()).is_some() {
+                return Ok(());
+            }
+        }
+        Err(format!(
+            "no device of {:?} has kernels for {} values",
+            gpus.names(),
+            self.value
+        ))
     }
 
     fn draw_with(rng: &mut Rng, max_dim: usize) -> Case {
@@ -224,6 +318,7 @@ impl Case {
             a: recipe(rng),
             b: recipe(rng),
             max_dim,
+            gpu: None,
         }
     }
 
@@ -258,10 +353,27 @@ impl Case {
                     Flow::Once => "once",
                     Flow::Plan => "plan + reuse (beta)",
                     Flow::CAbi => "C ABI (workEstimation, compute, copy)",
+                    Flow::Gpu => "GPU: C ABI on device arrays",
                 }
             ),
             format!("shape {shape}"),
         ];
+        if let Some(g) = self.gpu {
+            out.push(
+                if g.reuse {
+                    "GPU: reuse flow (SpGEMMreuse_*, new values, beta)"
+                } else {
+                    "GPU: three phases"
+                }
+                .into(),
+            );
+            if g.device_scalars {
+                out.push("GPU: alpha and beta in device memory".into());
+            }
+            if let Some(f) = g.chunk_fraction {
+                out.push(format!("GPU: ALG3, chunk fraction {f}"));
+            }
+        }
         for r in [self.a, self.b] {
             out.push(format!("rows {:?}", r.kind));
             if r.duplicates {
@@ -416,6 +528,7 @@ fn compare<T: BenchScalar, I: Index, J: Index>(
 /// Runs one case; `Ok` holds its number of scalar products.
 fn run_case<T: BenchScalar, I: Index, J: Index>(
     ctx: &Context,
+    gpus: Option<&Gpus>,
     case: &Case,
     rng: &mut Rng,
 ) -> Result<u64, String> {
@@ -443,12 +556,54 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
     )
     .map_err(fail("counting the products"))?
     .num_products();
+    let call = |chunk_fraction, device_scalars| Call {
+        op_a: case.op_a,
+        op_b: case.op_b,
+        algorithm: case.algorithm.c_number(),
+        base: case.base,
+        dims: (m, n),
+        chunk_fraction,
+        device_scalars,
+    };
     if case.flow == Flow::CAbi {
-        return c_abi_product(case, &a, &b, alpha)
-            .and_then(|(offsets, cols, vals)| {
-                compare("C ABI", (&offsets, &cols, &vals), &want, None)
-            })
-            .map(|()| nprod);
+        let (offsets, cols, vals) =
+            c_abi::three_phases(Memory::Host, call(None, false), &a, &b, alpha)?;
+        return compare("C ABI", (&offsets, &cols, &vals), &want, None).map(|()| nprod);
+    }
+    if let Some(g) = case.gpu {
+        let gpus = gpus.ok_or("a GPU case without --gpu")?;
+        let dev = gpus
+            .device_for(case.kernel_types())
+            .ok_or("no device has kernels for the case's types")?;
+        let call = call(g.chunk_fraction, g.device_scalars);
+        if !g.reuse {
+            let (offsets, cols, vals) =
+                c_abi::three_phases(Memory::Device(dev), call, &a, &b, alpha)?;
+            return compare("GPU three phases", (&offsets, &cols, &vals), &want, None)
+                .map(|()| nprod);
+        }
+        let beta: T = value(case.beta);
+        let (a2, b2) = (revalued(rng, &a)?, revalued(rng, &b)?);
+        let want2 = reference::spgemm(&a2.view(), case.op_a, &b2.view(), case.op_b, alpha)
+            .map_err(fail("the reference"))?;
+        let ((offsets, cols, vals), second) = c_abi::reuse(
+            Memory::Device(dev),
+            call,
+            &a,
+            &b,
+            a2.values(),
+            b2.values(),
+            alpha,
+            beta,
+        )?;
+        compare("GPU reuse", (&offsets, &cols, &vals), &want, None)?;
+        return compare(
+            "GPU reuse (new values, beta)",
+            (&offsets, &cols, &second),
+            &want2,
+            Some((&vals, beta)),
+        )
+        .map(|()| nprod);
     }
     if case.flow == Flow::Once {
         let opts = SpgemmOptions {
@@ -525,200 +680,52 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
     .map(|()| nprod)
 }
 
-/// C's row offsets, column indices and values.
-type CsrArrays<T, I, J> = (Vec<I>, Vec<J>, Vec<T>);
-
-/// C = alpha * op(A) * op(B) through the C ABI on a CPU handle, as
-/// cuSPARSE's SpGEMM sample calls it: work estimation and compute, each
-/// asked for its buffer size first, then C's arrays allocated at the size
-/// compute published and filled by copy. Every handle, descriptor and
-/// buffer is released on every path.
-fn c_abi_product<T: BenchScalar, I: Index, J: Index>(
+fn run_value<T: BenchScalar>(
+    ctx: &Context,
+    gpus: Option<&Gpus>,
     case: &Case,
-    a: &CsrMatrix<T, I, J>,
-    b: &CsrMatrix<T, I, J>,
-    alpha: T,
-) -> Result<CsrArrays<T, I, J>, String> {
-    use rusparse::ffi::errors::rusparseGetLastErrorMessage;
-    use rusparse::ffi::handle::{
-        rusparseCreateWithBackend, rusparseDestroy, rusparseSetNumThreads,
-    };
-    use rusparse::ffi::matrix::{
-        rusparseCreateCsr, rusparseCsrSetPointers, rusparseDestroySpMat, rusparseSpMatGetSize,
-    };
-    use rusparse::ffi::spgemm::{
-        rusparseSpGEMM_compute, rusparseSpGEMM_copy, rusparseSpGEMM_createDescr,
-        rusparseSpGEMM_destroyDescr, rusparseSpGEMM_workEstimation,
-    };
-    use rusparse::ffi::types::{
-        rusparseHandle_t, rusparseSpGEMMDescr_t, rusparseSpMatDescr_t, rusparseStatus_t,
-    };
-    use std::ffi::{c_void, CStr};
-    use std::ptr::null_mut;
-
-    /// Releases what the flow created, whatever happens.
-    struct Guard {
-        handle: rusparseHandle_t,
-        mats: [rusparseSpMatDescr_t; 3],
-        descr: rusparseSpGEMMDescr_t,
-    }
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            // SAFETY: each is NULL (a no-op) or created below and not yet
-            // destroyed.
-            unsafe {
-                rusparseSpGEMM_destroyDescr(self.descr);
-                for m in self.mats {
-                    rusparseDestroySpMat(m);
-                }
-                rusparseDestroy(self.handle);
-            }
-        }
-    }
-    let check = |what: &str, s: rusparseStatus_t| -> Result<(), String> {
-        if s == rusparseStatus_t::RUSPARSE_STATUS_SUCCESS {
-            return Ok(());
-        }
-        // SAFETY: the library returns a valid NUL-terminated string.
-        let msg = unsafe { CStr::from_ptr(rusparseGetLastErrorMessage()) };
-        Err(format!("{what}: {s:?}: {}", msg.to_string_lossy()))
-    };
-    let op = |o: Op| match o {
-        Op::N => 0,
-        Op::T => 1,
-        Op::C => 2,
-    };
-    let (m, _, n) = case.dims;
-    let (it, jt, dt) = (
-        I::INDEX_TYPE.c_number(),
-        J::INDEX_TYPE.c_number(),
-        T::DATA_TYPE.c_number(),
-    );
-    let base = case.base.offset() as i32;
-    let beta = T::zero();
-    let (pa, pb) = (
-        (&alpha as *const T).cast::<c_void>(),
-        (&beta as *const T).cast::<c_void>(),
-    );
-    let mut g = Guard {
-        handle: null_mut(),
-        mats: [null_mut(); 3],
-        descr: null_mut(),
-    };
-    // The library only reads A and B through these pointers.
-    let mut arrays = [a, b].map(|x| {
-        (
-            x.row_offsets().to_vec(),
-            x.col_indices().to_vec(),
-            x.values().to_vec(),
-        )
-    });
-    let alg = case.algorithm.c_number();
-    let (opa, opb) = (op(case.op_a), op(case.op_b));
-    // A phase asked for its buffer size first (a NULL buffer), then run
-    // with a buffer of that size; the buffer is returned to outlive C.
-    let sized = |what: &str,
-                 phase: &dyn Fn(*mut usize, *mut c_void) -> rusparseStatus_t|
-     -> Result<Vec<u8>, String> {
-        let mut size = 0usize;
-        check(&format!("{what} (size)"), phase(&mut size, null_mut()))?;
-        let mut buffer = vec![0u8; size.max(1)];
-        check(what, phase(&mut size, buffer.as_mut_ptr().cast()))?;
-        Ok(buffer)
-    };
-    // SAFETY: every pointer handed over is valid for the sizes stated and
-    // outlives the calls; the guard releases the objects.
-    unsafe {
-        check("create", rusparseCreateWithBackend(&mut g.handle, 1))?;
-        check("setNumThreads", rusparseSetNumThreads(g.handle, 1))?;
-        for (k, (x, (o, c, v))) in [a, b].iter().zip(arrays.iter_mut()).enumerate() {
-            check(
-                "createCsr",
-                rusparseCreateCsr(
-                    &mut g.mats[k],
-                    x.nrows() as i64,
-                    x.ncols() as i64,
-                    x.nnz() as i64,
-                    o.as_mut_ptr().cast(),
-                    c.as_mut_ptr().cast(),
-                    v.as_mut_ptr().cast(),
-                    it,
-                    jt,
-                    base,
-                    dt,
-                ),
-            )?;
-        }
-        check(
-            "createCsr(C)",
-            rusparseCreateCsr(
-                &mut g.mats[2],
-                m as i64,
-                n as i64,
-                0,
-                null_mut(),
-                null_mut(),
-                null_mut(),
-                it,
-                jt,
-                base,
-                dt,
-            ),
-        )?;
-        check("createDescr", rusparseSpGEMM_createDescr(&mut g.descr))?;
-        let (h, d, [ma, mb, mc]) = (g.handle, g.descr, g.mats);
-        let _buffer1 = sized("workEstimation", &|size, buf| {
-            rusparseSpGEMM_workEstimation(h, opa, opb, pa, ma, mb, pb, mc, dt, alg, d, size, buf)
-        })?;
-        let _buffer2 = sized("compute", &|size, buf| {
-            rusparseSpGEMM_compute(h, opa, opb, pa, ma, mb, pb, mc, dt, alg, d, size, buf)
-        })?;
-        let (mut r, mut c, mut z) = (0i64, 0i64, 0i64);
-        check("getSize", rusparseSpMatGetSize(mc, &mut r, &mut c, &mut z))?;
-        if (r, c) != (m as i64, n as i64) || z < 0 {
-            return Err(format!("C's size after compute: {r} x {c}, nnz {z}"));
-        }
-        let mut co = vec![I::default(); m + 1];
-        let mut cc = vec![J::default(); z as usize];
-        let mut cv = vec![T::zero(); z as usize];
-        check(
-            "csrSetPointers",
-            rusparseCsrSetPointers(
-                mc,
-                co.as_mut_ptr().cast(),
-                cc.as_mut_ptr().cast(),
-                cv.as_mut_ptr().cast(),
-            ),
-        )?;
-        check(
-            "copy",
-            rusparseSpGEMM_copy(h, opa, opb, pa, ma, mb, pb, mc, dt, alg, d),
-        )?;
-        drop(g);
-        Ok((co, cc, cv))
+    rng: &mut Rng,
+) -> Result<u64, String> {
+    match (case.offset64, case.index64) {
+        (false, false) => run_case::<T, i32, i32>(ctx, gpus, case, rng),
+        (false, true) => run_case::<T, i32, i64>(ctx, gpus, case, rng),
+        (true, false) => run_case::<T, i64, i32>(ctx, gpus, case, rng),
+        (true, true) => run_case::<T, i64, i64>(ctx, gpus, case, rng),
     }
 }
 
-fn run_value<T: BenchScalar>(ctx: &Context, case: &Case, rng: &mut Rng) -> Result<u64, String> {
-    match (case.offset64, case.index64) {
-        (false, false) => run_case::<T, i32, i32>(ctx, case, rng),
-        (false, true) => run_case::<T, i32, i64>(ctx, case, rng),
-        (true, false) => run_case::<T, i64, i32>(ctx, case, rng),
-        (true, true) => run_case::<T, i64, i64>(ctx, case, rng),
-    }
+/// The run's settings every case reads.
+struct Settings<'g> {
+    seed: u64,
+    max_dim: usize,
+    gpus: Option<&'g Gpus>,
+    gpu_share: u64,
 }
 
 /// Runs case `k`: its number of products, or the failure's description.
-fn run(ctx: &Context, seed: u64, k: u64, max_dim: usize) -> (Case, Result<u64, String>) {
-    let case = Case::draw(seed, k, max_dim);
+fn run(ctx: &Context, settings: &Settings<'_>, k: u64) -> (Case, Result<u64, String>) {
+    let (gpus, share) = (settings.gpus, settings.gpu_share);
+    let mut case = Case::draw(
+        settings.seed,
+        k,
+        settings.max_dim,
+        share * u64::from(gpus.is_some()),
+    );
+    let fitted = match (case.flow, gpus) {
+        (Flow::Gpu, Some(g)) => case.fit_to(g),
+        _ => Ok(()),
+    };
     // The pattern and value stream is separate from the case's draw, so a
     // case keeps its inputs when the draw gains fields.
-    let mut rng = Rng::new(seed ^ 0x5eed_da7a, k);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match case.value {
-        "f32" => run_value::<f32>(ctx, &case, &mut rng),
-        "f64" => run_value::<f64>(ctx, &case, &mut rng),
-        "c32" => run_value::<Complex<f32>>(ctx, &case, &mut rng),
-        _ => run_value::<Complex<f64>>(ctx, &case, &mut rng),
+    let mut rng = Rng::new(settings.seed ^ 0x5eed_da7a, k);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        fitted?;
+        match case.value {
+            "f32" => run_value::<f32>(ctx, gpus, &case, &mut rng),
+            "f64" => run_value::<f64>(ctx, gpus, &case, &mut rng),
+            "c32" => run_value::<Complex<f32>>(ctx, gpus, &case, &mut rng),
+            _ => run_value::<Complex<f64>>(ctx, gpus, &case, &mut rng),
+        }
     }))
     .unwrap_or_else(|p| {
         let msg = p
@@ -734,6 +741,13 @@ fn run(ctx: &Context, seed: u64, k: u64, max_dim: usize) -> (Case, Result<u64, S
 /// Runs `rusparse-bench soak` with the arguments after its name.
 pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
     let cli = SoakCli::parse_from(args);
+    let gpus = Gpus::open(cli.gpu)?;
+    let settings = Settings {
+        seed: cli.seed,
+        max_dim: cli.max_dim,
+        gpus: gpus.as_ref(),
+        gpu_share: cli.gpu_share,
+    };
     let started = Instant::now();
     let next = AtomicU64::new(cli.first);
     let end = cli.first.saturating_add(cli.cases);
@@ -752,7 +766,7 @@ pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
                     if k >= end {
                         break;
                     }
-                    let (case, result) = run(&ctx, cli.seed, k, cli.max_dim);
+                    let (case, result) = run(&ctx, &settings, k);
                     for c in case.categories() {
                         *local.entry(c).or_default() += 1;
                     }
@@ -772,9 +786,17 @@ pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
                             } else {
                                 String::new()
                             };
+                            let gpu = match cli.gpu {
+                                GpuChoice::Off => String::new(),
+                                choice => format!(
+                                    " --gpu {} --gpu-share {}",
+                                    format!("{choice:?}").to_lowercase(),
+                                    cli.gpu_share
+                                ),
+                            };
                             failures.lock().unwrap().push(format!(
                                 "case {k}: {e}{detail}\n    rerun: rusparse-bench soak --seed {} \
-                                 --first {k} --cases 1 --max-dim {} --verbose",
+                                 --first {k} --cases 1 --max-dim {}{gpu} --verbose",
                                 cli.seed, cli.max_dim
                             ));
                         }
@@ -803,6 +825,9 @@ pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
         cli.workers,
         started.elapsed().as_secs_f64()
     );
+    if let Some(g) = &gpus {
+        println!("GPU cases: {} % on {}", cli.gpu_share, g.names().join(", "));
+    }
     println!("cases by category (a case counts in each of its categories):");
     for (c, n) in counts.into_inner().unwrap() {
         println!("  {c:<40} {n}");
@@ -828,12 +853,12 @@ mod tests {
 
     #[test]
     fn cases_are_reproducible_and_varied() {
-        let a = Case::draw(7, 123, 40);
-        let b = Case::draw(7, 123, 40);
+        let a = Case::draw(7, 123, 40, 0);
+        let b = Case::draw(7, 123, 40, 0);
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
         let mut kinds = std::collections::BTreeSet::new();
         for k in 0..2000 {
-            kinds.extend(Case::draw(7, k, 40).categories());
+            kinds.extend(Case::draw(7, k, 40, 0).categories());
         }
         for want in [
             "value c32",
@@ -874,6 +899,61 @@ mod tests {
         let p = pattern(&mut rng, 10, 8, dup);
         assert!(p.iter().any(|row| row.windows(2).any(|w| w[0] == w[1])));
         assert!(pattern(&mut rng, 3, 0, r).iter().all(Vec::is_empty));
+    }
+
+    /// GPU cases are drawn after everything else: without GPUs the cases
+    /// are those of a run before GPU flows existed, and with them the
+    /// GPU cases keep their draw but run on device arrays.
+    #[test]
+    fn gpu_cases_are_drawn_last() {
+        let mut gpu_cases = 0;
+        for k in 0..400 {
+            let cpu = Case::draw(3, k, 40, 0);
+            let gpu = Case::draw(3, k, 40, 50);
+            assert!(cpu.gpu.is_none() && cpu.flow != Flow::Gpu);
+            assert_eq!(cpu.dims, gpu.dims);
+            assert_eq!(
+                (cpu.value, cpu.op_a, cpu.op_b),
+                (gpu.value, gpu.op_a, gpu.op_b)
+            );
+            match gpu.gpu {
+                Some(g) => {
+                    gpu_cases += 1;
+                    assert_eq!(gpu.flow, Flow::Gpu);
+                    assert!(!gpu.algorithm.is_concrete(), "{gpu:?}");
+                    assert!(g.chunk_fraction.is_none() || gpu.algorithm == Algorithm::Alg3);
+                }
+                None => assert_eq!(format!("{cpu:?}"), format!("{gpu:?}")),
+            }
+        }
+        assert!(
+            (150..250).contains(&gpu_cases),
+            "{gpu_cases} GPU cases of 400"
+        );
+    }
+
+    /// The GPU flows on the emulated devices (every case a GPU case).
+    #[cfg(feature = "emulated-gpu")]
+    #[test]
+    fn a_short_gpu_soak_passes() {
+        main(
+            [
+                "soak",
+                "--cases",
+                "16",
+                "--seed",
+                "4",
+                "--workers",
+                "1",
+                "--gpu",
+                "emulated",
+                "--gpu-share",
+                "100",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        )
+        .unwrap();
     }
 
     #[test]
