@@ -93,28 +93,62 @@ impl Bytes<'_> {
     }
 }
 
+/// Memory of a device that the host can read and write directly, for
+/// running the programs on arrays in that device's memory ([`run_on`]):
+/// the emulated GPU of `kernels/host-tests`, whose allocations are host
+/// memory, so that AUTO handles take the GPU path.
+pub trait HostVisibleMemory {
+    /// `bytes` (at least 1) of zero-filled memory, aligned to 16 bytes.
+    fn alloc_zeroed(&self, bytes: usize) -> *mut u8;
+    /// Frees an allocation of `alloc_zeroed`.
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_zeroed` and is freed once.
+    unsafe fn free(&self, ptr: *mut u8);
+}
+
+std::thread_local! {
+    /// Where this thread's runs take their arrays (None: the host heap).
+    static MEMORY: std::cell::RefCell<Option<std::rc::Rc<dyn HostVisibleMemory>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Memory handed to the library: 16-byte aligned, exactly `bytes` long (so
-/// AddressSanitizer sees any access past the end), zero-filled. Freed only
-/// when the run ends, because descriptors keep pointers to it.
+/// AddressSanitizer sees any access past the end), zero-filled; from the
+/// host heap, or from the device memory of [`run_on`]. Freed only when the
+/// run ends, because descriptors keep pointers to it.
 struct Block {
     ptr: *mut u8,
     layout: Layout,
+    device: Option<std::rc::Rc<dyn HostVisibleMemory>>,
 }
 
 impl Block {
     fn new(bytes: usize) -> Block {
         let layout = Layout::from_size_align(bytes.max(1), 16).expect("layout");
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) };
+        let device = MEMORY.with(|m| m.borrow().clone());
+        let ptr = match &device {
+            Some(d) => d.alloc_zeroed(layout.size()),
+            // SAFETY: the layout has a non-zero size.
+            None => unsafe { alloc_zeroed(layout) },
+        };
         assert!(!ptr.is_null(), "harness allocation of {bytes} bytes failed");
-        Block { ptr, layout }
+        Block {
+            ptr,
+            layout,
+            device,
+        }
     }
 }
 
 impl Drop for Block {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.ptr, self.layout) }
+        match &self.device {
+            // SAFETY: allocated in `new` by this device.
+            Some(d) => unsafe { d.free(self.ptr) },
+            // SAFETY: allocated in `new` with this layout.
+            None => unsafe { dealloc(self.ptr, self.layout) },
+        }
     }
 }
 
@@ -455,6 +489,9 @@ impl Harness {
         let msg = unsafe { CStr::from_ptr(rusparseGetLastErrorMessage()) };
         let msg = msg.to_str().expect("the last error message is UTF-8");
         assert!(!msg.is_empty(), "{what}: status {s} without a message");
+        if tracing() {
+            eprintln!("   {msg}");
+        }
         false
     }
 
@@ -917,8 +954,18 @@ impl Harness {
         } else {
             None
         };
+        // On device memory ([`run_on`]) the usual choices are the GPU's
+        // algorithms; the CPU's (100..=103, NOT_SUPPORTED there) stay among
+        // the rare ones.
+        let on_device = MEMORY.with(|m| m.borrow().is_some());
         let alg = if p.rare() {
-            p.pick(&[6, 99, -1, 104, 200])
+            if on_device {
+                p.pick(&[6, 99, -1, 104, 200, 100, 103])
+            } else {
+                p.pick(&[6, 99, -1, 104, 200])
+            }
+        } else if on_device {
+            p.pick(&[0, 1, 2, 3, 4, 5, 0, 1, 4, 5])
         } else {
             p.pick(&[0, 1, 2, 3, 4, 5, 100, 101, 102, 103])
         };
@@ -944,10 +991,10 @@ impl Harness {
     /// phase names (the contract the harness keeps; a NULL descriptor is fine).
     fn arrays_ok(&self, x: &Phase) -> bool {
         [x.a, x.b, x.c].iter().all(|&s| {
-            self.mats
-                .get(s)
-                .and_then(|m| m.as_ref())
-                .map_or(true, |m| m.arrays_hold_sizes())
+            match self.mats.get(s).and_then(|m| m.as_ref()) {
+                Some(m) => m.arrays_hold_sizes(),
+                None => true,
+            }
         })
     }
 
@@ -1378,8 +1425,13 @@ impl Harness {
             call!(self, rusparseDestroy(self.handle));
             self.handle = null_mut();
         }
+        // The usual choice (byte 0) is the back end where the arrays are:
+        // the CPU, or AUTO for device memory ([`run_on`]).
+        let on_device = MEMORY.with(|m| m.borrow().is_some());
         let backend = if p.rare() {
             p.pick(&[2, 3, 9, -1])
+        } else if on_device {
+            p.pick(&[0, 1])
         } else {
             p.pick(&[1, 0])
         };
@@ -1464,6 +1516,22 @@ pub fn run(data: &[u8]) -> Stats {
     let stats = h.stats;
     drop(h);
     stats
+}
+
+/// [`run`] with every array the program hands to the library (A's, B's
+/// and C's, the buffers, and α and β whatever the pointer mode) in
+/// `memory`.
+#[allow(dead_code)] // used by kernels/host-tests/tests/fuzz_c_abi_emulated.rs only
+pub fn run_on(memory: std::rc::Rc<dyn HostVisibleMemory>, data: &[u8]) -> Stats {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            MEMORY.with(|m| *m.borrow_mut() = None);
+        }
+    }
+    MEMORY.with(|m| *m.borrow_mut() = Some(memory));
+    let _reset = Reset;
+    run(data)
 }
 
 /// Programs for the usual flows, as starting points of the fuzzer's corpus
