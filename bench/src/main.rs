@@ -222,7 +222,8 @@ Examples (from the repository root):
   cargo run --release --bin rusparse-bench -- selector-data --csv train.csv uniform_r4:100000
     (features and every CPU algorithm's time, for training the selector)
   cargo run --release --bin rusparse-bench -- soak --cases 1000000 --seed 1
-    (random products of every type, base, op and algorithm checked against the reference)
+    (random products of every type, base, op and algorithm checked against the reference;
+     --gpu cuda|emulated runs a share of them through the C ABI on device arrays)
 
 Case names (the `matrix` column and the --dump folder): the spec with ':' as '_'
 (stencil2d_5pt_725) or the file stem (1138_bus); '_aat' is appended for

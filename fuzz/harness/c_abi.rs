@@ -990,12 +990,12 @@ impl Harness {
     /// Whether the library may touch the arrays of the descriptors this
     /// phase names (the contract the harness keeps; a NULL descriptor is fine).
     fn arrays_ok(&self, x: &Phase) -> bool {
-        [x.a, x.b, x.c].iter().all(|&s| {
-            match self.mats.get(s).and_then(|m| m.as_ref()) {
+        [x.a, x.b, x.c]
+            .iter()
+            .all(|&s| match self.mats.get(s).and_then(|m| m.as_ref()) {
                 Some(m) => m.arrays_hold_sizes(),
                 None => true,
-            }
-        })
+            })
     }
 
     /// The expected product of a phase's A and B when both are valid and
