@@ -6,7 +6,8 @@
  *
  * Every function returns a rusparseStatus_t (numbers equal cuSPARSE's) and
  * leaves a message for rusparseGetLastErrorMessage() when it fails. A CPU
- * handle takes host pointers. One handle is used by one thread at a time;
+ * handle takes host pointers; a CUDA or HIP handle device pointers, or host
+ * arrays throughout, which it copies to its GPU and back. One handle is used by one thread at a time;
  * different handles may be used concurrently.
  */
 
@@ -219,7 +220,8 @@ typedef enum {
    */
   RUSPARSE_POINTER_MODE_HOST = 0,
   /**
-   * Device memory (on a CPU handle: also host memory).
+   * Device memory (on a CPU handle, and for host arrays on a GPU handle:
+   * also host memory).
    */
   RUSPARSE_POINTER_MODE_DEVICE = 1,
 } rusparsePointerMode_t;
@@ -332,7 +334,12 @@ rusparseStatus_t rusparseCreate(rusparseHandle_t *handle);
 
 /**
  * Creates a handle for one back end. CUDA and HIP give NOT_SUPPORTED in a
- * build without them; `*handle` is NULL after any failure.
+ * build without them or on a machine without their GPU; `*handle` is NULL
+ * after any failure. A CUDA or HIP handle takes device (or managed)
+ * arrays, or host arrays throughout: those it stages, copying A and B to
+ * its GPU at each phase and C back into the caller's arrays after each
+ * numeric phase (α and β are then read on the host in either pointer
+ * mode); a mix of the two is INVALID_VALUE naming the pointer.
  */
 rusparseStatus_t rusparseCreateWithBackend(rusparseHandle_t *handle,
                                            rusparseBackend_t backend);
@@ -355,7 +362,8 @@ rusparseStatus_t rusparseGetStream(rusparseHandle_t handle,
                                    void **stream_id);
 
 /**
- * Sets where alpha and beta live (HOST or DEVICE; on a CPU handle both are host memory).
+ * Sets where alpha and beta live (HOST or DEVICE; on a CPU handle, and for
+ * host arrays on a GPU handle, both are host memory).
  */
 rusparseStatus_t rusparseSetPointerMode(rusparseHandle_t handle,
                                         rusparsePointerMode_t mode);

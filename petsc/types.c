@@ -14,8 +14,10 @@
  * the type name, the product set-up and (MPI) the type of the blocks.
  *
  * Options (read with the matrix's options prefix when a product is set up):
- *   -mat_rusparse_backend cpu|auto        the rusparse handle's back end
- *                                         (cuda, hip: refused, see below)
+ *   -mat_rusparse_backend cpu|auto|cuda|hip  the rusparse handle's back end
+ *                                         (cuda, hip: the products run on the
+ *                                         rank's GPU, rusparse copying the
+ *                                         host matrices there and C back)
  *   -mat_rusparse_alg <name>              rusparse's algorithm
  *   -mat_rusparse_threads <n>             CPU threads (0: rusparse's default)
  */
@@ -56,10 +58,14 @@ PetscErrorCode RsSettingsFromOptions(Mat A, RsSettings *s)
   PetscCall(PetscOptionsGetInt(options, prefix, "-mat_rusparse_threads", &threads, &set));
   /* rusparseSetNumThreads checks the range (0 to RUSPARSE_MAX_THREADS). */
   PetscCheck(threads >= INT_MIN && threads <= INT_MAX, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "-mat_rusparse_threads %" PetscInt_FMT ": give 0 (rusparse's default) to %d", threads, RUSPARSE_MAX_THREADS);
-  /* PETSc's matrices live in host memory; the GPU back ends take device
-     arrays, and the plug-in does not copy matrices to a GPU. */
-  PetscCheck(backend <= 1, PETSC_COMM_SELF, PETSC_ERR_SUP, "-mat_rusparse_backend %s: this version of the plug-in multiplies PETSc's host (CPU) matrices only; it does not copy them to a GPU (use cpu or auto)", rs_backend_names[backend]);
-  s->backend = backend == 0 ? RUSPARSE_BACKEND_AUTO : RUSPARSE_BACKEND_CPU;
+  /* PETSc's matrices live in host memory: on a CUDA or HIP handle rusparse
+     stages them (copies A and B to the GPU and C back at each phase). A
+     machine without that GPU gets NOT_SUPPORTED from rusparseCreateWithBackend,
+     with rusparse's reason, when the first product is set up. */
+  {
+    const rusparseBackend_t backends[] = {RUSPARSE_BACKEND_AUTO, RUSPARSE_BACKEND_CPU, RUSPARSE_BACKEND_CUDA, RUSPARSE_BACKEND_HIP};
+    s->backend = backends[backend];
+  }
   s->alg     = rs_algs[alg];
   s->threads = threads;
   PetscFunctionReturn(0);

@@ -55,6 +55,29 @@ impl Context {
             BackendKind::Cuda => Some(open_cuda()?),
             BackendKind::Hip => Some(open_hip()?),
         };
+        Context::with(backend, gpu)
+    }
+
+    /// A context for `dev`'s back end (CUDA or HIP) on `dev`, a device
+    /// rusparse opened (`backend::cuda::CudaDevice::get`) or one implemented
+    /// outside it (the emulated device of `kernels/host-tests`). Threads as
+    /// [`Context::new`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a device that reports neither CUDA nor
+    /// HIP, or a bad `RUSPARSE_NUM_THREADS`.
+    pub fn on_device(dev: Arc<dyn GpuDevice>) -> Result<Self> {
+        let backend = dev.backend();
+        if !matches!(backend, BackendKind::Cuda | BackendKind::Hip) {
+            return Err(Error::InvalidValue(format!(
+                "device {} reports the {backend:?} back end, not CUDA or HIP",
+                dev.name()
+            )));
+        }
+        Context::with(backend, Some(dev))
+    }
+
+    fn with(backend: BackendKind, gpu: Option<Arc<dyn GpuDevice>>) -> Result<Self> {
         let mut ctx = Context {
             backend,
             pool: None,

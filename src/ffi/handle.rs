@@ -29,13 +29,30 @@ fn create(handle: *mut rusparseHandle_t, backend: BackendArg) -> crate::Result<(
     let slot = unsafe { out_ref(handle, "handle") }?;
     *slot = std::ptr::null_mut();
     let ctx = Context::new(super::types::backend(backend)?)?;
-    *slot = rusparseContext::into_raw(Handle {
+    *slot = into_handle(ctx);
+    Ok(())
+}
+
+fn into_handle(ctx: Context) -> rusparseHandle_t {
+    rusparseContext::into_raw(Handle {
         ctx,
         stream: std::ptr::null_mut(),
         device_pointers: false,
         last_placed: std::cell::Cell::new(None),
-    });
-    Ok(())
+    })
+}
+
+/// A handle on `dev` (Rust only, no C symbol): what
+/// `rusparseCreateWithBackend(CUDA or HIP)` makes, for a device rusparse
+/// did not open itself, such as the emulated GPU of `kernels/host-tests`
+/// (see [`Context::on_device`]). Destroy it with `rusparseDestroy`.
+///
+/// # Errors
+/// As [`Context::on_device`].
+pub fn handle_on_device(
+    dev: std::sync::Arc<dyn crate::backend::gpu::GpuDevice>,
+) -> crate::Result<rusparseHandle_t> {
+    Ok(into_handle(Context::on_device(dev)?))
 }
 
 /// Creates a handle with the AUTO back end (host data runs on the CPU).
@@ -50,7 +67,12 @@ pub unsafe extern "C" fn rusparseCreate(handle: *mut rusparseHandle_t) -> ruspar
 }
 
 /// Creates a handle for one back end. CUDA and HIP give NOT_SUPPORTED in a
-/// build without them; `*handle` is NULL after any failure.
+/// build without them or on a machine without their GPU; `*handle` is NULL
+/// after any failure. A CUDA or HIP handle takes device (or managed)
+/// arrays, or host arrays throughout: those it stages, copying A and B to
+/// its GPU at each phase and C back into the caller's arrays after each
+/// numeric phase (α and β are then read on the host in either pointer
+/// mode); a mix of the two is INVALID_VALUE naming the pointer.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseCreateWithBackend(
     handle: *mut rusparseHandle_t,
@@ -98,7 +120,8 @@ pub unsafe extern "C" fn rusparseGetStream(
     })
 }
 
-/// Sets where alpha and beta live (HOST or DEVICE; on a CPU handle both are host memory).
+/// Sets where alpha and beta live (HOST or DEVICE; on a CPU handle, and for
+/// host arrays on a GPU handle, both are host memory).
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSetPointerMode(
     handle: rusparseHandle_t,

@@ -22,13 +22,26 @@ pub(crate) enum Placement {
     Cpu,
     /// Device arrays on this GPU (CUDA or HIP).
     Gpu(Arc<dyn GpuDevice>),
+    /// Host arrays on a GPU handle: multiplied on its GPU, the library
+    /// copying A and B there and C back at each phase.
+    StagedGpu(Arc<dyn GpuDevice>),
 }
 
 impl Placement {
     pub(crate) fn backend(&self) -> BackendKind {
         match self {
             Placement::Cpu => BackendKind::Cpu,
-            Placement::Gpu(dev) => dev.backend(),
+            Placement::Gpu(dev) | Placement::StagedGpu(dev) => dev.backend(),
+        }
+    }
+
+    /// The GPU of a product that runs on one, and whether its arrays are
+    /// host memory staged by the library.
+    pub(crate) fn gpu(&self) -> Option<(&Arc<dyn GpuDevice>, bool)> {
+        match self {
+            Placement::Cpu => None,
+            Placement::Gpu(dev) => Some((dev, false)),
+            Placement::StagedGpu(dev) => Some((dev, true)),
         }
     }
 }
@@ -131,8 +144,10 @@ fn expect_space(pointers: &[(*const c_void, String)], want: Space, why: &str) ->
 ///
 /// * CPU handle: host memory; device pointers are INVALID_VALUE (when a
 ///   GPU runtime is installed to tell them apart).
-/// * CUDA or HIP handle: device or managed memory of the handle's GPU;
-///   host pointers are INVALID_VALUE.
+/// * CUDA or HIP handle: device or managed memory of the handle's GPU,
+///   or, when the first non-NULL array of A (else B, C, the buffers) is
+///   host memory, host memory throughout: the product runs on the GPU with
+///   its arrays copied there and back ([`Placement::StagedGpu`]).
 /// * AUTO handle: where the first non-NULL array of A (else B, C, the
 ///   buffers) lives.
 pub(crate) fn place(
@@ -154,16 +169,28 @@ pub(crate) fn place(
             let dev = ctx
                 .gpu_device()
                 .ok_or_else(|| Error::InternalError("GPU handle without a device".into()))?;
-            let space = Space::of_device(&**dev);
-            (
-                Placement::Gpu(dev.clone()),
-                space,
-                format!(
-                    "the handle runs on {} device {} and takes device or managed pointers",
-                    runtime_name(dev.backend()),
-                    dev.ordinal()
+            let first = all.iter().find(|(p, _)| !p.is_null());
+            let runtime = runtime_name(dev.backend());
+            match first.map(|(p, what)| (space_of(*p), what)) {
+                Some((Space::Host, what)) => (
+                    Placement::StagedGpu(dev.clone()),
+                    Space::Host,
+                    format!(
+                        "{what} is host memory, so the {runtime} handle copies the product's \
+                         arrays to device {} and back",
+                        dev.ordinal()
+                    ),
                 ),
-            )
+                _ => (
+                    Placement::Gpu(dev.clone()),
+                    Space::of_device(&**dev),
+                    format!(
+                        "the handle runs on {runtime} device {} and takes device or managed \
+                         pointers (or host arrays throughout, which it copies)",
+                        dev.ordinal()
+                    ),
+                ),
+            }
         }
         BackendKind::Auto => {
             let first = all.iter().find(|(p, _)| !p.is_null());
@@ -199,6 +226,15 @@ pub(crate) fn check_same(
             Space::of_device(&**dev),
             &format!(
                 "the product runs on {} device {}",
+                runtime_name(dev.backend()),
+                dev.ordinal()
+            ),
+        ),
+        Placement::StagedGpu(dev) => expect_space(
+            pointers,
+            Space::Host,
+            &format!(
+                "the product's arrays are host memory, copied to {} device {} and back",
                 runtime_name(dev.backend()),
                 dev.ordinal()
             ),

@@ -485,7 +485,9 @@ fn numeric_gpu<T: Scalar>(
     }
     let (alpha, beta) = match job.fill {
         Fill::Structure => (T::one(), T::zero()),
-        _ if x.h.device_pointers => {
+        // A staged product's arrays are all host memory: so are alpha and
+        // beta, in either pointer mode.
+        _ if x.h.device_pointers && !g.staged() => {
             if job.alpha.is_null() || job.beta.is_null() {
                 return Err(Error::InvalidValue("alpha or beta is NULL".into()));
             }
@@ -518,9 +520,10 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
     let placement = place(&x.h.ctx, x.a, x.b, &others)?;
     let (plan, num_products, selected) = match &placement {
         Placement::Cpu => dispatch!(x.value_type(), x.index_types(), plan_new(x))?,
-        Placement::Gpu(dev) => {
+        Placement::Gpu(dev) | Placement::StagedGpu(dev) => {
             let (g, n) = super::spgemm_gpu::GpuProduct::new(
                 dev.clone(),
+                matches!(placement, Placement::StagedGpu(_)),
                 x.h.stream,
                 x.call.op_a,
                 x.call.op_b,
@@ -564,7 +567,7 @@ fn size_output(x: &mut Args<'_>, flow: Flow, what: &str) -> Result<()> {
         check_same(&p.placement, &arrays(x.c, "matC")[..1])?;
         let nnz = match &p.placement {
             Placement::Cpu => dispatch!(dt, it, symbolic(x, p.plan.as_mut()))?,
-            Placement::Gpu(_) => {
+            Placement::Gpu(_) | Placement::StagedGpu(_) => {
                 gpu_product(p.plan.as_mut())?.symbolic(x.h.stream, x.a, x.b, x.c)?
             }
         };
@@ -599,7 +602,7 @@ fn fill_output(
         check_same(&p.placement, &pointers)?;
         let print = match &p.placement {
             Placement::Cpu => dispatch!(dt, it, numeric(x, p.plan.as_mut(), &job))?,
-            Placement::Gpu(_) => {
+            Placement::Gpu(_) | Placement::StagedGpu(_) => {
                 let g = gpu_product(p.plan.as_mut())?;
                 match dt {
                     DataType::R32F => numeric_gpu::<f32>(x, g, &job),
@@ -739,7 +742,9 @@ pub unsafe extern "C" fn rusparseSpGEMM_predictNnz(
         let out = unsafe { out_ref(nnz, "nnz") }?;
         check_operands(a, op_a, b, op_b)?;
         let predicted = match place(&h.ctx, a, b, &[])? {
-            Placement::Cpu => dispatch!(
+            // Host arrays on a GPU handle: the same prediction as the
+            // device's, without copying them.
+            Placement::Cpu | Placement::StagedGpu(_) => dispatch!(
                 a.value_type,
                 (a.offset_type, a.col_type),
                 predict(h, a, op_a, b, op_b)
@@ -877,7 +882,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_getBinCounts(
         })?;
         let bins: Vec<i64> = match &p.placement {
             Placement::Cpu => Vec::new(),
-            Placement::Gpu(_) => {
+            Placement::Gpu(_) | Placement::StagedGpu(_) => {
                 let g: &super::spgemm_gpu::GpuProduct = p
                     .plan
                     .downcast_ref()
@@ -954,7 +959,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_estimateMemory(
             Phase::WorkEstimated,
             "rusparseSpGEMM_estimateMemory",
             |_, p| {
-                if let Placement::Gpu(_) = p.placement {
+                if p.placement.gpu().is_some() {
                     gpu_product(p.plan.as_mut())?.set_chunk_fraction(chunk_fraction);
                 }
                 if buffer_protocol(bufferSize3, externalBuffer3, "bufferSize3")? {

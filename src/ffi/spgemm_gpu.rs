@@ -1,6 +1,15 @@
 //! The SpGEMM phases of the C ABI on a GPU (CUDA or HIP): descriptors
 //! become [`DeviceCsr`]s and the phases call [`GpuSpgemm`]. Nothing here
 //! reads the matrices (they are device memory); the kernels validate them.
+//!
+//! Host arrays on a GPU handle are *staged* ([`Staging`]): each phase
+//! copies A's and B's arrays to device memory the product keeps (so the
+//! caller may change values between phases, as on the CPU), and the
+//! numeric phases write C on the device and copy it back into the
+//! caller's arrays (C's old values go first when β is not zero). The
+//! kernels then validate the copies; α and β are read on the host in
+//! either pointer mode, since every array of such a product is host
+//! memory.
 
 use super::matrix::SpMat;
 use crate::backend::gpu::{
@@ -13,10 +22,141 @@ use std::sync::Arc;
 
 /// One product on a GPU, kept in the SpGEMM descriptor between phases.
 pub(crate) struct GpuProduct {
-    dev: Arc<dyn GpuDevice>,
+    // Declared before `staging`: the plan's queued work is ordered before
+    // the copies it reads are freed.
     spgemm: GpuSpgemm,
     /// alpha and beta copied to the device in host pointer mode.
     scalars: Option<DeviceScalars>,
+    /// The device copies of a product of host arrays.
+    staging: Option<Staging>,
+    dev: Arc<dyn GpuDevice>,
+}
+
+/// Device copies of a matrix's three arrays (0 where the host array is
+/// NULL or empty), allocated synchronously, freed on drop.
+struct DeviceArrays {
+    dev: Arc<dyn GpuDevice>,
+    ptrs: [u64; 3],
+    bytes: [usize; 3],
+}
+
+impl DeviceArrays {
+    /// Bytes of `m`'s row offsets, column indices and values.
+    fn sizes(m: &SpMat) -> Result<[usize; 3]> {
+        let count = |n: i64, what: &str| {
+            usize::try_from(n).map_err(|_| Error::InvalidValue(format!("{what} is negative ({n})")))
+        };
+        let (rows, nnz) = (count(m.rows, "rows")?, count(m.nnz, "nnz")?);
+        let bytes = |n: usize, each: usize| {
+            n.checked_mul(each)
+                .ok_or_else(|| Error::AllocFailed(format!("{n} entries of {each} bytes")))
+        };
+        Ok([
+            bytes(rows + 1, m.offset_type.size())?,
+            bytes(nnz, m.col_type.size())?,
+            bytes(nnz, m.value_type.size())?,
+        ])
+    }
+
+    fn new(dev: &Arc<dyn GpuDevice>, bytes: [usize; 3]) -> Result<DeviceArrays> {
+        let mut arrays = DeviceArrays {
+            dev: dev.clone(),
+            ptrs: [0; 3],
+            bytes,
+        };
+        for (ptr, &n) in arrays.ptrs.iter_mut().zip(&bytes) {
+            if n > 0 {
+                *ptr = dev
+                    .alloc(n, None)
+                    .map_err(|e| e.context(&format!("allocating {n} bytes to stage a matrix")))?;
+            }
+        }
+        Ok(arrays)
+    }
+
+    /// Copies `host[k]` (`bytes[k]` bytes, or nothing when NULL) to the
+    /// device, queued on `stream`.
+    ///
+    /// # Safety
+    /// Each non-NULL `host[k]` holds `bytes[k]` readable bytes.
+    unsafe fn upload(&self, stream: *mut c_void, host: [*const c_void; 3]) -> Result<()> {
+        for ((&dst, &n), src) in self.ptrs.iter().zip(&self.bytes).zip(host) {
+            if dst != 0 && !src.is_null() {
+                // SAFETY: by the caller's contract, and `dst` holds `n`
+                // bytes.
+                let src = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
+                unsafe { self.dev.upload(dst, src, stream as RawStream) }
+                    .map_err(|e| e.context("copying a matrix to the device"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The copy as the pipeline takes it, with `m`'s shape (NULL arrays of
+    /// `m` stay NULL, so the pipeline's checks see them).
+    fn csr(&self, m: &SpMat) -> DeviceCsr {
+        let or_null = |p: *mut c_void, k: usize| if p.is_null() { 0 } else { self.ptrs[k] };
+        DeviceCsr {
+            rows: or_null(m.offsets, 0),
+            cols: or_null(m.col_ind, 1),
+            vals: or_null(m.values, 2),
+            ..device_csr(m)
+        }
+    }
+}
+
+impl Drop for DeviceArrays {
+    fn drop(&mut self) {
+        // As for `DeviceScalars`: a synchronous free waits for the work
+        // that still reads the copies.
+        if self.dev.bind().is_ok() {
+            for &p in &self.ptrs {
+                if p != 0 {
+                    // SAFETY: allocated in `new` on this device, freed once.
+                    unsafe { self.dev.free(p, None) };
+                }
+            }
+        }
+    }
+}
+
+/// The device copies of a product of host arrays: A's and B's (refreshed
+/// at every phase) and C's (made at the first numeric phase).
+#[derive(Default)]
+struct Staging {
+    a: Option<DeviceArrays>,
+    b: Option<DeviceArrays>,
+    c: Option<DeviceArrays>,
+}
+
+/// `slot`'s copy of `m`'s arrays, reallocated when their sizes changed,
+/// with `upload` of the arrays chosen (offsets, columns, values) queued on
+/// `stream`; the pipeline's view of it.
+fn stage(
+    dev: &Arc<dyn GpuDevice>,
+    slot: &mut Option<DeviceArrays>,
+    stream: *mut c_void,
+    m: &SpMat,
+    upload: [bool; 3],
+) -> Result<DeviceCsr> {
+    let bytes = DeviceArrays::sizes(m)?;
+    if slot.as_ref().map(|c| c.bytes) != Some(bytes) {
+        *slot = None;
+        *slot = Some(DeviceArrays::new(dev, bytes)?);
+    }
+    let copy = slot.as_ref().expect("just made");
+    let host = [m.offsets, m.col_ind, m.values];
+    let chosen = [0, 1, 2].map(|k| {
+        if upload[k] {
+            host[k].cast_const()
+        } else {
+            std::ptr::null()
+        }
+    });
+    // SAFETY: the C API's contract: a descriptor's non-NULL arrays hold
+    // what it states (rows + 1 offsets, nnz columns and values).
+    unsafe { copy.upload(stream, chosen) }?;
+    Ok(copy.csr(m))
 }
 
 /// 32 bytes of device memory holding alpha (at 0) and beta (at 16),
@@ -86,9 +226,12 @@ impl GpuProduct {
     /// Work estimation on `dev`: validates A and B on the device, builds
     /// the transpose of an operand whose op is T or C, and counts the
     /// products. Returns the product and nprod.
+    /// `staged`: A's, B's and C's arrays are host memory, copied to the
+    /// device and back by every phase (see the module docs).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         dev: Arc<dyn GpuDevice>,
+        staged: bool,
         stream: *mut c_void,
         op_a: Op,
         op_b: Op,
@@ -99,13 +242,26 @@ impl GpuProduct {
     ) -> Result<(GpuProduct, u64)> {
         check_supported(alg)?;
         let deterministic = matches!(alg, Algorithm::Deterministic | Algorithm::Alg1);
+        let mut staging = staged.then(Staging::default);
+        let (da, db) = match &mut staging {
+            Some(st) => {
+                dev.bind()?;
+                // Values are not read before the numeric phase.
+                let patterns = [true, true, false];
+                (
+                    stage(&dev, &mut st.a, stream, a, patterns)?,
+                    stage(&dev, &mut st.b, stream, b, patterns)?,
+                )
+            }
+            None => (device_csr(a), device_csr(b)),
+        };
         let mut spgemm = GpuSpgemm::work_estimation(
             &dev,
             stream as RawStream,
             op_a,
-            &device_csr(a),
+            &da,
             op_b,
-            &device_csr(b),
+            &db,
             kernel_types(a),
             deterministic,
         )?;
@@ -113,12 +269,41 @@ impl GpuProduct {
         let n = spgemm.num_products().max(0) as u64;
         Ok((
             GpuProduct {
-                dev,
                 spgemm,
                 scalars: None,
+                staging,
+                dev,
             },
             n,
         ))
+    }
+
+    /// Whether the product's arrays are host memory staged on the device.
+    pub(crate) fn staged(&self) -> bool {
+        self.staging.is_some()
+    }
+
+    /// The pipeline's view of A and B: the caller's device arrays, or the
+    /// staged copies refreshed from the caller's host arrays (`values`:
+    /// with A's and B's values).
+    fn operands(
+        &mut self,
+        stream: *mut c_void,
+        a: &SpMat,
+        b: &SpMat,
+        values: bool,
+    ) -> Result<(DeviceCsr, DeviceCsr)> {
+        match &mut self.staging {
+            None => Ok((device_csr(a), device_csr(b))),
+            Some(st) => {
+                self.dev.bind()?;
+                let arrays = [true, true, values];
+                Ok((
+                    stage(&self.dev, &mut st.a, stream, a, arrays)?,
+                    stage(&self.dev, &mut st.b, stream, b, arrays)?,
+                ))
+            }
+        }
     }
 
     /// The symbolic phase; returns nnz(C).
@@ -130,9 +315,8 @@ impl GpuProduct {
         c: &SpMat,
     ) -> Result<usize> {
         self.spgemm.set_c_offsets64(c.offset_type == IndexType::I64);
-        let nnz = self
-            .spgemm
-            .symbolic(stream as RawStream, &device_csr(a), &device_csr(b))?;
+        let (da, db) = self.operands(stream, a, b, false)?;
+        let nnz = self.spgemm.symbolic(stream as RawStream, &da, &db)?;
         Ok(nnz.max(0) as usize)
     }
 
@@ -159,15 +343,44 @@ impl GpuProduct {
             }
         };
         self.spgemm.set_c_offsets64(c.offset_type == IndexType::I64);
+        let (da, db) = self.operands(stream, a, b, true)?;
+        let dc = match &mut self.staging {
+            None => device_csr(c),
+            // C's old values go to the device only when beta reads them.
+            Some(st) => stage(
+                &self.dev,
+                &mut st.c,
+                stream,
+                c,
+                [false, false, !beta_is_zero],
+            )?,
+        };
         self.spgemm.numeric(
             stream as RawStream,
-            &device_csr(a),
-            &device_csr(b),
-            &device_csr(c),
+            &da,
+            &db,
+            &dc,
             alpha,
             beta,
             beta_is_zero,
-        )
+        )?;
+        if let Some(copy) = self.staging.as_ref().and_then(|st| st.c.as_ref()) {
+            // Back into the caller's arrays; each download waits for the
+            // stream, so for the numeric phase.
+            for (k, host) in [c.offsets, c.col_ind, c.values].into_iter().enumerate() {
+                if copy.ptrs[k] != 0 && !host.is_null() {
+                    // SAFETY: the C API's contract: C's non-NULL arrays hold
+                    // rows + 1 offsets and nnz columns and values, the sizes
+                    // of the copy.
+                    let dst =
+                        unsafe { std::slice::from_raw_parts_mut(host.cast::<u8>(), copy.bytes[k]) };
+                    // SAFETY: `ptrs[k]` holds `bytes[k]` bytes.
+                    unsafe { self.dev.download(dst, copy.ptrs[k], stream as RawStream) }
+                        .map_err(|e| e.context("copying C back from the device"))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// ALG3's `chunk_fraction` (see [`GpuSpgemm::set_chunk_fraction`]).

@@ -144,7 +144,8 @@ pub enum rusparseSpGEMMAlg_t {
 pub enum rusparsePointerMode_t {
     /// Host memory.
     RUSPARSE_POINTER_MODE_HOST = 0,
-    /// Device memory (on a CPU handle: also host memory).
+    /// Device memory (on a CPU handle, and for host arrays on a GPU handle:
+    /// also host memory).
     RUSPARSE_POINTER_MODE_DEVICE = 1,
 }
 

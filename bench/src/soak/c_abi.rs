@@ -2,9 +2,10 @@
 //! cuSPARSE's SpGEMM sample (work estimation, compute, copy) and the reuse
 //! flow (`SpGEMMreuse_*`: the pattern once, then `compute` again after the
 //! values of A and B changed, with β), on arrays in host memory (a CPU
-//! handle) or in a GPU's memory (an AUTO handle, which finds the device
-//! from the pointers), with α and β on the host or, in device pointer
-//! mode, on the device. Every handle, descriptor, buffer and device
+//! handle), in a GPU's memory (an AUTO handle, which finds the device
+//! from the pointers), or in host memory on a GPU's handle (which stages
+//! them), with α and β on the host or, in device pointer mode, on the
+//! device (on the host for staged products). Every handle, descriptor, buffer and device
 //! allocation is released on every path.
 
 use crate::sparse::BenchScalar;
@@ -45,6 +46,9 @@ pub(super) enum Memory<'d> {
     Host,
     /// A GPU's memory, an AUTO handle.
     Device(&'d Arc<dyn GpuDevice>),
+    /// Host memory on a handle of this GPU, which stages the arrays (copies
+    /// them to the device and C back).
+    Staged(&'d Arc<dyn GpuDevice>),
 }
 
 /// How a case calls the C ABI.
@@ -85,7 +89,7 @@ impl<'d> Array<'d> {
             len: data.len(),
         };
         match memory {
-            Memory::Host => array.host = data.to_vec(),
+            Memory::Host | Memory::Staged(_) => array.host = data.to_vec(),
             Memory::Device(dev) => {
                 // A zero-size allocation is refused: keep one byte.
                 let ptr = dev
@@ -265,6 +269,10 @@ impl<'d> Session<'d> {
                     check("setNumThreads", rusparseSetNumThreads(o.handle, 1))?;
                 }
                 Memory::Device(_) => check("create", rusparseCreate(&mut o.handle))?,
+                Memory::Staged(dev) => {
+                    o.handle = rusparse::ffi::handle::handle_on_device(dev.clone())
+                        .map_err(|e| format!("a handle on {}: {e}", dev.name()))?;
+                }
             }
             if call.device_scalars {
                 check("setPointerMode", rusparseSetPointerMode(o.handle, 1))?;
@@ -379,7 +387,7 @@ impl<'d> Session<'d> {
     fn check_backend(&self) -> Result<(), String> {
         let want = match self.memory {
             Memory::Host => BackendKind::Cpu,
-            Memory::Device(dev) => dev.backend(),
+            Memory::Device(dev) | Memory::Staged(dev) => dev.backend(),
         };
         let want = match want {
             BackendKind::Auto => 0,

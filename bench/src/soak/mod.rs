@@ -17,8 +17,9 @@
 //!   instead ([`devices`]): the arrays in device memory and an AUTO handle,
 //!   either the three phases (ALG3 with `estimateMemory` and a drawn chunk
 //!   fraction) or the reuse flow (`SpGEMMreuse_*`, then compute again on
-//!   new values with β), α and β on the host or in device memory
-//!   ([`c_abi`]). CPU algorithms are replaced by the GPU ones for these
+//!   new values with β), α and β on the host or in device memory; a
+//!   quarter of them with host arrays on a handle of the GPU, which stages
+//!   them ([`c_abi`]). CPU algorithms are replaced by the GPU ones for these
 //!   cases, and on emulated devices, which have a few type variants, the
 //!   index types by ones the device has.
 //!
@@ -149,6 +150,9 @@ struct GpuCall {
     device_scalars: bool,
     /// ALG3's chunk fraction (three phases with ALG3 only).
     chunk_fraction: Option<f32>,
+    /// Host arrays on a handle of the GPU (staged by the library), not
+    /// device arrays.
+    staged: bool,
 }
 
 /// One operand's pattern recipe.
@@ -234,11 +238,14 @@ impl Case {
                 case.algorithm = rng.pick(&gpu_algorithms);
             }
             let reuse = rng.chance(50);
+            let device_scalars = rng.chance(30);
+            let chunk_fraction = (!reuse && case.algorithm == Algorithm::Alg3)
+                .then(|| rng.pick(&[0.05f32, 0.3, 1.0]));
             case.gpu = Some(GpuCall {
                 reuse,
-                device_scalars: rng.chance(30),
-                chunk_fraction: (!reuse && case.algorithm == Algorithm::Alg3)
-                    .then(|| rng.pick(&[0.05f32, 0.3, 1.0])),
+                device_scalars,
+                chunk_fraction,
+                staged: rng.chance(25),
             });
         }
         case
@@ -367,7 +374,9 @@ impl Case {
                 }
                 .into(),
             );
-            if g.device_scalars {
+            if g.staged {
+                out.push("GPU: host arrays on a GPU handle (staged)".into());
+            } else if g.device_scalars {
                 out.push("GPU: alpha and beta in device memory".into());
             }
             if let Some(f) = g.chunk_fraction {
@@ -576,9 +585,13 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
             .device_for(case.kernel_types())
             .ok_or("no device has kernels for the case's types")?;
         let call = call(g.chunk_fraction, g.device_scalars);
+        let memory = if g.staged {
+            Memory::Staged(dev)
+        } else {
+            Memory::Device(dev)
+        };
         if !g.reuse {
-            let (offsets, cols, vals) =
-                c_abi::three_phases(Memory::Device(dev), call, &a, &b, alpha)?;
+            let (offsets, cols, vals) = c_abi::three_phases(memory, call, &a, &b, alpha)?;
             return compare("GPU three phases", (&offsets, &cols, &vals), &want, None)
                 .map(|()| nprod);
         }
@@ -586,16 +599,8 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
         let (a2, b2) = (revalued(rng, &a)?, revalued(rng, &b)?);
         let want2 = reference::spgemm(&a2.view(), case.op_a, &b2.view(), case.op_b, alpha)
             .map_err(fail("the reference"))?;
-        let ((offsets, cols, vals), second) = c_abi::reuse(
-            Memory::Device(dev),
-            call,
-            &a,
-            &b,
-            a2.values(),
-            b2.values(),
-            alpha,
-            beta,
-        )?;
+        let ((offsets, cols, vals), second) =
+            c_abi::reuse(memory, call, &a, &b, a2.values(), b2.values(), alpha, beta)?;
         compare("GPU reuse", (&offsets, &cols, &vals), &want, None)?;
         return compare(
             "GPU reuse (new values, beta)",

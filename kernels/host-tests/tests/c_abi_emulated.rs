@@ -449,3 +449,197 @@ fn predict_nnz_on_device_arrays_equals_the_host_arrays_prediction() {
     }
     assert_eq!(g.0.live_handles(), 0);
 }
+
+/// Host arrays on a GPU handle (a handle on the emulated device, as
+/// `rusparseCreateWithBackend(CUDA)` makes on a machine with a GPU) are
+/// staged: the three phases and the reuse flow run on the device (plan
+/// info CUDA, rows in bins), with C copied back into the caller's host
+/// arrays, new values of A picked up by each phase, β applied to C's
+/// values, α and β read on the host in either pointer mode; host and
+/// device arrays mixed are INVALID_VALUE; nothing is left on the device.
+#[test]
+fn host_arrays_on_a_gpu_handle_are_staged() {
+    let g = Registered::new();
+    let mut host = matrix(3);
+    let baseline = g.0.live_allocations().len();
+    let dev: Arc<dyn GpuDevice> = g.0.clone();
+    let h = rusparse::ffi::handle::handle_on_device(dev).unwrap();
+    let host_a = |x: &mut (Vec<i32>, Vec<i32>, Vec<f64>)| -> [*mut c_void; 3] {
+        [
+            x.0.as_mut_ptr().cast(),
+            x.1.as_mut_ptr().cast(),
+            x.2.as_mut_ptr().cast(),
+        ]
+    };
+    let mut buffer = [0u8; 256];
+    let buf = buffer.as_mut_ptr().cast::<c_void>();
+    // SAFETY: host arrays of the stated sizes, alive until the end.
+    unsafe {
+        let m = Mats::new(host_a(&mut host), host.1.len());
+        let (alpha, beta) = (2.0f64, 0.0f64);
+        let (al, be) = ((&alpha as *const f64).cast(), (&beta as *const f64).cast());
+        let mut size = 0usize;
+        for b in [null_mut(), buf] {
+            check(
+                rusparseSpGEMM_workEstimation(
+                    h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d, &mut size, b,
+                ),
+                "workEstimation",
+            );
+        }
+        for b in [null_mut(), buf] {
+            check(
+                rusparseSpGEMM_compute(h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d, &mut size, b),
+                "compute",
+            );
+        }
+        let (mut r, mut c, mut z) = (0, 0, 0);
+        assert_eq!(rusparseSpMatGetSize(m.c, &mut r, &mut c, &mut z), OK);
+        let want = reference(&host, alpha);
+        assert_eq!(z as usize, want.1.len());
+        let nnz = z as usize;
+        let (mut co, mut ck, mut cv) = (vec![0i32; N + 1], vec![0i32; nnz], vec![0f64; nnz]);
+        let c_ptrs = [
+            co.as_mut_ptr().cast(),
+            ck.as_mut_ptr().cast(),
+            cv.as_mut_ptr().cast(),
+        ];
+        assert_eq!(
+            rusparseCsrSetPointers(m.c, c_ptrs[0], c_ptrs[1], c_ptrs[2]),
+            OK
+        );
+        check(
+            rusparseSpGEMM_copy(h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d),
+            "copy",
+        );
+        assert_eq!((&co, &ck, &cv), (&want.0, &want.1, &want.2));
+        let mut backend = -1;
+        assert_eq!(
+            rusparseSpGEMM_getPlanInfo(m.d, &mut backend, null_mut(), null_mut(), null_mut()),
+            OK
+        );
+        assert_eq!(backend, 2, "the product ran on the (emulated) CUDA device");
+        let mut bins = -1;
+        assert_eq!(
+            rusparseSpGEMM_getBinCounts(m.d, 1, null_mut(), 0, &mut bins),
+            OK
+        );
+        assert!(bins >= 2, "{bins}");
+        drop(m);
+
+        // The reuse flow: C = 1.5 A A, then new values of A and, in device
+        // pointer mode (host scalars all the same), C = -1 A' A' + 2 C.
+        let m = Mats::new(host_a(&mut host), host.1.len());
+        let mut sizes = [0usize; 5];
+        let [s1, s2, s3, s4, s5] = &mut sizes;
+        for b in [null_mut(), buf] {
+            check(
+                rusparseSpGEMMreuse_workEstimation(h, 0, 0, m.a, m.a, m.c, 0, m.d, s1, b),
+                "reuse_workEstimation",
+            );
+        }
+        for b in [null_mut(), buf] {
+            check(
+                rusparseSpGEMMreuse_nnz(h, 0, 0, m.a, m.a, m.c, 0, m.d, s2, b, s3, b, s4, b),
+                "reuse_nnz",
+            );
+        }
+        let (mut co, mut ck, mut cv) = (vec![0i32; N + 1], vec![0i32; nnz], vec![0f64; nnz]);
+        let c_ptrs = [
+            co.as_mut_ptr().cast(),
+            ck.as_mut_ptr().cast(),
+            cv.as_mut_ptr().cast(),
+        ];
+        assert_eq!(
+            rusparseCsrSetPointers(m.c, c_ptrs[0], c_ptrs[1], c_ptrs[2]),
+            OK
+        );
+        for b in [null_mut(), buf] {
+            check(
+                rusparseSpGEMMreuse_copy(h, 0, 0, m.a, m.a, m.c, 0, m.d, s5, b),
+                "reuse_copy",
+            );
+        }
+        let alpha = 1.5f64;
+        check(
+            rusparseSpGEMMreuse_compute(
+                h,
+                0,
+                0,
+                (&alpha as *const f64).cast(),
+                m.a,
+                m.a,
+                be,
+                m.c,
+                R64,
+                0,
+                m.d,
+            ),
+            "reuse_compute",
+        );
+        let first = reference(&host, 1.5);
+        assert_eq!((&co, &ck, &cv), (&first.0, &first.1, &first.2));
+        let later = matrix(5);
+        host.2.copy_from_slice(&later.2);
+        assert_eq!(rusparseSetPointerMode(h, 1), OK);
+        let (minus_one, two) = (-1.0f64, 2.0f64);
+        check(
+            rusparseSpGEMMreuse_compute(
+                h,
+                0,
+                0,
+                (&minus_one as *const f64).cast(),
+                m.a,
+                m.a,
+                (&two as *const f64).cast(),
+                m.c,
+                R64,
+                0,
+                m.d,
+            ),
+            "reuse_compute, new values and beta",
+        );
+        let second = reference(&later, -1.0);
+        let want: Vec<f64> = second
+            .2
+            .iter()
+            .zip(&first.2)
+            .map(|(x, y)| x + 2.0 * y)
+            .collect();
+        assert_eq!(cv, want);
+        assert_eq!(ck, first.1, "the same pattern");
+        assert_eq!(rusparseSetPointerMode(h, 0), OK);
+
+        // The prediction of host arrays on the GPU handle: exact here.
+        let mut predicted = -1i64;
+        check(
+            rusparseSpGEMM_predictNnz(h, 0, 0, m.a, m.a, &mut predicted),
+            "predictNnz",
+        );
+        assert_eq!(predicted as usize, nnz);
+        drop(m);
+
+        // Host A with C's offsets in device memory: refused, naming both.
+        let m = Mats::new(host_a(&mut host), host.1.len());
+        let dev_c = g.zeros((N + 1) * 4);
+        assert_eq!(
+            rusparseCsrSetPointers(m.c, dev_c, null_mut(), null_mut()),
+            OK
+        );
+        let s = rusparseSpGEMM_workEstimation(
+            h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d, &mut size, buf,
+        );
+        assert_eq!(s, INVALID);
+        let msg = last_message();
+        assert!(
+            msg.contains("matC's rowOffsets is memory of CUDA device")
+                && msg.contains("copies the product's arrays"),
+            "{msg}"
+        );
+        drop(m);
+        g.0.free_input(dev_c as u64);
+        rusparseDestroy(h);
+    }
+    assert_eq!(g.0.live_allocations().len(), baseline, "device memory left");
+    assert_eq!(g.0.live_handles(), 0);
+}
