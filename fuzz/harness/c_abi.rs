@@ -1534,6 +1534,29 @@ pub fn run_on(memory: std::rc::Rc<dyn HostVisibleMemory>, data: &[u8]) -> Stats 
     run(data)
 }
 
+/// Seed program `k` (modulo their number) with `edits` applied in turn:
+/// `(at, byte, kind)` at position `i = at % (len + 1)` replaces the byte
+/// there (kind 0), inserts `byte` before it (1) or removes it (2); at the
+/// end (`i == len`) kinds 0 and 2 append `byte`. The tests' mutated
+/// programs.
+#[allow(dead_code)] // used by the proptest replays only
+pub fn mutated_seed(k: usize, edits: &[(usize, u8, u8)]) -> Vec<u8> {
+    let seeds = seed_programs();
+    let mut p = seeds[k % seeds.len()].clone();
+    for &(at, byte, kind) in edits {
+        let i = at % (p.len() + 1);
+        match kind {
+            0 if i < p.len() => p[i] = byte,
+            1 => p.insert(i, byte),
+            _ if i < p.len() => {
+                p.remove(i);
+            }
+            _ => p.push(byte),
+        }
+    }
+    p
+}
+
 /// Programs for the usual flows, as starting points of the fuzzer's corpus
 /// and for the replay test: cuSPARSE's compute flow and its reuse flow on
 /// small operands of every value type, index types and base.

@@ -223,6 +223,19 @@ fn op_number(o: Op) -> i32 {
     }
 }
 
+/// What every phase of a session passes: the handle, the SpGEMM
+/// descriptor, A's, B's and C's descriptors, op(A), op(B), the algorithm
+/// and the compute type.
+struct Ids {
+    h: rusparseHandle_t,
+    d: rusparseSpGEMMDescr_t,
+    mats: [rusparseSpMatDescr_t; 3],
+    opa: i32,
+    opb: i32,
+    alg: i32,
+    dt: i32,
+}
+
 /// A flow's set-up: the handle (CPU or AUTO, pointer mode), A's and B's
 /// descriptors on `memory`, an empty C and the SpGEMM descriptor.
 struct Session<'d> {
@@ -323,6 +336,19 @@ impl<'d> Session<'d> {
             check("createDescr", rusparseSpGEMM_createDescr(&mut o.descr))?;
         }
         Ok(s)
+    }
+
+    /// The handle, descriptors and call numbers every phase passes.
+    fn ids(&self) -> Ids {
+        Ids {
+            h: self.objects.handle,
+            d: self.objects.descr,
+            mats: self.objects.mats,
+            opa: op_number(self.call.op_a),
+            opb: op_number(self.call.op_b),
+            alg: self.call.algorithm,
+            dt: self.data_type,
+        }
     }
 
     /// A scalar as the library reads it: host memory, or device memory in
@@ -444,13 +470,15 @@ pub(super) fn three_phases<T: BenchScalar, I: Index, J: Index>(
     let mut s = Session::new(memory, call, a, b)?;
     let zero = T::zero();
     let (pa, pb) = (s.scalar(&alpha)?, s.scalar(&zero)?);
-    let (h, d, [ma, mb, mc]) = (s.objects.handle, s.objects.descr, s.objects.mats);
-    let (opa, opb, alg, dt) = (
-        op_number(call.op_a),
-        op_number(call.op_b),
-        call.algorithm,
-        s.data_type,
-    );
+    let Ids {
+        h,
+        d,
+        mats: [ma, mb, mc],
+        opa,
+        opb,
+        alg,
+        dt,
+    } = s.ids();
     // SAFETY (every call): live objects, scalars and buffers of the sizes
     // the library asked for.
     s.sized("workEstimation", &|size, buf| unsafe {
@@ -511,13 +539,15 @@ pub(super) fn reuse<T: BenchScalar, I: Index, J: Index>(
     let mut s = Session::new(memory, call, a, b)?;
     let zero = T::zero();
     let (pa, p0, pb) = (s.scalar(&alpha)?, s.scalar(&zero)?, s.scalar(&beta)?);
-    let (h, d, [ma, mb, mc]) = (s.objects.handle, s.objects.descr, s.objects.mats);
-    let (opa, opb, alg, dt) = (
-        op_number(call.op_a),
-        op_number(call.op_b),
-        call.algorithm,
-        s.data_type,
-    );
+    let Ids {
+        h,
+        d,
+        mats: [ma, mb, mc],
+        opa,
+        opb,
+        alg,
+        dt,
+    } = s.ids();
     // SAFETY (every call): live objects, scalars and buffers of the sizes
     // the library asked for.
     s.sized("reuse_workEstimation", &|size, buf| unsafe {

@@ -145,21 +145,23 @@ fn check(s: rusparseStatus_t, what: &str) {
     assert_eq!(s, OK, "{what}: {}", last_message());
 }
 
-#[test]
-fn auto_handle_runs_the_three_phases_on_the_emulated_device() {
-    let g = Registered::new();
-    let host = matrix(3);
-    let a = [g.ptr(&host.0), g.ptr(&host.1), g.ptr(&host.2)];
-    let buffer = g.zeros(256);
-    let own = g.0.live_allocations().len();
-    let mut h = null_mut();
-    // SAFETY: device arrays of the stated sizes; host scalars.
+/// Work estimation and compute of `alpha * A * A` on `m`'s descriptors,
+/// each asked for its buffer size first and then run with `buffer`;
+/// returns nnz(C).
+///
+/// # Safety
+/// Live handle and descriptors; `al`, `be` point to f64; `buffer` holds
+/// 256 bytes where the product's arrays live.
+unsafe fn estimate_and_compute(
+    h: rusparseHandle_t,
+    m: &Mats,
+    al: *const c_void,
+    be: *const c_void,
+    buffer: *mut c_void,
+) -> usize {
+    let mut size = 0usize;
+    // SAFETY: by the caller's contract.
     unsafe {
-        assert_eq!(rusparseCreate(&mut h), OK);
-        let m = Mats::new(a, host.1.len());
-        let (alpha, beta) = (2.0f64, 0.0f64);
-        let (al, be) = ((&alpha as *const f64).cast(), (&beta as *const f64).cast());
-        let mut size = 0usize;
         for buf in [null_mut(), buffer] {
             check(
                 rusparseSpGEMM_workEstimation(
@@ -176,9 +178,28 @@ fn auto_handle_runs_the_three_phases_on_the_emulated_device() {
         }
         let (mut r, mut c, mut z) = (0, 0, 0);
         assert_eq!(rusparseSpMatGetSize(m.c, &mut r, &mut c, &mut z), OK);
+        assert_eq!((r, c), (N as i64, N as i64));
+        z as usize
+    }
+}
+
+#[test]
+fn auto_handle_runs_the_three_phases_on_the_emulated_device() {
+    let g = Registered::new();
+    let host = matrix(3);
+    let a = [g.ptr(&host.0), g.ptr(&host.1), g.ptr(&host.2)];
+    let buffer = g.zeros(256);
+    let own = g.0.live_allocations().len();
+    let mut h = null_mut();
+    // SAFETY: device arrays of the stated sizes; host scalars.
+    unsafe {
+        assert_eq!(rusparseCreate(&mut h), OK);
+        let m = Mats::new(a, host.1.len());
+        let (alpha, beta) = (2.0f64, 0.0f64);
+        let (al, be) = ((&alpha as *const f64).cast(), (&beta as *const f64).cast());
+        let nnz = estimate_and_compute(h, &m, al, be, buffer);
         let want = reference(&host, alpha);
-        assert_eq!(z as usize, want.1.len());
-        let nnz = z as usize;
+        assert_eq!(nnz, want.1.len());
         let (o, k, v) = (g.zeros((N + 1) * 4), g.zeros(nnz * 4), g.zeros(nnz * 8));
         assert_eq!(rusparseCsrSetPointers(m.c, o, k, v), OK);
         check(
@@ -478,26 +499,9 @@ fn host_arrays_on_a_gpu_handle_are_staged() {
         let m = Mats::new(host_a(&mut host), host.1.len());
         let (alpha, beta) = (2.0f64, 0.0f64);
         let (al, be) = ((&alpha as *const f64).cast(), (&beta as *const f64).cast());
-        let mut size = 0usize;
-        for b in [null_mut(), buf] {
-            check(
-                rusparseSpGEMM_workEstimation(
-                    h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d, &mut size, b,
-                ),
-                "workEstimation",
-            );
-        }
-        for b in [null_mut(), buf] {
-            check(
-                rusparseSpGEMM_compute(h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d, &mut size, b),
-                "compute",
-            );
-        }
-        let (mut r, mut c, mut z) = (0, 0, 0);
-        assert_eq!(rusparseSpMatGetSize(m.c, &mut r, &mut c, &mut z), OK);
+        let nnz = estimate_and_compute(h, &m, al, be, buf);
         let want = reference(&host, alpha);
-        assert_eq!(z as usize, want.1.len());
-        let nnz = z as usize;
+        assert_eq!(nnz, want.1.len());
         let (mut co, mut ck, mut cv) = (vec![0i32; N + 1], vec![0i32; nnz], vec![0f64; nnz]);
         let c_ptrs = [
             co.as_mut_ptr().cast(),
@@ -626,6 +630,7 @@ fn host_arrays_on_a_gpu_handle_are_staged() {
             rusparseCsrSetPointers(m.c, dev_c, null_mut(), null_mut()),
             OK
         );
+        let mut size = 256usize;
         let s = rusparseSpGEMM_workEstimation(
             h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d, &mut size, buf,
         );

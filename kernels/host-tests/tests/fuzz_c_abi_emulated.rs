@@ -110,27 +110,9 @@ fn regressions_replay_cleanly_on_the_device() {
 
 /// A seed program with some bytes replaced, inserted or removed.
 fn mutated_seed() -> impl Strategy<Value = Vec<u8>> {
-    let seeds = harness::seed_programs();
-    let n = seeds.len();
-    (
-        0..n,
-        prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..6),
-    )
-        .prop_map(move |(k, edits)| {
-            let mut p = seeds[k].clone();
-            for (at, byte, kind) in edits {
-                let i = at.index(p.len() + 1);
-                match kind {
-                    0 if i < p.len() => p[i] = byte,
-                    1 => p.insert(i, byte),
-                    _ if i < p.len() => {
-                        p.remove(i);
-                    }
-                    _ => p.push(byte),
-                }
-            }
-            p
-        })
+    let edits = prop::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 1..6);
+    (0..harness::seed_programs().len(), edits)
+        .prop_map(|(k, edits)| harness::mutated_seed(k, &edits))
 }
 
 /// A fixed seed, so that every CI run replays the same programs; set
