@@ -34,16 +34,6 @@ impl Placement {
             Placement::Gpu(dev) | Placement::StagedGpu(dev) => dev.backend(),
         }
     }
-
-    /// The GPU of a product that runs on one, and whether its arrays are
-    /// host memory staged by the library.
-    pub(crate) fn gpu(&self) -> Option<(&Arc<dyn GpuDevice>, bool)> {
-        match self {
-            Placement::Cpu => None,
-            Placement::Gpu(dev) => Some((dev, false)),
-            Placement::StagedGpu(dev) => Some((dev, true)),
-        }
-    }
 }
 
 /// The memory a pointer refers to.

@@ -959,7 +959,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_estimateMemory(
             Phase::WorkEstimated,
             "rusparseSpGEMM_estimateMemory",
             |_, p| {
-                if p.placement.gpu().is_some() {
+                if !matches!(p.placement, Placement::Cpu) {
                     gpu_product(p.plan.as_mut())?.set_chunk_fraction(chunk_fraction);
                 }
                 if buffer_protocol(bufferSize3, externalBuffer3, "bufferSize3")? {

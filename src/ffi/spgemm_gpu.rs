@@ -92,6 +92,25 @@ impl DeviceArrays {
         Ok(())
     }
 
+    /// Copies the device arrays into `host[k]` (`bytes[k]` bytes, or
+    /// nothing when NULL); each copy waits for `stream`, so for the work
+    /// queued on it.
+    ///
+    /// # Safety
+    /// Each non-NULL `host[k]` holds `bytes[k]` writable bytes.
+    unsafe fn download(&self, stream: *mut c_void, host: [*mut c_void; 3]) -> Result<()> {
+        for ((&src, &n), dst) in self.ptrs.iter().zip(&self.bytes).zip(host) {
+            if src != 0 && !dst.is_null() {
+                // SAFETY: by the caller's contract, and `src` holds `n`
+                // bytes.
+                let dst = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
+                unsafe { self.dev.download(dst, src, stream as RawStream) }
+                    .map_err(|e| e.context("copying C back from the device"))?;
+            }
+        }
+        Ok(())
+    }
+
     /// The copy as the pipeline takes it, with `m`'s shape (NULL arrays of
     /// `m` stay NULL, so the pipeline's checks see them).
     fn csr(&self, m: &SpMat) -> DeviceCsr {
@@ -157,6 +176,30 @@ fn stage(
     // what it states (rows + 1 offsets, nnz columns and values).
     unsafe { copy.upload(stream, chosen) }?;
     Ok(copy.csr(m))
+}
+
+/// The pipeline's view of A and B: the caller's device arrays, or (with
+/// `staging`) the staged copies refreshed from the caller's host arrays
+/// (`values`: with A's and B's values).
+fn operands(
+    dev: &Arc<dyn GpuDevice>,
+    staging: Option<&mut Staging>,
+    stream: *mut c_void,
+    a: &SpMat,
+    b: &SpMat,
+    values: bool,
+) -> Result<(DeviceCsr, DeviceCsr)> {
+    match staging {
+        None => Ok((device_csr(a), device_csr(b))),
+        Some(st) => {
+            dev.bind()?;
+            let arrays = [true, true, values];
+            Ok((
+                stage(dev, &mut st.a, stream, a, arrays)?,
+                stage(dev, &mut st.b, stream, b, arrays)?,
+            ))
+        }
+    }
 }
 
 /// 32 bytes of device memory holding alpha (at 0) and beta (at 16),
@@ -243,18 +286,8 @@ impl GpuProduct {
         check_supported(alg)?;
         let deterministic = matches!(alg, Algorithm::Deterministic | Algorithm::Alg1);
         let mut staging = staged.then(Staging::default);
-        let (da, db) = match &mut staging {
-            Some(st) => {
-                dev.bind()?;
-                // Values are not read before the numeric phase.
-                let patterns = [true, true, false];
-                (
-                    stage(&dev, &mut st.a, stream, a, patterns)?,
-                    stage(&dev, &mut st.b, stream, b, patterns)?,
-                )
-            }
-            None => (device_csr(a), device_csr(b)),
-        };
+        // Values are not read before the numeric phase.
+        let (da, db) = operands(&dev, staging.as_mut(), stream, a, b, false)?;
         let mut spgemm = GpuSpgemm::work_estimation(
             &dev,
             stream as RawStream,
@@ -283,29 +316,6 @@ impl GpuProduct {
         self.staging.is_some()
     }
 
-    /// The pipeline's view of A and B: the caller's device arrays, or the
-    /// staged copies refreshed from the caller's host arrays (`values`:
-    /// with A's and B's values).
-    fn operands(
-        &mut self,
-        stream: *mut c_void,
-        a: &SpMat,
-        b: &SpMat,
-        values: bool,
-    ) -> Result<(DeviceCsr, DeviceCsr)> {
-        match &mut self.staging {
-            None => Ok((device_csr(a), device_csr(b))),
-            Some(st) => {
-                self.dev.bind()?;
-                let arrays = [true, true, values];
-                Ok((
-                    stage(&self.dev, &mut st.a, stream, a, arrays)?,
-                    stage(&self.dev, &mut st.b, stream, b, arrays)?,
-                ))
-            }
-        }
-    }
-
     /// The symbolic phase; returns nnz(C).
     pub(crate) fn symbolic(
         &mut self,
@@ -315,7 +325,7 @@ impl GpuProduct {
         c: &SpMat,
     ) -> Result<usize> {
         self.spgemm.set_c_offsets64(c.offset_type == IndexType::I64);
-        let (da, db) = self.operands(stream, a, b, false)?;
+        let (da, db) = operands(&self.dev, self.staging.as_mut(), stream, a, b, false)?;
         let nnz = self.spgemm.symbolic(stream as RawStream, &da, &db)?;
         Ok(nnz.max(0) as usize)
     }
@@ -343,7 +353,7 @@ impl GpuProduct {
             }
         };
         self.spgemm.set_c_offsets64(c.offset_type == IndexType::I64);
-        let (da, db) = self.operands(stream, a, b, true)?;
+        let (da, db) = operands(&self.dev, self.staging.as_mut(), stream, a, b, true)?;
         let dc = match &mut self.staging {
             None => device_csr(c),
             // C's old values go to the device only when beta reads them.
@@ -365,20 +375,9 @@ impl GpuProduct {
             beta_is_zero,
         )?;
         if let Some(copy) = self.staging.as_ref().and_then(|st| st.c.as_ref()) {
-            // Back into the caller's arrays; each download waits for the
-            // stream, so for the numeric phase.
-            for (k, host) in [c.offsets, c.col_ind, c.values].into_iter().enumerate() {
-                if copy.ptrs[k] != 0 && !host.is_null() {
-                    // SAFETY: the C API's contract: C's non-NULL arrays hold
-                    // rows + 1 offsets and nnz columns and values, the sizes
-                    // of the copy.
-                    let dst =
-                        unsafe { std::slice::from_raw_parts_mut(host.cast::<u8>(), copy.bytes[k]) };
-                    // SAFETY: `ptrs[k]` holds `bytes[k]` bytes.
-                    unsafe { self.dev.download(dst, copy.ptrs[k], stream as RawStream) }
-                        .map_err(|e| e.context("copying C back from the device"))?;
-                }
-            }
+            // SAFETY: the C API's contract: C's non-NULL arrays hold rows + 1
+            // offsets and nnz columns and values, the sizes of the copy.
+            unsafe { copy.download(stream, [c.offsets, c.col_ind, c.values]) }?;
         }
         Ok(())
     }
