@@ -648,3 +648,16 @@ fn host_arrays_on_a_gpu_handle_are_staged() {
     assert_eq!(g.0.live_allocations().len(), baseline, "device memory left");
     assert_eq!(g.0.live_handles(), 0);
 }
+
+/// A handle on a device needs a GPU back end: a device that reports the
+/// CPU is INVALID_VALUE naming it, and no handle is made.
+#[test]
+fn a_handle_on_a_device_needs_a_gpu_back_end() {
+    let dev: Arc<dyn GpuDevice> = EmulatedDevice::new("H100", DeviceLimits::H100, BackendKind::Cpu);
+    let e = rusparse::ffi::handle::handle_on_device(dev).unwrap_err();
+    assert!(
+        matches!(&e, rusparse::Error::InvalidValue(m)
+            if m.contains("emulated H100") && m.contains("not CUDA or HIP")),
+        "{e}"
+    );
+}
