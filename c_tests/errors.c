@@ -8,6 +8,7 @@
 #include "common.h"
 
 #include <limits.h>
+#include <math.h>
 
 #define INVALID RUSPARSE_STATUS_INVALID_VALUE
 #define NOT_SUPPORTED RUSPARSE_STATUS_NOT_SUPPORTED
@@ -27,30 +28,33 @@ static rusparseHandle_t h;
 static double one = 1.0, zero = 0.0;
 static int products_ok = 0;
 
-/* A full three-phase product on `h` with the SpGEMM descriptor `descr`
+/* A full three-phase product op(X) * op(Y) of the descriptors `X` and `Y`
+ * (whose arrays hold `x` and `y`) on `h` with the SpGEMM descriptor `descr`
  * (created here when NULL), checked against the reference. */
-static void product_ok(rusparseSpGEMMDescr_t descr_in, const char *label) {
+static void product_of(rusparseSpGEMMDescr_t descr_in, rusparseSpMatDescr_t X, const tmat_t *x,
+                       rusparseOperation_t opX, rusparseSpMatDescr_t Y, const tmat_t *y,
+                       rusparseOperation_t opY, const char *label) {
     rusparseSpMatDescr_t C;
     rusparseSpGEMMDescr_t descr = descr_in;
     size_t s1 = 0, s2 = 0;
     void *b1, *b2, *off, *col, *val;
     int64_t r, c, nnz;
-    dense_t ref = dense_product(&a, N_OP, &b, N_OP);
+    dense_t ref = dense_product(x, opX, y, opY);
 
     if (descr == NULL) CHECK(rusparseSpGEMM_createDescr(&descr));
-    CHECK(rusparseCreateCsr(&C, a.rows, b.cols, 0, NULL, NULL, NULL, I32, I32, B0, R64));
-    CHECK(rusparseSpGEMM_workEstimation(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, descr, &s1, NULL));
+    CHECK(rusparseCreateCsr(&C, ref.m, ref.n, 0, NULL, NULL, NULL, I32, I32, B0, R64));
+    CHECK(rusparseSpGEMM_workEstimation(h, opX, opY, &one, X, Y, &zero, C, R64, ALG, descr, &s1, NULL));
     b1 = xmalloc(s1);
-    CHECK(rusparseSpGEMM_workEstimation(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, descr, &s1, b1));
-    CHECK(rusparseSpGEMM_compute(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, descr, &s2, NULL));
+    CHECK(rusparseSpGEMM_workEstimation(h, opX, opY, &one, X, Y, &zero, C, R64, ALG, descr, &s1, b1));
+    CHECK(rusparseSpGEMM_compute(h, opX, opY, &one, X, Y, &zero, C, R64, ALG, descr, &s2, NULL));
     b2 = xmalloc(s2);
-    CHECK(rusparseSpGEMM_compute(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, descr, &s2, b2));
+    CHECK(rusparseSpGEMM_compute(h, opX, opY, &one, X, Y, &zero, C, R64, ALG, descr, &s2, b2));
     CHECK(rusparseSpMatGetSize(C, &r, &c, &nnz));
     off = xmalloc(sizeof(int32_t) * (size_t)(r + 1));
     col = xmalloc(sizeof(int32_t) * (size_t)nnz);
     val = xmalloc(sizeof(double) * (size_t)nnz);
     CHECK(rusparseCsrSetPointers(C, off, col, val));
-    EXPECT_STATUS(rusparseSpGEMM_copy(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, descr), SUCCESS);
+    EXPECT_STATUS(rusparseSpGEMM_copy(h, opX, opY, &one, X, Y, &zero, C, R64, ALG, descr), SUCCESS);
     if (check_csr(label, &ref, nnz, off, I32, col, I32, val, R64, 0, cplx(1, 0), cplx(0, 0), NULL)) {
         fprintf(stderr, "product after errors failed: %s\n", label);
         test_failures++;
@@ -61,6 +65,110 @@ static void product_ok(rusparseSpGEMMDescr_t descr_in, const char *label) {
     CHECK(rusparseDestroySpMat(C));
     free(b1);
     free(b2);
+    free(off);
+    free(col);
+    free(val);
+}
+
+/* The fixture's product A * B (see product_of). */
+static void product_ok(rusparseSpGEMMDescr_t descr_in, const char *label) {
+    product_of(descr_in, A.d, &a, N_OP, B.d, &b, N_OP, label);
+}
+
+/* A copy of X's arrays declared with `spare` more entries than its offsets
+ * use (cuSPARSE's published sample does this): the spare entries hold an
+ * out-of-range column and a NaN, so reading them would fail or show. */
+static csr_t with_spare_room(const tmat_t *x, int spare) {
+    csr_t c;
+    int64_t k;
+    c.off = tmat_offsets(x, I32, 0);
+    c.col = xmalloc(sizeof(int32_t) * (size_t)(x->nnz + spare));
+    c.val = xmalloc(sizeof(double) * (size_t)(x->nnz + spare));
+    for (k = 0; k < x->nnz + spare; k++) {
+        ((int32_t *)c.col)[k] = k < x->nnz ? (int32_t)x->col[k] : 9999;
+        ((double *)c.val)[k] = k < x->nnz ? x->re[k] : NAN;
+    }
+    CHECK(rusparseCreateCsr(&c.d, x->rows, x->cols, x->nnz + spare, c.off, c.col, c.val, I32, I32, B0, R64));
+    return c;
+}
+
+/* A declared nnz above rowOffsets[rows] - base is spare room, never read:
+ * the product is the one of the matrix the offsets describe, for op N and
+ * T, and for a structure that changes nothing but the declared nnz. */
+static void test_spare_room(void) {
+    csr_t As = with_spare_room(&a, 2), Bs = with_spare_room(&b, 1);
+    product_of(NULL, As.d, &a, N_OP, Bs.d, &b, N_OP, "spare room in A and B");
+    product_of(NULL, As.d, &a, T_OP, As.d, &a, N_OP, "spare room, A^T * A");
+    product_of(NULL, A.d, &a, N_OP, Bs.d, &b, N_OP, "spare room in B only");
+    csr_free(&As);
+    csr_free(&Bs);
+}
+
+/* NULL values (nnz > 0) make a structure-only matrix: the phases that read
+ * no values run, the ones that do refuse naming the array; the reuse flow
+ * then takes the values set later. */
+static void test_structure_only(void) {
+    rusparseSpMatDescr_t An, Bn, C;
+    rusparseSpGEMMDescr_t descr;
+    size_t s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0;
+    void *buf, *off, *col, *val;
+    int64_t r, c, nnz, predicted = -1;
+    dense_t ref = dense_product(&a, N_OP, &b, N_OP);
+
+    CHECK(rusparseCreateCsr(&An, a.rows, a.cols, a.nnz, A.off, A.col, NULL, I32, I32, B0, R64));
+    CHECK(rusparseCreateCsr(&Bn, b.rows, b.cols, b.nnz, B.off, B.col, NULL, I32, I32, B0, R64));
+    EXPECT_STATUS(rusparseSpGEMM_predictNnz(h, N_OP, N_OP, An, Bn, &predicted), SUCCESS);
+    EXPECT_TRUE(predicted == dense_nnz(&ref), "predictNnz without values: %lld, expected %lld",
+                (long long)predicted, (long long)dense_nnz(&ref));
+
+    /* three phases: work estimation and compute run, copy refuses */
+    CHECK(rusparseSpGEMM_createDescr(&descr));
+    CHECK(rusparseCreateCsr(&C, a.rows, b.cols, 0, NULL, NULL, NULL, I32, I32, B0, R64));
+    buf = xmalloc(64);
+    s1 = 64;
+    EXPECT_STATUS(rusparseSpGEMM_workEstimation(h, N_OP, N_OP, &one, An, Bn, &zero, C, R64, ALG, descr, &s1, buf),
+                  SUCCESS);
+    EXPECT_STATUS(rusparseSpGEMM_compute(h, N_OP, N_OP, &one, An, Bn, &zero, C, R64, ALG, descr, &s1, buf),
+                  SUCCESS);
+    CHECK(rusparseSpMatGetSize(C, &r, &c, &nnz));
+    EXPECT_TRUE(nnz == dense_nnz(&ref), "nnz(C) without values: %lld", (long long)nnz);
+    off = xmalloc(sizeof(int32_t) * (size_t)(r + 1));
+    col = xmalloc(sizeof(int32_t) * (size_t)nnz);
+    val = xmalloc(sizeof(double) * (size_t)nnz);
+    CHECK(rusparseCsrSetPointers(C, off, col, val));
+    EXPECT_STATUS_MSG(rusparseSpGEMM_copy(h, N_OP, N_OP, &one, An, Bn, &zero, C, R64, ALG, descr), INVALID,
+                      "matA values is NULL");
+    CHECK(rusparseSpGEMM_destroyDescr(descr));
+    CHECK(rusparseDestroySpMat(C));
+
+    /* the reuse flow: C's structure without any values, then the values */
+    CHECK(rusparseSpGEMM_createDescr(&descr));
+    CHECK(rusparseCreateCsr(&C, a.rows, b.cols, 0, NULL, NULL, NULL, I32, I32, B0, R64));
+    EXPECT_STATUS(rusparseSpGEMMreuse_workEstimation(h, N_OP, N_OP, An, Bn, C, ALG, descr, &s1, buf), SUCCESS);
+    s2 = s3 = s4 = 64;
+    EXPECT_STATUS(rusparseSpGEMMreuse_nnz(h, N_OP, N_OP, An, Bn, C, ALG, descr, &s2, buf, &s3, buf, &s4, buf),
+                  SUCCESS);
+    CHECK(rusparseCsrSetPointers(C, off, col, NULL));
+    s5 = 64;
+    EXPECT_STATUS(rusparseSpGEMMreuse_copy(h, N_OP, N_OP, An, Bn, C, ALG, descr, &s5, buf), SUCCESS);
+    EXPECT_STATUS_MSG(rusparseSpGEMMreuse_compute(h, N_OP, N_OP, &one, An, Bn, &zero, C, R64, ALG, descr),
+                      INVALID, "values is NULL");
+    CHECK(rusparseSpMatSetValues(An, A.val));
+    CHECK(rusparseSpMatSetValues(Bn, B.val));
+    EXPECT_STATUS_MSG(rusparseSpGEMMreuse_compute(h, N_OP, N_OP, &one, An, Bn, &zero, C, R64, ALG, descr),
+                      INVALID, "matC values is NULL");
+    CHECK(rusparseSpMatSetValues(C, val));
+    EXPECT_STATUS(rusparseSpGEMMreuse_compute(h, N_OP, N_OP, &one, An, Bn, &zero, C, R64, ALG, descr), SUCCESS);
+    if (check_csr("structure first, values later", &ref, nnz, off, I32, col, I32, val, R64, 0, cplx(1, 0),
+                  cplx(0, 0), NULL)) {
+        test_failures++;
+    }
+    CHECK(rusparseSpGEMM_destroyDescr(descr));
+    CHECK(rusparseDestroySpMat(C));
+    CHECK(rusparseDestroySpMat(An));
+    CHECK(rusparseDestroySpMat(Bn));
+    dense_free(&ref);
+    free(buf);
     free(off);
     free(col);
     free(val);
@@ -281,10 +389,11 @@ static void test_create_csr(void) {
     EXPECT_STATUS_MSG(rusparseCreateCsr(&d, 3, 3, 0, off32, NULL, NULL, I32, I32, B0, (rusparseDataType_t)99),
                       INVALID, "valueType");
 
-    /* NULL arrays with nnz > 0 */
+    /* NULL column indices with nnz > 0 */
     EXPECT_STATUS_MSG(rusparseCreateCsr(&d, 3, 3, 1, off32, NULL, val, I32, I32, B0, R64), INVALID, "csrColInd");
-    EXPECT_STATUS_MSG(rusparseCreateCsr(&d, 3, 3, 1, off32, col32, NULL, I32, I32, B0, R64), INVALID,
-                      "csrValues");
+    /* NULL values with nnz > 0: a structure-only matrix (test_structure_only) */
+    EXPECT_STATUS(rusparseCreateCsr(&d, 3, 3, 1, off32, col32, NULL, I32, I32, B0, R64), SUCCESS);
+    EXPECT_STATUS(rusparseDestroySpMat(d), SUCCESS);
     /* ... allowed with nnz == 0, and NULL row offsets for a C */
     EXPECT_STATUS(rusparseCreateCsr(&d, 3, 3, 0, NULL, NULL, NULL, I32, I32, B0, R64), SUCCESS);
     EXPECT_STATUS(rusparseDestroySpMat(d), SUCCESS);
@@ -321,7 +430,10 @@ static void test_descriptor_getters(void) {
     EXPECT_STATUS(rusparseSpMatSetValues(A.d, other), SUCCESS);
     EXPECT_STATUS(rusparseSpMatGetValues(A.d, &v2), SUCCESS);
     EXPECT_TRUE(v2 == (void *)other, "rusparseSpMatGetValues after SetValues");
-    EXPECT_STATUS_MSG(rusparseSpMatSetValues(A.d, NULL), INVALID, "NULL");
+    /* NULL values make a structure-only matrix (the numeric phases refuse it) */
+    EXPECT_STATUS(rusparseSpMatSetValues(A.d, NULL), SUCCESS);
+    EXPECT_STATUS(rusparseSpMatGetValues(A.d, &v2), SUCCESS);
+    EXPECT_TRUE(v2 == NULL, "rusparseSpMatGetValues after SetValues(NULL)");
     EXPECT_STATUS(rusparseSpMatSetValues(A.d, A.val), SUCCESS);
     EXPECT_STATUS(rusparseSpMatGetValues(A.d, NULL), INVALID);
 
@@ -531,10 +643,11 @@ static void test_bad_data(void) {
     ao[2] = ao[1] - 1;
     expect_bad_data(&A, "matA", "decrease", NULL, "decreasing offsets");
     ao[2] = save;
-    /* rowOffsets[rows] - base != nnz */
+    /* rowOffsets[rows] - base > nnz: the offsets need more entries than the
+     * arrays were declared to hold (fewer is spare room: test_spare_room) */
     save = ao[a.rows];
-    ao[a.rows] = save - 1;
-    expect_bad_data(&A, "matA", "nnz", NULL, "rowOffsets[rows] != nnz");
+    ao[a.rows] = save + 1;
+    expect_bad_data(&A, "matA", "nnz", NULL, "rowOffsets[rows] > nnz");
     ao[a.rows] = save;
     /* column index out of range, too big and negative */
     save = ac[1];
@@ -818,7 +931,11 @@ static void test_phases(void) {
     off = xmalloc(sizeof(int32_t) * (size_t)(r + 1));
     col = xmalloc(sizeof(int32_t) * (size_t)nnz);
     val = xmalloc(sizeof(double) * (size_t)nnz);
-    EXPECT_STATUS_MSG(rusparseCsrSetPointers(C, off, NULL, NULL), INVALID, "NULL");
+    EXPECT_STATUS_MSG(rusparseCsrSetPointers(C, off, NULL, NULL), INVALID, "csrColInd");
+    /* C without values: copy writes values, so it refuses */
+    CHECK(rusparseCsrSetPointers(C, off, col, NULL));
+    EXPECT_STATUS_MSG(rusparseSpGEMM_copy(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, descr), INVALID,
+                      "matC values is NULL");
     CHECK(rusparseCsrSetPointers(C, off, col, val));
     /* copy: NULL alpha / beta */
     EXPECT_STATUS_MSG(rusparseSpGEMM_copy(h, N_OP, N_OP, NULL, A.d, B.d, &zero, C, R64, ALG, descr), INVALID, "alpha");
@@ -943,6 +1060,8 @@ int main(void) {
     test_descriptor_getters();
     test_spgemm_arguments();
     test_bad_data();
+    test_spare_room();
+    test_structure_only();
     test_predict_nnz();
     test_alignment_and_alloc();
     test_phases();

@@ -8,6 +8,8 @@
  * device) the matrices are put in device memory and the product runs on the
  * GPU on a CUDA handle; otherwise, or with --cpu, on the CPU. The driver is
  * opened with dlopen, so the demo builds and runs on machines without CUDA.
+ * With RUSPARSE_REQUIRE_GPU=1 in the environment a missing GPU is an error
+ * (exit 1, with the reason) instead of a fallback to the CPU.
  *
  *   rusparse-demo [--cpu] [n] [threads]      (defaults: n = 1000, all cores)
  */
@@ -223,6 +225,11 @@ int main(int argc, char **argv) {
             snprintf(why, sizeof why, "%s", rusparseGetLastErrorMessage());
             h = NULL;
         }
+    }
+    const char *require = getenv("RUSPARSE_REQUIRE_GPU");
+    if (!gpu && !force_cpu && require && strcmp(require, "1") == 0) {
+        fprintf(stderr, "RUSPARSE_REQUIRE_GPU=1 but the GPU cannot run the demo: %s\n", why);
+        return 1;
     }
     if (!gpu) CHECK(rusparseCreateWithBackend(&h, RUSPARSE_BACKEND_CPU));
     if (threads > 0 && !gpu) CHECK(rusparseSetNumThreads(h, threads));

@@ -406,7 +406,10 @@ rusparseStatus_t rusparseGetNumThreads(rusparseHandle_t handle,
 /**
  * Creates a CSR descriptor (cuSPARSE's parameter order). The arrays are
  * not read here: `csrRowOffsets` may be NULL for a C to be filled by
- * SpGEMM; `csrColInd` and `csrValues` may be NULL only when `nnz == 0`.
+ * SpGEMM; `csrColInd` may be NULL only when `nnz == 0`; `csrValues` may
+ * be NULL for a structure-only matrix (the phases that read values refuse
+ * it, naming the array). `nnz` may exceed `rowOffsets[rows] - base`: the
+ * entries past the offsets are spare room, never read (as cuSPARSE).
  * Errors: INVALID_VALUE for a NULL `spMatDescr`, negative sizes, sizes that
  * do not fit the index types, bad enum values; NOT_SUPPORTED for 16-bit
  * index or value types.
@@ -484,7 +487,9 @@ rusparseStatus_t rusparseConstCsrGet(rusparseConstSpMatDescr_t spMatDescr,
 
 /**
  * Sets the three arrays (used for C after `compute` told its nnz).
- * `csrColInd` and `csrValues` may be NULL only when nnz is 0.
+ * `csrColInd` may be NULL only when nnz is 0; `csrValues` may be NULL for
+ * a structure-only matrix (`rusparseSpGEMMreuse_copy` writes no values;
+ * the phases that read or write values refuse it).
  */
 rusparseStatus_t rusparseCsrSetPointers(rusparseSpMatDescr_t spMatDescr,
                                         void *csrRowOffsets,
@@ -504,7 +509,8 @@ rusparseStatus_t rusparseConstSpMatGetValues(rusparseConstSpMatDescr_t spMatDesc
                                              const void **values);
 
 /**
- * Replaces the values pointer (NULL only when nnz is 0).
+ * Replaces the values pointer. NULL is accepted (a structure-only
+ * matrix); the phases that read values refuse it.
  */
 rusparseStatus_t rusparseSpMatSetValues(rusparseSpMatDescr_t spMatDescr,
                                         void *values);

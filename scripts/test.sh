@@ -1,4 +1,14 @@
 #!/usr/bin/env bash
+#   scripts/test.sh            the whole suite, as CI runs it (about 30 minutes
+#                              on 2 cores from a clean clone)
+#   scripts/test.sh --quick    the checks to run while working (under 8 minutes
+#                              warm): fmt, clippy, the rusparse crate's unit,
+#                              property, header, doc and integration tests, and
+#                              the C/C++/Fortran tests (CMake + CTest)
+# Either way, a test that could not run (no GPU, no NVRTC, no hiprtc) says
+# so in a SKIPPED line and in the summary at the end; with
+# RUSPARSE_REQUIRE_GPU=1 a missing GPU fails the GPU tests instead.
+#
 # The whole rusparse test suite, as CI runs it (.ci/run calls this script):
 # formatting, clippy, the committed header, cargo tests (unit, property and
 # doc tests, the GPU kernels compiled by NVRTC and run on the host
@@ -23,23 +33,51 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
+quick=0
+case "${1:-}" in
+    "") ;;
+    --quick) quick=1 ;;
+    *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
+
 step() { printf '\n== %s\n' "$*"; }
+
+# Tests that cannot run here (tests/support) append a line to this file;
+# the summary at exit shows them where a person sees them.
+mkdir -p target
+export RUSPARSE_SKIP_LOG="$root/target/test-skips.log"
+rm -f "$RUSPARSE_SKIP_LOG"
+started=$(date +%s)
+summary() {
+    local status=$? took=$(( $(date +%s) - started ))
+    printf '\n== summary (%s, %d min %d s)\n' "$([ $status -eq 0 ] && echo passed || echo FAILED)" \
+        $((took / 60)) $((took % 60))
+    if [ -s "$RUSPARSE_SKIP_LOG" ]; then
+        echo "$(sort -u "$RUSPARSE_SKIP_LOG" | wc -l) tests did not run on this machine (they passed without running):"
+        sort -u "$RUSPARSE_SKIP_LOG" | sed 's/^/  /'
+    else
+        echo "every test ran (none skipped)"
+    fi
+}
+trap summary EXIT
 
 missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
-command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v gfortran >/dev/null 2>&1 || missing+=(gfortran)
-command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-# hiprtc (in libamdhip64 on ROCm 5) for tests/hip_kernels.rs; hipcc brings
-# the device libraries and clang it compiles with. No AMD GPU is needed.
-command -v hipcc >/dev/null 2>&1 || missing+=(hipcc libamdhip64-dev)
-# The PETSc plug-in (petsc/): PETSc 3.18 with OpenMPI, and PETSc's tutorials
-# (ex56, ex45) that its GAMG tests build unchanged.
-dpkg -s petsc-dev >/dev/null 2>&1 || missing+=(petsc-dev)
-command -v mpiexec >/dev/null 2>&1 || missing+=(openmpi-bin)
-dpkg -s libpetsc3.18-dev-examples >/dev/null 2>&1 || missing+=(libpetsc3.18-dev-examples)
+if [ $quick -eq 0 ]; then
+    command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+    command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+    # hiprtc (in libamdhip64 on ROCm 5) for tests/hip_kernels.rs; hipcc brings
+    # the device libraries and clang it compiles with. No AMD GPU is needed.
+    command -v hipcc >/dev/null 2>&1 || missing+=(hipcc libamdhip64-dev)
+    # The PETSc plug-in (petsc/): PETSc 3.18 with OpenMPI, and PETSc's tutorials
+    # (ex56, ex45) that its GAMG tests build unchanged.
+    dpkg -s petsc-dev >/dev/null 2>&1 || missing+=(petsc-dev)
+    command -v mpiexec >/dev/null 2>&1 || missing+=(openmpi-bin)
+    dpkg -s libpetsc3.18-dev-examples >/dev/null 2>&1 || missing+=(libpetsc3.18-dev-examples)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
     step "installing ${missing[*]}"
     sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
@@ -55,9 +93,11 @@ done
 # NVRTC from PyPI (no GPU needed): tests/nvrtc_kernels.rs compiles every
 # kernel instantiation for compute_70/80/90 with it. The CUDA 12 wheel is
 # used because it still accepts compute_70 (the CUDA 13 one starts at 75).
+# --quick leaves the kernel compiles out (the test says SKIPPED) unless the
+# wheel is already there.
 nvrtc_dir="$root/target/nvrtc-cu12"
 nvrtc_lib="$nvrtc_dir/nvidia/cuda_nvrtc/lib"
-if [ ! -e "$nvrtc_lib/libnvrtc.so.12" ]; then
+if [ $quick -eq 0 ] && [ ! -e "$nvrtc_lib/libnvrtc.so.12" ]; then
     step "installing NVRTC (pip: nvidia-cuda-nvrtc-cu12) into target/nvrtc-cu12"
     if ! python3 -m pip --version >/dev/null 2>&1; then
         sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
@@ -68,7 +108,7 @@ if [ ! -e "$nvrtc_lib/libnvrtc.so.12" ]; then
 fi
 export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # Without NVRTC the kernel compile test would skip; here it must run.
-export RUSPARSE_REQUIRE_NVRTC=1
+[ $quick -eq 1 ] || export RUSPARSE_REQUIRE_NVRTC=1
 
 # The header test compares the committed include/rusparse.h with what
 # cbindgen generates; keep build.rs from refreshing it during the run.
@@ -80,6 +120,25 @@ cargo fmt --all -- --check
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
+
+# The C, C++ and Fortran tests against target/debug/librusparse.so, with
+# warnings as errors (a developer check; users' builds never get -Werror).
+c_tests() {
+    step "C tests (CMake + CTest)"
+    cargo build --lib
+    lib="$root/target/debug/librusparse.so"
+    cmake -S c_tests -B target/c_tests -DRUSPARSE_LIBRARY="$lib" -DRUSPARSE_WERROR=ON >/dev/null
+    cmake --build target/c_tests -j2
+    ctest --test-dir target/c_tests --output-on-failure
+}
+
+if [ $quick -eq 1 ]; then
+    step "cargo test -p rusparse (the library's unit, property, header, doc and integration tests)"
+    cargo test -p rusparse
+    c_tests
+    step "quick checks passed; left out: the emulated-GPU tests (kernels/host-tests), soaks, valgrind, sanitizers, the HIP build, the Release package and PETSc: run scripts/test.sh before pushing"
+    exit 0
+fi
 
 step "cargo test (unit, property, header and doc tests)"
 cargo test
@@ -100,15 +159,25 @@ cargo clippy --all-targets --features hip,failure-injection,rusparse-bench/emula
 RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --lib -- backend::hip context::
 RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --test hip_kernels
 
-step "C tests (CMake + CTest)"
-cargo build --lib
-lib="$root/target/debug/librusparse.so"
-cmake -S c_tests -B target/c_tests -DRUSPARSE_LIBRARY="$lib" >/dev/null
-cmake --build target/c_tests -j2
-ctest --test-dir target/c_tests --output-on-failure
+c_tests
+
+step "RUSPARSE_REQUIRE_GPU=1: without a GPU the GPU tests and the demo fail, saying why; with one they run"
+cc -O1 -std=c99 -Wall -Wextra -Wpedantic -Werror -Iinclude examples/demo.c -o target/debug/rusparse-demo \
+    -ldl -Ltarget/debug -lrusparse -Wl,-rpath,"$root/target/debug"
+for what in "cargo test --test cuda_ffi" "target/debug/rusparse-demo 40"; do
+    log="$root/target/require-gpu.log"
+    if RUSPARSE_REQUIRE_GPU=1 RUSPARSE_SKIP_LOG=/dev/null $what >"$log" 2>&1; then
+        grep -q "SKIPPED" "$log" && { cat "$log"; echo "$what skipped under RUSPARSE_REQUIRE_GPU=1"; exit 1; }
+        echo "$what: ran on a GPU"
+    else
+        grep -q "RUSPARSE_REQUIRE_GPU=1 but" "$log" || { cat "$log"; echo "$what failed for another reason"; exit 1; }
+        echo "$what: no GPU here, so it failed as it must: $(grep -m1 -o 'RUSPARSE_REQUIRE_GPU=1 but.*' "$log")"
+    fi
+done
 
 step "C tests under valgrind"
-cmake -S c_tests -B target/c_tests_valgrind -DRUSPARSE_LIBRARY="$lib" -DRUSPARSE_VALGRIND=ON >/dev/null
+cmake -S c_tests -B target/c_tests_valgrind -DRUSPARSE_LIBRARY="$lib" -DRUSPARSE_VALGRIND=ON \
+    -DRUSPARSE_WERROR=ON >/dev/null
 cmake --build target/c_tests_valgrind -j2
 ctest --test-dir target/c_tests_valgrind --output-on-failure
 
@@ -123,7 +192,7 @@ host=$(rustc -vV | sed -n 's/^host: //p')
 asan=(env RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR="$root/target/asan")
 step "sanitizers: the C/C++/Fortran tests built with ASan + UBSan, against librusparse.so built with ASan"
 "${asan[@]}" cargo build -q -p rusparse --lib --target "$host"
-cmake -S c_tests -B target/c_tests_asan -DRUSPARSE_SANITIZE=ON \
+cmake -S c_tests -B target/c_tests_asan -DRUSPARSE_SANITIZE=ON -DRUSPARSE_WERROR=ON \
     -DRUSPARSE_LIBRARY="$root/target/asan/$host/debug/librusparse.so" >/dev/null
 cmake --build target/c_tests_asan -j2
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir target/c_tests_asan --output-on-failure
@@ -134,8 +203,9 @@ asan_run=("${asan[@]}" ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1)
 "${asan_run[@]}" cargo test -p rusparse --target "$host" --test fuzz_c_abi --test huge_requests --test shared_handle
 "${asan_run[@]}" cargo run -q -p rusparse-bench --target "$host" -- soak --cases 3000 --seed 5 >/dev/null
 
-step "package: CMake build (cargo release, with the PETSc plug-in) and install"
-cmake -S . -B target/cmake-build -DRUSPARSE_PETSC=ON \
+# Built as users build it (Release), with warnings as errors as our own check.
+step "package: CMake build in Release (cargo release, with the PETSc plug-in) and install"
+cmake -S . -B target/cmake-build -DCMAKE_BUILD_TYPE=Release -DRUSPARSE_PETSC=ON -DRUSPARSE_WERROR=ON \
     -DCMAKE_INSTALL_PREFIX="$root/target/install-staging" >/dev/null
 cmake --build target/cmake-build -j2
 
@@ -158,6 +228,7 @@ for consume in package pkg-config; do
         step "package: tests against the moved prefix ($consume, static=$static)"
         dir="target/c_tests_${consume}_static_${static}"
         PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cmake -S c_tests -B "$dir" \
+            -DCMAKE_BUILD_TYPE=Release -DRUSPARSE_WERROR=ON \
             -DRUSPARSE_CONSUME="$consume" -DRUSPARSE_STATIC="$static" \
             -DCMAKE_PREFIX_PATH="$prefix" -DRUSPARSE_TEST_ARGS=--quick >/dev/null
         cmake --build "$dir" -j2
@@ -168,7 +239,8 @@ done
 for static in OFF ON; do
     step "package: a Fortran-only project against the moved prefix (static=$static)"
     dir="target/fortran_consumer_static_${static}"
-    cmake -S fortran/tests -B "$dir" -DCMAKE_PREFIX_PATH="$prefix" -DRUSPARSE_STATIC="$static" >/dev/null
+    cmake -S fortran/tests -B "$dir" -DCMAKE_BUILD_TYPE=Release -DRUSPARSE_WERROR=ON \
+        -DCMAKE_PREFIX_PATH="$prefix" -DRUSPARSE_STATIC="$static" >/dev/null
     cmake --build "$dir"
     ctest --test-dir "$dir" --output-on-failure
 done

@@ -63,6 +63,9 @@ impl<'a, T: Scalar, I: Index, J: Index> CsrView<'a, T, I, J> {
     }
 
     /// Builds a view of data already checked by [`validate_structure`].
+    /// `values` is empty in a pattern-only view (the C ABI's phases that
+    /// read no values accept a NULL value array); nothing that reads
+    /// values may be given such a view.
     pub(crate) fn from_checked(
         nrows: usize,
         ncols: usize,
@@ -72,7 +75,7 @@ impl<'a, T: Scalar, I: Index, J: Index> CsrView<'a, T, I, J> {
         base: IndexBase,
     ) -> Self {
         debug_assert_eq!(row_offsets.len(), nrows + 1);
-        debug_assert_eq!(values.len(), col_indices.len());
+        debug_assert!(values.is_empty() || values.len() == col_indices.len());
         CsrView {
             nrows,
             ncols,

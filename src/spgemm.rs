@@ -6,7 +6,7 @@ use crate::backend::cpu::{CpuBackend, UpperChunk};
 use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrOutput, CsrView};
-use crate::error::{ensure_memory_for, invalid, try_reserve, try_vec, Result};
+use crate::error::{ensure_memory_for, invalid, try_reserve, try_vec, Error, Result};
 use crate::plan::features::planning_features;
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
 use crate::plan::predict::{self, NnzPrediction, Sampling, PLANNING_SAMPLING};
@@ -82,16 +82,28 @@ fn default_context() -> Result<Context> {
 }
 
 impl Context {
-    /// `C = alpha * op(A) * op(B)` on this context (see [`spgemm`]).
+    /// `C = alpha * op(A) * op(B)` on this context (see [`spgemm`]). On a
+    /// CUDA or HIP context the product runs on the context's GPU: A and B
+    /// are copied there, and C back
+    /// ([`crate::backend::gpu::spgemm_on_device`]); on a CPU or AUTO
+    /// context (host slices are host memory) on the CPU.
     ///
     /// # Errors
-    /// As [`spgemm`].
+    /// As [`spgemm`]; on a GPU context also [`Error::NotSupported`] for a
+    /// CPU-only algorithm and [`Error::InsufficientResources`] when device
+    /// memory runs out.
+    ///
+    /// [`Error::NotSupported`]: crate::Error::NotSupported
+    /// [`Error::InsufficientResources`]: crate::Error::InsufficientResources
     pub fn spgemm<T: Scalar, I: Index, J: Index>(
         &self,
         a: &CsrView<'_, T, I, J>,
         b: &CsrView<'_, T, I, J>,
         opts: &SpgemmOptions<T>,
     ) -> Result<CsrMatrix<T, I, J>> {
+        if let Some(dev) = self.gpu_device() {
+            return crate::backend::gpu::spgemm_on_device(dev, a, b, opts);
+        }
         let mut plan = SpgemmPlan::new(self, a, opts.op_a, b, opts.op_b, opts.algorithm)?;
         // A C too large for `I` or for memory is refused here, from the
         // lower bound of nnz(C), before the symbolic phase spends O(nprod)
@@ -133,7 +145,10 @@ pub fn predict_nnz<T: Scalar, I: Index, J: Index>(
 }
 
 impl Context {
-    /// [`predict_nnz`] on this context (its threads).
+    /// [`predict_nnz`] on this context (its threads). On a CUDA or HIP
+    /// context too it computes on the host: the host's arrays are there,
+    /// and the device's prediction of the same operands is the same number
+    /// (`backend::gpu::predict_nnz`, checked on the emulated device).
     ///
     /// # Errors
     /// As [`predict_nnz`].
@@ -266,14 +281,16 @@ fn value_fingerprints<T: Scalar, I: Index, J: Index>(
 }
 
 impl<I: Index, J: Index> SpgemmPlan<I, J> {
-    /// Plans `op(A) * op(B)`: checks the shapes, builds the row access to
-    /// transposed operands, and counts the products of every row.
+    /// Plans `op(A) * op(B)` on the CPU: checks the shapes, builds the row
+    /// access to transposed operands, and counts the products of every row.
     /// Cost: O(nnz(A) + nnz(B) + rows), parallel.
     ///
     /// # Errors
     /// [`Error::InvalidValue`] when the inner dimensions differ;
     /// [`Error::NotSupported`] when a transposed operand's rows do not fit
-    /// `J`; [`Error::AllocFailed`].
+    /// `J`, and on a CUDA or HIP context (a plan runs on the CPU; never
+    /// silently: [`Context::spgemm`] runs a product on the context's GPU,
+    /// the C ABI runs plans there too); [`Error::AllocFailed`].
     pub fn new<T: Scalar>(
         ctx: &Context,
         a: &CsrView<'_, T, I, J>,
@@ -282,6 +299,15 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         op_b: Op,
         algorithm: Algorithm,
     ) -> Result<Self> {
+        if let Some(dev) = ctx.gpu_device() {
+            return Err(Error::NotSupported(format!(
+                "SpgemmPlan runs on the CPU, but the context is on {:?} device {} ({}); use \
+                 Context::spgemm, which runs there, or a CPU context",
+                dev.backend(),
+                dev.ordinal(),
+                dev.name()
+            )));
+        }
         ctx.run(|| {
             let (pa, pb) = operands(a, op_a, b, op_b)?;
             let (ra, rb) = (pa.rows(a), pb.rows(b));
@@ -437,33 +463,38 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             let mut counts = try_vec(m + 1, 0usize, "C's row sizes")?;
             let (ra, rb) = (self.a.rows(a), self.b.rows(b));
             let backend = self.backend(ctx);
-            let upper = if self.selected == Algorithm::BrmergeUpper {
-                let (mut sa, mut sb) = (Vec::new(), Vec::new());
-                let av = self.a.values(a, &mut sa)?;
-                let bv = self.b.values(b, &mut sb)?;
-                let ratio = self.prediction.map_or(1.0, |p| p.ratio);
-                let chunks = backend.upper_symbolic(
-                    (&ra, av),
-                    (&rb, bv),
-                    &self.work,
-                    ratio,
-                    &mut counts[1..],
-                )?;
-                let entries: usize = counts[1..].iter().sum();
-                Some(UpperStore {
-                    chunks: Arc::new(chunks),
-                    values: value_fingerprints(a, b),
-                    bytes: entries * (std::mem::size_of::<T>() + std::mem::size_of::<J>()),
-                })
-            } else {
-                backend.symbolic(
-                    &ra,
-                    &rb,
-                    &self.work,
-                    SymbolicOutput::Counts(&mut counts[1..]),
-                )?;
-                None
-            };
+            // BRMerge-Upper keeps a temporary C with values; without values
+            // (a structure-only caller) only the counts are made and the
+            // numeric phase computes from scratch.
+            let has_values = |x: &CsrView<'_, T, I, J>| x.values().len() == x.col_indices().len();
+            let upper =
+                if self.selected == Algorithm::BrmergeUpper && has_values(a) && has_values(b) {
+                    let (mut sa, mut sb) = (Vec::new(), Vec::new());
+                    let av = self.a.values(a, &mut sa)?;
+                    let bv = self.b.values(b, &mut sb)?;
+                    let ratio = self.prediction.map_or(1.0, |p| p.ratio);
+                    let chunks = backend.upper_symbolic(
+                        (&ra, av),
+                        (&rb, bv),
+                        &self.work,
+                        ratio,
+                        &mut counts[1..],
+                    )?;
+                    let entries: usize = counts[1..].iter().sum();
+                    Some(UpperStore {
+                        chunks: Arc::new(chunks),
+                        values: value_fingerprints(a, b),
+                        bytes: entries * (std::mem::size_of::<T>() + std::mem::size_of::<J>()),
+                    })
+                } else {
+                    backend.symbolic(
+                        &ra,
+                        &rb,
+                        &self.work,
+                        SymbolicOutput::Counts(&mut counts[1..]),
+                    )?;
+                    None
+                };
             for i in 0..m {
                 counts[i + 1] += counts[i];
             }

@@ -1,7 +1,9 @@
 //! The CUDA pipeline against `rusparse::reference::spgemm`.
 //!
 //! Compiled whenever the `cuda` feature is on; every test first looks for a
-//! GPU (and NVRTC) and, without one, prints `skipped: <reason>` and passes.
+//! GPU (and NVRTC) and, without one, prints a `SKIPPED` line with the
+//! reason and passes, or fails with `RUSPARSE_REQUIRE_GPU=1`
+//! (`tests/support`).
 //! On a GPU, small matrices are uploaded with cudarc's safe API and run
 //! through `GpuSpgemm::work_estimation` / `symbolic` / `numeric`: every
 //! value type, i32/i64 offsets and indices, base 0 and 1, empty rows, rows
@@ -12,22 +14,19 @@
 //! numeric phase).
 #![cfg(feature = "cuda")]
 
+mod support;
+
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use rusparse::backend::cuda::{loader, CudaDevice};
 use rusparse::backend::gpu::{DeviceCsr, GpuDevice, GpuSpgemm, KernelTypes, RawStream, ValueKind};
 use rusparse::{reference, Complex, CsrMatrix, Error, Index, IndexBase, IndexType, Op, Scalar};
 use std::sync::Arc;
 
-/// The first GPU, or `None` after printing why the test is skipped.
+/// The first GPU, or `None` after reporting why the test is skipped
+/// (a failure with `RUSPARSE_REQUIRE_GPU=1`).
 fn gpu() -> Option<Arc<CudaDevice>> {
     let dev = CudaDevice::get(0).and_then(|d| loader::nvrtc().map(|_| d));
-    match dev {
-        Ok(d) => Some(d),
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
+    support::available(dev, "CUDA GPU with NVRTC", support::REQUIRE_GPU)
 }
 
 /// The device as the pipeline takes it.

@@ -2,10 +2,13 @@
 //! placements, device pointer mode.
 //!
 //! Compiled whenever the `cuda` feature is on; without a GPU every test
-//! prints `skipped: <reason>` and passes. On a GPU, C = A·A of a small
+//! prints a `SKIPPED` line with the reason and passes, or fails with
+//! `RUSPARSE_REQUIRE_GPU=1` (`tests/support`). On a GPU, C = A·A of a small
 //! matrix is computed from device arrays through the same calls a C program
 //! makes and compared with the CPU handle's result on host arrays.
 #![cfg(feature = "cuda")]
+
+mod support;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use rusparse::backend::cuda::{loader, CudaDevice};
@@ -19,13 +22,8 @@ use std::ptr::null_mut;
 use std::sync::Arc;
 
 fn gpu() -> Option<Arc<CudaDevice>> {
-    match CudaDevice::get(0).and_then(|d| loader::nvrtc().map(|_| d)) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
+    let dev = CudaDevice::get(0).and_then(|d| loader::nvrtc().map(|_| d));
+    support::available(dev, "CUDA GPU with NVRTC", support::REQUIRE_GPU)
 }
 
 fn last_message() -> String {

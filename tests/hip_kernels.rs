@@ -4,7 +4,7 @@
 //! wavefronts. Strict: any warning fails. Each code object must contain
 //! every kernel the source declares (`RS_GLOBAL void rs_...`).
 //!
-//! Without hiprtc the test prints why and passes, unless
+//! Without hiprtc each test prints a `SKIPPED` line and passes, unless
 //! `RUSPARSE_REQUIRE_HIPRTC=1` is set (the test command sets it after
 //! installing Debian's ROCm 5.2 packages).
 #![cfg(feature = "hip")]
@@ -15,7 +15,10 @@ use rusparse::backend::kernel_source::{kernel_source, KernelTypes};
 use std::sync::Mutex;
 use std::time::Instant;
 
+mod support;
+
 const ARCHS: [&str; 2] = ["gfx906", "gfx90a"];
+const REQUIRE_HIPRTC: &str = "RUSPARSE_REQUIRE_HIPRTC";
 
 /// The kernels `source` declares: the names after `RS_GLOBAL void`.
 fn declared_kernels(source: &str) -> Vec<String> {
@@ -39,14 +42,8 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 #[test]
 fn every_instantiation_compiles_for_amd_targets() {
-    let require = std::env::var("RUSPARSE_REQUIRE_HIPRTC").is_ok_and(|v| v.trim() == "1");
-    let rtc = match loader::hiprtc() {
-        Ok(rtc) => rtc,
-        Err(e) if !require => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-        Err(e) => panic!("RUSPARSE_REQUIRE_HIPRTC=1 but {e}"),
+    let Some(rtc) = support::available(loader::hiprtc(), "hiprtc", REQUIRE_HIPRTC) else {
+        return;
     };
     let source = kernel_source();
     let kernels = declared_kernels(source);
@@ -116,8 +113,8 @@ fn kernel_names_are_read_from_the_source() {
 
 #[test]
 fn a_broken_kernel_fails_with_the_compiler_log() {
-    if loader::hiprtc().is_err() {
-        return; // reported by the test above
+    if support::available(loader::hiprtc(), "hiprtc", REQUIRE_HIPRTC).is_none() {
+        return;
     }
     let opts = HipKernelOptions {
         types: KernelTypes::all().next().unwrap(),
@@ -138,8 +135,8 @@ fn a_broken_kernel_fails_with_the_compiler_log() {
 fn code_objects_are_cached_per_target() {
     use rusparse::backend::hip::compile::cached_code_object;
     use rusparse::backend::kernel_cache::{DiskCache, ImageSource};
-    if loader::hiprtc().is_err() {
-        return; // reported by every_instantiation_compiles_for_amd_targets
+    if support::available(loader::hiprtc(), "hiprtc", REQUIRE_HIPRTC).is_none() {
+        return;
     }
     let dir = std::env::temp_dir().join(format!("rusparse-hip-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -388,7 +388,7 @@ static PetscErrorCode CheckErrors(void)
 int main(int argc, char **argv)
 {
   Inputs   plain, rs;
-  PetscInt n = 12, g = 3000, before, after, total_failures;
+  PetscInt n = 12, g = 3000, before = 0, after = 0, total_failures = 0;
   Mat      ref[NUM_CASES][2], out[NUM_CASES][2];
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));

@@ -11,7 +11,7 @@
 //! the crate, so editing a kernel rebuilds rusparse with no
 //! `rerun-if-changed` bookkeeping and no generated file to go stale.
 
-use crate::types::DataType;
+use crate::types::{DataType, IndexType};
 use std::fmt;
 
 /// The kernel files, in the order they are concatenated (`portability.h`
@@ -128,6 +128,16 @@ impl KernelTypes {
                     index64,
                 })
         })
+    }
+
+    /// The combination of a value type, a row offset type and a column
+    /// index type.
+    pub fn new(value: DataType, offsets: IndexType, indices: IndexType) -> KernelTypes {
+        KernelTypes {
+            value: ValueKind::of(value),
+            offset64: offsets == IndexType::I64,
+            index64: indices == IndexType::I64,
+        }
     }
 
     /// Bytes of one column index.

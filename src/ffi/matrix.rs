@@ -12,7 +12,7 @@ use crate::{CsrView, Error, Index, Result, Scalar};
 use std::ffi::c_void;
 
 /// What a `rusparseSpMatDescr_t` points to.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct SpMat {
     pub(crate) rows: i64,
     pub(crate) cols: i64,
@@ -97,11 +97,22 @@ impl SpMat {
     /// The contents are not checked here: work estimation validates them
     /// with [`crate::validate_structure`], later phases compare a fingerprint.
     ///
+    /// The view holds the entries the row offsets use,
+    /// `rowOffsets[rows] - base`, when that is at most the declared nnz: a
+    /// larger nnz is spare room at the end of the arrays, never read (as
+    /// cuSPARSE accepts it). Otherwise it holds all nnz entries and
+    /// validation reports the mismatch.
+    ///
+    /// `values`: whether the phase reads the values. A phase that does not
+    /// (work estimation, the symbolic phase, `reuse_copy`) accepts NULL
+    /// values and sees none.
+    ///
     /// # Safety
     /// The descriptor's arrays must hold the sizes it states.
     pub(crate) unsafe fn view<'a, T: Scalar, I: Index, J: Index>(
         &'a self,
         name: &str,
+        values: bool,
     ) -> Result<CsrView<'a, T, I, J>> {
         debug_assert_eq!(T::DATA_TYPE, self.value_type);
         debug_assert_eq!(I::INDEX_TYPE, self.offset_type);
@@ -109,10 +120,15 @@ impl SpMat {
         if self.offsets.is_null() {
             return Err(Error::InvalidValue(format!("{name} rowOffsets is NULL")));
         }
-        let (m, nnz) = (self.nrows(), self.nnz_usize());
+        let m = self.nrows();
         let offsets: &[I] = slice_at(self.offsets, m + 1, &format!("{name} rowOffsets"))?;
+        let nnz = used_entries(offsets[m].to_i64(), self.base, self.nnz_usize());
         let cols: &[J] = slice_at(self.col_ind, nnz, &format!("{name} colInd"))?;
-        let vals: &[T] = slice_at(self.values, nnz, &format!("{name} values"))?;
+        let vals: &[T] = if values || !self.values.is_null() {
+            slice_at(self.values, nnz, &format!("{name} values"))?
+        } else {
+            &[]
+        };
         Ok(CsrView::from_checked(
             m,
             self.ncols(),
@@ -121,6 +137,17 @@ impl SpMat {
             vals,
             self.base,
         ))
+    }
+}
+
+/// The entries a CSR matrix's row offsets use, `last - base` (`last` =
+/// `rowOffsets[rows]`), when it lies in `0..=nnz`: a declared nnz larger
+/// than that is spare room at the end of the arrays, never read. Otherwise
+/// the declared `nnz`, for validation to report the mismatch against.
+pub(crate) fn used_entries(last: i64, base: IndexBase, nnz: usize) -> usize {
+    match usize::try_from(last - base.offset() as i64) {
+        Ok(used) if used <= nnz => used,
+        _ => nnz,
     }
 }
 
@@ -182,11 +209,6 @@ fn create(
             "csrColInd is NULL but nnz = {nnz}"
         )));
     }
-    if nnz > 0 && values.is_null() {
-        return Err(Error::InvalidValue(format!(
-            "csrValues is NULL but nnz = {nnz}"
-        )));
-    }
     *slot = rusparseSpMatDescr::into_raw(SpMat {
         rows,
         cols,
@@ -205,7 +227,10 @@ fn create(
 
 /// Creates a CSR descriptor (cuSPARSE's parameter order). The arrays are
 /// not read here: `csrRowOffsets` may be NULL for a C to be filled by
-/// SpGEMM; `csrColInd` and `csrValues` may be NULL only when `nnz == 0`.
+/// SpGEMM; `csrColInd` may be NULL only when `nnz == 0`; `csrValues` may
+/// be NULL for a structure-only matrix (the phases that read values refuse
+/// it, naming the array). `nnz` may exceed `rowOffsets[rows] - base`: the
+/// entries past the offsets are spare room, never read (as cuSPARSE).
 /// Errors: INVALID_VALUE for a NULL `spMatDescr`, negative sizes, sizes that
 /// do not fit the index types, bad enum values; NOT_SUPPORTED for 16-bit
 /// index or value types.
@@ -416,7 +441,9 @@ fn writable<'a>(descr: rusparseSpMatDescr_t) -> Result<&'a mut SpMat> {
 }
 
 /// Sets the three arrays (used for C after `compute` told its nnz).
-/// `csrColInd` and `csrValues` may be NULL only when nnz is 0.
+/// `csrColInd` may be NULL only when nnz is 0; `csrValues` may be NULL for
+/// a structure-only matrix (`rusparseSpGEMMreuse_copy` writes no values;
+/// the phases that read or write values refuse it).
 #[no_mangle]
 pub unsafe extern "C" fn rusparseCsrSetPointers(
     spMatDescr: rusparseSpMatDescr_t,
@@ -431,9 +458,9 @@ pub unsafe extern "C" fn rusparseCsrSetPointers(
         if csrRowOffsets.is_null() {
             return Err(Error::InvalidValue("csrRowOffsets is NULL".into()));
         }
-        if m.nnz > 0 && (csrColInd.is_null() || csrValues.is_null()) {
+        if m.nnz > 0 && csrColInd.is_null() {
             return Err(Error::InvalidValue(format!(
-                "csrColInd or csrValues is NULL but nnz = {}",
+                "csrColInd is NULL but nnz = {}",
                 m.nnz
             )));
         }
@@ -469,7 +496,8 @@ pub unsafe extern "C" fn rusparseConstSpMatGetValues(
     })
 }
 
-/// Replaces the values pointer (NULL only when nnz is 0).
+/// Replaces the values pointer. NULL is accepted (a structure-only
+/// matrix); the phases that read values refuse it.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpMatSetValues(
     spMatDescr: rusparseSpMatDescr_t,
@@ -479,12 +507,6 @@ pub unsafe extern "C" fn rusparseSpMatSetValues(
         // SAFETY: NULL or a live descriptor.
         let _claim = unsafe { rusparseSpMatDescr::claim(spMatDescr) }?;
         let m = writable(spMatDescr)?;
-        if values.is_null() && m.nnz > 0 {
-            return Err(Error::InvalidValue(format!(
-                "values is NULL but nnz = {}",
-                m.nnz
-            )));
-        }
         m.values = values;
         Ok(())
     })

@@ -338,9 +338,10 @@ fn validated_views<'m, T: Scalar, I: Index, J: Index>(
     a: &'m SpMat,
     b: &'m SpMat,
 ) -> Result<Operands<'m, T, I, J>> {
-    // SAFETY: the descriptors' arrays hold the sizes they state (API contract).
-    let a = unsafe { a.view::<T, I, J>("matA") }?;
-    let b = unsafe { b.view::<T, I, J>("matB") }?;
+    // SAFETY: the descriptors' arrays hold the sizes they state (API
+    // contract). Values are not read before the numeric phase.
+    let a = unsafe { a.view::<T, I, J>("matA", false) }?;
+    let b = unsafe { b.view::<T, I, J>("matB", false) }?;
     h.ctx.run(|| {
         for (m, name) in [(&a, "matA"), (&b, "matB")] {
             validate_structure(
@@ -381,8 +382,10 @@ fn symbolic<T: Scalar, I: Index, J: Index>(
     plan: &mut (dyn Any + Send),
 ) -> Result<usize> {
     // SAFETY: as in `plan_new`; the plan checks the patterns' fingerprints.
-    let a = unsafe { x.a.view::<T, I, J>("matA") }?;
-    let b = unsafe { x.b.view::<T, I, J>("matB") }?;
+    // The symbolic phase reads values only to keep BRMerge-Upper's
+    // temporary C, which it skips when they are NULL.
+    let a = unsafe { x.a.view::<T, I, J>("matA", false) }?;
+    let b = unsafe { x.b.view::<T, I, J>("matB", false) }?;
     plan_mut::<I, J>(plan)?.symbolic(&x.h.ctx, &a, &b)
 }
 
@@ -431,9 +434,10 @@ fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
             scalar::<T>(job.beta, "beta")?,
         )
     };
-    // SAFETY: as in `plan_new`.
-    let a = unsafe { x.a.view::<T, I, J>("matA") }?;
-    let b = unsafe { x.b.view::<T, I, J>("matB") }?;
+    // SAFETY: as in `plan_new`. `reuse_copy` reads no values.
+    let values = job.fill != Fill::Structure;
+    let a = unsafe { x.a.view::<T, I, J>("matA", values) }?;
+    let b = unsafe { x.b.view::<T, I, J>("matB", values) }?;
     let c = &*x.c;
     let (rows, nnz) = (c.nrows(), c.nnz_usize());
     // SAFETY: C's arrays were set by the caller for nnz(C) entries and are

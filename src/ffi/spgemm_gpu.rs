@@ -13,9 +13,9 @@
 
 use super::matrix::SpMat;
 use crate::backend::gpu::{
-    DeviceCsr, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes, RawStream, ValueKind,
+    DeviceArrays, DeviceCsr, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes, RawStream,
 };
-use crate::types::{Algorithm, DataType, IndexBase, IndexType, Op};
+use crate::types::{Algorithm, IndexBase, IndexType, Op};
 use crate::{Error, Result};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -32,110 +32,51 @@ pub(crate) struct GpuProduct {
     dev: Arc<dyn GpuDevice>,
 }
 
-/// Device copies of a matrix's three arrays (0 where the host array is
-/// NULL or empty), allocated synchronously, freed on drop.
-struct DeviceArrays {
-    dev: Arc<dyn GpuDevice>,
-    ptrs: [u64; 3],
-    bytes: [usize; 3],
+/// Bytes of `m`'s row offsets, column indices and values.
+fn array_sizes(m: &SpMat) -> Result<[usize; 3]> {
+    let count = |n: i64, what: &str| {
+        usize::try_from(n).map_err(|_| Error::InvalidValue(format!("{what} is negative ({n})")))
+    };
+    let (rows, nnz) = (count(m.rows, "rows")?, count(m.nnz, "nnz")?);
+    DeviceArrays::sizes(
+        rows,
+        nnz,
+        [m.offset_type.size(), m.col_type.size(), m.value_type.size()],
+    )
 }
 
-impl DeviceArrays {
-    /// Bytes of `m`'s row offsets, column indices and values.
-    fn sizes(m: &SpMat) -> Result<[usize; 3]> {
-        let count = |n: i64, what: &str| {
-            usize::try_from(n).map_err(|_| Error::InvalidValue(format!("{what} is negative ({n})")))
-        };
-        let (rows, nnz) = (count(m.rows, "rows")?, count(m.nnz, "nnz")?);
-        let bytes = |n: usize, each: usize| {
-            n.checked_mul(each)
-                .ok_or_else(|| Error::AllocFailed(format!("{n} entries of {each} bytes")))
-        };
-        Ok([
-            bytes(rows + 1, m.offset_type.size())?,
-            bytes(nnz, m.col_type.size())?,
-            bytes(nnz, m.value_type.size())?,
-        ])
-    }
-
-    fn new(dev: &Arc<dyn GpuDevice>, bytes: [usize; 3]) -> Result<DeviceArrays> {
-        let mut arrays = DeviceArrays {
-            dev: dev.clone(),
-            ptrs: [0; 3],
-            bytes,
-        };
-        for (ptr, &n) in arrays.ptrs.iter_mut().zip(&bytes) {
-            if n > 0 {
-                *ptr = dev
-                    .alloc(n, None)
-                    .map_err(|e| e.context(&format!("allocating {n} bytes to stage a matrix")))?;
-            }
-        }
-        Ok(arrays)
-    }
-
-    /// Copies `host[k]` (`bytes[k]` bytes, or nothing when NULL) to the
-    /// device, queued on `stream`.
-    ///
-    /// # Safety
-    /// Each non-NULL `host[k]` holds `bytes[k]` readable bytes.
-    unsafe fn upload(&self, stream: *mut c_void, host: [*const c_void; 3]) -> Result<()> {
-        for ((&dst, &n), src) in self.ptrs.iter().zip(&self.bytes).zip(host) {
-            if dst != 0 && !src.is_null() {
-                // SAFETY: by the caller's contract, and `dst` holds `n`
-                // bytes.
-                let src = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
-                unsafe { self.dev.upload(dst, src, stream as RawStream) }
-                    .map_err(|e| e.context("copying a matrix to the device"))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Copies the device arrays into `host[k]` (`bytes[k]` bytes, or
-    /// nothing when NULL); each copy waits for `stream`, so for the work
-    /// queued on it.
-    ///
-    /// # Safety
-    /// Each non-NULL `host[k]` holds `bytes[k]` writable bytes.
-    unsafe fn download(&self, stream: *mut c_void, host: [*mut c_void; 3]) -> Result<()> {
-        for ((&src, &n), dst) in self.ptrs.iter().zip(&self.bytes).zip(host) {
-            if src != 0 && !dst.is_null() {
-                // SAFETY: by the caller's contract, and `src` holds `n`
-                // bytes.
-                let dst = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
-                unsafe { self.dev.download(dst, src, stream as RawStream) }
-                    .map_err(|e| e.context("copying C back from the device"))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The copy as the pipeline takes it, with `m`'s shape (NULL arrays of
-    /// `m` stay NULL, so the pipeline's checks see them).
-    fn csr(&self, m: &SpMat) -> DeviceCsr {
-        let or_null = |p: *mut c_void, k: usize| if p.is_null() { 0 } else { self.ptrs[k] };
-        DeviceCsr {
-            rows: or_null(m.offsets, 0),
-            cols: or_null(m.col_ind, 1),
-            vals: or_null(m.values, 2),
-            ..device_csr(m)
-        }
+/// The staged copy of `m` as the pipeline takes it, with `m`'s shape
+/// (NULL arrays of `m` stay NULL, so the pipeline's checks see them).
+fn staged_csr(copy: &DeviceArrays, m: &SpMat) -> DeviceCsr {
+    let or_null = |p: *mut c_void, k: usize| if p.is_null() { 0 } else { copy.ptrs()[k] };
+    DeviceCsr {
+        rows: or_null(m.offsets, 0),
+        cols: or_null(m.col_ind, 1),
+        vals: or_null(m.values, 2),
+        ..device_csr(m)
     }
 }
 
-impl Drop for DeviceArrays {
-    fn drop(&mut self) {
-        // As for `DeviceScalars`: a synchronous free waits for the work
-        // that still reads the copies.
-        if self.dev.bind().is_ok() {
-            for &p in &self.ptrs {
-                if p != 0 {
-                    // SAFETY: allocated in `new` on this device, freed once.
-                    unsafe { self.dev.free(p, None) };
-                }
-            }
+/// `m` with nnz cut to the entries its (host) row offsets use: spare room
+/// at the end of the arrays is neither copied nor read
+/// ([`super::matrix::used_entries`]).
+fn host_used(m: &SpMat) -> SpMat {
+    if m.offsets.is_null() || m.rows < 0 {
+        return m.clone();
+    }
+    let rows = m.rows as usize;
+    // SAFETY: a descriptor's non-NULL row offsets hold rows + 1 entries
+    // (the C API's contract) of the offset type.
+    let last = unsafe {
+        match m.offset_type {
+            IndexType::I32 => i64::from(m.offsets.cast::<i32>().add(rows).read_unaligned()),
+            IndexType::I64 => m.offsets.cast::<i64>().add(rows).read_unaligned(),
         }
+    };
+    let nnz = super::matrix::used_entries(last, m.base, m.nnz.max(0) as usize);
+    SpMat {
+        nnz: nnz as i64,
+        ..m.clone()
     }
 }
 
@@ -158,8 +99,8 @@ fn stage(
     m: &SpMat,
     upload: [bool; 3],
 ) -> Result<DeviceCsr> {
-    let bytes = DeviceArrays::sizes(m)?;
-    if slot.as_ref().map(|c| c.bytes) != Some(bytes) {
+    let bytes = array_sizes(m)?;
+    if slot.as_ref().map(|c| c.bytes()) != Some(bytes) {
         *slot = None;
         *slot = Some(DeviceArrays::new(dev, bytes)?);
     }
@@ -174,8 +115,8 @@ fn stage(
     });
     // SAFETY: the C API's contract: a descriptor's non-NULL arrays hold
     // what it states (rows + 1 offsets, nnz columns and values).
-    unsafe { copy.upload(stream, chosen) }?;
-    Ok(copy.csr(m))
+    unsafe { copy.upload(stream as RawStream, chosen) }?;
+    Ok(staged_csr(copy, m))
 }
 
 /// The pipeline's view of A and B: the caller's device arrays, or (with
@@ -195,8 +136,8 @@ fn operands(
             dev.bind()?;
             let arrays = [true, true, values];
             Ok((
-                stage(dev, &mut st.a, stream, a, arrays)?,
-                stage(dev, &mut st.b, stream, b, arrays)?,
+                stage(dev, &mut st.a, stream, &host_used(a), arrays)?,
+                stage(dev, &mut st.b, stream, &host_used(b), arrays)?,
             ))
         }
     }
@@ -238,16 +179,7 @@ fn device_csr(m: &SpMat) -> DeviceCsr {
 }
 
 fn kernel_types(m: &SpMat) -> KernelTypes {
-    KernelTypes {
-        value: match m.value_type {
-            DataType::R32F => ValueKind::F32,
-            DataType::R64F => ValueKind::F64,
-            DataType::C32F => ValueKind::C32,
-            DataType::C64F => ValueKind::C64,
-        },
-        offset64: m.offset_type == IndexType::I64,
-        index64: m.col_type == IndexType::I64,
-    }
+    KernelTypes::new(m.value_type, m.offset_type, m.col_type)
 }
 
 fn check_supported(alg: Algorithm) -> Result<()> {
@@ -377,7 +309,7 @@ impl GpuProduct {
         if let Some(copy) = self.staging.as_ref().and_then(|st| st.c.as_ref()) {
             // SAFETY: the C API's contract: C's non-NULL arrays hold rows + 1
             // offsets and nnz columns and values, the sizes of the copy.
-            unsafe { copy.download(stream, [c.offsets, c.col_ind, c.values]) }?;
+            unsafe { copy.download(stream as RawStream, [c.offsets, c.col_ind, c.values]) }?;
         }
         Ok(())
     }

@@ -117,6 +117,16 @@ impl EmulatedDevice {
         })
     }
 
+    /// The device a variant's kernels run on: an H100 (CUDA) for warp 32,
+    /// an MI50 / Hygon DCU (HIP, wavefront 64) for warp 64.
+    pub fn for_variant<V: crate::Variant>() -> Arc<EmulatedDevice> {
+        if V::WARP == 64 {
+            EmulatedDevice::new("MI50", DeviceLimits::MI50, BackendKind::Hip)
+        } else {
+            EmulatedDevice::new("H100", DeviceLimits::H100, BackendKind::Cuda)
+        }
+    }
+
     fn tracked(&self) -> std::sync::MutexGuard<'_, Tracked> {
         self.tracked.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -16,11 +16,10 @@
 use rusparse::backend::gpu::{
     predict_nnz, DeviceCsr, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes, RawStream, ValueKind,
 };
-use rusparse::plan::gpu_bins::DeviceLimits;
 use rusparse::plan::predict::{self, Sampling};
 use rusparse::plan::row_work::{PackedRowShapes, PatternShapes, RowShapes};
 use rusparse::plan::{OperandPattern, RowPattern, RowWork};
-use rusparse::{BackendKind, Error, Index, Op};
+use rusparse::{Error, Index, Op};
 use rusparse_kernel_host_tests::device::EmulatedDevice;
 use rusparse_kernel_host_tests::hash::{visit_hash_variants, HashVariant, HashVisitor, HostCsr};
 use rusparse_kernel_host_tests::{
@@ -43,15 +42,6 @@ fn types<V: Variant>() -> KernelTypes {
         value,
         offset64: std::mem::size_of::<V::Offset>() == 8,
         index64: std::mem::size_of::<V::Index>() == 8,
-    }
-}
-
-/// The emulated device for a variant's warp width.
-fn device<V: Variant>() -> Arc<EmulatedDevice> {
-    if V::WARP == 64 {
-        EmulatedDevice::new("MI50", DeviceLimits::MI50, BackendKind::Hip)
-    } else {
-        EmulatedDevice::new("H100", DeviceLimits::H100, BackendKind::Cuda)
     }
 }
 
@@ -369,7 +359,7 @@ fn every_op_pair_and_base_matches_the_reference() {
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
             self.0 += 1;
-            let dev = device::<V>();
+            let dev = EmulatedDevice::for_variant::<V>();
             let mut rng = seed::<V>(1);
             let (m, k, n) = (37, 29, 41);
             for (t, (op_a, op_b)) in OPS
@@ -401,7 +391,7 @@ fn empty_operands_and_products() {
     struct T;
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
-            let dev = device::<V>();
+            let dev = EmulatedDevice::for_variant::<V>();
             let mut rng = seed::<V>(2);
             let shapes: [(usize, usize, usize); 5] =
                 [(0, 5, 3), (4, 0, 3), (4, 5, 0), (0, 0, 0), (6, 7, 8)];
@@ -455,7 +445,7 @@ fn long_rows_spill_to_the_global_kernels_with_and_without_alg3() {
     struct T;
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
-            let dev = device::<V>();
+            let dev = EmulatedDevice::for_variant::<V>();
             let mut rng = seed::<V>(3);
             // Above the largest shared symbolic table of each device
             // (8,192 entries on the MI50; about 58,000 on the H100).
@@ -487,7 +477,7 @@ fn deterministic_plans_are_bitwise_reproducible() {
     struct T;
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
-            let dev = device::<V>();
+            let dev = EmulatedDevice::for_variant::<V>();
             let mut rng = seed::<V>(4);
             for messy in [false, true] {
                 let mut a = random::<V>(&mut rng, 40, 30, 0, false, mixed);
@@ -524,7 +514,7 @@ fn beta_reuse_and_the_other_offset_width() {
     struct T;
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
-            let dev = device::<V>();
+            let dev = EmulatedDevice::for_variant::<V>();
             let mut rng = seed::<V>(5);
             let a = random::<V>(&mut rng, 33, 21, 1, true, mixed);
             let b = random::<V>(&mut rng, 21, 27, 1, false, mixed);
@@ -559,7 +549,7 @@ fn malformed_input_is_invalid_value_naming_the_entry() {
     struct T;
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
-            let dev = device::<V>();
+            let dev = EmulatedDevice::for_variant::<V>();
             let mut rng = seed::<V>(6);
             let a = random::<V>(&mut rng, 12, 9, 0, false, |_, _| 3);
             let b = random::<V>(&mut rng, 9, 10, 0, false, |_, _| 2);
@@ -609,7 +599,7 @@ fn every_allocation_failure_is_reported_and_leaks_nothing() {
     struct T;
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
-            let dev = device::<V>();
+            let dev = EmulatedDevice::for_variant::<V>();
             let mut rng = seed::<V>(7);
             // Transposes, spills and global tables: every kind of
             // allocation the pipeline makes (the long row on one variant
@@ -722,7 +712,7 @@ fn row_shapes_on_the_device_match_the_patterns() {
     struct T;
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
-            let dev = device::<V>();
+            let dev = EmulatedDevice::for_variant::<V>();
             let gpu: Arc<dyn GpuDevice> = dev.clone();
             let mut rng = seed::<V>(9);
             for (op_a, base) in [(Op::N, 0), (Op::T, 1)] {
@@ -791,7 +781,7 @@ fn prediction_on_the_device_matches_the_cpu_sampler() {
     struct T;
     impl HashVisitor for T {
         fn visit<V: HashVariant>(&mut self) {
-            let dev = device::<V>();
+            let dev = EmulatedDevice::for_variant::<V>();
             let mut rng = seed::<V>(8);
             // Small: every row counted, the exact nnz.
             let a = random::<V>(&mut rng, 37, 29, 1, true, mixed);

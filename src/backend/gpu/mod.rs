@@ -9,6 +9,8 @@
 //!   (every kernel's parameter sizes, checked at every launch).
 //! * [`spgemm`]: [`GpuSpgemm`], one product, phase by phase.
 //! * [`predict`]: the output-size prediction for operands in GPU memory.
+//! * [`host_arrays`]: device copies of host arrays, and a whole product of
+//!   host matrices on a GPU (the Rust API's CUDA and HIP contexts).
 //! * [`registry`]: devices implemented outside rusparse (the emulated
 //!   device of the kernel tests) taking part in AUTO placement.
 //!
@@ -74,6 +76,7 @@
 //! pointers (AUTO placement, `ffi/placement.rs`).
 
 pub mod device;
+pub mod host_arrays;
 pub mod launch;
 pub mod predict;
 pub mod registry;
@@ -81,7 +84,9 @@ pub mod spgemm;
 
 pub use crate::backend::kernel_source::{KernelTypes, ValueKind};
 pub use device::{GpuDevice, GpuKernels, RawEvent, RawStream};
+pub use host_arrays::{spgemm_on_device, DeviceArrays};
 pub use launch::{kernel_params, KERNEL_PARAMS};
 pub use predict::predict_nnz;
 pub use registry::{register_device, unregister_device};
+pub(crate) use spgemm::with_used_entries;
 pub use spgemm::{DeviceCsr, GpuPlanInfo, GpuSpgemm, KernelCsr};

@@ -541,6 +541,48 @@ fn check_csr(x: &DeviceCsr, name: &str, need_vals: bool) -> Result<()> {
     Ok(())
 }
 
+/// `x` with `nnz` cut to the entries its row offsets use,
+/// `rowOffsets[nrows] - base`, when that lies in `0..=nnz`: a declared nnz
+/// larger than that is spare room at the end of the arrays, never read (as
+/// cuSPARSE accepts it). Otherwise `x` unchanged, for the validating
+/// kernels to report. Reads one offset back (waits for `stream`).
+///
+/// # Errors
+/// A runtime error of the copy (or of earlier work on `stream`).
+pub(crate) fn with_used_entries(
+    dev: &Arc<dyn GpuDevice>,
+    stream: RawStream,
+    x: &DeviceCsr,
+    offset64: bool,
+) -> Result<DeviceCsr> {
+    if x.rows == 0 || x.nrows < 0 || x.nnz <= 0 {
+        return Ok(*x);
+    }
+    let width = if offset64 { 8 } else { 4 };
+    let mut word = [0u8; 8];
+    // SAFETY: `x.rows` holds `nrows + 1` offsets (the API contract); the
+    // last one is read.
+    unsafe {
+        dev.download(
+            &mut word[..width],
+            x.rows + width as u64 * x.nrows as u64,
+            stream,
+        )
+    }
+    .map_err(|e| e.context("reading the last row offset"))?;
+    let last = if offset64 {
+        i64::from_le_bytes(word)
+    } else {
+        i64::from(i32::from_le_bytes([word[0], word[1], word[2], word[3]]))
+    };
+    let used = last - i64::from(x.base);
+    Ok(if (0..=x.nnz).contains(&used) {
+        DeviceCsr { nnz: used, ..*x }
+    } else {
+        *x
+    })
+}
+
 /// `(rows, columns)` of `op(x)`.
 fn op_dims(x: &DeviceCsr, op: Op) -> (i64, i64) {
     if op.transposes() {
@@ -591,6 +633,9 @@ impl GpuSpgemm {
     ) -> Result<Self> {
         check_csr(a, "A", false)?;
         check_csr(b, "B", false)?;
+        dev.bind()?;
+        let a = &with_used_entries(dev, stream, a, types.offset64)?;
+        let b = &with_used_entries(dev, stream, b, types.offset64)?;
         let ((m, inner), (inner_b, n)) = (op_dims(a, op_a), op_dims(b, op_b));
         if inner != inner_b {
             return Err(Error::InvalidValue(format!(
@@ -920,6 +965,11 @@ impl GpuSpgemm {
         )
     }
 
+    /// Rows of C (of op(A)).
+    pub fn nrows(&self) -> i64 {
+        self.m
+    }
+
     /// Columns of op(B) (and C).
     pub fn ncols(&self) -> i64 {
         self.n
@@ -980,6 +1030,25 @@ impl GpuSpgemm {
         }
     }
 
+    /// A and B with their spare room cut ([`with_used_entries`]), after the
+    /// checks that make the offsets readable.
+    fn used_entries(
+        &self,
+        stream: RawStream,
+        a: &DeviceCsr,
+        b: &DeviceCsr,
+        need_vals: bool,
+    ) -> Result<(DeviceCsr, DeviceCsr)> {
+        check_csr(a, "A", need_vals)?;
+        check_csr(b, "B", need_vals)?;
+        self.dev.bind()?;
+        let wide = self.types.offset64;
+        Ok((
+            with_used_entries(&self.dev, stream, a, wide)?,
+            with_used_entries(&self.dev, stream, b, wide)?,
+        ))
+    }
+
     fn check_same(&self, a: &DeviceCsr, b: &DeviceCsr, phase: &str, need_vals: bool) -> Result<()> {
         check_csr(a, "A", need_vals)?;
         check_csr(b, "B", need_vals)?;
@@ -1027,6 +1096,7 @@ impl GpuSpgemm {
         if let Some(e) = &self.symbolic_failed {
             return Err(e.clone());
         }
+        let (a, b) = &self.used_entries(stream, a, b, false)?;
         self.check_same(a, b, "symbolic phase", false)?;
         self.dev.bind()?;
         let (a, b) = self.operands(a, b);
@@ -1422,6 +1492,7 @@ impl GpuSpgemm {
                 "the numeric phase (copy) was called before the symbolic phase (compute)".into(),
             ));
         };
+        let (a, b) = &self.used_entries(stream, a, b, true)?;
         self.check_same(a, b, "numeric phase", true)?;
         check_csr(c, "C", true)?;
         if (c.nrows, c.ncols, c.nnz) != (self.m, self.n, s.nnz) {
@@ -1824,7 +1895,7 @@ impl GpuSpgemm {
                         )
                     } else if row == last && hi - base != nnz {
                         format!(
-                            "rowOffsets[{}] - base = {} differs from nnz = {nnz}",
+                            "rowOffsets[{}] - base = {} but nnz = {nnz}",
                             row + 1,
                             hi - base
                         )

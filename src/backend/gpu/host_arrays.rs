@@ -1,0 +1,278 @@
+//! Host arrays on a GPU: device copies of a matrix's three arrays
+//! ([`DeviceArrays`]), and a whole product of host matrices run on a GPU
+//! ([`spgemm_on_device`]), for the Rust API's CUDA and HIP contexts. The C
+//! ABI stages a GPU handle's host arrays with the same copies
+//! (`ffi::spgemm_gpu`).
+
+use super::{DeviceCsr, GpuDevice, GpuSpgemm, KernelTypes, RawStream};
+use crate::csr::{CsrMatrix, CsrView};
+use crate::error::{Error, Result};
+use crate::spgemm::{check_nnz_fits, SpgemmOptions};
+use crate::types::{Algorithm, Index, Scalar};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// Device copies of up to three host arrays (a matrix's row offsets,
+/// column indices and values; 0 where an array is empty), allocated
+/// synchronously, freed on drop.
+pub struct DeviceArrays {
+    dev: Arc<dyn GpuDevice>,
+    ptrs: [u64; 3],
+    bytes: [usize; 3],
+}
+
+impl DeviceArrays {
+    /// Bytes of `rows + 1` offsets and `nnz` column indices and values of
+    /// `sizes` bytes each (offset, index, value).
+    ///
+    /// # Errors
+    /// [`Error::AllocFailed`] when a size overflows.
+    pub fn sizes(rows: usize, nnz: usize, sizes: [usize; 3]) -> Result<[usize; 3]> {
+        let bytes = |n: usize, each: usize| {
+            n.checked_mul(each)
+                .ok_or_else(|| Error::AllocFailed(format!("{n} entries of {each} bytes")))
+        };
+        Ok([
+            bytes(rows.saturating_add(1), sizes[0])?,
+            bytes(nnz, sizes[1])?,
+            bytes(nnz, sizes[2])?,
+        ])
+    }
+
+    /// Allocates the three arrays on `dev` (made current first).
+    ///
+    /// # Errors
+    /// [`Error::InsufficientResources`] when device memory runs out
+    /// (nothing is left allocated).
+    pub fn new(dev: &Arc<dyn GpuDevice>, bytes: [usize; 3]) -> Result<DeviceArrays> {
+        dev.bind()?;
+        let mut arrays = DeviceArrays {
+            dev: dev.clone(),
+            ptrs: [0; 3],
+            bytes,
+        };
+        for (ptr, &n) in arrays.ptrs.iter_mut().zip(&bytes) {
+            if n > 0 {
+                *ptr = dev
+                    .alloc(n, None)
+                    .map_err(|e| e.context(&format!("allocating {n} bytes to stage a matrix")))?;
+            }
+        }
+        Ok(arrays)
+    }
+
+    /// The device addresses (0 for an empty array).
+    pub fn ptrs(&self) -> [u64; 3] {
+        self.ptrs
+    }
+
+    /// The bytes of each array.
+    pub fn bytes(&self) -> [usize; 3] {
+        self.bytes
+    }
+
+    /// Copies `host[k]` (`bytes[k]` bytes, or nothing when NULL) to the
+    /// device, queued on `stream`.
+    ///
+    /// # Errors
+    /// A runtime error.
+    ///
+    /// # Safety
+    /// Each non-NULL `host[k]` holds `bytes[k]` readable bytes.
+    pub unsafe fn upload(&self, stream: RawStream, host: [*const c_void; 3]) -> Result<()> {
+        for ((&dst, &n), src) in self.ptrs.iter().zip(&self.bytes).zip(host) {
+            if dst != 0 && !src.is_null() {
+                // SAFETY: by the caller's contract, and `dst` holds `n`
+                // bytes.
+                let src = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
+                unsafe { self.dev.upload(dst, src, stream) }
+                    .map_err(|e| e.context("copying a matrix to the device"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the device arrays into `host[k]` (`bytes[k]` bytes, or
+    /// nothing when NULL); each copy waits for `stream`, so for the work
+    /// queued on it.
+    ///
+    /// # Errors
+    /// A runtime error, including one of earlier work on `stream`.
+    ///
+    /// # Safety
+    /// Each non-NULL `host[k]` holds `bytes[k]` writable bytes.
+    pub unsafe fn download(&self, stream: RawStream, host: [*mut c_void; 3]) -> Result<()> {
+        for ((&src, &n), dst) in self.ptrs.iter().zip(&self.bytes).zip(host) {
+            if src != 0 && !dst.is_null() {
+                // SAFETY: by the caller's contract, and `src` holds `n`
+                // bytes.
+                let dst = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
+                unsafe { self.dev.download(dst, src, stream) }
+                    .map_err(|e| e.context("copying C back from the device"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DeviceArrays {
+    fn drop(&mut self) {
+        // The device must be current for the free; a synchronous free
+        // waits for the work that still reads the copies. If the device
+        // cannot be made current the memory is left to the context's
+        // teardown.
+        if self.dev.bind().is_ok() {
+            for &p in &self.ptrs {
+                if p != 0 {
+                    // SAFETY: allocated in `new` on this device, freed once.
+                    unsafe { self.dev.free(p, None) };
+                }
+            }
+        }
+    }
+}
+
+/// Device copies of `x`'s arrays and the pipeline's view of them.
+fn upload_matrix<T: Scalar, I: Index, J: Index>(
+    dev: &Arc<dyn GpuDevice>,
+    stream: RawStream,
+    x: &CsrView<'_, T, I, J>,
+) -> Result<(DeviceArrays, DeviceCsr)> {
+    let nnz = x.col_indices().len();
+    let sizes = [
+        std::mem::size_of::<I>(),
+        std::mem::size_of::<J>(),
+        std::mem::size_of::<T>(),
+    ];
+    let copy = DeviceArrays::new(dev, DeviceArrays::sizes(x.nrows(), nnz, sizes)?)?;
+    // SAFETY: each slice holds the bytes `sizes` computed from its length
+    // (a view's offsets hold rows + 1 entries).
+    unsafe {
+        copy.upload(
+            stream,
+            [
+                x.row_offsets().as_ptr().cast(),
+                x.col_indices().as_ptr().cast(),
+                x.values().as_ptr().cast(),
+            ],
+        )
+    }?;
+    let csr = DeviceCsr {
+        rows: copy.ptrs[0],
+        cols: copy.ptrs[1],
+        vals: copy.ptrs[2],
+        nrows: x.nrows() as i64,
+        ncols: x.ncols() as i64,
+        nnz: nnz as i64,
+        base: x.base().offset() as i32,
+    };
+    Ok((copy, csr))
+}
+
+/// `C = alpha * op(A) * op(B)` of host matrices on `dev` (the Rust API's
+/// [`crate::Context::spgemm`] on a CUDA or HIP context): A and B are
+/// copied to the device, the GPU pipeline runs its three phases on the
+/// device's default stream, and C is copied back; every device allocation
+/// is freed before it returns. C has A's index base, sorted columns and no
+/// duplicates. [`Algorithm::Deterministic`] and [`Algorithm::Alg1`] give
+/// bitwise-identical results run to run.
+///
+/// # Errors
+/// [`Error::NotSupported`] for a CPU algorithm (hash, BRMerge, dense) or
+/// without the device's kernel compiler; [`Error::InvalidValue`] for
+/// mismatched shapes or an nnz(C) that does not fit `I`;
+/// [`Error::InsufficientResources`] when device memory runs out;
+/// [`Error::AllocFailed`] when host memory for C does.
+pub fn spgemm_on_device<T: Scalar, I: Index, J: Index>(
+    dev: &Arc<dyn GpuDevice>,
+    a: &CsrView<'_, T, I, J>,
+    b: &CsrView<'_, T, I, J>,
+    opts: &SpgemmOptions<T>,
+) -> Result<CsrMatrix<T, I, J>> {
+    if opts.algorithm.is_concrete() {
+        return Err(Error::NotSupported(format!(
+            "{} is a CPU algorithm but the context runs on {} ({:?}); use a CPU context",
+            opts.algorithm.name(),
+            dev.name(),
+            dev.backend()
+        )));
+    }
+    let stream: RawStream = std::ptr::null_mut();
+    let types = KernelTypes::new(T::DATA_TYPE, I::INDEX_TYPE, J::INDEX_TYPE);
+    let deterministic = matches!(opts.algorithm, Algorithm::Deterministic | Algorithm::Alg1);
+    let (_a_copy, da) = upload_matrix(dev, stream, a)?;
+    let (_b_copy, db) = upload_matrix(dev, stream, b)?;
+    let mut plan = GpuSpgemm::work_estimation(
+        dev,
+        stream,
+        opts.op_a,
+        &da,
+        opts.op_b,
+        &db,
+        types,
+        deterministic,
+    )?;
+    plan.set_c_offsets64(types.offset64);
+    let nnz = plan.symbolic(stream, &da, &db)?.max(0) as usize;
+    check_nnz_fits(nnz as u64, a.base(), I::INDEX_TYPE, "")?;
+    let (m, n) = (plan.nrows(), plan.ncols());
+    let rows = usize::try_from(m).unwrap_or(usize::MAX);
+    let sizes = [
+        std::mem::size_of::<I>(),
+        std::mem::size_of::<J>(),
+        std::mem::size_of::<T>(),
+    ];
+    let c_copy = DeviceArrays::new(dev, DeviceArrays::sizes(rows, nnz, sizes)?)?;
+    let dc = DeviceCsr {
+        rows: c_copy.ptrs[0],
+        cols: c_copy.ptrs[1],
+        vals: c_copy.ptrs[2],
+        nrows: m,
+        ncols: n,
+        nnz: nnz as i64,
+        base: a.base().offset() as i32,
+    };
+    // alpha at 0, beta (zero, not read) at 16.
+    let scalars = DeviceArrays::new(dev, [32, 0, 0])?;
+    let mut bytes = [0u8; 32];
+    // SAFETY: any value is readable as its bytes (plain floats or pairs
+    // of floats, without padding), at most 16 of them.
+    let alpha = unsafe {
+        std::slice::from_raw_parts(
+            (&opts.alpha as *const T).cast::<u8>(),
+            std::mem::size_of::<T>(),
+        )
+    };
+    bytes[..alpha.len()].copy_from_slice(alpha);
+    // SAFETY: `scalars` holds 32 bytes.
+    unsafe {
+        scalars.upload(
+            stream,
+            [bytes.as_ptr().cast(), std::ptr::null(), std::ptr::null()],
+        )
+    }?;
+    let at = scalars.ptrs[0];
+    plan.numeric(stream, &da, &db, &dc, at, at + 16, true)?;
+    let mut row_offsets = crate::error::try_vec(rows + 1, I::default(), "C's row offsets")?;
+    let mut col_indices = crate::error::try_vec(nnz, J::default(), "C's column indices")?;
+    let mut values = crate::error::try_vec(nnz, T::zero(), "C's values")?;
+    // SAFETY: the vectors hold the sizes `c_copy` was made with.
+    unsafe {
+        c_copy.download(
+            stream,
+            [
+                row_offsets.as_mut_ptr().cast(),
+                col_indices.as_mut_ptr().cast(),
+                values.as_mut_ptr().cast(),
+            ],
+        )
+    }?;
+    Ok(CsrMatrix::from_parts_unchecked(
+        rows,
+        usize::try_from(n).unwrap_or(usize::MAX),
+        row_offsets,
+        col_indices,
+        values,
+        a.base(),
+    ))
+}

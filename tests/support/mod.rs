@@ -1,0 +1,75 @@
+//! Shared by the integration tests that need hardware or a run-time
+//! library the machine may lack (a GPU, NVRTC, hiprtc): what happens when
+//! it is missing.
+//!
+//! * With the test's `RUSPARSE_REQUIRE_*` variable set to `1` (for a GPU:
+//!   `RUSPARSE_REQUIRE_GPU=1`), a missing piece fails the test with the
+//!   loader's reason: a test that could not run never looks green.
+//! * Otherwise the test passes without running, and says so where a person
+//!   sees it: one `SKIPPED` line on the terminal (written past the test
+//!   runner's output capture), also appended to the file named by
+//!   `RUSPARSE_SKIP_LOG` when it is set (`scripts/test.sh` prints those
+//!   lines as a summary at the end of the suite).
+
+#![allow(dead_code)] // each test file uses part of it
+
+use std::fmt::Display;
+use std::io::Write;
+
+/// The variable that turns a missing GPU into a failure.
+pub const REQUIRE_GPU: &str = "RUSPARSE_REQUIRE_GPU";
+
+/// Whether `var` is set to `1`.
+pub fn required(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v.trim() == "1")
+}
+
+/// `Some(x)` when `probe` found what the test needs. Otherwise panics
+/// when `require_var` is `1`, else reports the skip (see the module docs)
+/// and returns `None`. `what` names what is missing ("a CUDA GPU").
+///
+/// # Panics
+/// When the probe failed and `require_var` is `1`.
+pub fn available<T, E: Display>(probe: Result<T, E>, what: &str, require_var: &str) -> Option<T> {
+    match probe {
+        Ok(x) => Some(x),
+        Err(e) if required(require_var) => {
+            panic!("{require_var}=1 but this test found no {what}: {e}")
+        }
+        Err(e) => {
+            skipped(&format!(
+                "no {what}: {e} (set {require_var}=1 to fail instead)"
+            ));
+            None
+        }
+    }
+}
+
+/// Reports that the current test did not run, and why.
+pub fn skipped(why: &str) {
+    let thread = std::thread::current();
+    let test = thread.name().filter(|n| *n != "main").unwrap_or("a test");
+    let exe = std::env::args()
+        .next()
+        .and_then(|p| {
+            std::path::Path::new(&p)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default();
+    // The test binary's name ends in a hash: `cuda_backend-1a2b3c...`.
+    let file = exe.rsplit_once('-').map_or(exe.as_str(), |(f, _)| f);
+    let line = format!("SKIPPED tests/{file}.rs {test}: {why}");
+    // Straight to the terminal: `eprintln!` would be captured and hidden
+    // for a passing test.
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    if let Some(log) = std::env::var_os("RUSPARSE_SKIP_LOG") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
