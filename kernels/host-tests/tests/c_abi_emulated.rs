@@ -661,3 +661,83 @@ fn a_handle_on_a_device_needs_a_gpu_back_end() {
         "{e}"
     );
 }
+
+/// A declared nnz above `rowOffsets[rows] - base` is spare room at the end
+/// of the arrays: on the device (AUTO handle, device arrays) and staged
+/// (CUDA handle, host arrays) the product is the one the offsets describe,
+/// and the spare entries (an out-of-range column, a NaN) are never read.
+/// Offsets that need more entries than declared are INVALID_VALUE.
+#[test]
+fn spare_room_past_the_offsets_is_never_read() {
+    let g = Registered::new();
+    let host = matrix(5);
+    let want = reference(&host, 1.0);
+    let used = host.1.len();
+    let mut cols = host.1.clone();
+    let mut vals = host.2.clone();
+    cols.extend([9999, -7, 9999]);
+    vals.extend([f64::NAN; 3]);
+    let dev_arrays = [g.ptr(&host.0), g.ptr(&cols), g.ptr(&vals)];
+    let host_arrays = [
+        host.0.as_ptr() as *mut c_void,
+        cols.as_ptr() as *mut c_void,
+        vals.as_ptr() as *mut c_void,
+    ];
+    let buffer = g.zeros(256);
+    let mut host_buffer = [0u8; 256];
+    let dev: Arc<dyn GpuDevice> = g.0.clone();
+    let (alpha, beta) = (1.0f64, 0.0f64);
+    let (al, be) = ((&alpha as *const f64).cast(), (&beta as *const f64).cast());
+    // SAFETY: arrays of the stated sizes (used + 3 entries) where each
+    // handle takes them; host scalars.
+    unsafe {
+        for on_device in [true, false] {
+            let mut h = null_mut();
+            let (arrays, buf) = if on_device {
+                assert_eq!(rusparseCreate(&mut h), OK);
+                (dev_arrays, buffer)
+            } else {
+                h = rusparse::ffi::handle::handle_on_device(dev.clone()).unwrap();
+                (host_arrays, host_buffer.as_mut_ptr().cast())
+            };
+            let m = Mats::new(arrays, used + 3);
+            let nnz = estimate_and_compute(h, &m, al, be, buf);
+            assert_eq!(nnz, want.1.len());
+            let mut out = (vec![0i32; N + 1], vec![0i32; nnz], vec![0f64; nnz]);
+            let (o, k, v) = if on_device {
+                (g.zeros((N + 1) * 4), g.zeros(nnz * 4), g.zeros(nnz * 8))
+            } else {
+                (
+                    out.0.as_mut_ptr().cast(),
+                    out.1.as_mut_ptr().cast(),
+                    out.2.as_mut_ptr().cast(),
+                )
+            };
+            assert_eq!(rusparseCsrSetPointers(m.c, o, k, v), OK);
+            check(
+                rusparseSpGEMM_copy(h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d),
+                "copy",
+            );
+            if on_device {
+                out = (g.read(o, N + 1), g.read(k, nnz), g.read(v, nnz));
+            }
+            assert_eq!(out, want, "on_device = {on_device}");
+            drop(m);
+            // One entry fewer declared than the offsets use.
+            let m = Mats::new(arrays, used - 1);
+            let mut size = 256usize;
+            let s = rusparseSpGEMM_workEstimation(
+                h, 0, 0, al, m.a, m.a, be, m.c, R64, 0, m.d, &mut size, buf,
+            );
+            let msg = last_message();
+            assert_eq!(s, INVALID, "{msg}");
+            assert!(
+                msg.contains(&format!("- base = {used} but nnz = {}", used - 1)),
+                "{msg}"
+            );
+            drop(m);
+            rusparseDestroy(h);
+        }
+    }
+    assert_eq!(g.0.live_handles(), 0);
+}
