@@ -87,14 +87,26 @@ struct Uploaded {
 }
 
 impl Uploaded {
-    fn new<V: Variant>(dev: &Arc<EmulatedDevice>, x: &HostCsr<V>) -> Uploaded {
-        let nnz = x.cols.len();
+    /// `x` on the device, its arrays declared `spare` entries longer than
+    /// its offsets use (spare room, as cuSPARSE's sample declares it): the
+    /// spare entries hold an out-of-range column and a NaN, so a kernel
+    /// that read them would fail validation or poison C.
+    fn new<V: Variant>(dev: &Arc<EmulatedDevice>, x: &HostCsr<V>, spare: usize) -> Uploaded {
+        let mut cols = x.cols.clone();
+        let mut vals = x.vals.clone();
+        let junk = V::Index::try_from_usize(x.ncols + 7).expect("a column index");
+        cols.extend(std::iter::repeat_n(junk, spare));
+        vals.extend(std::iter::repeat_n(
+            Val::<V>::from_parts(f64::NAN, 0.0),
+            spare,
+        ));
+        let nnz = cols.len();
         Uploaded {
             dev: dev.clone(),
             csr: DeviceCsr {
                 rows: dev.upload_new(&x.rows),
-                cols: if nnz > 0 { dev.upload_new(&x.cols) } else { 0 },
-                vals: if nnz > 0 { dev.upload_new(&x.vals) } else { 0 },
+                cols: if nnz > 0 { dev.upload_new(&cols) } else { 0 },
+                vals: if nnz > 0 { dev.upload_new(&vals) } else { 0 },
                 nrows: x.nrows as i64,
                 ncols: x.ncols as i64,
                 nnz: nnz as i64,
@@ -149,6 +161,8 @@ struct Job<V: Variant> {
     c_offsets64: Option<bool>,
     /// Numeric phases to run (the later ones on the same plan, as reuse).
     rounds: usize,
+    /// Entries past the offsets in A's and B's arrays (spare room).
+    spare: usize,
 }
 
 impl<V: Variant> Job<V> {
@@ -162,6 +176,7 @@ impl<V: Variant> Job<V> {
             chunk_fraction: None,
             c_offsets64: None,
             rounds: 1,
+            spare: 0,
         }
     }
 }
@@ -202,7 +217,10 @@ fn run_inner<V: Variant>(
 ) -> Result<(Output<V>, GpuPlanInfo), Error> {
     let gpu: Arc<dyn GpuDevice> = dev.clone();
     let stream: RawStream = std::ptr::null_mut();
-    let (da, db) = (Uploaded::new(dev, a), Uploaded::new(dev, b));
+    let (da, db) = (
+        Uploaded::new(dev, a, job.spare),
+        Uploaded::new(dev, b, job.spare),
+    );
     let mut plan = GpuSpgemm::work_estimation(
         &gpu,
         stream,
@@ -374,8 +392,16 @@ fn every_op_pair_and_base_matches_the_reference() {
                 let (br, bc) = if op_b.transposes() { (n, k) } else { (k, n) };
                 let a = random::<V>(&mut rng, ar, ac, base, t % 3 == 0, mixed);
                 let b = random::<V>(&mut rng, br, bc, base, t % 3 == 1, mixed);
-                let what = format!("op(A) = {op_a:?}, op(B) = {op_b:?}, base {base}");
-                let info = check(&dev, &a, &b, &Job::new(op_a, op_b), &what);
+                // Every other pair with spare room past the offsets.
+                let job = Job {
+                    spare: 3 * (t % 2),
+                    ..Job::new(op_a, op_b)
+                };
+                let what = format!(
+                    "op(A) = {op_a:?}, op(B) = {op_b:?}, base {base}, {} spare entries",
+                    job.spare
+                );
+                let info = check(&dev, &a, &b, &job, &what);
                 assert_eq!(
                     info.nnz,
                     Some(reference(&a, &b, &Job::new(op_a, op_b)).vals.len() as i64)
@@ -686,7 +712,8 @@ fn gpu_prediction<V: Variant>(
     let gpu: Arc<dyn GpuDevice> = dev.clone();
     let before = dev.live_allocations().len();
     let r = {
-        let (da, db) = (Uploaded::new(dev, a), Uploaded::new(dev, b));
+        // Spare room past the offsets: the prediction reads the offsets' part.
+        let (da, db) = (Uploaded::new(dev, a, 2), Uploaded::new(dev, b, 2));
         predict_nnz(
             &gpu,
             std::ptr::null_mut(),
@@ -736,7 +763,7 @@ fn row_shapes_on_the_device_match_the_patterns() {
                         r.below(12) as usize
                     }
                 });
-                let (da, db) = (Uploaded::new(&dev, &a), Uploaded::new(&dev, &b));
+                let (da, db) = (Uploaded::new(&dev, &a, 0), Uploaded::new(&dev, &b, 0));
                 let plan = GpuSpgemm::work_estimation(
                     &gpu,
                     std::ptr::null_mut(),
