@@ -53,8 +53,15 @@ summary() {
     printf '\n== summary (%s, %d min %d s)\n' "$([ $status -eq 0 ] && echo passed || echo FAILED)" \
         $((took / 60)) $((took % 60))
     if [ -s "$RUSPARSE_SKIP_LOG" ]; then
-        echo "$(sort -u "$RUSPARSE_SKIP_LOG" | wc -l) tests did not run on this machine (they passed without running):"
-        sort -u "$RUSPARSE_SKIP_LOG" | sed 's/^/  /'
+        echo "$(sort -u "$RUSPARSE_SKIP_LOG" | wc -l) tests did not run on this machine (they passed without running), by reason:"
+        # "SKIPPED tests/x.rs name: reason" -> the reason, then its tests.
+        sort -u "$RUSPARSE_SKIP_LOG" | awk '{
+            rest = substr($0, index($0, " ") + 1); file = substr(rest, 1, index(rest, " ") - 1)
+            rest = substr(rest, index(rest, " ") + 1); colon = index(rest, ": ")
+            test = substr(rest, 1, colon - 1); reason = substr(rest, colon + 2)
+            if (!(reason in tests)) order[++n] = reason
+            tests[reason] = tests[reason] "\n    " file " " test
+        } END { for (i = 1; i <= n; i++) print "  " order[i] ":" tests[order[i]] }'
     else
         echo "every test ran (none skipped)"
     fi

@@ -59,17 +59,18 @@ pub fn skipped(why: &str) {
         .unwrap_or_default();
     // The test binary's name ends in a hash: `cuda_backend-1a2b3c...`.
     let file = exe.rsplit_once('-').map_or(exe.as_str(), |(f, _)| f);
-    let line = format!("SKIPPED tests/{file}.rs {test}: {why}");
+    let line = format!("SKIPPED tests/{file}.rs {test}: {why}\n");
     // Straight to the terminal: `eprintln!` would be captured and hidden
-    // for a passing test.
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    // for a passing test. One write each, so that lines of tests running
+    // in parallel do not interleave.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
     if let Some(log) = std::env::var_os("RUSPARSE_SKIP_LOG") {
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(log)
         {
-            let _ = writeln!(f, "{line}");
+            let _ = f.write_all(line.as_bytes());
         }
     }
 }
