@@ -185,11 +185,18 @@ static int read_back(HostC* h, const int* d_offsets, const int* d_columns, const
 
 /* 1. workEstimation, compute, copy. `c_offsets_first`: C is created with
  * its row-offset array (else NULL, set after compute). `device_scalars`:
- * alpha and beta live in device memory (CUSPARSE_POINTER_MODE_DEVICE). */
-static int three_phases(cusparseSpGEMMAlg_t alg, int c_offsets_first, int device_scalars) {
-  char flow[96];
+ * alpha and beta live in device memory (CUSPARSE_POINTER_MODE_DEVICE).
+ * 2. With `chunk_fraction` > 0 (ALG3), the memory estimate between work
+ * estimation and compute: getNumProducts, estimateMemory for the size of
+ * buffer 3, then with buffer 3 for the size of buffer 2, which compute
+ * then gets without a size query of its own. */
+static int three_phases(cusparseSpGEMMAlg_t alg, int c_offsets_first, int device_scalars,
+                        float chunk_fraction) {
+  char flow[128];
   snprintf(flow, sizeof flow, "three phases, alg %d%s%s", (int)alg,
            c_offsets_first ? ", C's offsets first" : "", device_scalars ? ", device scalars" : "");
+  if (chunk_fraction > 0.0f)
+    snprintf(flow, sizeof flow, "ALG3 memory estimate, chunk_fraction %.2f", chunk_fraction);
   Problem p;
   if (setup(&p) != EXIT_SUCCESS) return EXIT_FAILURE;
   cusparseOperation_t opA = CUSPARSE_OPERATION_NON_TRANSPOSE;
@@ -224,8 +231,32 @@ static int three_phases(cusparseSpGEMMAlg_t alg, int c_offsets_first, int device
   CHECK_CUSPARSE(cusparseSpGEMM_workEstimation(p.handle, opA, opB, pAlpha, p.matA, p.matB, pBeta,
                                                matC, computeType, alg, spgemmDesc, &bufferSize1,
                                                dBuffer1))
-  CHECK_CUSPARSE(cusparseSpGEMM_compute(p.handle, opA, opB, pAlpha, p.matA, p.matB, pBeta, matC,
-                                        computeType, alg, spgemmDesc, &bufferSize2, NULL))
+  if (chunk_fraction > 0.0f) {
+    void* dBuffer3 = NULL;
+    size_t bufferSize3 = 0;
+    int64_t num_prods = 0, want_prods = 0;
+    CHECK_CUSPARSE(cusparseSpGEMM_getNumProducts(spgemmDesc, &num_prods))
+    /* Each entry (i, r) of A meets row r of B. */
+    for (int k = 0; k < 9; k++)
+      want_prods += hB_offsets[hA_columns[k] + 1] - hB_offsets[hA_columns[k]];
+    if (num_prods != want_prods) {
+      printf("%s: %lld products, expected %lld\n", flow, (long long)num_prods,
+             (long long)want_prods);
+      return EXIT_FAILURE;
+    }
+    CHECK_CUSPARSE(cusparseSpGEMM_estimateMemory(p.handle, opA, opB, pAlpha, p.matA, p.matB, pBeta,
+                                                 matC, computeType, alg, spgemmDesc,
+                                                 chunk_fraction, &bufferSize3, NULL, NULL))
+    CHECK_CUDA(cudaMalloc(&dBuffer3, bufferSize3))
+    CHECK_CUSPARSE(cusparseSpGEMM_estimateMemory(p.handle, opA, opB, pAlpha, p.matA, p.matB, pBeta,
+                                                 matC, computeType, alg, spgemmDesc,
+                                                 chunk_fraction, &bufferSize3, dBuffer3,
+                                                 &bufferSize2))
+    CHECK_CUDA(cudaFree(dBuffer3))
+  } else {
+    CHECK_CUSPARSE(cusparseSpGEMM_compute(p.handle, opA, opB, pAlpha, p.matA, p.matB, pBeta, matC,
+                                          computeType, alg, spgemmDesc, &bufferSize2, NULL))
+  }
   CHECK_CUDA(cudaMalloc(&dBuffer2, bufferSize2))
   CHECK_CUSPARSE(cusparseSpGEMM_compute(p.handle, opA, opB, pAlpha, p.matA, p.matB, pBeta, matC,
                                         computeType, alg, spgemmDesc, &bufferSize2, dBuffer2))
@@ -252,78 +283,6 @@ static int three_phases(cusparseSpGEMMAlg_t alg, int c_offsets_first, int device
   CHECK_CUDA(cudaFree(dC_columns))
   CHECK_CUDA(cudaFree(dC_values))
   CHECK_CUDA(cudaFree(dScalars))
-  if (teardown(&p) != EXIT_SUCCESS || !ok) return EXIT_FAILURE;
-  printf("%s: PASSED\n", flow);
-  return EXIT_SUCCESS;
-}
-
-/* 2. ALG3: the memory estimate between work estimation and compute. */
-static int memory_estimation(float chunk_fraction) {
-  char flow[64];
-  snprintf(flow, sizeof flow, "ALG3, chunk_fraction %.2f", chunk_fraction);
-  Problem p;
-  if (setup(&p) != EXIT_SUCCESS) return EXIT_FAILURE;
-  cusparseOperation_t opA = CUSPARSE_OPERATION_NON_TRANSPOSE;
-  cusparseOperation_t opB = CUSPARSE_OPERATION_NON_TRANSPOSE;
-  cudaDataType computeType = CUDA_R_32F;
-  cusparseSpGEMMAlg_t alg = CUSPARSE_SPGEMM_ALG3;
-  float alpha = 1.0f, beta = 0.0f;
-  cusparseSpMatDescr_t matC;
-  CHECK_CUSPARSE(cusparseCreateCsr(&matC, N, N, 0, NULL, NULL, NULL, CUSPARSE_INDEX_32I,
-                                   CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F))
-  cusparseSpGEMMDescr_t spgemmDesc;
-  CHECK_CUSPARSE(cusparseSpGEMM_createDescr(&spgemmDesc))
-  void *dBuffer1 = NULL, *dBuffer2 = NULL, *dBuffer3 = NULL;
-  size_t bufferSize1 = 0, bufferSize2 = 0, bufferSize3 = 0;
-  CHECK_CUSPARSE(cusparseSpGEMM_workEstimation(p.handle, opA, opB, &alpha, p.matA, p.matB, &beta,
-                                               matC, computeType, alg, spgemmDesc, &bufferSize1,
-                                               NULL))
-  CHECK_CUDA(cudaMalloc(&dBuffer1, bufferSize1))
-  CHECK_CUSPARSE(cusparseSpGEMM_workEstimation(p.handle, opA, opB, &alpha, p.matA, p.matB, &beta,
-                                               matC, computeType, alg, spgemmDesc, &bufferSize1,
-                                               dBuffer1))
-  int64_t num_prods = 0;
-  CHECK_CUSPARSE(cusparseSpGEMM_getNumProducts(spgemmDesc, &num_prods))
-  /* Products of A * B counted here: each entry (i, r) of A meets row r of B. */
-  int64_t want_prods = 0;
-  for (int k = 0; k < 9; k++) want_prods += hB_offsets[hA_columns[k] + 1] - hB_offsets[hA_columns[k]];
-  if (num_prods != want_prods) {
-    printf("%s: %lld products, expected %lld\n", flow, (long long)num_prods,
-           (long long)want_prods);
-    return EXIT_FAILURE;
-  }
-  CHECK_CUSPARSE(cusparseSpGEMM_estimateMemory(p.handle, opA, opB, &alpha, p.matA, p.matB, &beta,
-                                               matC, computeType, alg, spgemmDesc,
-                                               chunk_fraction, &bufferSize3, NULL, NULL))
-  CHECK_CUDA(cudaMalloc(&dBuffer3, bufferSize3))
-  CHECK_CUSPARSE(cusparseSpGEMM_estimateMemory(p.handle, opA, opB, &alpha, p.matA, p.matB, &beta,
-                                               matC, computeType, alg, spgemmDesc,
-                                               chunk_fraction, &bufferSize3, dBuffer3,
-                                               &bufferSize2))
-  CHECK_CUDA(cudaFree(dBuffer3))
-  CHECK_CUDA(cudaMalloc(&dBuffer2, bufferSize2))
-  CHECK_CUSPARSE(cusparseSpGEMM_compute(p.handle, opA, opB, &alpha, p.matA, p.matB, &beta, matC,
-                                        computeType, alg, spgemmDesc, &bufferSize2, dBuffer2))
-  int64_t rows, cols, nnz;
-  CHECK_CUSPARSE(cusparseSpMatGetSize(matC, &rows, &cols, &nnz))
-  int *dC_offsets, *dC_columns;
-  float* dC_values;
-  CHECK_CUDA(cudaMalloc((void**)&dC_offsets, (N + 1) * sizeof(int)))
-  CHECK_CUDA(cudaMalloc((void**)&dC_columns, (size_t)nnz * sizeof(int)))
-  CHECK_CUDA(cudaMalloc((void**)&dC_values, (size_t)nnz * sizeof(float)))
-  CHECK_CUSPARSE(cusparseCsrSetPointers(matC, dC_offsets, dC_columns, dC_values))
-  CHECK_CUSPARSE(cusparseSpGEMM_copy(p.handle, opA, opB, &alpha, p.matA, p.matB, &beta, matC,
-                                     computeType, alg, spgemmDesc))
-  CHECK_CUSPARSE(cusparseSpGEMM_destroyDescr(spgemmDesc))
-  CHECK_CUSPARSE(cusparseDestroySpMat(matC))
-  HostC h;
-  if (read_back(&h, dC_offsets, dC_columns, dC_values, nnz) != EXIT_SUCCESS) return EXIT_FAILURE;
-  int ok = matches(flow, h.offsets, h.columns, h.values, hA_values, alpha, beta, NULL);
-  CHECK_CUDA(cudaFree(dBuffer1))
-  CHECK_CUDA(cudaFree(dBuffer2))
-  CHECK_CUDA(cudaFree(dC_offsets))
-  CHECK_CUDA(cudaFree(dC_columns))
-  CHECK_CUDA(cudaFree(dC_values))
   if (teardown(&p) != EXIT_SUCCESS || !ok) return EXIT_FAILURE;
   printf("%s: PASSED\n", flow);
   return EXIT_SUCCESS;
@@ -414,11 +373,11 @@ int main(void) {
       CUSPARSE_SPGEMM_ALG3};
   int failed = 0;
   for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
-    failed |= three_phases(algs[i], (int)(i % 2), 0) != EXIT_SUCCESS;
+    failed |= three_phases(algs[i], (int)(i % 2), 0, 0.0f) != EXIT_SUCCESS;
   }
-  failed |= three_phases(CUSPARSE_SPGEMM_DEFAULT, 1, 1) != EXIT_SUCCESS;
-  failed |= memory_estimation(0.2f) != EXIT_SUCCESS;
-  failed |= memory_estimation(1.0f) != EXIT_SUCCESS;
+  failed |= three_phases(CUSPARSE_SPGEMM_DEFAULT, 1, 1, 0.0f) != EXIT_SUCCESS;
+  failed |= three_phases(CUSPARSE_SPGEMM_ALG3, 0, 0, 0.2f) != EXIT_SUCCESS;
+  failed |= three_phases(CUSPARSE_SPGEMM_ALG3, 1, 1, 1.0f) != EXIT_SUCCESS;
   failed |= reuse(CUSPARSE_SPGEMM_DEFAULT) != EXIT_SUCCESS;
   failed |= reuse(CUSPARSE_SPGEMM_CSR_ALG_DETERMINITIC) != EXIT_SUCCESS;
   if (failed) {

@@ -281,7 +281,7 @@ static PetscErrorCode Compare(Mat ref, Mat C, const char *what, PetscInt round, 
 /* Every rank's event count grew by at least one. */
 static PetscErrorCode ExpectGrew(PetscInt before, const char *what)
 {
-  PetscInt after;
+  PetscInt after = 0;
 
   PetscFunctionBegin;
   PetscCall(EventCount(&after));
