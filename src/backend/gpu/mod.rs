@@ -88,5 +88,4 @@ pub use host_arrays::{spgemm_on_device, DeviceArrays};
 pub use launch::{kernel_params, KERNEL_PARAMS};
 pub use predict::predict_nnz;
 pub use registry::{register_device, unregister_device};
-pub(crate) use spgemm::with_used_entries;
 pub use spgemm::{DeviceCsr, GpuPlanInfo, GpuSpgemm, KernelCsr};

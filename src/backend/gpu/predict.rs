@@ -12,7 +12,7 @@
 //!
 //! [`Sampling::Stratified`]: crate::plan::predict::Sampling::Stratified
 
-use super::{with_used_entries, DeviceCsr, GpuDevice, GpuSpgemm, KernelTypes, RawStream};
+use super::{DeviceCsr, GpuDevice, GpuSpgemm, KernelTypes, RawStream};
 use crate::error::Result;
 use crate::plan::predict::{predict_nnz_counting, NnzPrediction, Sampling};
 use crate::plan::row_work::PackedRowShapes;
@@ -44,9 +44,6 @@ pub fn predict_nnz(
     sampling: Sampling,
 ) -> Result<NnzPrediction> {
     let mut plan = GpuSpgemm::work_estimation(dev, stream, op_a, a, op_b, b, types, false)?;
-    // The pattern work estimation validated, spare room cut.
-    let a = &with_used_entries(dev, stream, a, types.offset64)?;
-    let b = &with_used_entries(dev, stream, b, types.offset64)?;
     let products = plan.row_products(stream)?;
     let words = plan.row_shapes(stream, a, b)?;
     let shapes = PackedRowShapes(&words);

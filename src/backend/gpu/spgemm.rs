@@ -470,6 +470,11 @@ pub struct GpuSpgemm {
     /// The user's A and B as given to every phase: (rows, columns, nnz).
     a_dims: (i64, i64, i64),
     b_dims: (i64, i64, i64),
+    /// The entries A's and B's offsets use (their nnz less any spare room,
+    /// [`with_used_entries`]), read once by work estimation; the later
+    /// phases take the same pattern and need not read them again.
+    a_used: i64,
+    b_used: i64,
     nprod: i64,
     b_canonical: bool,
     b_longest: i64,
@@ -634,6 +639,8 @@ impl GpuSpgemm {
         check_csr(a, "A", false)?;
         check_csr(b, "B", false)?;
         dev.bind()?;
+        let dims = |x: &DeviceCsr| (x.nrows, x.ncols, x.nnz);
+        let (a_dims, b_dims) = (dims(a), dims(b));
         let a = &with_used_entries(dev, stream, a, types.offset64)?;
         let b = &with_used_entries(dev, stream, b, types.offset64)?;
         let ((m, inner), (inner_b, n)) = (op_dims(a, op_a), op_dims(b, op_b));
@@ -696,8 +703,10 @@ impl GpuSpgemm {
             scan_block,
             m,
             n,
-            a_dims: (a.nrows, a.ncols, a.nnz),
-            b_dims: (b.nrows, b.ncols, b.nnz),
+            a_dims,
+            b_dims,
+            a_used: a.nnz,
+            b_used: b.nnz,
             nprod: 0,
             b_canonical: false,
             b_longest: 0,
@@ -1030,22 +1039,25 @@ impl GpuSpgemm {
         }
     }
 
-    /// A and B with their spare room cut ([`with_used_entries`]), after the
-    /// checks that make the offsets readable.
+    /// A and B as work estimation found them, with their spare room cut
+    /// ([`with_used_entries`]): the same declared sizes are checked first.
     fn used_entries(
         &self,
-        stream: RawStream,
         a: &DeviceCsr,
         b: &DeviceCsr,
+        phase: &str,
         need_vals: bool,
     ) -> Result<(DeviceCsr, DeviceCsr)> {
-        check_csr(a, "A", need_vals)?;
-        check_csr(b, "B", need_vals)?;
-        self.dev.bind()?;
-        let wide = self.types.offset64;
+        self.check_same(a, b, phase, need_vals)?;
         Ok((
-            with_used_entries(&self.dev, stream, a, wide)?,
-            with_used_entries(&self.dev, stream, b, wide)?,
+            DeviceCsr {
+                nnz: self.a_used,
+                ..*a
+            },
+            DeviceCsr {
+                nnz: self.b_used,
+                ..*b
+            },
         ))
     }
 
@@ -1096,8 +1108,7 @@ impl GpuSpgemm {
         if let Some(e) = &self.symbolic_failed {
             return Err(e.clone());
         }
-        let (a, b) = &self.used_entries(stream, a, b, false)?;
-        self.check_same(a, b, "symbolic phase", false)?;
+        let (a, b) = &self.used_entries(a, b, "symbolic phase", false)?;
         self.dev.bind()?;
         let (a, b) = self.operands(a, b);
         let r = self.run_symbolic(stream, &a, &b);
@@ -1317,7 +1328,7 @@ impl GpuSpgemm {
     /// estimation's; [`Error::InsufficientResources`] when device memory
     /// runs out; device errors.
     pub fn row_shapes(&self, stream: RawStream, a: &DeviceCsr, b: &DeviceCsr) -> Result<Vec<u64>> {
-        self.check_same(a, b, "row shapes", false)?;
+        let (a, b) = &self.used_entries(a, b, "row shapes", false)?;
         let m = self.m as u64;
         if m == 0 {
             return Ok(Vec::new());
@@ -1369,7 +1380,7 @@ impl GpuSpgemm {
                 "rows can be counted only before the symbolic phase".into(),
             ));
         }
-        self.check_same(a, b, "counting rows", false)?;
+        let (a, b) = &self.used_entries(a, b, "counting rows", false)?;
         let list: Vec<u32> = rows
             .iter()
             .map(|&r| {
@@ -1492,8 +1503,7 @@ impl GpuSpgemm {
                 "the numeric phase (copy) was called before the symbolic phase (compute)".into(),
             ));
         };
-        let (a, b) = &self.used_entries(stream, a, b, true)?;
-        self.check_same(a, b, "numeric phase", true)?;
+        let (a, b) = &self.used_entries(a, b, "numeric phase", true)?;
         check_csr(c, "C", true)?;
         if (c.nrows, c.ncols, c.nnz) != (self.m, self.n, s.nnz) {
             return Err(Error::InvalidValue(format!(
