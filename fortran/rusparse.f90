@@ -353,7 +353,9 @@ module rusparse
 
   ! ---- Helpers ---------------------------------------------------------------
   !> Describes a one-based (or `base`-based) CSR matrix held in Fortran
-  !> arrays: nrows = size(row_ptr) - 1, nnz = size(col_ind).
+  !> arrays: nrows = size(row_ptr) - 1, nnz = size(col_ind). Arrays longer
+  !> than row_ptr(nrows + 1) - base needs (preallocated work arrays) are
+  !> fine: the entries past it are spare room, never read.
   interface rusparse_create_csr
     module procedure create_csr_i32_r32, create_csr_i32_r64, create_csr_i32_c32, &
       create_csr_i32_c64, create_csr_i64_r32, create_csr_i64_r64, create_csr_i64_c32, &

@@ -187,6 +187,21 @@ contains
     call check(canonical(4, 4, c_rows, c_cols), "multiply Aᵀ A: canonical")
     call check(all(dense_r(4, 4, c_rows, c_cols, c_vals) == matmul(transpose(da), da)), &
                "multiply: C = Aᵀ A")
+
+    ! B in preallocated arrays longer than its row pointer uses: the three
+    ! entries past b_rows(5) - 1 are spare room, never read (they hold an
+    ! out-of-range column and a huge value here).
+    block
+      integer(c_int32_t) :: wide_cols(11)
+      real(c_double) :: wide_vals(11)
+      wide_cols = [b_cols, 99, -4, 99]
+      wide_vals = [b_vals, huge(1d0), huge(1d0), huge(1d0)]
+      status = rusparse_multiply(4, a_rows, a_cols, a_vals, 6, b_rows, wide_cols, wide_vals, &
+                                 c_rows, c_cols, c_vals)
+      call check(status == RUSPARSE_STATUS_SUCCESS, "spare room: " // rusparse_last_error())
+      call check(all(dense_r(5, 6, c_rows, c_cols, c_vals) == matmul(da, db)), &
+                 "spare room: C = A B")
+    end block
   end subroutine
 
   ! Complex values: C = Aᴴ * B with A 3 x 2, B 3 x 3.
