@@ -10,6 +10,7 @@ use super::compile::{
     KernelTypes,
 };
 use super::loader;
+use crate::backend::gpu::device::StreamOrderedAlloc;
 use crate::backend::gpu::launch::{KERNEL_PARAMS, LARGE_SHARED_KERNELS};
 use crate::backend::gpu::{GpuDevice, GpuKernels, RawEvent, RawStream};
 use crate::error::{Error, Result};
@@ -120,7 +121,7 @@ pub struct CudaDevice {
     name: String,
     compute_capability: (u32, u32),
     limits: DeviceLimits,
-    async_alloc: bool,
+    async_alloc: StreamOrderedAlloc,
     driver_version: i32,
     modules: Mutex<HashMap<KernelTypes, Arc<KernelModule>>>,
 }
@@ -185,7 +186,7 @@ impl CudaDevice {
         }
         let name = ctx.name().unwrap_or_else(|_| "unknown".into());
         Ok(CudaDevice {
-            async_alloc: ctx.has_async_alloc(),
+            async_alloc: StreamOrderedAlloc::new(ctx.has_async_alloc()),
             ctx,
             name,
             compute_capability: (major, minor),
@@ -223,7 +224,7 @@ impl CudaDevice {
     /// Whether the device supports stream-ordered allocation
     /// (`cuMemAllocAsync`); without it, plans allocate synchronously.
     pub fn has_async_alloc(&self) -> bool {
-        self.async_alloc
+        self.async_alloc.enabled()
     }
 
     /// `cuDriverGetVersion`, e.g. 12040.
@@ -386,13 +387,14 @@ impl GpuDevice for CudaDevice {
     fn alloc(&self, bytes: usize, stream: Option<RawStream>) -> Result<u64> {
         // SAFETY: a valid stream of the current context (or the legacy
         // default stream); the memory is only used in stream order.
-        unsafe {
-            match stream {
-                Some(s) if self.async_alloc => cu::malloc_async(s as sys::CUstream, bytes)
-                    .map_err(|e| driver_error("cuMemAllocAsync", e)),
-                _ => cu::malloc_sync(bytes).map_err(|e| driver_error("cuMemAlloc", e)),
-            }
-        }
+        self.async_alloc
+            .alloc(
+                stream,
+                |s| unsafe { cu::malloc_async(s as sys::CUstream, bytes) },
+                || unsafe { cu::malloc_sync(bytes) },
+                |e| e.0 == CUresult::CUDA_ERROR_NOT_SUPPORTED,
+            )
+            .map_err(|e| driver_error("allocating device memory (cuMemAllocAsync / cuMemAlloc)", e))
     }
 
     unsafe fn free(&self, ptr: u64, stream: Option<RawStream>) {
@@ -400,7 +402,7 @@ impl GpuDevice for CudaDevice {
         // stream's work is waited for first.
         unsafe {
             match stream {
-                Some(s) if self.async_alloc => {
+                Some(s) if self.async_alloc.enabled() => {
                     let _ = cu::free_async(ptr, s as sys::CUstream);
                 }
                 Some(s) => {

@@ -236,3 +236,83 @@ pub(crate) unsafe fn checked_launch(
     // SAFETY: the caller's contract; sizes checked above.
     unsafe { kernels.launch(name, grid, block, shared, stream, &mut ptrs) }
 }
+
+/// Whether a device still allocates in stream order (`cuMemAllocAsync`,
+/// `hipMallocAsync`). A runtime may report memory pools and then refuse
+/// the call with "not supported" (some virtualised and MIG set-ups); the
+/// first such refusal turns stream-ordered allocation off for the device,
+/// and that allocation and every later one use the synchronous allocator,
+/// instead of every product failing.
+#[derive(Debug)]
+pub(crate) struct StreamOrderedAlloc(std::sync::atomic::AtomicBool);
+
+impl StreamOrderedAlloc {
+    /// `reported`: the runtime says the device has memory pools.
+    pub(crate) fn new(reported: bool) -> Self {
+        StreamOrderedAlloc(std::sync::atomic::AtomicBool::new(reported))
+    }
+
+    /// Whether allocations (and so frees) are stream-ordered now.
+    pub(crate) fn enabled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Allocates with `ordered` on `stream` while enabled, else (or
+    /// without a stream) with `synchronous`; an `ordered` error that
+    /// `unsupported` recognises switches to `synchronous` for good.
+    pub(crate) fn alloc<E>(
+        &self,
+        stream: Option<RawStream>,
+        ordered: impl FnOnce(RawStream) -> std::result::Result<u64, E>,
+        synchronous: impl FnOnce() -> std::result::Result<u64, E>,
+        unsupported: impl Fn(&E) -> bool,
+    ) -> std::result::Result<u64, E> {
+        match stream {
+            Some(s) if self.enabled() => match ordered(s) {
+                Err(e) if unsupported(&e) => {
+                    self.0.store(false, std::sync::atomic::Ordering::Relaxed);
+                    synchronous()
+                }
+                r => r,
+            },
+            _ => synchronous(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_stream_ordered_allocation_falls_back_for_good() {
+        let s: RawStream = 8usize as RawStream;
+        let a = StreamOrderedAlloc::new(true);
+        // Supported: stream-ordered.
+        assert_eq!(
+            a.alloc(Some(s), |_| Ok::<u64, i32>(1), || Ok(2), |&e| e == 801),
+            Ok(1)
+        );
+        // Another error is the caller's.
+        assert_eq!(
+            a.alloc(Some(s), |_| Err(2), || Ok(2), |&e| e == 801),
+            Err(2)
+        );
+        assert!(a.enabled());
+        // "Not supported": this allocation and every later one synchronous.
+        assert_eq!(
+            a.alloc(Some(s), |_| Err(801), || Ok(3), |&e| e == 801),
+            Ok(3)
+        );
+        assert!(!a.enabled());
+        let never = |_| -> Result<u64, i32> { panic!("stream-ordered after the fallback") };
+        assert_eq!(a.alloc(Some(s), never, || Ok(4), |&e| e == 801), Ok(4));
+        // No stream, or no pools reported: synchronous.
+        let b = StreamOrderedAlloc::new(false);
+        assert_eq!(b.alloc(Some(s), never, || Ok(5), |&e| e == 801), Ok(5));
+        assert_eq!(
+            StreamOrderedAlloc::new(true).alloc(None, never, || Ok(6), |&e| e == 801),
+            Ok(6)
+        );
+    }
+}

@@ -12,6 +12,7 @@
 
 use super::compile::{cached_code_object, wavefront_of_arch, HipKernelOptions};
 use super::loader::{c_text, runtime, HipError, HipHandle, HipRuntime};
+use crate::backend::gpu::device::StreamOrderedAlloc;
 use crate::backend::gpu::launch::KERNEL_PARAMS;
 use crate::backend::gpu::{GpuDevice, GpuKernels, RawEvent, RawStream};
 use crate::backend::kernel_cache::DiskCache;
@@ -39,6 +40,8 @@ const STREAM_NON_BLOCKING: u32 = 1;
 const EVENT_DISABLE_TIMING: u32 = 2;
 /// `hipErrorOutOfMemory`.
 const ERROR_OUT_OF_MEMORY: HipError = 2;
+/// `hipErrorNotSupported`.
+const ERROR_NOT_SUPPORTED: HipError = 801;
 /// `hipErrorNoBinaryForGpu`, `hipErrorInvalidImage`.
 const ERROR_NO_BINARY: HipError = 209;
 const ERROR_INVALID_IMAGE: HipError = 200;
@@ -149,7 +152,7 @@ pub struct HipDevice {
     /// `gcnArchName`, e.g. `gfx906` or `gfx90a:sramecc+:xnack-`.
     arch: String,
     limits: DeviceLimits,
-    async_alloc: bool,
+    async_alloc: StreamOrderedAlloc,
     modules: Mutex<HashMap<KernelTypes, Arc<HipModule>>>,
 }
 
@@ -244,9 +247,11 @@ impl HipDevice {
             name,
             arch,
             limits,
-            async_alloc: rt.malloc_async.is_some()
-                && rt.free_async.is_some()
-                && attribute(attr::MEMORY_POOLS_SUPPORTED).unwrap_or(0) == 1,
+            async_alloc: StreamOrderedAlloc::new(
+                rt.malloc_async.is_some()
+                    && rt.free_async.is_some()
+                    && attribute(attr::MEMORY_POOLS_SUPPORTED).unwrap_or(0) == 1,
+            ),
             modules: Mutex::new(HashMap::new()),
         })
     }
@@ -351,16 +356,24 @@ impl GpuDevice for HipDevice {
 
     fn alloc(&self, bytes: usize, stream: Option<RawStream>) -> Result<u64> {
         let rt = rt()?;
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a writable pointer; the device is current.
-        let e = unsafe {
-            match (stream, rt.malloc_async) {
-                (Some(s), Some(f)) if self.async_alloc => f(&mut p, bytes, s),
-                _ => (rt.malloc)(&mut p, bytes),
-            }
-        };
-        check("hipMalloc", e)?;
-        Ok(p as u64)
+        let result = |e: HipError, p: *mut c_void| if e == 0 { Ok(p as u64) } else { Err(e) };
+        self.async_alloc
+            .alloc(
+                stream.filter(|_| rt.malloc_async.is_some()),
+                |s| {
+                    let mut p: *mut c_void = std::ptr::null_mut();
+                    let f = rt.malloc_async.expect("checked above");
+                    // SAFETY: a writable pointer; the device is current.
+                    result(unsafe { f(&mut p, bytes, s) }, p)
+                },
+                || {
+                    let mut p: *mut c_void = std::ptr::null_mut();
+                    // SAFETY: as above.
+                    result(unsafe { (rt.malloc)(&mut p, bytes) }, p)
+                },
+                |&e| e == ERROR_NOT_SUPPORTED,
+            )
+            .map_err(|e| hip_error("allocating device memory (hipMallocAsync / hipMalloc)", e))
     }
 
     unsafe fn free(&self, ptr: u64, stream: Option<RawStream>) {
@@ -368,7 +381,7 @@ impl GpuDevice for HipDevice {
         // SAFETY: the caller's contract.
         unsafe {
             match (stream, rt.free_async) {
-                (Some(s), Some(f)) if self.async_alloc => {
+                (Some(s), Some(f)) if self.async_alloc.enabled() => {
                     f(ptr as *mut c_void, s);
                 }
                 (Some(s), _) => {
