@@ -6,6 +6,7 @@
 //! into the caller's arrays. The CPU back end (`cpu/`) is always built; GPU
 //! back ends implement the same trait behind their cargo features.
 
+pub(crate) mod caller_binding;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;

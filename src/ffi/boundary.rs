@@ -27,8 +27,12 @@ pub(crate) fn last_error_ptr() -> *const c_char {
 /// Runs `body` for the C function `function`: catches panics (reported as
 /// INTERNAL_ERROR), turns an [`Error`] into its status, and records the
 /// message `function: reason` for `rusparseGetLastErrorMessage`. A success
-/// clears the message.
+/// clears the message. The calling thread's GPU binding (CUDA context, HIP
+/// device) is the same after the call as before.
 pub(crate) fn boundary(function: &str, body: impl FnOnce() -> Result<()>) -> rusparseStatus_t {
+    // The caller's current CUDA context / HIP device, given back however
+    // the body ends (it may bind a device's primary context).
+    let _binding = crate::backend::caller_binding::CallerBinding::save();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => {
             LAST_ERROR.with(|e| *e.borrow_mut() = CString::default());

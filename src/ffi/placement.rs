@@ -68,22 +68,26 @@ fn runtime_name(kind: BackendKind) -> &'static str {
 }
 
 /// Where `p` lives, asking each GPU runtime built in.
-fn space_of(p: *const c_void) -> Space {
+///
+/// # Errors
+/// A runtime that cannot say whether `p` is its memory (an error other
+/// than "not my memory"): running on the wrong side would crash.
+fn space_of(p: *const c_void) -> Result<Space> {
     if p.is_null() {
-        return Space::Host;
+        return Ok(Space::Host);
     }
     if let Some(dev) = crate::backend::gpu::registry::holding(p) {
-        return Space::of_device(&*dev);
+        return Ok(Space::of_device(&*dev));
     }
     #[cfg(feature = "cuda")]
-    if let crate::backend::cuda::MemorySpace::Device(d) = crate::backend::cuda::memory_space(p) {
-        return Space::Device(BackendKind::Cuda, d);
+    if let crate::backend::cuda::MemorySpace::Device(d) = crate::backend::cuda::memory_space(p)? {
+        return Ok(Space::Device(BackendKind::Cuda, d));
     }
     #[cfg(feature = "hip")]
-    if let Some(d) = crate::backend::hip::device_of(p) {
-        return Space::Device(BackendKind::Hip, d);
+    if let Some(d) = crate::backend::hip::device_of(p)? {
+        return Ok(Space::Device(BackendKind::Hip, d));
     }
-    Space::Host
+    Ok(Space::Host)
 }
 
 /// The device holding memory of `kind` and `ordinal`, for AUTO handles.
@@ -117,7 +121,7 @@ fn expect_space(pointers: &[(*const c_void, String)], want: Space, why: &str) ->
         if p.is_null() {
             continue;
         }
-        let got = space_of(*p);
+        let got = space_of(*p)?;
         if got != want {
             return Err(Error::InvalidValue(format!(
                 "{what} is {} but {why} ({}); all arrays and buffers of a product must live in the same memory",
@@ -161,7 +165,10 @@ pub(crate) fn place(
                 .ok_or_else(|| Error::InternalError("GPU handle without a device".into()))?;
             let first = all.iter().find(|(p, _)| !p.is_null());
             let runtime = runtime_name(dev.backend());
-            match first.map(|(p, what)| (space_of(*p), what)) {
+            let first = first
+                .map(|(p, what)| space_of(*p).map(|s| (s, what)))
+                .transpose()?;
+            match first {
                 Some((Space::Host, what)) => (
                     Placement::StagedGpu(dev.clone()),
                     Space::Host,
@@ -184,7 +191,10 @@ pub(crate) fn place(
         }
         BackendKind::Auto => {
             let first = all.iter().find(|(p, _)| !p.is_null());
-            match first.map(|(p, what)| (space_of(*p), what.clone())) {
+            let first = first
+                .map(|(p, what)| space_of(*p).map(|s| (s, what.clone())))
+                .transpose()?;
+            match first {
                 Some((Space::Device(kind, d), what)) => (
                     Placement::Gpu(open_device(kind, d)?),
                     Space::Device(kind, d),

@@ -63,10 +63,17 @@ pub struct DriverInfo {
 /// [`Error::NotSupported`] when `libcuda` is missing, `cuInit` fails or no
 /// device is found; the message names which.
 pub fn driver() -> Result<DriverInfo> {
-    static PROBE: OnceLock<Result<DriverInfo>> = OnceLock::new();
-    PROBE
+    DRIVER
         .get_or_init(|| guarded("loading the CUDA driver", probe_driver))
         .clone()
+}
+
+static DRIVER: OnceLock<Result<DriverInfo>> = OnceLock::new();
+
+/// Whether [`driver`] already loaded and initialised the driver (never
+/// loads it).
+pub fn driver_loaded() -> bool {
+    matches!(DRIVER.get(), Some(Ok(_)))
 }
 
 fn probe_driver() -> Result<DriverInfo> {

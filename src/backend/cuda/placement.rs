@@ -5,10 +5,11 @@
 //! (`cuPointerGetAttribute`, unified addressing) rather than guess from
 //! address ranges. Without a driver every pointer is host memory.
 
-use super::device::CudaDevice;
+use super::device::{describe_driver_error, CudaDevice};
 use super::loader;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use cudarc::driver::sys as cu;
+use cudarc::driver::DriverError;
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -33,16 +34,69 @@ impl MemorySpace {
 }
 
 /// Where `p` lives. NULL and any pointer the driver does not know (plain
-/// `malloc` memory) are host memory; so is everything when no driver is
-/// installed.
-pub fn memory_space(p: *const c_void) -> MemorySpace {
+/// `malloc` memory: `CUDA_ERROR_INVALID_VALUE`) are host memory; so is
+/// everything when no driver is installed. When no context is current on
+/// the calling thread the driver may answer `CUDA_ERROR_INVALID_CONTEXT`
+/// (or `NOT_INITIALIZED`): the question is asked again with device 0's
+/// primary context current (the caller's binding is given back when the
+/// call returns).
+///
+/// # Errors
+/// [`crate::Error::ExecutionFailed`] with the driver's message for any
+/// other answer: a device pointer taken for host memory would be read on
+/// the host and crash, so nothing runs.
+pub fn memory_space(p: *const c_void) -> Result<MemorySpace> {
     if p.is_null() || loader::driver().is_err() {
-        return MemorySpace::Host;
+        return Ok(MemorySpace::Host);
     }
-    loader::guarded("cuPointerGetAttribute", || Ok(query(p))).unwrap_or(MemorySpace::Host)
+    loader::guarded("cuPointerGetAttribute", || {
+        let answer = match query(p) {
+            Answer::NeedsContext(_) => {
+                let _binding = crate::backend::caller_binding::CallerBinding::save();
+                CudaDevice::get(0)?.bind()?;
+                query(p)
+            }
+            a => a,
+        };
+        match answer {
+            Answer::Space(s) => Ok(s),
+            Answer::NeedsContext(r) | Answer::Failed(r) => Err(Error::ExecutionFailed(format!(
+                "cuPointerGetAttribute({p:p}): {}; cannot tell whether the array is device or host \
+                 memory, so the product does not run",
+                describe_driver_error(&DriverError(r))
+            ))),
+        }
+    })
 }
 
-fn query(p: *const c_void) -> MemorySpace {
+/// The driver's answer about a pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    Space(MemorySpace),
+    /// No usable context on this thread: ask again with one current.
+    NeedsContext(cu::CUresult),
+    Failed(cu::CUresult),
+}
+
+/// Reads `cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)`'s
+/// status and memory type (the ordinal is asked only for device memory).
+fn answer(r: cu::CUresult, kind: u32, ordinal: impl FnOnce() -> usize) -> Answer {
+    use cu::CUresult as R;
+    match r {
+        R::CUDA_SUCCESS if kind == cu::CUmemorytype::CU_MEMORYTYPE_HOST as u32 => {
+            Answer::Space(MemorySpace::Host)
+        }
+        R::CUDA_SUCCESS => Answer::Space(MemorySpace::Device(ordinal())),
+        // Memory the driver never saw: plain host memory.
+        R::CUDA_ERROR_INVALID_VALUE => Answer::Space(MemorySpace::Host),
+        R::CUDA_ERROR_INVALID_CONTEXT
+        | R::CUDA_ERROR_NOT_INITIALIZED
+        | R::CUDA_ERROR_CONTEXT_IS_DESTROYED => Answer::NeedsContext(r),
+        _ => Answer::Failed(r),
+    }
+}
+
+fn query(p: *const c_void) -> Answer {
     let ptr = p as cu::CUdeviceptr;
     let mut kind: u32 = 0;
     // SAFETY: the driver is loaded and initialised (loader::driver); the
@@ -54,26 +108,22 @@ fn query(p: *const c_void) -> MemorySpace {
             ptr,
         )
     };
-    if r != cu::CUresult::CUDA_SUCCESS {
-        // CUDA_ERROR_INVALID_VALUE: memory the driver never saw.
-        return MemorySpace::Host;
-    }
-    if kind == cu::CUmemorytype::CU_MEMORYTYPE_HOST as u32 {
-        return MemorySpace::Host;
-    }
-    let mut ordinal: i32 = 0;
-    // SAFETY: as above; the attribute is an int.
-    let r = unsafe {
-        cu::cuPointerGetAttribute(
-            (&mut ordinal as *mut i32).cast(),
-            cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-            ptr,
-        )
-    };
-    if r != cu::CUresult::CUDA_SUCCESS || ordinal < 0 {
-        ordinal = 0;
-    }
-    MemorySpace::Device(ordinal as usize)
+    answer(r, kind, || {
+        let mut ordinal: i32 = 0;
+        // SAFETY: as above; the attribute is an int.
+        let r = unsafe {
+            cu::cuPointerGetAttribute(
+                (&mut ordinal as *mut i32).cast(),
+                cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                ptr,
+            )
+        };
+        if r != cu::CUresult::CUDA_SUCCESS || ordinal < 0 {
+            0
+        } else {
+            ordinal as usize
+        }
+    })
 }
 
 /// The ordinal of the device whose context is current on this thread (the
@@ -127,10 +177,50 @@ mod tests {
     #[test]
     fn host_memory_is_host() {
         let v: Vec<f64> = (0..16).map(f64::from).collect();
-        assert_eq!(memory_space(v.as_ptr().cast()), MemorySpace::Host);
-        assert_eq!(memory_space(std::ptr::null()), MemorySpace::Host);
+        assert_eq!(memory_space(v.as_ptr().cast()).unwrap(), MemorySpace::Host);
+        assert_eq!(memory_space(std::ptr::null()).unwrap(), MemorySpace::Host);
         let x = 5i32;
-        assert_eq!(memory_space((&x as *const i32).cast()), MemorySpace::Host);
+        assert_eq!(
+            memory_space((&x as *const i32).cast()).unwrap(),
+            MemorySpace::Host
+        );
         assert_eq!(MemorySpace::Device(1).describe(), "memory of CUDA device 1");
+    }
+
+    /// Only INVALID_VALUE means "not CUDA memory"; a missing context asks
+    /// again; anything else is an error, never host memory.
+    #[test]
+    fn the_drivers_answers_are_read_strictly() {
+        use cu::CUresult as R;
+        let host = cu::CUmemorytype::CU_MEMORYTYPE_HOST as u32;
+        let device = cu::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32;
+        let unified = cu::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32;
+        let no = || -> usize { panic!("the ordinal of host memory was asked") };
+        assert_eq!(
+            answer(R::CUDA_SUCCESS, host, no),
+            Answer::Space(MemorySpace::Host)
+        );
+        assert_eq!(
+            answer(R::CUDA_SUCCESS, device, || 3),
+            Answer::Space(MemorySpace::Device(3))
+        );
+        assert_eq!(
+            answer(R::CUDA_SUCCESS, unified, || 1),
+            Answer::Space(MemorySpace::Device(1))
+        );
+        assert_eq!(
+            answer(R::CUDA_ERROR_INVALID_VALUE, 0, no),
+            Answer::Space(MemorySpace::Host)
+        );
+        for r in [R::CUDA_ERROR_INVALID_CONTEXT, R::CUDA_ERROR_NOT_INITIALIZED] {
+            assert_eq!(answer(r, 0, no), Answer::NeedsContext(r));
+        }
+        for r in [
+            R::CUDA_ERROR_DEINITIALIZED,
+            R::CUDA_ERROR_UNKNOWN,
+            R::CUDA_ERROR_ILLEGAL_ADDRESS,
+        ] {
+            assert_eq!(answer(r, 0, no), Answer::Failed(r));
+        }
     }
 }

@@ -197,6 +197,9 @@ pub fn spgemm_on_device<T: Scalar, I: Index, J: Index>(
             dev.backend()
         )));
     }
+    // Declared first, dropped last: the caller's binding comes back after
+    // every device allocation of the product is freed.
+    let _binding = crate::backend::caller_binding::CallerBinding::save();
     let stream: RawStream = std::ptr::null_mut();
     let types = KernelTypes::new(T::DATA_TYPE, I::INDEX_TYPE, J::INDEX_TYPE);
     let deterministic = matches!(opts.algorithm, Algorithm::Deterministic | Algorithm::Alg1);

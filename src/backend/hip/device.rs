@@ -40,6 +40,8 @@ const STREAM_NON_BLOCKING: u32 = 1;
 const EVENT_DISABLE_TIMING: u32 = 2;
 /// `hipErrorOutOfMemory`.
 const ERROR_OUT_OF_MEMORY: HipError = 2;
+/// `hipErrorInvalidValue`: for a pointer, memory the runtime never saw.
+const ERROR_INVALID_VALUE: HipError = 1;
 /// `hipErrorNotSupported`.
 const ERROR_NOT_SUPPORTED: HipError = 801;
 /// `hipErrorNoBinaryForGpu`, `hipErrorInvalidImage`.
@@ -507,13 +509,18 @@ struct PointerAttributes {
 }
 
 /// The HIP device holding `p` (device or managed memory), or `None` for
-/// host memory, memory the runtime does not know, and machines without a
-/// HIP runtime or device.
-pub fn device_of(p: *const c_void) -> Option<usize> {
+/// host memory, memory the runtime does not know (`hipErrorInvalidValue`),
+/// and machines without a HIP runtime or device.
+///
+/// # Errors
+/// [`Error::ExecutionFailed`] with the runtime's message for any other
+/// answer of `hipPointerGetAttributes`: a device pointer taken for host
+/// memory would be read on the host and crash, so nothing runs.
+pub fn device_of(p: *const c_void) -> Result<Option<usize>> {
     if p.is_null() || super::probe().is_err() {
-        return None;
+        return Ok(None);
     }
-    let rt = runtime().ok()?;
+    let rt = rt()?;
     let mut a = PointerAttributes {
         memory_type: -1,
         device: -1,
@@ -525,9 +532,17 @@ pub fn device_of(p: *const c_void) -> Option<usize> {
     // The runtime only looks the address up; it never dereferences it.
     let addr = p as usize as *const c_void;
     // SAFETY: a writable struct of the runtime's layout.
-    if unsafe { (rt.pointer_get_attributes)((&mut a as *mut PointerAttributes).cast(), addr) } != 0
-    {
-        return None;
+    let e = unsafe { (rt.pointer_get_attributes)((&mut a as *mut PointerAttributes).cast(), addr) };
+    match e {
+        0 => {}
+        ERROR_INVALID_VALUE => return Ok(None),
+        _ => {
+            return Err(Error::ExecutionFailed(format!(
+                "{}; cannot tell whether the array is device or host memory, so the product \
+                 does not run",
+                hip_error(&format!("hipPointerGetAttributes({p:p})"), e).message()
+            )))
+        }
     }
     // ROCm 5 numbers hipMemoryTypeHost 0, Device 1, Array 2, Unified 3;
     // ROCm 6 Unregistered 0, Host 1, Device 2, Managed 3. Both: managed
@@ -537,7 +552,7 @@ pub fn device_of(p: *const c_void) -> Option<usize> {
     unsafe { (rt.runtime_get_version)(&mut version) };
     let device_type = if version >= 60_000_000 { 2 } else { 1 };
     let on_device = a.memory_type == device_type || a.is_managed != 0;
-    (on_device && a.device >= 0).then_some(a.device as usize)
+    Ok((on_device && a.device >= 0).then_some(a.device as usize))
 }
 
 #[cfg(test)]
@@ -561,7 +576,7 @@ mod tests {
     #[test]
     fn host_memory_is_not_a_hip_device() {
         let v = [1.0f64; 8];
-        assert_eq!(device_of(v.as_ptr().cast()), None);
-        assert_eq!(device_of(std::ptr::null()), None);
+        assert_eq!(device_of(v.as_ptr().cast()).unwrap(), None);
+        assert_eq!(device_of(std::ptr::null()).unwrap(), None);
     }
 }

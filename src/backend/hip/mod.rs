@@ -34,8 +34,14 @@ use crate::error::{Error, Result};
 /// [`Error::NotSupported`] with the reason when the runtime cannot be
 /// loaded, `hipInit` fails or no device is present.
 pub fn probe() -> Result<u32> {
-    static PROBED: std::sync::OnceLock<Result<u32>> = std::sync::OnceLock::new();
     PROBED.get_or_init(probe_runtime).clone()
+}
+
+static PROBED: std::sync::OnceLock<Result<u32>> = std::sync::OnceLock::new();
+
+/// Whether [`probe`] already found a HIP device (never loads the runtime).
+pub fn probed() -> bool {
+    matches!(PROBED.get(), Some(Ok(_)))
 }
 
 fn probe_runtime() -> Result<u32> {
