@@ -150,6 +150,17 @@ fi
 step "cargo test (unit, property, header and doc tests)"
 cargo test
 
+# NVRTC 13 (the CUDA 13 wheel, found through RUSPARSE_NVRTC, as on the GPU
+# machines with a CUDA 13 driver): it has no compute_70, so the targets move
+# to compute_75.
+nvrtc13_dir="$root/target/nvrtc-cu13"
+if [ ! -e "$nvrtc13_dir/nvidia/cu13/lib/libnvrtc.so.13" ]; then
+    step "installing NVRTC 13 (pip: nvidia-cuda-nvrtc 13) into target/nvrtc-cu13"
+    python3 -m pip install -q --no-deps --target "$nvrtc13_dir" "nvidia-cuda-nvrtc==13.5.37"
+fi
+step "every kernel instantiation compiled by NVRTC 13 (RUSPARSE_NVRTC=target/nvrtc-cu13/...)"
+RUSPARSE_REQUIRE_NVRTC=1 RUSPARSE_NVRTC="$nvrtc13_dir/nvidia/cu13/lib" cargo test --test nvrtc_kernels -- --nocapture
+
 step "soak: 10,000 random products of every type, base, op and algorithm against the reference"
 cargo run -q -p rusparse-bench -- soak --cases 10000 --seed 1
 

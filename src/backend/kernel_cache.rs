@@ -154,6 +154,9 @@ pub fn load_or_compile<T>(
         }
     }
     let image = compile()?;
+    // Stored only once the runtime took it: an image the driver refused
+    // must not come back from the cache on the next call.
+    let loaded = load(&image)?;
     cache.store(key, &image);
-    Ok((load(&image)?, ImageSource::Compiler))
+    Ok((loaded, ImageSource::Compiler))
 }

@@ -103,13 +103,15 @@ pub fn compile_nvrtc(source: &str, opts: &KernelOptions, strict: bool) -> Result
 }
 
 fn nvrtc_compile(source: &str, opts: &KernelOptions, strict: bool) -> Result<Compiled> {
-    use cudarc::nvrtc::result as nv;
-    use cudarc::nvrtc::sys;
+    use super::nvrtc::{Program, NVRTC_ERROR_INVALID_OPTION, NVRTC_SUCCESS};
     use std::ffi::CString;
 
+    let nv = super::nvrtc::nvrtc()?;
     let what = || {
         format!(
-            "NVRTC ({}, {}, warp {})",
+            "NVRTC {}.{} ({}, {}, warp {})",
+            nv.version.0,
+            nv.version.1,
             opts.types,
             opts.arch.name(),
             opts.warp
@@ -118,38 +120,19 @@ fn nvrtc_compile(source: &str, opts: &KernelOptions, strict: bool) -> Result<Com
     let src = CString::new(source)
         .map_err(|_| Error::InternalError(format!("{}: the kernel source contains NUL", what())))?;
     let options = opts.nvrtc_options();
-    let prog = nv::create_program(&src, Some(c"rusparse_kernels.cu"))
-        .map_err(|e| Error::InternalError(format!("{}: nvrtcCreateProgram: {e:?}", what())))?;
-    struct Program(sys::nvrtcProgram);
-    impl Drop for Program {
-        fn drop(&mut self) {
-            // SAFETY: created above, destroyed once.
-            let _ = unsafe { nv::destroy_program(self.0) };
-        }
-    }
-    let prog = Program(prog);
-    // SAFETY: `prog` is a live program; options have no interior NUL.
-    let compiled = unsafe { nv::compile_program(prog.0, &options) };
-    // SAFETY: as above.
-    let log = unsafe { nv::get_program_log(prog.0) }
-        .map(|raw| {
-            let bytes: Vec<u8> = raw
-                .iter()
-                .take_while(|&&c| c != 0)
-                .map(|&c| c as u8)
-                .collect();
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-        .unwrap_or_default();
-    if let Err(e) = compiled {
+    let prog = Program::new(nv, &src, c"rusparse_kernels.cu")
+        .map_err(|e| Error::InternalError(format!("{}: {}", what(), e.message())))?;
+    let compiled = prog.compile(&options)?;
+    let log = prog.log();
+    if compiled != NVRTC_SUCCESS {
         let msg = format!(
-            "{} failed ({:?}) with options {}:\n{}",
+            "{} failed ({}) with options {}:\n{}",
             what(),
-            e.0,
+            nv.error_string(compiled),
             options.join(" "),
             log.trim_end()
         );
-        return Err(if e.0 == sys::nvrtcResult::NVRTC_ERROR_INVALID_OPTION {
+        return Err(if compiled == NVRTC_ERROR_INVALID_OPTION {
             Error::ArchMismatch(msg)
         } else {
             Error::InternalError(msg)
@@ -168,34 +151,10 @@ fn nvrtc_compile(source: &str, opts: &KernelOptions, strict: bool) -> Result<Com
         )));
     }
     let image = match opts.arch {
-        Arch::Virtual(_) => {
-            // SAFETY: compiled program.
-            let ptx = unsafe { nv::get_ptx(prog.0) }
-                .map_err(|e| Error::InternalError(format!("{}: nvrtcGetPTX: {e:?}", what())))?;
-            let mut bytes: Vec<u8> = ptx
-                .iter()
-                .take_while(|&&c| c != 0)
-                .map(|&c| c as u8)
-                .collect();
-            bytes.push(0);
-            bytes
-        }
-        Arch::Real(_) => {
-            let mut size = 0usize;
-            // SAFETY: compiled program, valid out pointer.
-            unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }
-                .result()
-                .map_err(|e| {
-                    Error::InternalError(format!("{}: nvrtcGetCUBINSize: {e:?}", what()))
-                })?;
-            let mut bytes = vec![0u8; size];
-            // SAFETY: `bytes` has the size NVRTC asked for.
-            unsafe { sys::nvrtcGetCUBIN(prog.0, bytes.as_mut_ptr().cast()) }
-                .result()
-                .map_err(|e| Error::InternalError(format!("{}: nvrtcGetCUBIN: {e:?}", what())))?;
-            bytes
-        }
-    };
+        Arch::Virtual(_) => prog.ptx(),
+        Arch::Real(_) => prog.cubin(),
+    }
+    .map_err(|e| Error::InternalError(format!("{}: {}", what(), e.message())))?;
     Ok(Compiled { image, log })
 }
 
@@ -215,25 +174,7 @@ pub fn is_arch_notice(line: &str) -> bool {
 /// # Errors
 /// [`Error::NotSupported`] when NVRTC cannot be loaded.
 pub fn nvrtc_supported_archs() -> Result<Vec<u32>> {
-    super::loader::nvrtc()?;
-    super::loader::guarded("asking NVRTC for its architectures", || {
-        use cudarc::nvrtc::sys;
-        let mut n = 0;
-        // SAFETY: valid out pointer.
-        unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) }
-            .result()
-            .map_err(|e| Error::NotSupported(format!("nvrtcGetNumSupportedArchs: {e:?}")))?;
-        let mut archs = vec![0i32; n.max(0) as usize];
-        // SAFETY: `archs` holds `n` entries.
-        unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
-            .result()
-            .map_err(|e| Error::NotSupported(format!("nvrtcGetSupportedArchs: {e:?}")))?;
-        Ok(archs
-            .into_iter()
-            .filter(|&a| a > 0)
-            .map(|a| a as u32)
-            .collect())
-    })
+    super::nvrtc::supported_archs(super::nvrtc::nvrtc()?)
 }
 
 /// The architecture to compile for on a device of compute capability
@@ -242,6 +183,42 @@ pub fn nvrtc_supported_archs() -> Result<Vec<u32>> {
 /// through the driver's JIT). `None` when NVRTC knows nothing that old.
 pub fn pick_arch(device: u32, supported: &[u32]) -> Option<u32> {
     supported.iter().copied().filter(|&a| a <= device).max()
+}
+
+/// The images to try for a device of compute capability `device`, in
+/// order: a CUBIN for the device itself when NVRTC knows its architecture
+/// (no driver JIT of the kernels on the first call), then PTX for
+/// `ptx_arch` (see [`pick_arch`]), which the driver JIT-compiles.
+pub fn image_order(device: u32, ptx_arch: u32, supported: &[u32]) -> Vec<Arch> {
+    let mut order = Vec::with_capacity(2);
+    if supported.contains(&device) {
+        order.push(Arch::Real(device));
+    }
+    order.push(Arch::Virtual(ptx_arch));
+    order
+}
+
+/// Builds the first of `order` that `build` manages: an
+/// [`Error::ArchMismatch`] (NVRTC does not know the target, or the driver
+/// refuses the image: no binary for the GPU, PTX it cannot JIT, no JIT
+/// compiler) moves on to the next; any other error stops. The last
+/// mismatch, with every earlier one, when none works.
+///
+/// # Errors
+/// As above.
+pub fn first_that_loads<T>(order: &[Arch], mut build: impl FnMut(Arch) -> Result<T>) -> Result<T> {
+    let mut refused = Vec::new();
+    for &arch in order {
+        match build(arch) {
+            Err(Error::ArchMismatch(m)) => refused.push(format!("as {}: {m}", arch.name())),
+            other => return other,
+        }
+    }
+    Err(Error::ArchMismatch(if refused.is_empty() {
+        "no image to try".into()
+    } else {
+        refused.join("; then ")
+    }))
 }
 
 /// The cache key of one compilation: source, options, architecture and
@@ -411,6 +388,41 @@ mod tests {
     }
 
     #[test]
+    fn a_cubin_for_the_device_first_then_ptx() {
+        assert_eq!(
+            image_order(90, 90, &[75, 80, 90]),
+            vec![Arch::Real(90), Arch::Virtual(90)]
+        );
+        // NVRTC older than the device: PTX for its newest architecture.
+        assert_eq!(image_order(100, 90, &[75, 80, 90]), vec![Arch::Virtual(90)]);
+        let mut tried = Vec::new();
+        let r = first_that_loads(&image_order(90, 90, &[90]), |a| {
+            tried.push(a);
+            match a {
+                Arch::Real(_) => Err(Error::ArchMismatch("no binary".into())),
+                Arch::Virtual(_) => Ok(7),
+            }
+        });
+        assert_eq!((r, tried), (Ok(7), vec![Arch::Real(90), Arch::Virtual(90)]));
+        // Another error stops at once.
+        let mut n = 0;
+        let r: Result<()> = first_that_loads(&image_order(90, 90, &[90]), |_| {
+            n += 1;
+            Err(Error::InsufficientResources("out of memory".into()))
+        });
+        assert!(matches!(r, Err(Error::InsufficientResources(_))) && n == 1);
+        // Every image refused: both reasons, in order.
+        let r: Result<()> = first_that_loads(&image_order(90, 90, &[90]), |a| {
+            Err(Error::ArchMismatch(format!("refused {}", a.name())))
+        });
+        let m = r.unwrap_err().to_string();
+        assert!(
+            m.contains("as sm_90: refused sm_90; then as compute_90: refused compute_90"),
+            "{m}"
+        );
+    }
+
+    #[test]
     fn arch_choice() {
         let supported = [50, 52, 60, 70, 75, 80, 86, 89, 90];
         assert_eq!(pick_arch(80, &supported), Some(80));
@@ -533,6 +545,13 @@ mod tests {
             (b"v4\0".to_vec(), ImageSource::Compiler, 3)
         );
         assert_eq!(cache.load(5).as_deref(), Some(&b"v4\0"[..]));
+        // A freshly compiled image the driver refuses is not stored: the
+        // next call compiles again instead of loading it from the cache.
+        let refuse_all = |_: &[u8]| -> Result<Vec<u8>> {
+            Err(Error::ArchMismatch("CUDA_ERROR_NO_BINARY_FOR_GPU".into()))
+        };
+        assert!(load_or_compile(&cache, 7, compile(b"v5\0"), refuse_all).is_err());
+        assert_eq!(cache.load(7), None);
         // Compile errors come back as they are.
         let failing = || Err(Error::InternalError("log: error".into()));
         assert_eq!(

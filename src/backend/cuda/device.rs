@@ -45,9 +45,12 @@ pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
     let msg = format!("{what}: {}", describe_driver_error(&e));
     match e.0 {
         CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::InsufficientResources(msg),
-        CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
-            Error::ArchMismatch(msg)
-        }
+        // The driver cannot run this image: another form may run.
+        CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
+        | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+        | CUresult::CUDA_ERROR_INVALID_PTX
+        | CUresult::CUDA_ERROR_INVALID_IMAGE
+        | CUresult::CUDA_ERROR_JIT_COMPILER_NOT_FOUND => Error::ArchMismatch(msg),
         CUresult::CUDA_ERROR_INVALID_CONTEXT | CUresult::CUDA_ERROR_INVALID_HANDLE => {
             Error::InvalidValue(msg)
         }
@@ -293,21 +296,18 @@ impl CudaDevice {
             let load = |image: &[u8]| self.load_image(image, opts);
             load_or_compile(&cache, key, compile, load).map(|(m, _)| m)
         };
-        match build(Arch::Virtual(arch)) {
-            // A driver older than NVRTC refuses its PTX; CUBINs built for
-            // the device itself are covered by minor-version compatibility.
-            Err(Error::ArchMismatch(msg)) if supported.contains(&cc) => build(Arch::Real(cc))
-                .map_err(|e| match e {
-                    Error::ArchMismatch(m2) => Error::ArchMismatch(format!(
-                        "{msg}; then as a CUBIN for sm_{cc}: {m2} (update the NVIDIA driver, \
-                         which supports CUDA {}.{}, to one as new as {compiler})",
-                        self.driver_version / 1000,
-                        self.driver_version % 1000 / 10
-                    )),
-                    other => other,
-                }),
-            other => other,
-        }
+        compile::first_that_loads(&compile::image_order(cc, arch, &supported), build).map_err(|e| {
+            match e {
+                Error::ArchMismatch(m) => Error::ArchMismatch(format!(
+                    "{m} (the NVIDIA driver supports CUDA {}.{}; {compiler} may be newer: update \
+                     the driver, or point {} at an older NVRTC)",
+                    self.driver_version / 1000,
+                    self.driver_version % 1000 / 10,
+                    super::nvrtc::NVRTC_ENV
+                )),
+                other => other,
+            }
+        })
     }
 
     /// Loads one image into the context and looks every kernel up.

@@ -6,9 +6,10 @@
 //! CUDA back end goes through this module first:
 //!
 //! 1. `is_culib_present()` tries the same file names cudarc will try (for
-//!    `cuda-12080`: `libcuda.so`, ..., `libcuda.so.12`, `libcuda.so.1`;
-//!    `libnvrtc.so`, ..., `libnvrtc.so.12`, ...), so a later load cannot
-//!    fail;
+//!    `cuda-12080`: `libcuda.so`, ..., `libcuda.so.12`, `libcuda.so.1`), so
+//!    a later load cannot fail; NVRTC is loaded by rusparse itself
+//!    ([`super::nvrtc`]: CUDA 12's or 13's, or the file `RUSPARSE_NVRTC`
+//!    names);
 //! 2. `cuInit` and `cuDeviceGetCount` tell whether a usable GPU exists;
 //! 3. every call is also wrapped in `catch_unwind` as a second line of
 //!    defence (a driver older than the bindings lacks symbols cudarc looks
@@ -19,15 +20,8 @@
 
 use crate::error::{Error, Result};
 use cudarc::driver::sys as cu;
-use cudarc::nvrtc::sys as nvrtc;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
-
-/// The message for a missing NVRTC, shared by the loader and the tests.
-pub const NVRTC_MISSING: &str =
-    "NVRTC (libnvrtc.so or libnvrtc.so.12) not found: install the CUDA \
-     toolkit or `pip install nvidia-cuda-nvrtc-cu12` and put its lib folder \
-     (site-packages/nvidia/cuda_nvrtc/lib) on LD_LIBRARY_PATH";
 
 /// Runs `f`, turning a panic inside cudarc into [`Error::NotSupported`]
 /// that names `what` and carries the panic message.
@@ -146,35 +140,17 @@ pub fn device(ordinal: usize) -> Result<DriverInfo> {
     Ok(info)
 }
 
-/// Loads NVRTC and returns its version `(major, minor)`.
+/// Loads NVRTC (CUDA 12's or 13's, see [`super::nvrtc`]) and returns its
+/// version `(major, minor)`.
 ///
-/// Cost: one `dlopen` attempt per candidate name on the first call; a
-/// cached result afterwards.
+/// Cost: one `dlopen` attempt per candidate on the first call; a cached
+/// result afterwards.
 ///
 /// # Errors
-/// [`Error::NotSupported`] when `libnvrtc` cannot be loaded (see
-/// [`NVRTC_MISSING`]) or does not answer `nvrtcVersion`.
+/// [`Error::NotSupported`] naming what was tried when no NVRTC can be
+/// loaded.
 pub fn nvrtc() -> Result<(i32, i32)> {
-    static PROBE: OnceLock<Result<(i32, i32)>> = OnceLock::new();
-    PROBE
-        .get_or_init(|| guarded("loading NVRTC", probe_nvrtc))
-        .clone()
-}
-
-fn probe_nvrtc() -> Result<(i32, i32)> {
-    // SAFETY: only tries to dlopen candidate names.
-    if !unsafe { nvrtc::is_culib_present() } {
-        return Err(Error::NotSupported(NVRTC_MISSING.into()));
-    }
-    let (mut major, mut minor) = (0, 0);
-    // SAFETY: valid out pointers; the library is present.
-    let r = unsafe { nvrtc::nvrtcVersion(&mut major, &mut minor) };
-    if r != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-        return Err(Error::NotSupported(format!(
-            "nvrtcVersion failed with {r:?}"
-        )));
-    }
-    Ok((major, minor))
+    super::nvrtc::nvrtc().map(|n| n.version)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 pub mod compile;
 pub mod device;
 pub mod loader;
+pub mod nvrtc;
 pub mod placement;
 
 pub use compile::{KernelTypes, ValueKind};
