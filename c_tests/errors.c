@@ -258,6 +258,21 @@ static void test_handle(void) {
     EXPECT_STATUS(rusparseCreateWithBackend(&x, RUSPARSE_BACKEND_CPU), SUCCESS);
     EXPECT_STATUS(rusparseGetBackend(x, &be), SUCCESS);
     EXPECT_TRUE(be == RUSPARSE_BACKEND_CPU, "GetBackend = %d, expected CPU", (int)be);
+    {
+        /* the description: "CPU with N threads"; cut to the capacity */
+        char line[128], small[4] = {'x', 'x', 'x', 'x'};
+        EXPECT_STATUS(rusparseGetBackendDescription(x, line, sizeof line), SUCCESS);
+        EXPECT_TRUE(strncmp(line, "CPU with ", 9) == 0 && strstr(line, "threads") != NULL,
+                    "rusparseGetBackendDescription: \"%s\"", line);
+        EXPECT_STATUS(rusparseGetBackendDescription(x, small, sizeof small), SUCCESS);
+        EXPECT_TRUE(strcmp(small, "CPU") == 0, "cut description \"%.4s\"", small);
+        EXPECT_STATUS(rusparseGetBackendDescription(x, NULL, 0), SUCCESS);
+        EXPECT_STATUS_MSG(rusparseGetBackendDescription(x, NULL, 8), INVALID, "text");
+        EXPECT_STATUS(rusparseGetBackendDescription(NULL, line, sizeof line),
+                      RUSPARSE_STATUS_NOT_INITIALIZED);
+        EXPECT_STATUS(rusparseGetBackendDescription(h, line, sizeof line), SUCCESS);
+        EXPECT_TRUE(strncmp(line, "AUTO: CPU with ", 15) == 0, "AUTO description: \"%s\"", line);
+    }
     EXPECT_STATUS(rusparseDestroy(x), SUCCESS);
     EXPECT_STATUS(rusparseGetBackend(h, &be), SUCCESS);
     EXPECT_TRUE(be == RUSPARSE_BACKEND_AUTO, "GetBackend of rusparseCreate's handle = %d, expected AUTO",

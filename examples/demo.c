@@ -237,9 +237,10 @@ int main(int argc, char **argv) {
     CHECK(rusparseGetVersion(h, &version));
     printf("rusparse %d.%d.%d ", version / 1000, version % 1000 / 100, version % 100);
     if (gpu) {
-        char name[128] = "?";
-        gpu->device_name(name, (int)sizeof name, gpu->device);
-        printf("on the GPU: %s\n", name);
+        /* the device, its driver and the NVRTC that compiles the kernels */
+        char line[512] = "?";
+        CHECK(rusparseGetBackendDescription(h, line, sizeof line));
+        printf("on the GPU: %s\n", line);
     } else {
         CHECK(rusparseGetNumThreads(h, &used));
         printf("on the CPU with %d threads (GPU not used: %s)\n", used, why);

@@ -390,6 +390,19 @@ rusparseStatus_t rusparseGetBackend(rusparseHandle_t handle,
                                     rusparseBackend_t *backend);
 
 /**
+ * One line describing where the handle runs (rusparse extension), e.g.
+ * `CUDA device 0: NVIDIA H100 80GB HBM3 (sm_90), driver for CUDA 13.0,
+ * NVRTC 12.9 (libnvrtc.so.12)` or `CPU with 16 threads`; for an AUTO
+ * handle the CPU's line and which GPUs its device arrays would go to.
+ * Writes at most `capacity` bytes including the terminating NUL (a
+ * longer line is cut); `text` may be NULL only with `capacity` 0.
+ * INVALID_VALUE for a NULL handle or such a `text`.
+ */
+rusparseStatus_t rusparseGetBackendDescription(rusparseHandle_t handle,
+                                               char *text,
+                                               size_t capacity);
+
+/**
  * Gives this handle its own pool of `num_threads` CPU threads (0: back to
  * the default, all cores or `RUSPARSE_NUM_THREADS`). Other handles are not
  * affected. Negative values and values above 4096 are INVALID_VALUE.

@@ -107,6 +107,20 @@ impl Context {
         Context::new(BackendKind::Cpu)
     }
 
+    /// One line describing where products run: the GPU's
+    /// [`GpuDevice::describe`] for a CUDA or HIP context, the CPU thread
+    /// count otherwise.
+    pub fn describe(&self) -> String {
+        let cpu = format!("CPU with {} threads", self.num_threads());
+        match (&self.gpu, self.backend) {
+            (Some(dev), _) => dev.describe(),
+            (None, BackendKind::Auto) => {
+                format!("AUTO: {cpu} for host arrays, the GPU holding them for device arrays")
+            }
+            (None, _) => cpu,
+        }
+    }
+
     /// The back end this context was created for.
     pub fn backend(&self) -> BackendKind {
         self.backend

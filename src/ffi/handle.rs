@@ -205,6 +205,42 @@ pub unsafe extern "C" fn rusparseGetBackend(
     })
 }
 
+/// One line describing where the handle runs (rusparse extension), e.g.
+/// `CUDA device 0: NVIDIA H100 80GB HBM3 (sm_90), driver for CUDA 13.0,
+/// NVRTC 12.9 (libnvrtc.so.12)` or `CPU with 16 threads`; for an AUTO
+/// handle the CPU's line and which GPUs its device arrays would go to.
+/// Writes at most `capacity` bytes including the terminating NUL (a
+/// longer line is cut); `text` may be NULL only with `capacity` 0.
+/// INVALID_VALUE for a NULL handle or such a `text`.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseGetBackendDescription(
+    handle: rusparseHandle_t,
+    text: *mut std::ffi::c_char,
+    capacity: usize,
+) -> rusparseStatus_t {
+    boundary("rusparseGetBackendDescription", || {
+        // SAFETY: NULL or a live handle, claimed for this call.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let h = unsafe { rusparseContext::get(handle) }?;
+        if text.is_null() && capacity > 0 {
+            return Err(Error::InvalidValue(format!(
+                "text is NULL with capacity = {capacity}"
+            )));
+        }
+        let line = h.ctx.describe();
+        if capacity > 0 {
+            let n = line.len().min(capacity - 1);
+            // SAFETY: `text` holds `capacity` writable bytes (the caller's
+            // contract); n + 1 <= capacity are written.
+            unsafe {
+                std::ptr::copy_nonoverlapping(line.as_ptr(), text.cast::<u8>(), n);
+                *text.add(n) = 0;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Gives this handle its own pool of `num_threads` CPU threads (0: back to
 /// the default, all cores or `RUSPARSE_NUM_THREADS`). Other handles are not
 /// affected. Negative values and values above 4096 are INVALID_VALUE.

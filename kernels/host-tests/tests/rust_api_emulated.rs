@@ -7,6 +7,7 @@
 //! be given back, also when one fails. `SpgemmPlan` (a CPU plan) and the
 //! CPU algorithms are refused on such a context, naming the device.
 
+use rusparse::backend::gpu::GpuDevice;
 use rusparse::{
     reference, Algorithm, Context, Error, Index, IndexBase, Op, SpgemmOptions, SpgemmPlan,
 };
@@ -118,6 +119,10 @@ type V = rusparse_kernel_host_tests::F64I32I32W32;
 fn cpu_plans_and_cpu_algorithms_are_refused_naming_the_device() {
     let dev = EmulatedDevice::for_variant::<V>();
     let ctx = Context::on_device(dev.clone()).unwrap();
+    assert_eq!(
+        ctx.describe(),
+        format!("Cuda device {}: emulated H100", dev.ordinal())
+    );
     let mut rng = variant_rng::<V>(3);
     let a = messy::<V>(&mut rng, 8, 8, 0);
     let e = SpgemmPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, Algorithm::Default)

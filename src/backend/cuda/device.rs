@@ -372,6 +372,21 @@ impl GpuDevice for CudaDevice {
         CudaDevice::name(self)
     }
 
+    fn describe(&self) -> String {
+        let (major, minor) = self.compute_capability;
+        let nvrtc = match super::nvrtc::nvrtc() {
+            Ok(n) => format!("NVRTC {}.{} ({})", n.version.0, n.version.1, n.path),
+            Err(e) => format!("no NVRTC: {}", e.message()),
+        };
+        format!(
+            "CUDA device {}: {} (sm_{major}{minor}), driver for CUDA {}.{}, {nvrtc}",
+            GpuDevice::ordinal(self),
+            self.name,
+            self.driver_version / 1000,
+            self.driver_version % 1000 / 10
+        )
+    }
+
     fn limits(&self) -> &DeviceLimits {
         CudaDevice::limits(self)
     }

@@ -46,6 +46,18 @@ pub trait GpuDevice: Send + Sync + Debug {
     /// The device's name, e.g. `NVIDIA H100 80GB HBM3`.
     fn name(&self) -> &str;
 
+    /// One line for people: the runtime, ordinal and name, and what the
+    /// runtime adds (CUDA: compute capability, driver, the NVRTC loaded and
+    /// from where).
+    fn describe(&self) -> String {
+        format!(
+            "{:?} device {}: {}",
+            self.backend(),
+            self.ordinal(),
+            self.name()
+        )
+    }
+
     /// The limits the bins and launch sizes are planned from.
     fn limits(&self) -> &DeviceLimits;
 
