@@ -129,14 +129,14 @@ RS_DEVICE RS_INLINE void rs_bin_fill_impl(long long m, const long long* row_size
   }
 }
 
-RS_GLOBAL void rs_bin_count(long long m, const long long* row_size, const offset_t* a_rows,
+RS_GLOBAL RS_LAUNCH_BOUNDS(512) void rs_bin_count(long long m, const long long* row_size, const offset_t* a_rows,
                             int a_base, const long long* bounds, int nb, long long* bin_size,
                             long long* max_size) {
   (void)a_base; /* lengths of A's rows are differences of offsets */
   rs_bin_count_impl<offset_t>(m, row_size, a_rows, bounds, nb, bin_size, max_size);
 }
 
-RS_GLOBAL void rs_bin_fill(long long m, const long long* row_size, const offset_t* a_rows,
+RS_GLOBAL RS_LAUNCH_BOUNDS(512) void rs_bin_fill(long long m, const long long* row_size, const offset_t* a_rows,
                            int a_base, const long long* bounds, int nb,
                            const long long* bin_offset, long long* bin_cursor,
                            unsigned int* bins) {

@@ -452,7 +452,7 @@ RS_DEVICE void rsh_numeric_single(const unsigned* rows, long long count,
   }
 }
 
-RS_GLOBAL void rs_numeric_shared(const unsigned* rows, long long count, rs_csr a, rs_csr b,
+RS_GLOBAL RS_LAUNCH_BOUNDS(1024) void rs_numeric_shared(const unsigned* rows, long long count, rs_csr a, rs_csr b,
                                  const value_t* alpha, const value_t* beta,
                                  const long long* c_offsets, index_t* c_cols, value_t* c_vals,
                                  int c_base, long long table_size, int team, int group,
@@ -461,7 +461,7 @@ RS_GLOBAL void rs_numeric_shared(const unsigned* rows, long long count, rs_csr a
                      c_vals, c_base, table_size, team, group, deterministic);
 }
 
-RS_GLOBAL void rs_numeric_global(const unsigned* rows, long long count, rs_csr a, rs_csr b,
+RS_GLOBAL RS_LAUNCH_BOUNDS(1024) void rs_numeric_global(const unsigned* rows, long long count, rs_csr a, rs_csr b,
                                  const value_t* alpha, const value_t* beta,
                                  const long long* c_offsets, index_t* c_cols, value_t* c_vals,
                                  int c_base, const long long* table_offsets, index_t* key_tables,
@@ -470,7 +470,7 @@ RS_GLOBAL void rs_numeric_global(const unsigned* rows, long long count, rs_csr a
                      c_vals, c_base, table_offsets, key_tables, val_tables, deterministic);
 }
 
-RS_GLOBAL void rs_numeric_single(const unsigned* rows, long long count, rs_csr a, rs_csr b,
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_numeric_single(const unsigned* rows, long long count, rs_csr a, rs_csr b,
                                  const value_t* alpha, const value_t* beta,
                                  const long long* c_offsets, index_t* c_cols, value_t* c_vals,
                                  int c_base) {

@@ -54,6 +54,10 @@
 #define RS_END_NAMESPACE
 
 #define RS_GLOBAL extern "C" __global__
+/* The most threads a block of the kernel is launched with (the launch
+ * contract's KERNEL_MAX_BLOCK, checked at every launch): the compiler keeps
+ * the kernel's registers within what that many threads may use. */
+#define RS_LAUNCH_BOUNDS(n) __launch_bounds__(n, 1)
 #define RS_DEVICE __device__
 #define RS_INLINE inline __attribute__((always_inline))
 
@@ -135,6 +139,8 @@ RS_DEVICE RS_INLINE int rs_popcll(unsigned long long x) { return (int)__popcll(x
 #define RS_END_NAMESPACE
 
 #define RS_GLOBAL extern "C" __global__
+/* See the HIP branch. */
+#define RS_LAUNCH_BOUNDS(n) __launch_bounds__(n, 1)
 #define RS_DEVICE __device__
 #define RS_INLINE __forceinline__
 

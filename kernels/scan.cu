@@ -111,19 +111,19 @@ RS_DEVICE RS_INLINE void rs_write_offsets_impl(long long m, const long long* off
   }
 }
 
-RS_GLOBAL void rs_scan_blocks(long long n, long long* data, long long* block_sums) {
+RS_GLOBAL RS_LAUNCH_BOUNDS(1024) void rs_scan_blocks(long long n, long long* data, long long* block_sums) {
   rs_scan_blocks_impl(n, data, block_sums);
 }
 
-RS_GLOBAL void rs_scan_sums(long long nblocks, long long* block_sums) {
+RS_GLOBAL RS_LAUNCH_BOUNDS(1024) void rs_scan_sums(long long nblocks, long long* block_sums) {
   rs_scan_sums_impl(nblocks, block_sums);
 }
 
-RS_GLOBAL void rs_scan_add(long long n, long long* data, const long long* block_sums) {
+RS_GLOBAL RS_LAUNCH_BOUNDS(1024) void rs_scan_add(long long n, long long* data, const long long* block_sums) {
   rs_scan_add_impl(n, data, block_sums);
 }
 
-RS_GLOBAL void rs_write_offsets(long long m, const long long* offsets, offset_t* c_rows, int base,
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_write_offsets(long long m, const long long* offsets, offset_t* c_rows, int base,
                                 unsigned long long* error) {
   rs_write_offsets_impl<offset_t>(m, offsets, c_rows, base, error);
 }
@@ -131,12 +131,12 @@ RS_GLOBAL void rs_write_offsets(long long m, const long long* offsets, offset_t*
 /* The same for a C whose row offsets are of another type than A's and B's
  * (offset_t is theirs): 64-bit (limit LLONG_MAX - base) and 32-bit (limit
  * INT_MAX - base). */
-RS_GLOBAL void rs_write_offsets_wide(long long m, const long long* offsets, long long* c_rows,
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_write_offsets_wide(long long m, const long long* offsets, long long* c_rows,
                                      int base, unsigned long long* error) {
   rs_write_offsets_impl<long long>(m, offsets, c_rows, base, error);
 }
 
-RS_GLOBAL void rs_write_offsets_narrow(long long m, const long long* offsets, int* c_rows,
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_write_offsets_narrow(long long m, const long long* offsets, int* c_rows,
                                        int base, unsigned long long* error) {
   rs_write_offsets_impl<int>(m, offsets, c_rows, base, error);
 }

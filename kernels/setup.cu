@@ -321,15 +321,15 @@ RS_DEVICE void rsh_row_shapes(const rsh_csr<V, O, I> a, const rsh_csr<V, O, I> b
   }
 }
 
-RS_GLOBAL void rs_setup(rs_csr a, rs_csr b, long long* row_size, unsigned long long* error) {
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_setup(rs_csr a, rs_csr b, long long* row_size, unsigned long long* error) {
   rsh_setup(rsh_view(a), rsh_view(b), row_size, error);
 }
 
-RS_GLOBAL void rs_validate(rs_csr x, int code_offsets, int code_cols, unsigned long long* error,
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_validate(rs_csr x, int code_offsets, int code_cols, unsigned long long* error,
                            long long* flags) {
   rsh_validate(rsh_view(x), code_offsets, code_cols, error, flags);
 }
 
-RS_GLOBAL void rs_row_shapes(rs_csr a, rs_csr b, unsigned long long* shapes) {
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_row_shapes(rs_csr a, rs_csr b, unsigned long long* shapes) {
   rsh_row_shapes(rsh_view(a), rsh_view(b), shapes);
 }

@@ -185,7 +185,7 @@ RS_DEVICE void rsh_symbolic_global(const unsigned* rows, long long count,
   }
 }
 
-RS_GLOBAL void rs_symbolic_shared(const unsigned* rows, long long count, rs_csr a, rs_csr b,
+RS_GLOBAL RS_LAUNCH_BOUNDS(1024) void rs_symbolic_shared(const unsigned* rows, long long count, rs_csr a, rs_csr b,
                                   long long* row_size, long long table_size, int team, int group,
                                   long long spill_limit, unsigned* spill_rows,
                                   long long* spill_count) {
@@ -193,7 +193,7 @@ RS_GLOBAL void rs_symbolic_shared(const unsigned* rows, long long count, rs_csr 
                       spill_limit, spill_rows, spill_count);
 }
 
-RS_GLOBAL void rs_symbolic_global(const unsigned* rows, long long count, rs_csr a, rs_csr b,
+RS_GLOBAL RS_LAUNCH_BOUNDS(1024) void rs_symbolic_global(const unsigned* rows, long long count, rs_csr a, rs_csr b,
                                   long long* row_size, const long long* table_offsets,
                                   index_t* tables) {
   rsh_symbolic_global(rows, count, rsh_view(a), rsh_view(b), row_size, table_offsets, tables);

@@ -191,22 +191,22 @@ RS_DEVICE RS_INLINE void rs_transpose_gather_impl(long long nnz, const O* perm, 
   }
 }
 
-RS_GLOBAL void rs_transpose_count(rs_csr x, long long* counts) {
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_transpose_count(rs_csr x, long long* counts) {
   rs_transpose_count_impl<index_t>(x.cols, x.ncols, x.nnz, x.base, counts);
 }
 
-RS_GLOBAL void rs_transpose_scatter(rs_csr x, long long* cursor, index_t* t_cols,
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_transpose_scatter(rs_csr x, long long* cursor, index_t* t_cols,
                                     offset_t* perm) {
   rs_transpose_scatter_impl<offset_t, index_t>(x.rows, x.cols, x.nrows, x.ncols, x.nnz, x.base,
                                                cursor, t_cols, perm);
 }
 
-RS_GLOBAL void rs_transpose_sort_rows(long long nrows, const offset_t* rows, int base,
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_transpose_sort_rows(long long nrows, const offset_t* rows, int base,
                                       offset_t* perm, index_t* cols, int long_rows) {
   rs_transpose_sort_rows_impl<offset_t, index_t>(nrows, rows, base, perm, cols, long_rows);
 }
 
-RS_GLOBAL void rs_transpose_gather(long long nnz, const offset_t* perm, const value_t* src,
+RS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_transpose_gather(long long nnz, const offset_t* perm, const value_t* src,
                                    value_t* dst, int conjugate) {
   rs_transpose_gather_impl<offset_t, value_t>(nnz, perm, src, dst, conjugate);
 }

@@ -2,7 +2,7 @@
 //! does without an AMD GPU: 4 value types × 32/64-bit offsets × 32/64-bit
 //! indices, for gfx906 (MI50, Hygon DCU) and gfx90a (MI200) with 64-wide
 //! wavefronts. Strict: any warning fails. Each code object must contain
-//! every kernel the source declares (`RS_GLOBAL void rs_...`).
+//! every kernel the source declares (`RS_GLOBAL RS_LAUNCH_BOUNDS(n) void rs_...`).
 //!
 //! Without hiprtc each test prints a `SKIPPED` line and passes, unless
 //! `RUSPARSE_REQUIRE_HIPRTC=1` is set (the test command sets it after
@@ -20,12 +20,18 @@ mod support;
 const ARCHS: [&str; 2] = ["gfx906", "gfx90a"];
 const REQUIRE_HIPRTC: &str = "RUSPARSE_REQUIRE_HIPRTC";
 
-/// The kernels `source` declares: the names after `RS_GLOBAL void`.
+/// The kernels `source` declares: the names after `RS_GLOBAL` (and its
+/// launch bounds) and `void`.
 fn declared_kernels(source: &str) -> Vec<String> {
     let mut names: Vec<String> = source
-        .split("RS_GLOBAL void ")
+        .split("RS_GLOBAL ")
         .skip(1)
         .filter_map(|rest| {
+            let rest = match rest.strip_prefix("RS_LAUNCH_BOUNDS(") {
+                Some(r) => r.split_once(')')?.1.trim_start(),
+                None => rest,
+            };
+            let rest = rest.strip_prefix("void ")?;
             let end = rest.find('(')?;
             let name = rest[..end].trim();
             name.starts_with("rs_").then(|| name.to_string())
@@ -107,7 +113,7 @@ fn every_instantiation_compiles_for_amd_targets() {
 #[test]
 fn kernel_names_are_read_from_the_source() {
     let src =
-        "RS_GLOBAL void rs_a(int x) {}\nRS_GLOBAL void rs_b (long y);\nRS_GLOBAL void helper(int);";
+        "RS_GLOBAL void rs_a(int x) {}\nRS_GLOBAL RS_LAUNCH_BOUNDS(256) void rs_b (long y);\nRS_GLOBAL void helper(int);";
     assert_eq!(declared_kernels(src), ["rs_a", "rs_b"]);
 }
 

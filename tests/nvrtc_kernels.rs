@@ -163,3 +163,87 @@ fn every_instantiation_compiles_without_warnings() {
         failures.join("\n\n")
     );
 }
+
+/// Every instantiation as a CUBIN for sm_80 and sm_90 with ptxas's report:
+/// each kernel must launch at the largest block it is ever given (its
+/// launch bounds, `KERNEL_MAX_BLOCK`: registers x block within an SM's
+/// register file); prints the worst kernel (registers, static shared
+/// memory, spills) per variant.
+#[test]
+fn every_kernel_launches_at_the_planners_largest_block() {
+    use rusparse::backend::cuda::resources::{kernel_max_block, kernel_resources, KernelResources};
+    if support::available(loader::nvrtc(), "NVRTC", "RUSPARSE_REQUIRE_NVRTC").is_none() {
+        return;
+    }
+    let supported = rusparse::backend::cuda::compile::nvrtc_supported_archs().unwrap();
+    let jobs: Vec<(u32, KernelTypes)> = [80, 90]
+        .into_iter()
+        .filter(|a| supported.contains(a))
+        .flat_map(|a| KernelTypes::all().map(move |t| (a, t)))
+        .collect();
+    assert!(
+        !jobs.is_empty(),
+        "NVRTC supports neither sm_80 nor sm_90: {supported:?}"
+    );
+    let next = Mutex::new(jobs.iter());
+    let results = Mutex::new(Vec::new());
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let Some(&(arch, types)) = next.lock().unwrap().next() else {
+                    break;
+                };
+                let r = kernel_resources(types, arch);
+                results.lock().unwrap().push((arch, types, r));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(a, t, _)| (*a, t.to_string()));
+    let mut problems = Vec::new();
+    eprintln!("sm   | types                 | kernels | worst kernel (registers, smem, spills)");
+    for (arch, types, r) in &results {
+        let kernels = match r {
+            Ok(k) => k,
+            Err(e) => {
+                problems.push(format!("sm_{arch} {types}: {e}"));
+                continue;
+            }
+        };
+        let worst: &KernelResources = kernels.iter().max_by_key(|k| k.registers).unwrap();
+        let spilled: Vec<&str> = kernels
+            .iter()
+            .filter(|k| k.spill_stores > 0)
+            .map(|k| k.kernel.as_str())
+            .collect();
+        eprintln!(
+            "{arch}  | {:<21} | {:>7} | {} ({} regs, {} B smem, {} B spilled){}",
+            types.to_string(),
+            kernels.len(),
+            worst.kernel,
+            worst.registers,
+            worst.shared,
+            worst.spill_stores,
+            if spilled.is_empty() {
+                String::new()
+            } else {
+                format!("; spills in {}", spilled.join(", "))
+            }
+        );
+        problems.extend(
+            kernels
+                .iter()
+                .filter_map(|k| match kernel_max_block(&k.kernel) {
+                    Some(block) => k.launch_problem(block),
+                    None => Some(format!("{} is not in the launch contract", k.kernel)),
+                })
+                .map(|p| format!("sm_{arch} {types}: {p}")),
+        );
+    }
+    assert!(
+        problems.is_empty(),
+        "kernels that cannot launch at their largest block:\n{}",
+        problems.join("\n")
+    );
+}

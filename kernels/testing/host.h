@@ -54,6 +54,9 @@
 // Kernels are internal to their translation unit (the launch files wrap the
 // .cu files in an unnamed namespace); unused ones are not worth a warning.
 #define RS_GLOBAL [[maybe_unused]]
+// Launch bounds are the device compilers' business; the launch contract's
+// KERNEL_MAX_BLOCK is checked at every launch on the host too.
+#define RS_LAUNCH_BOUNDS(n)
 #define RS_DEVICE
 #define RS_INLINE inline
 

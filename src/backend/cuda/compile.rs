@@ -98,11 +98,33 @@ pub struct Compiled {
 /// warns, when `strict`).
 #[doc(hidden)]
 pub fn compile_nvrtc(source: &str, opts: &KernelOptions, strict: bool) -> Result<Compiled> {
-    super::loader::nvrtc()?;
-    super::loader::guarded("running NVRTC", || nvrtc_compile(source, opts, strict))
+    compile_nvrtc_with(source, opts, strict, &[])
 }
 
-fn nvrtc_compile(source: &str, opts: &KernelOptions, strict: bool) -> Result<Compiled> {
+/// [`compile_nvrtc`] with `extra` options after the usual ones (e.g.
+/// ptxas's report, [`super::resources`]).
+///
+/// # Errors
+/// As [`compile_nvrtc`].
+#[doc(hidden)]
+pub fn compile_nvrtc_with(
+    source: &str,
+    opts: &KernelOptions,
+    strict: bool,
+    extra: &[&str],
+) -> Result<Compiled> {
+    super::loader::nvrtc()?;
+    super::loader::guarded("running NVRTC", || {
+        nvrtc_compile(source, opts, strict, extra)
+    })
+}
+
+fn nvrtc_compile(
+    source: &str,
+    opts: &KernelOptions,
+    strict: bool,
+    extra: &[&str],
+) -> Result<Compiled> {
     use super::nvrtc::{Program, NVRTC_ERROR_INVALID_OPTION, NVRTC_SUCCESS};
     use std::ffi::CString;
 
@@ -119,7 +141,8 @@ fn nvrtc_compile(source: &str, opts: &KernelOptions, strict: bool) -> Result<Com
     };
     let src = CString::new(source)
         .map_err(|_| Error::InternalError(format!("{}: the kernel source contains NUL", what())))?;
-    let options = opts.nvrtc_options();
+    let mut options = opts.nvrtc_options();
+    options.extend(extra.iter().map(|o| o.to_string()));
     let prog = Program::new(nv, &src, c"rusparse_kernels.cu")
         .map_err(|e| Error::InternalError(format!("{}: {}", what(), e.message())))?;
     let compiled = prog.compile(&options)?;

@@ -26,6 +26,7 @@ pub mod device;
 pub mod loader;
 pub mod nvrtc;
 pub mod placement;
+pub mod resources;
 
 pub use compile::{KernelTypes, ValueKind};
 pub use device::CudaDevice;

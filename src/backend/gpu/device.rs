@@ -221,9 +221,12 @@ pub trait GpuKernels: Send + Sync + Debug {
     ) -> Result<()>;
 }
 
-/// Launches `name` after checking the argument sizes against the launch
-/// contract ([`super::launch::KERNEL_PARAMS`]), so a drifted argument list
-/// is an [`Error::InternalError`] on every runtime instead of a wrong read.
+/// Launches `name` after checking the argument sizes and the block against
+/// the launch contract ([`super::launch::KERNEL_PARAMS`],
+/// [`super::launch::KERNEL_MAX_BLOCK`]), so a drifted argument list or a
+/// block above the kernel's launch bounds is an [`Error::InternalError`] on
+/// every runtime (the emulator included) instead of a wrong read or a
+/// launch failure on the device.
 ///
 /// # Safety
 /// As [`GpuKernels::launch`]; `args` pairs each argument's address with its
@@ -243,6 +246,14 @@ pub(crate) unsafe fn checked_launch(
             "{name} launched with arguments of {sizes:?} bytes; its parameters take {:?}",
             kernel_params(name)
         )));
+    }
+    match super::launch::kernel_max_block(name) {
+        Some(max) if block <= max => {}
+        max => {
+            return Err(Error::InternalError(format!(
+                "{name} launched with {block} threads; its launch bounds allow {max:?}"
+            )))
+        }
     }
     let mut ptrs: Vec<*mut c_void> = args.iter().map(|&(p, _)| p).collect();
     // SAFETY: the caller's contract; sizes checked above.

@@ -43,7 +43,102 @@ pub fn kernel_params(name: &str) -> Option<&'static [usize]> {
         .map(|(_, p)| *p)
 }
 
+/// Block of the grid-stride setup, validation, row-shape and transpose
+/// kernels.
+pub const SETUP_BLOCK: u32 = 256;
+/// Block of the binning kernels (at least the bin count + 1).
+pub const BIN_BLOCK: u32 = 512;
+/// Block of `rs_write_offsets*`, `rs_transpose_gather` and
+/// `rs_numeric_single`.
+pub const PLAIN_BLOCK: u32 = 256;
+/// The largest block of the planner's bins, the scans and the global-memory
+/// kernels (the device's limit, at most this).
+pub const MAX_BLOCK: u32 = 1024;
+
+/// The most threads a block of each kernel is launched with. Each kernel
+/// is compiled with these launch bounds (`RS_LAUNCH_BOUNDS(n)` in
+/// `kernels/`, compared with this table by a test), so the compiler keeps
+/// its registers within what that block may use, and every launch is
+/// checked against it ([`checked_launch`](super::device::checked_launch)).
+pub const KERNEL_MAX_BLOCK: &[(&str, u32)] = &[
+    ("rs_setup", SETUP_BLOCK),
+    ("rs_validate", SETUP_BLOCK),
+    ("rs_row_shapes", SETUP_BLOCK),
+    ("rs_bin_count", BIN_BLOCK),
+    ("rs_bin_fill", BIN_BLOCK),
+    ("rs_scan_blocks", MAX_BLOCK),
+    ("rs_scan_sums", MAX_BLOCK),
+    ("rs_scan_add", MAX_BLOCK),
+    ("rs_write_offsets", PLAIN_BLOCK),
+    ("rs_write_offsets_wide", PLAIN_BLOCK),
+    ("rs_write_offsets_narrow", PLAIN_BLOCK),
+    ("rs_transpose_count", SETUP_BLOCK),
+    ("rs_transpose_scatter", SETUP_BLOCK),
+    ("rs_transpose_sort_rows", SETUP_BLOCK),
+    ("rs_transpose_gather", PLAIN_BLOCK),
+    ("rs_symbolic_shared", MAX_BLOCK),
+    ("rs_symbolic_global", MAX_BLOCK),
+    ("rs_numeric_shared", MAX_BLOCK),
+    ("rs_numeric_global", MAX_BLOCK),
+    ("rs_numeric_single", PLAIN_BLOCK),
+];
+
+/// The launch bounds of kernel `name` (see [`KERNEL_MAX_BLOCK`]).
+pub fn kernel_max_block(name: &str) -> Option<u32> {
+    KERNEL_MAX_BLOCK
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, b)| b)
+}
+
+/// The kernels whose blocks the planner sizes from the device (bins,
+/// scans, global kernels): a device or a compiled kernel that allows
+/// fewer threads makes the planner use smaller blocks.
+pub fn planner_sized(name: &str) -> bool {
+    kernel_max_block(name) == Some(MAX_BLOCK)
+}
+
 /// Kernels launched with more dynamic shared memory than the 48 KiB
 /// default; they get `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` at
 /// load time (CUDA; HIP devices give every kernel their whole LDS).
 pub const LARGE_SHARED_KERNELS: &[&str] = &["rs_symbolic_shared", "rs_numeric_shared"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kernel of the contract has launch bounds, and the kernels'
+    /// source declares exactly those (`RS_LAUNCH_BOUNDS(n)`).
+    #[test]
+    fn the_sources_launch_bounds_are_the_tables() {
+        let source = crate::backend::kernel_source::kernel_source();
+        let mut declared = Vec::new();
+        for rest in source.split("RS_GLOBAL RS_LAUNCH_BOUNDS(").skip(1) {
+            let (n, after) = rest.split_once(')').expect("RS_LAUNCH_BOUNDS(n)");
+            let name = after
+                .trim_start()
+                .strip_prefix("void ")
+                .and_then(|a| a.split('(').next())
+                .expect("RS_GLOBAL RS_LAUNCH_BOUNDS(n) void rs_name(")
+                .trim()
+                .to_string();
+            declared.push((name, n.trim().parse::<u32>().expect("a number")));
+        }
+        assert!(
+            !source.contains("RS_GLOBAL void"),
+            "a kernel without RS_LAUNCH_BOUNDS"
+        );
+        declared.sort();
+        let mut table: Vec<(String, u32)> = KERNEL_MAX_BLOCK
+            .iter()
+            .map(|&(n, b)| (n.to_string(), b))
+            .collect();
+        table.sort();
+        assert_eq!(declared, table);
+        let mut params: Vec<&str> = KERNEL_PARAMS.iter().map(|&(n, _)| n).collect();
+        params.sort_unstable();
+        let mut bounded: Vec<&str> = KERNEL_MAX_BLOCK.iter().map(|&(n, _)| n).collect();
+        bounded.sort_unstable();
+        assert_eq!(params, bounded);
+    }
+}

@@ -8,6 +8,7 @@
 //! of the kernel tests.
 
 use super::device::{checked_launch, GpuDevice, GpuKernels, RawEvent, RawStream};
+use super::launch::{BIN_BLOCK, PLAIN_BLOCK, SETUP_BLOCK};
 use crate::backend::kernel_source::KernelTypes;
 use crate::error::{Error, Result};
 use crate::plan::gpu_bins::{self, GpuBins, KernelBin};
@@ -81,12 +82,6 @@ pub const MAX_ROWS: i64 = (1i64 << 32) - 2;
 
 /// Extra streams the largest bins run on, beside the caller's.
 const AUX_STREAMS: usize = 3;
-/// Block of the grid-stride setup and validation kernels.
-const SETUP_BLOCK: u32 = 256;
-/// Block of the binning kernels (at least the bin count + 1, at most 1024).
-const BIN_BLOCK: u32 = 512;
-/// Block of `rs_write_offsets` and `rs_numeric_single` (a warp per row).
-const PLAIN_BLOCK: u32 = 256;
 /// The binning kernels take fewer than this many bins (`RS_BIN_MAX`).
 const MAX_BINS: usize = 32;
 /// Bytes of global hash tables one batch of spilled or huge rows may use

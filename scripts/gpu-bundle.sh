@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds, on a machine without a GPU, everything the GPU machine runs (it
+# has no Rust toolchain and no network), into gpu-bin/ (git-ignored):
+#   librusparse.so          the library (release)
+#   rusparse-demo           examples/demo.c against it (rpath $ORIGIN)
+#   rusparse-bench          the benchmark, soak and kernel-resource tool
+#   tests/<name>            the test binaries that need a GPU or NVRTC
+#                           (cuda_backend, cuda_ffi, nvrtc_kernels)
+# all stripped, and prints the folder's path and size (the copy to the GPU
+# machine carries at most 64 MiB with the working tree). Then, there:
+#   scripts/gpu-check.sh "$OUT"        (gpu-bin/ passed in `carry`)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out="$root/gpu-bin"
+limit_mib=56
+
+export RUSPARSE_NO_HEADER_UPDATE=1 CARGO_TERM_COLOR=never
+echo "== building the library, the benchmark and the GPU test binaries (release)"
+cargo build -q --release -p rusparse --lib
+cargo build -q --release -p rusparse-bench
+tests=(cuda_backend cuda_ffi nvrtc_kernels)
+test_args=()
+for t in "${tests[@]}"; do test_args+=(--test "$t"); done
+# The test executables, from cargo's JSON messages.
+mapfile -t executables < <(
+    cargo test -q --release -p rusparse --no-run --message-format=json "${test_args[@]}" |
+        python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["target"]["name"] + "\t" + m["executable"])
+')
+if [ ${#executables[@]} -ne ${#tests[@]} ]; then
+    echo "expected ${#tests[@]} test executables, cargo reported: ${executables[*]}" >&2
+    exit 1
+fi
+
+rm -rf "$out"
+mkdir -p "$out/tests"
+cp target/release/librusparse.so target/release/rusparse-bench "$out/"
+for e in "${executables[@]}"; do
+    cp "${e#*$'\t'}" "$out/tests/${e%%$'\t'*}"
+done
+cc -O2 -std=c99 -Wall -Wextra -Iinclude examples/demo.c -o "$out/rusparse-demo" -ldl \
+    -L"$out" -lrusparse -Wl,-rpath,'$ORIGIN'
+strip --strip-unneeded "$out/librusparse.so" "$out/rusparse-bench" "$out/rusparse-demo" "$out"/tests/*
+git rev-parse HEAD > "$out/COMMIT"
+git status --porcelain | head -n 20 > "$out/UNCOMMITTED"
+
+size_kib=$(du -sk "$out" | cut -f1)
+echo "== $out: $((size_kib / 1024)) MiB ($size_kib KiB)"
+ls -l "$out" "$out/tests" | sed 's/^/   /'
+if [ "$size_kib" -gt $((limit_mib * 1024)) ]; then
+    echo "the bundle is larger than $limit_mib MiB: it will not travel with the working tree" >&2
+    exit 1
+fi

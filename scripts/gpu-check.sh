@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+#   scripts/gpu-check.sh OUT [MINUTES]
+# Runs every GPU check from the bundle scripts/gpu-bundle.sh built
+# (gpu-bin/), on the GPU machine, from the repository root, and writes
+# everything into OUT: one log per step and summary.txt. Each step is
+# independent (one failing does not stop the others) and has a time limit;
+# the whole run stays inside MINUTES (default 7). Steps that need a GPU say
+# "no GPU" on a machine without one, and the script still ends with its
+# summary. Exit status: 0 when no step failed, 1 otherwise.
+#
+# Steps, most important first (a step that would not fit the time left is
+# reported as "no time"):
+#   preflight          nvidia-smi, driver, NVRTC found, CuPy, compute-sanitizer
+#   demo_200           the demo at n = 200 with RUSPARSE_REQUIRE_GPU=1
+#   test_cuda_backend  tests/cuda_backend.rs, RUSPARSE_REQUIRE_GPU=1, --nocapture
+#   test_cuda_ffi      tests/cuda_ffi.rs, the same
+#   test_nvrtc_kernels every kernel instantiation by this machine's NVRTC
+#   kernel_resources   registers, shared memory and spills of every kernel as a
+#                      CUBIN for this GPU, checked against the planner's blocks
+#   demo_1000_x3       the demo at n = 1000 (10^6 rows), three times
+#   memcheck, racecheck  compute-sanitizer on a small demo (where installed)
+#   bench_suite        rusparse-bench --backend cuda on the generated suite at
+#                      full size, C checked against the CPU, first_call_s
+#   soak_cuda          random products through the C ABI on device arrays
+#   cupy_peers         bench/gpu_peers.py: the same-run table against cuSPARSE
+#                      (CuPy), peak device memory of both (where CuPy exists)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/gpu-check.sh OUT [MINUTES]}
+minutes=${2:-7}
+mkdir -p "$out"
+bin=gpu-bin
+start=$(date +%s)
+deadline=$((start + minutes * 60))
+summary="$out/summary.txt"
+: > "$summary"
+failed=0
+
+# NVRTC and the CUDA libraries where a toolkit or a wheel may have put them.
+extra=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -d "$d" ] && extra="$extra:$d"
+done
+for d in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+    for sub in nvidia/cu13/lib nvidia/cuda_nvrtc/lib; do
+        [ -d "$d/$sub" ] && extra="$extra:$d/$sub"
+    done
+done
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}$extra"
+export RUST_BACKTRACE=1
+
+gpu=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q "^GPU"; then
+    gpu=1
+fi
+
+# step NAME SECONDS NEEDS_GPU COMMAND...: runs COMMAND (a shell string) with
+# its output in OUT/NAME.log, records the status line.
+step() {
+    local name=$1 limit=$2 needs_gpu=$3 cmd=$4
+    local now left status t0
+    now=$(date +%s)
+    left=$((deadline - now - 5))
+    if [ "$needs_gpu" = 1 ] && [ $gpu = 0 ]; then
+        status="no GPU"
+    elif [ ! -d "$bin" ]; then
+        status="no bundle ($bin/ missing: run scripts/gpu-bundle.sh and carry it)"
+        failed=1
+    elif [ $left -lt 15 ]; then
+        status="no time"
+    else
+        [ "$limit" -gt "$left" ] && limit=$left
+        t0=$(date +%s)
+        printf '== %s (limit %d s): %s\n' "$name" "$limit" "$cmd" > "$out/$name.log"
+        timeout --kill-after=5 "$limit" bash -c "$cmd" >> "$out/$name.log" 2>&1
+        local rc=$?
+        local took=$(($(date +%s) - t0))
+        case $rc in
+            0) status="ok (${took} s)" ;;
+            124|137) status="TIMEOUT after ${took} s"; failed=1 ;;
+            *) status="FAILED rc=$rc (${took} s)"; failed=1 ;;
+        esac
+    fi
+    printf '%-20s %s\n' "$name" "$status" | tee -a "$summary"
+}
+
+req="RUSPARSE_REQUIRE_GPU=1 RUSPARSE_REQUIRE_NVRTC=1"
+step preflight 60 0 "
+    echo commit: \$(cat $bin/COMMIT 2>/dev/null); cat $bin/UNCOMMITTED 2>/dev/null
+    nvidia-smi || echo 'nvidia-smi: not found or failed'
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv || true
+    command -v nvcc >/dev/null && nvcc --version | tail -n 2
+    echo LD_LIBRARY_PATH=\$LD_LIBRARY_PATH
+    ldconfig -p | grep -E 'libcuda.so|libnvrtc.so' || true
+    for d in \$(echo \$LD_LIBRARY_PATH | tr : ' '); do ls \$d/libnvrtc.so* 2>/dev/null; done
+    python3 -c 'import cupy; print(\"CuPy\", cupy.__version__)' || echo 'no CuPy'
+    command -v compute-sanitizer || echo 'no compute-sanitizer'
+    $bin/rusparse-demo --cpu 20 | head -n 1"
+step demo_200 60 1 "$req $bin/rusparse-demo 200"
+step test_cuda_backend 180 1 "$req $bin/tests/cuda_backend --nocapture"
+step test_cuda_ffi 120 1 "$req $bin/tests/cuda_ffi --nocapture"
+step test_nvrtc_kernels 120 0 "RUSPARSE_REQUIRE_NVRTC=1 $bin/tests/nvrtc_kernels --nocapture"
+step kernel_resources 120 0 "$bin/rusparse-bench kernels --device-arch ${RUSPARSE_GPU_ARCH:-auto}"
+step demo_1000_x3 120 1 "for i in 1 2 3; do $req $bin/rusparse-demo 1000 || exit 1; done"
+if command -v compute-sanitizer >/dev/null 2>&1; then
+    step memcheck 90 1 "compute-sanitizer --tool memcheck --error-exitcode 9 $bin/rusparse-demo 40"
+    step racecheck 120 1 "compute-sanitizer --tool racecheck --error-exitcode 9 $bin/rusparse-demo 40"
+else
+    printf '%-20s %s\n' memcheck "not here (no compute-sanitizer)" | tee -a "$summary"
+    printf '%-20s %s\n' racecheck "not here (no compute-sanitizer)" | tee -a "$summary"
+fi
+suite="uniform_r4:200200 stencil2d_5pt:725 stencil3d_7pt:100 fem27_3dof:28 rmat:20:4 delaunay:1048576 band_r120:36000 stencil2d_5pt:100"
+step bench_suite 240 1 "$req $bin/rusparse-bench --backend cuda --runs 3 --warmup 1 --json $out/bench_suite.json --csv $out/bench_suite.csv $suite"
+step soak_cuda 120 1 "$req $bin/rusparse-bench soak --cases 200 --seed 3 --gpu cuda --gpu-share 100"
+if python3 -c 'import cupy' >/dev/null 2>&1; then
+    step cupy_peers 300 1 "python3 bench/gpu_peers.py --rusparse-bench $bin/rusparse-bench --runs 5 --warmup 2 --timeout 120 --out $out/cupy_peers"
+else
+    printf '%-20s %s\n' cupy_peers "not here (no CuPy)" | tee -a "$summary"
+fi
+
+took=$(($(date +%s) - start))
+{
+    echo
+    echo "gpu-check: $([ $gpu = 1 ] && echo 'GPU found' || echo 'no GPU'), $((took / 60)) min $((took % 60)) s, $([ $failed = 0 ] && echo 'no step failed' || echo 'SOME STEPS FAILED')"
+} | tee -a "$summary"
+exit $failed
