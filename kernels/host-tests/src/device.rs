@@ -99,6 +99,9 @@ pub struct EmulatedDevice {
     tracked: Mutex<Tracked>,
     next_handle: AtomicUsize,
     launches: Arc<AtomicUsize>,
+    /// What the loaded kernels report as their most threads a block (as
+    /// registers can limit a real compilation); the planner must stay within.
+    kernel_threads: AtomicUsize,
 }
 
 impl EmulatedDevice {
@@ -114,6 +117,7 @@ impl EmulatedDevice {
             tracked: Mutex::default(),
             next_handle: AtomicUsize::new(1),
             launches: Arc::new(AtomicUsize::new(0)),
+            kernel_threads: AtomicUsize::new(u32::MAX as usize),
         })
     }
 
@@ -159,6 +163,15 @@ impl EmulatedDevice {
     /// Kernel launches so far.
     pub fn launches(&self) -> usize {
         self.launches.load(Ordering::Relaxed)
+    }
+
+    /// Makes the kernels loaded from now on report at most `threads`
+    /// threads a block for the planner-sized kernels, as a compilation
+    /// whose registers limit it would (CUDA's
+    /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`); a launch above it fails.
+    pub fn limit_kernel_threads(&self, threads: u32) {
+        self.kernel_threads
+            .store(threads as usize, Ordering::Relaxed);
     }
 
     /// Makes the `k`-th allocation from now (1-based) fail with
@@ -307,6 +320,7 @@ impl GpuDevice for EmulatedDevice {
             launch,
             suffix,
             limits: self.limits,
+            kernel_threads: self.kernel_threads.load(Ordering::Relaxed) as u32,
             launches: self.launches.clone(),
         }))
     }
@@ -414,11 +428,17 @@ struct EmulatedKernels {
     launch: LaunchByName,
     suffix: &'static str,
     limits: DeviceLimits,
+    /// What the kernels report as their most threads a block.
+    kernel_threads: u32,
     /// The device's launch count.
     launches: Arc<AtomicUsize>,
 }
 
 impl GpuKernels for EmulatedKernels {
+    fn max_threads_per_block(&self) -> u32 {
+        self.kernel_threads
+    }
+
     unsafe fn launch(
         &self,
         name: &str,
@@ -429,14 +449,16 @@ impl GpuKernels for EmulatedKernels {
         args: &mut [*mut c_void],
     ) -> Result<()> {
         let l = &self.limits;
+        let planner_sized = rusparse::backend::gpu::launch::planner_sized(name);
         if grid == 0
             || block == 0
             || block > l.max_threads_per_block
+            || (planner_sized && block > self.kernel_threads)
             || !block.is_multiple_of(l.warp)
         {
             return Err(Error::ExecutionFailed(format!(
-                "emulated device: {name} launched with grid {grid}, block {block} (warp {}, at most {} threads)",
-                l.warp, l.max_threads_per_block
+                "emulated device: {name} launched with grid {grid}, block {block} (warp {}, at most {} threads; the kernels allow {})",
+                l.warp, l.max_threads_per_block, self.kernel_threads
             )));
         }
         if shared > l.shared_per_block_optin {

@@ -866,3 +866,27 @@ fn prediction_on_the_device_matches_the_cpu_sampler() {
     }
     visit_hash_variants(&mut T);
 }
+
+/// Kernels whose compilation allows fewer threads a block than the device
+/// (registers, as a real GPU's `MAX_THREADS_PER_BLOCK` of a function can
+/// say): the planner sizes its bins, scans and global kernels within it
+/// (the emulator refuses a larger launch), and the product is the same.
+#[test]
+fn the_planner_keeps_to_the_kernels_thread_limit() {
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            if V::WARP != 32 {
+                return;
+            }
+            let mut rng = seed::<V>(12);
+            let (a, b) = with_long_row::<V>(&mut rng, 9_216);
+            let dev = EmulatedDevice::for_variant::<V>();
+            dev.limit_kernel_threads(128);
+            let job = Job::new(Op::N, Op::N);
+            let info = check(&dev, &a, &b, &job, "kernels limited to 128 threads");
+            assert!(info.nnz.is_some());
+        }
+    }
+    visit_hash_variants(&mut T);
+}

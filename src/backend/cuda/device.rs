@@ -11,7 +11,9 @@ use super::compile::{
 };
 use super::loader;
 use crate::backend::gpu::device::StreamOrderedAlloc;
-use crate::backend::gpu::launch::{KERNEL_PARAMS, LARGE_SHARED_KERNELS};
+use crate::backend::gpu::launch::{
+    planner_sized, threads_for, KERNEL_PARAMS, LARGE_SHARED_KERNELS,
+};
 use crate::backend::gpu::{GpuDevice, GpuKernels, RawEvent, RawStream};
 use crate::error::{Error, Result};
 use crate::plan::gpu_bins::DeviceLimits;
@@ -65,6 +67,8 @@ pub struct KernelModule {
     _module: Arc<CudaModule>,
     functions: HashMap<&'static str, CudaFunction>,
     options: KernelOptions,
+    /// The least `MAX_THREADS_PER_BLOCK` of the planner-sized kernels.
+    planner_threads: u32,
 }
 
 impl KernelModule {
@@ -92,6 +96,10 @@ unsafe impl Send for KernelModule {}
 unsafe impl Sync for KernelModule {}
 
 impl GpuKernels for KernelModule {
+    fn max_threads_per_block(&self) -> u32 {
+        self.planner_threads
+    }
+
     unsafe fn launch(
         &self,
         name: &str,
@@ -328,6 +336,7 @@ impl CudaDevice {
             .load_module(Ptx::from_binary(image.to_vec()))
             .map_err(|e| driver_error(&what, e))?;
         let mut functions = HashMap::new();
+        let mut planner_threads = u32::MAX;
         for &(name, _) in KERNEL_PARAMS {
             let f = module.load_function(name).map_err(|e| {
                 Error::InternalError(format!(
@@ -349,12 +358,23 @@ impl CudaDevice {
                     )
                 })?;
             }
+            // Registers can make a function's limit lower than the
+            // device's: fixed blocks must fit, planner-sized ones shrink.
+            let max = f
+                .max_threads_per_block()
+                .map_err(|e| driver_error(&what, e))?;
+            let usable = threads_for(name, u32::try_from(max).unwrap_or(0), self.limits.warp)
+                .map_err(|e| e.context(&what))?;
+            if planner_sized(name) {
+                planner_threads = planner_threads.min(usable);
+            }
             functions.insert(name, f);
         }
         Ok(KernelModule {
             _module: module,
             functions,
             options,
+            planner_threads,
         })
     }
 }

@@ -219,6 +219,16 @@ pub trait GpuKernels: Send + Sync + Debug {
         stream: RawStream,
         args: &mut [*mut c_void],
     ) -> Result<()>;
+
+    /// The most threads a block of the planner-sized kernels (bins, scans,
+    /// global kernels; [`super::launch::planner_sized`]) may have in this
+    /// compilation: what the runtime reports for the loaded functions
+    /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`), which registers can
+    /// make lower than the device's limit. The planner sizes those blocks
+    /// within it.
+    fn max_threads_per_block(&self) -> u32 {
+        u32::MAX
+    }
 }
 
 /// Launches `name` after checking the argument sizes and the block against

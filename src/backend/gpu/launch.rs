@@ -98,6 +98,30 @@ pub fn planner_sized(name: &str) -> bool {
     kernel_max_block(name) == Some(MAX_BLOCK)
 }
 
+/// What a loaded kernel's limit on threads per block (the runtime's
+/// `MAX_THREADS_PER_BLOCK` of the function) leaves the planner: for a
+/// planner-sized kernel the threads it may use (at most [`MAX_BLOCK`]);
+/// for one launched with a fixed block, that block when the function
+/// allows it.
+///
+/// # Errors
+/// [`crate::Error::NotSupported`] when a fixed-block kernel cannot run its
+/// block, or a planner-sized one not even a warp, on this device.
+pub fn threads_for(name: &str, function_max: u32, warp: u32) -> crate::Result<u32> {
+    let needed = kernel_max_block(name).ok_or_else(|| {
+        crate::Error::InternalError(format!("{name} is not in the launch contract"))
+    })?;
+    let usable = function_max.min(needed);
+    let enough = if planner_sized(name) { warp } else { needed };
+    if usable < enough {
+        return Err(crate::Error::NotSupported(format!(
+            "kernel {name} can run at most {function_max} threads a block on this device \
+             (registers), but needs {enough}"
+        )));
+    }
+    Ok(usable / warp.max(1) * warp.max(1))
+}
+
 /// Kernels launched with more dynamic shared memory than the 48 KiB
 /// default; they get `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` at
 /// load time (CUDA; HIP devices give every kernel their whole LDS).
@@ -109,6 +133,20 @@ mod tests {
 
     /// Every kernel of the contract has launch bounds, and the kernels'
     /// source declares exactly those (`RS_LAUNCH_BOUNDS(n)`).
+    #[test]
+    fn a_functions_limit_bounds_the_planner_and_fails_fixed_blocks() {
+        // Bins: the planner takes what the function allows, in warps.
+        assert_eq!(threads_for("rs_numeric_shared", 1024, 32).unwrap(), 1024);
+        assert_eq!(threads_for("rs_numeric_shared", 2048, 32).unwrap(), 1024);
+        assert_eq!(threads_for("rs_numeric_shared", 700, 32).unwrap(), 672);
+        assert!(threads_for("rs_numeric_shared", 16, 32).is_err());
+        // A fixed block the function cannot run.
+        assert_eq!(threads_for("rs_setup", 1024, 32).unwrap(), SETUP_BLOCK);
+        let e = threads_for("rs_setup", 128, 32).unwrap_err().to_string();
+        assert!(e.contains("rs_setup") && e.contains("128"), "{e}");
+        assert!(threads_for("rs_nothing", 1024, 32).is_err());
+    }
+
     #[test]
     fn the_sources_launch_bounds_are_the_tables() {
         let source = crate::backend::kernel_source::kernel_source();

@@ -669,7 +669,13 @@ impl GpuSpgemm {
         }
         dev.bind()?;
         let kernels = dev.kernels(types)?;
-        let limits = *dev.limits();
+        // The planner-sized kernels run no more threads a block than their
+        // compilation allows on this device.
+        let mut limits = *dev.limits();
+        limits.max_threads_per_block = limits
+            .max_threads_per_block
+            .min(kernels.max_threads_per_block() / limits.warp * limits.warp)
+            .max(limits.warp);
         let bins = gpu_bins::gpu_bins(&limits, types.index_bytes(), types.value_bytes());
         if bins.symbolic.len() + 1 > MAX_BINS || bins.numeric.len() + 1 > MAX_BINS {
             return Err(Error::InternalError(format!(
