@@ -34,6 +34,7 @@ mod cases;
 mod dump;
 mod generate;
 mod gpu;
+mod kernels;
 mod matrix_market;
 mod npy;
 mod plot;
@@ -224,6 +225,8 @@ Examples (from the repository root):
   cargo run --release --bin rusparse-bench -- soak --cases 1000000 --seed 1
     (random products of every type, base, op and algorithm checked against the reference;
      --gpu cuda|emulated runs a share of them through the C ABI on device arrays)
+  cargo run --release --bin rusparse-bench -- kernels --device-arch 90
+    (registers, shared memory and spills of every kernel instantiation by NVRTC; no GPU needed)
 
 Case names (the `matrix` column and the --dump folder): the spec with ':' as '_'
 (stencil2d_5pt_725) or the file stem (1138_bus); '_aat' is appended for
@@ -632,6 +635,7 @@ fn main() -> ExitCode {
         Some("predict") => predict::main(sub_args("predict")),
         Some("selector-data") => selector_data::main(sub_args("selector-data")),
         Some("soak") => soak::main(sub_args("soak")),
+        Some("kernels") => kernels::main(sub_args("kernels")),
         _ => run(&Cli::parse()),
     };
     match result {
