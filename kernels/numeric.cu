@@ -138,10 +138,11 @@ RS_DEVICE long long rsh_condense_block(I* keys, V* vals, S size, long long* coun
 
 /* Condense of a team of at most a warp (teams aligned in the warp), with
  * ballots only: chunk by chunk, each occupied slot goes to the team's count
- * so far + its rank in the team's ballot bits. The ballot is reached by every
- * lane after its read of the chunk, so writes (at or below the slots of this
- * and earlier chunks) cannot overtake a read. Returns the count. Every
- * thread of the warp calls it (same `size` and `team`). */
+ * so far + its rank in the team's ballot bits. Writes go at or below the
+ * slots of this and earlier chunks; a warp barrier (rs_syncwarp) after the
+ * ballot orders them after every lane's read of the chunk (the ballot alone
+ * orders execution, not memory). Returns the count. Every thread of the
+ * warp calls it (same `size` and `team`). */
 template <class I, class V>
 RS_DEVICE long long rsh_condense_team(I* keys, V* vals, unsigned size, int t, int team) {
   const int first_lane = rs_lane() - t;
@@ -157,6 +158,9 @@ RS_DEVICE long long rsh_condense_team(I* keys, V* vals, unsigned size, int t, in
     }
     const bool full = key != (I)-1;
     const unsigned long long bits = (rs_ballot(full) >> first_lane) & team_bits;
+    /* The ballot orders execution, not memory: without this a lane's write
+     * below could overtake another lane's read of that slot above. */
+    rs_syncwarp();
     if (full) {
       const long long at = run + rs_popcll(bits & ((1ull << t) - 1ull));
       keys[at] = key;

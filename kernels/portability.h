@@ -128,6 +128,10 @@ RS_DEVICE RS_INLINE T rs_shfl_xor(T v, int mask) {
 RS_DEVICE RS_INLINE unsigned long long rs_ballot(bool pred) {
   return (unsigned long long)__ballot(pred ? 1 : 0);
 }
+/* Orders the lanes' memory accesses around it (a warp op orders execution
+ * only): AMD wavefronts run in lockstep and keep LDS accesses in order, so
+ * this only stops the compiler from moving accesses across. */
+RS_DEVICE RS_INLINE void rs_syncwarp() { __builtin_amdgcn_wave_barrier(); }
 RS_DEVICE RS_INLINE int rs_popcll(unsigned long long x) { return (int)__popcll(x); }
 
 /* ------------------------------------------------------------------------ */
@@ -202,6 +206,11 @@ RS_DEVICE RS_INLINE T rs_shfl_xor(T v, int mask) {
 RS_DEVICE RS_INLINE unsigned long long rs_ballot(bool pred) {
   return (unsigned long long)__ballot_sync(0xffffffffu, pred);
 }
+/* Orders the lanes' memory accesses around it: __ballot_sync and the
+ * shuffles order execution, not memory (independent thread scheduling), so
+ * a lane's write after a warp op may overtake another lane's read before
+ * it. Every lane of the warp calls it. */
+RS_DEVICE RS_INLINE void rs_syncwarp() { __syncwarp(0xffffffffu); }
 RS_DEVICE RS_INLINE int rs_popcll(unsigned long long x) { return __popcll(x); }
 
 /* ------------------------------------------------------------------------ */

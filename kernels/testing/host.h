@@ -119,6 +119,7 @@ enum Kind : std::uint32_t {
   kShflDown,
   kShflXor,
   kBallot,
+  kSyncWarp,
 };
 
 inline const char* kind_name(std::uint64_t tag) {
@@ -133,6 +134,8 @@ inline const char* kind_name(std::uint64_t tag) {
       return "rs_shfl_down";
     case kShflXor:
       return "rs_shfl_xor";
+    case kSyncWarp:
+      return "rs_syncwarp";
     case kBallot:
       return "rs_ballot";
     default:
@@ -456,6 +459,13 @@ inline unsigned long long rs_ballot(bool pred,
   unsigned long long mask = 0;
   for (int l = 0; l < rs_host::kWarp; ++l) mask |= (unsigned long long)(slot[l] & 1u) << l;
   return mask;
+}
+
+// A warp barrier: every lane must reach the same one (a sync in a divergent
+// branch aborts, as the other warp operations do).
+inline void rs_syncwarp(std::source_location loc = std::source_location::current()) {
+  rs_host::ThreadState& t = rs_host::tls;
+  t.warp->bar.arrive_and_wait(rs_host::make_tag(rs_host::kSyncWarp, loc), [] {});
 }
 
 inline int rs_popcll(unsigned long long x) { return __builtin_popcountll(x); }
