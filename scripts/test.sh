@@ -268,4 +268,19 @@ mpiexec_flags=(--oversubscribe); [ "$(id -u)" -eq 0 ] && mpiexec_flags+=(--allow
 mpiexec "${mpiexec_flags[@]}" -n 2 target/cmake-build/petsc/tests/petsc_products \
     -dll_append "$prefix/lib/librusparse_petsc.so" -n 6 -g 400 | tail -n 1
 
+step "the GPU check as far as no GPU allows: scripts/gpu-bundle.sh builds the bundle (under its size limit), scripts/gpu-check.sh runs to its summary with 'no GPU' for every GPU step"
+./scripts/gpu-bundle.sh | tail -n 1
+rm -rf target/gpu-check
+if ./scripts/gpu-check.sh target/gpu-check 3; then
+    if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" = 0 ]; then
+        for s in demo_200 test_cuda_backend test_cuda_ffi bench_suite soak_cuda; do
+            grep -q "^$s  *no GPU" target/gpu-check/summary.txt ||
+                { echo "gpu-check: $s should say 'no GPU'"; exit 1; }
+        done
+    fi
+else
+    cat target/gpu-check/*.log
+    exit 1
+fi
+
 step "all tests passed"
