@@ -13,7 +13,7 @@
 use super::compile::{cached_code_object, wavefront_of_arch, HipKernelOptions};
 use super::loader::{c_text, runtime, HipError, HipHandle, HipRuntime};
 use crate::backend::gpu::device::StreamOrderedAlloc;
-use crate::backend::gpu::launch::KERNEL_PARAMS;
+use crate::backend::gpu::launch::{planner_sized, threads_for, KERNEL_PARAMS};
 use crate::backend::gpu::{GpuDevice, GpuKernels, RawEvent, RawStream};
 use crate::backend::kernel_cache::DiskCache;
 use crate::backend::kernel_source::{kernel_source, KernelTypes};
@@ -94,6 +94,9 @@ fn check(what: &str, e: HipError) -> Result<()> {
 pub struct HipModule {
     module: HipHandle,
     functions: HashMap<&'static str, usize>,
+    /// The least `HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` of the
+    /// planner-sized kernels.
+    planner_threads: u32,
 }
 
 // SAFETY: module and function handles may be used from any thread once the
@@ -112,6 +115,10 @@ impl Drop for HipModule {
 }
 
 impl GpuKernels for HipModule {
+    fn max_threads_per_block(&self) -> u32 {
+        self.planner_threads
+    }
+
     unsafe fn launch(
         &self,
         name: &str,
@@ -292,6 +299,7 @@ impl HipDevice {
         let mut m = HipModule {
             module,
             functions: HashMap::new(),
+            planner_threads: u32::MAX,
         };
         for &(name, _) in KERNEL_PARAMS {
             let c_name = CString::new(name).expect("kernel names have no NUL");
@@ -300,6 +308,20 @@ impl HipDevice {
             check(&format!("{what}: kernel {name}"), unsafe {
                 (rt.module_get_function)(&mut f, m.module, c_name.as_ptr())
             })?;
+            // Registers can make a function's limit lower than the
+            // device's (HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK is 0).
+            if let Some(get) = rt.func_get_attribute {
+                let mut max: c_int = 0;
+                // SAFETY: a function of the loaded module; a writable int.
+                check(&format!("{what}: hipFuncGetAttribute({name})"), unsafe {
+                    get(&mut max, 0, f)
+                })?;
+                let usable = threads_for(name, u32::try_from(max).unwrap_or(0), self.limits.warp)
+                    .map_err(|e| e.context(&what))?;
+                if planner_sized(name) {
+                    m.planner_threads = m.planner_threads.min(usable);
+                }
+            }
             m.functions.insert(name, f as usize);
         }
         let m = Arc::new(m);

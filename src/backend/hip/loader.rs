@@ -103,6 +103,8 @@ pub struct HipRuntime {
     pub module_load_data: unsafe extern "C" fn(*mut HipHandle, *const c_void) -> HipError,
     /// `hipModuleUnload(module)`.
     pub module_unload: unsafe extern "C" fn(HipHandle) -> HipError,
+    /// `hipFuncGetAttribute(int*, hipFunction_attribute, hipFunction_t)`.
+    pub func_get_attribute: Option<unsafe extern "C" fn(*mut c_int, c_int, HipHandle) -> HipError>,
     /// `hipModuleGetFunction(hipFunction_t*, module, name)`.
     pub module_get_function:
         unsafe extern "C" fn(*mut HipHandle, HipHandle, *const c_char) -> HipError,
@@ -239,6 +241,7 @@ pub fn runtime() -> Result<&'static HipRuntime, String> {
                     event_synchronize: symbol(&lib, b"hipEventSynchronize\0")?,
                     module_load_data: symbol(&lib, b"hipModuleLoadData\0")?,
                     module_unload: symbol(&lib, b"hipModuleUnload\0")?,
+                    func_get_attribute: symbol(&lib, b"hipFuncGetAttribute\0").ok(),
                     module_get_function: symbol(&lib, b"hipModuleGetFunction\0")?,
                     module_launch_kernel: symbol(&lib, b"hipModuleLaunchKernel\0")?,
                     pointer_get_attributes: symbol(&lib, b"hipPointerGetAttributes\0")?,
