@@ -37,9 +37,10 @@ impl MemorySpace {
 /// `malloc` memory: `CUDA_ERROR_INVALID_VALUE`) are host memory; so is
 /// everything when no driver is installed. When no context is current on
 /// the calling thread the driver may answer `CUDA_ERROR_INVALID_CONTEXT`
-/// (or `NOT_INITIALIZED`): the question is asked again with device 0's
-/// primary context current (the caller's binding is given back when the
-/// call returns).
+/// (or `NOT_INITIALIZED`): the question is asked again in the first active
+/// primary context (the caller's binding is given back); with none active
+/// no device memory of the runtime API exists, and the pointer is host
+/// memory.
 ///
 /// # Errors
 /// [`crate::Error::ExecutionFailed`] with the driver's message for any
@@ -51,11 +52,17 @@ pub fn memory_space(p: *const c_void) -> Result<MemorySpace> {
     }
     loader::guarded("cuPointerGetAttribute", || {
         let answer = match query(p) {
-            Answer::NeedsContext(_) => {
-                let _binding = crate::backend::caller_binding::CallerBinding::save();
-                CudaDevice::get(0)?.bind()?;
-                query(p)
-            }
+            Answer::NeedsContext(r) => ask_in_an_active_context(p).unwrap_or(
+                // No device has an active primary context, so no memory
+                // of the runtime API (or of rusparse) exists: host memory.
+                // (A driver-API context made with cuCtxCreate on another
+                // thread is the case this cannot see.)
+                if r == cu::CUresult::CUDA_ERROR_INVALID_CONTEXT {
+                    Answer::Space(MemorySpace::Host)
+                } else {
+                    Answer::Failed(r)
+                },
+            ),
             a => a,
         };
         match answer {
@@ -67,6 +74,46 @@ pub fn memory_space(p: *const c_void) -> Result<MemorySpace> {
             ))),
         }
     })
+}
+
+/// Asks again with the primary context of the first device that has an
+/// active one made current (the caller's binding is restored after);
+/// `None` when no device has one. Making a context just to ask would cost
+/// a CPU-only caller on a GPU machine a context on device 0.
+fn ask_in_an_active_context(p: *const c_void) -> Option<Answer> {
+    let _binding = crate::backend::caller_binding::CallerBinding::save();
+    let mut count = 0;
+    // SAFETY: the driver is loaded; valid out pointers throughout.
+    unsafe {
+        if cu::cuDeviceGetCount(&mut count) != cu::CUresult::CUDA_SUCCESS {
+            return None;
+        }
+        for ordinal in 0..count {
+            let mut dev: cu::CUdevice = 0;
+            let (mut flags, mut active) = (0u32, 0i32);
+            if cu::cuDeviceGet(&mut dev, ordinal) != cu::CUresult::CUDA_SUCCESS
+                || cu::cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active)
+                    != cu::CUresult::CUDA_SUCCESS
+                || active == 0
+            {
+                continue;
+            }
+            let mut ctx: cu::CUcontext = std::ptr::null_mut();
+            if cu::cuDevicePrimaryCtxRetain(&mut ctx, dev) != cu::CUresult::CUDA_SUCCESS {
+                continue;
+            }
+            let answer = if cu::cuCtxSetCurrent(ctx) == cu::CUresult::CUDA_SUCCESS {
+                Some(query(p))
+            } else {
+                None
+            };
+            cu::cuDevicePrimaryCtxRelease_v2(dev);
+            if answer.is_some() {
+                return answer;
+            }
+        }
+    }
+    None
 }
 
 /// The driver's answer about a pointer.
