@@ -122,6 +122,19 @@ impl<'a, T: Scalar, I: Index, J: Index> CsrView<'a, T, I, J> {
     }
 }
 
+/// The entries a CSR matrix's row offsets use, `last - base` (`last` =
+/// `rowOffsets[rows]`), when it lies in `0..=nnz`: a declared nnz larger
+/// than that is spare room at the end of the arrays, never read (cuSPARSE
+/// accepts it). Otherwise the declared `nnz`, for validation to report the
+/// mismatch against. The one rule of the C ABI's views, its staged copies
+/// and the GPU pipeline.
+pub(crate) fn used_entries(last: i64, base: i64, nnz: i64) -> i64 {
+    match last.checked_sub(base) {
+        Some(used) if (0..=nnz).contains(&used) => used,
+        _ => nnz,
+    }
+}
+
 /// Entries per parallel task when validating.
 const VALIDATE_GRAIN: usize = 1 << 16;
 

@@ -7,6 +7,7 @@
 
 use super::boundary::{boundary, out_ref, Opaque};
 use super::types::*;
+use crate::csr::used_entries;
 use crate::types::{DataType, IndexBase, IndexType};
 use crate::{CsrView, Error, Index, Result, Scalar};
 use std::ffi::c_void;
@@ -122,7 +123,7 @@ impl SpMat {
         }
         let m = self.nrows();
         let offsets: &[I] = slice_at(self.offsets, m + 1, &format!("{name} rowOffsets"))?;
-        let nnz = used_entries(offsets[m].to_i64(), self.base, self.nnz_usize());
+        let nnz = used_entries(offsets[m].to_i64(), self.base.offset() as i64, self.nnz) as usize;
         let cols: &[J] = slice_at(self.col_ind, nnz, &format!("{name} colInd"))?;
         let vals: &[T] = if values || !self.values.is_null() {
             slice_at(self.values, nnz, &format!("{name} values"))?
@@ -137,17 +138,6 @@ impl SpMat {
             vals,
             self.base,
         ))
-    }
-}
-
-/// The entries a CSR matrix's row offsets use, `last - base` (`last` =
-/// `rowOffsets[rows]`), when it lies in `0..=nnz`: a declared nnz larger
-/// than that is spare room at the end of the arrays, never read. Otherwise
-/// the declared `nnz`, for validation to report the mismatch against.
-pub(crate) fn used_entries(last: i64, base: IndexBase, nnz: usize) -> usize {
-    match usize::try_from(last - base.offset() as i64) {
-        Ok(used) if used <= nnz => used,
-        _ => nnz,
     }
 }
 

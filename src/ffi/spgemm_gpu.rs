@@ -59,7 +59,7 @@ fn staged_csr(copy: &DeviceArrays, m: &SpMat) -> DeviceCsr {
 
 /// `m` with nnz cut to the entries its (host) row offsets use: spare room
 /// at the end of the arrays is neither copied nor read
-/// ([`super::matrix::used_entries`]).
+/// ([`crate::csr::used_entries`]).
 fn host_used(m: &SpMat) -> SpMat {
     if m.offsets.is_null() || m.rows < 0 {
         return m.clone();
@@ -73,9 +73,8 @@ fn host_used(m: &SpMat) -> SpMat {
             IndexType::I64 => m.offsets.cast::<i64>().add(rows).read_unaligned(),
         }
     };
-    let nnz = super::matrix::used_entries(last, m.base, m.nnz.max(0) as usize);
     SpMat {
-        nnz: nnz as i64,
+        nnz: crate::csr::used_entries(last, m.base.offset() as i64, m.nnz),
         ..m.clone()
     }
 }

@@ -541,11 +541,10 @@ fn check_csr(x: &DeviceCsr, name: &str, need_vals: bool) -> Result<()> {
     Ok(())
 }
 
-/// `x` with `nnz` cut to the entries its row offsets use,
-/// `rowOffsets[nrows] - base`, when that lies in `0..=nnz`: a declared nnz
-/// larger than that is spare room at the end of the arrays, never read (as
-/// cuSPARSE accepts it). Otherwise `x` unchanged, for the validating
-/// kernels to report. Reads one offset back (waits for `stream`).
+/// `x` with `nnz` cut to the entries its row offsets use
+/// ([`crate::csr::used_entries`]: a declared nnz above
+/// `rowOffsets[nrows] - base` is spare room, never read); otherwise `x`
+/// unchanged, for the validating kernels to report. Reads one offset back (waits for `stream`).
 ///
 /// # Errors
 /// A runtime error of the copy (or of earlier work on `stream`).
@@ -575,11 +574,9 @@ pub(crate) fn with_used_entries(
     } else {
         i64::from(i32::from_le_bytes([word[0], word[1], word[2], word[3]]))
     };
-    let used = last - i64::from(x.base);
-    Ok(if (0..=x.nnz).contains(&used) {
-        DeviceCsr { nnz: used, ..*x }
-    } else {
-        *x
+    Ok(DeviceCsr {
+        nnz: crate::csr::used_entries(last, i64::from(x.base), x.nnz),
+        ..*x
     })
 }
 
