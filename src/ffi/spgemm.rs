@@ -480,13 +480,7 @@ fn numeric_gpu<T: Scalar>(
     job: &Numeric,
 ) -> Result<()> {
     use super::spgemm_gpu::Scalars;
-    fn bytes<T>(v: &T) -> &[u8] {
-        // SAFETY: any value is readable as its bytes (Scalar types are
-        // plain floats or pairs of floats, without padding).
-        unsafe {
-            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
-        }
-    }
+    use crate::backend::gpu::host_arrays::scalar_bytes as bytes;
     let (alpha, beta) = match job.fill {
         Fill::Structure => (T::one(), T::zero()),
         // A staged product's arrays are all host memory: so are alpha and

@@ -26,7 +26,7 @@ pub(crate) struct GpuProduct {
     // the copies it reads are freed.
     spgemm: GpuSpgemm,
     /// alpha and beta copied to the device in host pointer mode.
-    scalars: Option<DeviceScalars>,
+    scalars: Option<DeviceArrays>,
     /// The device copies of a product of host arrays.
     staging: Option<Staging>,
     dev: Arc<dyn GpuDevice>,
@@ -138,26 +138,6 @@ fn operands(
                 stage(dev, &mut st.a, stream, &host_used(a), arrays)?,
                 stage(dev, &mut st.b, stream, &host_used(b), arrays)?,
             ))
-        }
-    }
-}
-
-/// 32 bytes of device memory holding alpha (at 0) and beta (at 16),
-/// allocated synchronously (they serve calls on any stream).
-struct DeviceScalars {
-    dev: Arc<dyn GpuDevice>,
-    ptr: u64,
-}
-
-impl Drop for DeviceScalars {
-    fn drop(&mut self) {
-        // The device must be current for the free; if it cannot be made
-        // current the 32 bytes are left to the context's teardown.
-        if self.dev.bind().is_ok() {
-            // SAFETY: allocated synchronously in `upload_scalars` on this
-            // device, freed once; a synchronous free waits for work that
-            // still reads it.
-            unsafe { self.dev.free(self.ptr, None) };
         }
     }
 }
@@ -321,26 +301,11 @@ impl GpuProduct {
     /// Copies alpha and beta into this product's device scalars, queued on
     /// `stream` (ordered after earlier products that still read them).
     fn upload_scalars(&mut self, stream: *mut c_void, alpha: &[u8], beta: &[u8]) -> Result<u64> {
-        self.dev.bind()?;
-        if self.scalars.is_none() {
-            let ptr = self
-                .dev
-                .alloc(32, None)
-                .map_err(|e| e.context("allocating 32 bytes for alpha and beta"))?;
-            self.scalars = Some(DeviceScalars {
-                dev: self.dev.clone(),
-                ptr,
-            });
-        }
-        let ptr = self.scalars.as_ref().map_or(0, |s| s.ptr);
-        let mut bytes = [0u8; 32];
-        bytes[..alpha.len()].copy_from_slice(alpha);
-        bytes[16..16 + beta.len()].copy_from_slice(beta);
-        // SAFETY: `ptr` holds 32 bytes; the source is host memory copied
-        // before the call returns (pageable memory is staged).
-        unsafe { self.dev.upload(ptr, &bytes, stream as RawStream) }
-            .map_err(|e| e.context("copying alpha and beta to the device"))?;
-        Ok(ptr)
+        let scalars = match &mut self.scalars {
+            Some(s) => s,
+            slot => slot.insert(DeviceArrays::scalars(&self.dev)?),
+        };
+        scalars.set_scalars(stream as RawStream, alpha, beta)
     }
 }
 

@@ -45,6 +45,20 @@ impl DeviceArrays {
     /// [`Error::InsufficientResources`] when device memory runs out
     /// (nothing is left allocated).
     pub fn new(dev: &Arc<dyn GpuDevice>, bytes: [usize; 3]) -> Result<DeviceArrays> {
+        DeviceArrays::allocate(dev, bytes, "to stage a matrix")
+    }
+
+    /// 32 bytes for alpha (at 0) and beta (at 16), filled by
+    /// [`DeviceArrays::set_scalars`]; allocated synchronously, so they
+    /// serve calls on any stream.
+    ///
+    /// # Errors
+    /// As [`DeviceArrays::new`].
+    pub fn scalars(dev: &Arc<dyn GpuDevice>) -> Result<DeviceArrays> {
+        DeviceArrays::allocate(dev, [32, 0, 0], "for alpha and beta")
+    }
+
+    fn allocate(dev: &Arc<dyn GpuDevice>, bytes: [usize; 3], what: &str) -> Result<DeviceArrays> {
         dev.bind()?;
         let mut arrays = DeviceArrays {
             dev: dev.clone(),
@@ -55,7 +69,7 @@ impl DeviceArrays {
             if n > 0 {
                 *ptr = dev
                     .alloc(n, None)
-                    .map_err(|e| e.context(&format!("allocating {n} bytes to stage a matrix")))?;
+                    .map_err(|e| e.context(&format!("allocating {n} bytes {what}")))?;
             }
         }
         Ok(arrays)
@@ -113,6 +127,41 @@ impl DeviceArrays {
         }
         Ok(())
     }
+}
+
+impl DeviceArrays {
+    /// Copies `alpha` and `beta` (a value's bytes, at most 16 each) into
+    /// scalars made by [`DeviceArrays::scalars`], queued on `stream`
+    /// (ordered after earlier work that still reads them); returns alpha's
+    /// address, beta's is 16 bytes on.
+    ///
+    /// # Errors
+    /// A runtime error; [`Error::InternalError`] for other arrays or a
+    /// value over 16 bytes.
+    pub(crate) fn set_scalars(&self, stream: RawStream, alpha: &[u8], beta: &[u8]) -> Result<u64> {
+        if self.bytes != [32, 0, 0] || alpha.len() > 16 || beta.len() > 16 {
+            return Err(Error::InternalError(
+                "alpha and beta go into DeviceArrays::scalars, 16 bytes each".into(),
+            ));
+        }
+        let mut bytes = [0u8; 32];
+        bytes[..alpha.len()].copy_from_slice(alpha);
+        bytes[16..16 + beta.len()].copy_from_slice(beta);
+        self.dev.bind()?;
+        let none = std::ptr::null();
+        // SAFETY: `bytes` holds the 32 bytes of the first array; the
+        // runtime copies pageable memory before the call returns.
+        unsafe { self.upload(stream, [bytes.as_ptr().cast(), none, none]) }
+            .map_err(|e| e.context("copying alpha and beta to the device"))?;
+        Ok(self.ptrs[0])
+    }
+}
+
+/// A scalar's bytes, for [`DeviceArrays::set_scalars`].
+pub(crate) fn scalar_bytes<T: Scalar>(v: &T) -> &[u8] {
+    // SAFETY: any value is readable as its bytes (Scalar types are plain
+    // floats or pairs of floats, without padding).
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
 }
 
 impl Drop for DeviceArrays {
@@ -235,26 +284,9 @@ pub fn spgemm_on_device<T: Scalar, I: Index, J: Index>(
         nnz: nnz as i64,
         base: a.base().offset() as i32,
     };
-    // alpha at 0, beta (zero, not read) at 16.
-    let scalars = DeviceArrays::new(dev, [32, 0, 0])?;
-    let mut bytes = [0u8; 32];
-    // SAFETY: any value is readable as its bytes (plain floats or pairs
-    // of floats, without padding), at most 16 of them.
-    let alpha = unsafe {
-        std::slice::from_raw_parts(
-            (&opts.alpha as *const T).cast::<u8>(),
-            std::mem::size_of::<T>(),
-        )
-    };
-    bytes[..alpha.len()].copy_from_slice(alpha);
-    // SAFETY: `scalars` holds 32 bytes.
-    unsafe {
-        scalars.upload(
-            stream,
-            [bytes.as_ptr().cast(), std::ptr::null(), std::ptr::null()],
-        )
-    }?;
-    let at = scalars.ptrs[0];
+    // beta is zero and not read.
+    let scalars = DeviceArrays::scalars(dev)?;
+    let at = scalars.set_scalars(stream, scalar_bytes(&opts.alpha), &[])?;
     plan.numeric(stream, &da, &db, &dc, at, at + 16, true)?;
     let mut row_offsets = crate::error::try_vec(rows + 1, I::default(), "C's row offsets")?;
     let mut col_indices = crate::error::try_vec(nnz, J::default(), "C's column indices")?;
