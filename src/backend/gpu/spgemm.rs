@@ -544,7 +544,8 @@ fn check_csr(x: &DeviceCsr, name: &str, need_vals: bool) -> Result<()> {
 /// `x` with `nnz` cut to the entries its row offsets use
 /// ([`crate::csr::used_entries`]: a declared nnz above
 /// `rowOffsets[nrows] - base` is spare room, never read); otherwise `x`
-/// unchanged, for the validating kernels to report. Reads one offset back (waits for `stream`).
+/// unchanged, for the validating kernels to report. Reads one offset back
+/// (waits for `stream`).
 ///
 /// # Errors
 /// A runtime error of the copy (or of earlier work on `stream`).
@@ -634,7 +635,12 @@ impl GpuSpgemm {
         let dims = |x: &DeviceCsr| (x.nrows, x.ncols, x.nnz);
         let (a_dims, b_dims) = (dims(a), dims(b));
         let a = &with_used_entries(dev, stream, a, types.offset64)?;
-        let b = &with_used_entries(dev, stream, b, types.offset64)?;
+        // C = A * A (or A * Aᵀ): the same offsets, read once.
+        let b = &if (b.rows, b.base, b_dims) == (a.rows, a.base, a_dims) {
+            DeviceCsr { nnz: a.nnz, ..*b }
+        } else {
+            with_used_entries(dev, stream, b, types.offset64)?
+        };
         let ((m, inner), (inner_b, n)) = (op_dims(a, op_a), op_dims(b, op_b));
         if inner != inner_b {
             return Err(Error::InvalidValue(format!(
@@ -664,7 +670,6 @@ impl GpuSpgemm {
                 )));
             }
         }
-        dev.bind()?;
         let kernels = dev.kernels(types)?;
         // The planner-sized kernels run no more threads a block than their
         // compilation allows on this device.
