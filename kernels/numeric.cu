@@ -142,8 +142,10 @@ RS_DEVICE long long rsh_condense_block(I* keys, V* vals, S size, long long* coun
  * slots of this and earlier chunks; a warp barrier (rs_syncwarp) after the
  * ballot orders them after every lane's read of the chunk (the ballot alone
  * orders execution, not memory). Returns the count. Every thread of the
- * warp calls it (same `size` and `team`). */
-template <class I, class V>
+ * warp calls it (same `size` and `team`). kWarpBarrier is false only in the
+ * emulator's planted race (kernels/testing/launch_emulator.cpp), which shows
+ * that the race check reports the routine without its barrier. */
+template <class I, class V, bool kWarpBarrier = true>
 RS_DEVICE long long rsh_condense_team(I* keys, V* vals, unsigned size, int t, int team) {
   const int first_lane = rs_lane() - t;
   const unsigned long long team_bits = team >= 64 ? ~0ull : ((1ull << team) - 1ull);
@@ -160,7 +162,7 @@ RS_DEVICE long long rsh_condense_team(I* keys, V* vals, unsigned size, int t, in
     const unsigned long long bits = (rs_ballot(full) >> first_lane) & team_bits;
     /* The ballot orders execution, not memory: without this a lane's write
      * below could overtake another lane's read of that slot above. */
-    rs_syncwarp();
+    if (kWarpBarrier) rs_syncwarp();
     if (full) {
       const long long at = run + rs_popcll(bits & ((1ull << t) - 1ull));
       keys[at] = key;

@@ -111,6 +111,11 @@ RS_DEVICE RS_INLINE long long rs_atomic_max(long long* p, long long v) {
   }
   return old;
 }
+/* A load that may meet other threads' atomics on the same word (an
+ * early-exit check of a shared count): volatile, so it is not cached. */
+RS_DEVICE RS_INLINE long long rs_atomic_load(const long long* p) {
+  return *(const volatile long long*)p;
+}
 
 /* Warp operations (all RS_WARP lanes active). */
 template <class T>
@@ -189,6 +194,11 @@ RS_DEVICE RS_INLINE unsigned long long rs_atomic_min(unsigned long long* p,
   return atomicMin(p, v);
 }
 RS_DEVICE RS_INLINE long long rs_atomic_max(long long* p, long long v) { return atomicMax(p, v); }
+/* A load that may meet other threads' atomics on the same word (an
+ * early-exit check of a shared count): volatile, so it is not cached. */
+RS_DEVICE RS_INLINE long long rs_atomic_load(const long long* p) {
+  return *(const volatile long long*)p;
+}
 
 /* Warp operations (all 32 lanes active). */
 template <class T>

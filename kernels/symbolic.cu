@@ -58,7 +58,7 @@ RS_DEVICE RS_INLINE long long rsh_hash_row(const rsh_csr<V, O, I>& a, const rsh_
   rsh_urow(a, row, alo, ahi);
   long long mine = 0;
   for (U ka = alo + (U)sub; ka < ahi; ka += (U)nsub) {
-    if (counter != 0 && *(volatile long long*)counter >= limit) return mine;
+    if (counter != 0 && rs_atomic_load(counter) >= limit) return mine;
     U blo, bhi;
     rsh_urow(b, (unsigned long long)(a.cols[ka] - (I)a.base), blo, bhi);
     for (U kb = blo + (U)l; kb < bhi; kb += (U)g) {

@@ -89,6 +89,25 @@ fn main() {
     let unit_path = out.join("rs_host_variant.cpp");
     std::fs::write(&unit_path, unit).expect("write the generated translation unit");
 
+    // The race check (feature `race-check`): the kernels and the emulator
+    // under ThreadSanitizer, which kernels/testing/host.h then makes see
+    // the GPU's memory model (kernels/README.md, "Race check").
+    let race_check = std::env::var_os("CARGO_FEATURE_RACE_CHECK").is_some();
+    if race_check {
+        println!("cargo:rustc-link-arg=-fsanitize=thread");
+        // An object, not an archive member: nothing references it, and
+        // ThreadSanitizer finds it by name at start-up.
+        let options = cc::Build::new()
+            .cpp(true)
+            .file(testing.join("race_check_options.cpp"))
+            .out_dir(out.join("race_check"))
+            .cargo_metadata(false)
+            .compile_intermediates();
+        for object in options {
+            println!("cargo:rustc-link-arg={}", object.display());
+        }
+    }
+
     // Compile the variants in parallel, at most NUM_JOBS at a time.
     let jobs = std::env::var("NUM_JOBS")
         .ok()
@@ -106,7 +125,18 @@ fn main() {
                     };
                     let dir = out.join(suffix);
                     std::fs::create_dir_all(&dir).expect("create the variant's folder");
-                    cc::Build::new()
+                    let mut build = cc::Build::new();
+                    if race_check {
+                        // -g: the reports name kernel lines. -Wno-tsan: the
+                        // emulator's fences are meant to be invisible.
+                        build
+                            .flag("-fsanitize=thread")
+                            .flag("-Wno-tsan")
+                            .debug(true);
+                    } else {
+                        build.debug(false);
+                    }
+                    build
                         .cpp(true)
                         .std("c++20")
                         .file(&unit_path)
@@ -121,7 +151,6 @@ fn main() {
                         // Kernels reinterpret shared memory freely, as CUDA allows.
                         .flag("-fno-strict-aliasing")
                         .opt_level(2)
-                        .debug(false)
                         .out_dir(&dir)
                         .cargo_metadata(false)
                         .compile(&format!("rs_host_{suffix}"));
@@ -149,4 +178,9 @@ fn main() {
         "stdc++"
     };
     println!("cargo:rustc-link-lib={stdlib}");
+    if race_check {
+        // After the variants, which need it (-fsanitize=thread alone leaves
+        // it before them, where --as-needed drops it).
+        println!("cargo:rustc-link-lib=tsan");
+    }
 }

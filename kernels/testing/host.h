@@ -12,6 +12,16 @@
 // not in lockstep, so warp-synchronous code without warp operations fails
 // here as it may on a GPU.
 //
+// Race check. Compiled with -fsanitize=thread (kernels/host-tests' feature
+// `race-check`), the emulator keeps the GPU's memory model, not the host's:
+// only rs_sync, rs_syncwarp, the end of a block and the launch order memory
+// between threads; shuffles and ballots order execution only (their barrier
+// is invisible to ThreadSanitizer), and atomics are relaxed, as on a GPU. A
+// lane's write that may overtake another lane's read or write of the same
+// shared or global address (a missing rs_syncwarp after a ballot, say) is
+// then a data race that ThreadSanitizer reports, whatever order the threads
+// happened to run in: what compute-sanitizer's racecheck finds on a GPU.
+//
 // Misuse aborts with a message: a block size that is not a multiple of
 // RS_WARP (or above 1024), a grid of 0 blocks, threads of a block meeting at
 // different barriers (an rs_sync inside a divergent branch, an early return
@@ -40,6 +50,12 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#if defined(__SANITIZE_THREAD__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #ifndef RS_WARP
 #define RS_WARP 32
@@ -76,6 +92,13 @@ namespace {
 namespace rs_host {
 
 constexpr int kWarp = RS_WARP;
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kRaceCheck = true;
+#else
+constexpr bool kRaceCheck = false;
+#endif
+// GPU atomics are relaxed: they order nothing but themselves.
+constexpr int kAtomicOrder = __ATOMIC_RELAXED;
 constexpr int kMaxBlock = 1024;
 // CUDA's limit for static __shared__ arrays.
 constexpr std::size_t kStaticShared = 48 * 1024;
@@ -154,8 +177,20 @@ inline std::uint64_t make_tag(Kind kind, const std::source_location& loc) {
        kind_name(first), unsigned(first & 0xffffffffu), scope);
 }
 
+// Does a barrier order memory (rs_sync, rs_syncwarp, the end of a block) or
+// only execution (shuffles and ballots)? The difference is seen only by the
+// race check: elsewhere every barrier orders memory.
+enum class Orders { kMemory, kExecution };
+
 // A central barrier for n threads that checks that every thread of a phase
 // arrives with the same tag (same operation at the same line).
+//
+// In the race check, an execution-only barrier uses relaxed atomics and
+// fences (which ThreadSanitizer does not model, so it sees no
+// happens-before edge, while the host still gets the ordering it needs),
+// and every barrier waits on a futex directly: std::atomic::wait shares
+// counters between addresses, which ThreadSanitizer would take for
+// synchronisation.
 class alignas(64) Barrier {
  public:
   Barrier(unsigned n, const char* scope) : n_(n), scope_(scope) {}
@@ -163,31 +198,61 @@ class alignas(64) Barrier {
   // Arrives and waits until all n threads arrived; the last one runs
   // `last()` before releasing the others.
   template <class Last>
-  void arrive_and_wait(std::uint64_t tag, Last&& last) {
+  void arrive_and_wait(std::uint64_t tag, Orders orders, Last&& last) {
+    if (kRaceCheck) {
+      const bool memory = orders == Orders::kMemory;
+      const std::memory_order load = memory ? std::memory_order_acquire : std::memory_order_relaxed;
+      const std::uint32_t gen = gen_.load(load);
+      if (!memory) std::atomic_thread_fence(std::memory_order_release);
+      if (!arrive(tag, memory ? std::memory_order_acq_rel : std::memory_order_relaxed, last))
+        while (gen_.load(load) == gen) futex_wait(gen);
+      if (!memory) std::atomic_thread_fence(std::memory_order_acquire);
+      return;
+    }
     const std::uint32_t gen = gen_.load(std::memory_order_acquire);
-    if (arrive(tag, last)) return;
+    if (arrive(tag, std::memory_order_acq_rel, last)) return;
     while (gen_.load(std::memory_order_acquire) == gen) gen_.wait(gen, std::memory_order_acquire);
   }
 
   // Arrives without waiting (marks a phase in which the thread does no
   // exchange, so that lanes still inside a warp operation are reported).
   void arrive_only(std::uint64_t tag) {
-    arrive(tag, [] {});
+    arrive(tag, kRaceCheck ? std::memory_order_relaxed : std::memory_order_acq_rel, [] {});
   }
 
  private:
   template <class Last>
-  bool arrive(std::uint64_t tag, Last&& last) {
+  bool arrive(std::uint64_t tag, std::memory_order order, Last&& last) {
     std::uint64_t first = 0;
-    if (!tag_.compare_exchange_strong(first, tag, std::memory_order_acq_rel) && first != tag)
+    if (!tag_.compare_exchange_strong(first, tag, order) && first != tag)
       mismatch(scope_, first, tag);
-    if (count_.fetch_add(1, std::memory_order_acq_rel) + 1 != n_) return false;
+    if (count_.fetch_add(1, order) + 1 != n_) return false;
+    if (order == std::memory_order_relaxed) std::atomic_thread_fence(std::memory_order_acquire);
     count_.store(0, std::memory_order_relaxed);
     tag_.store(0, std::memory_order_relaxed);
     last();
-    gen_.fetch_add(1, std::memory_order_acq_rel);
-    gen_.notify_all();
+    if (order == std::memory_order_relaxed) std::atomic_thread_fence(std::memory_order_release);
+    gen_.fetch_add(1, order);
+    if (kRaceCheck)
+      futex_wake_all();
+    else
+      gen_.notify_all();
     return true;
+  }
+
+  // Waits while gen_ holds `seen` / wakes every waiter, by system calls
+  // that ThreadSanitizer does not see (race check only).
+  void futex_wait([[maybe_unused]] std::uint32_t seen) {
+#if defined(__SANITIZE_THREAD__)
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&gen_), FUTEX_WAIT_PRIVATE, seen, nullptr,
+            nullptr, 0);
+#endif
+  }
+  void futex_wake_all() {
+#if defined(__SANITIZE_THREAD__)
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&gen_), FUTEX_WAKE_PRIVATE, 0x7fffffff,
+            nullptr, nullptr, 0);
+#endif
   }
 
   std::atomic<std::uint32_t> count_{0};
@@ -294,7 +359,7 @@ inline void end_block() {
   const std::uint64_t tag = std::uint64_t(kBlockEnd) << 32;
   tls.warp->bar.arrive_only(tag);
   const long long bid = tls.bid;
-  l.block_bar.arrive_and_wait(tag, [&l, bid] {
+  l.block_bar.arrive_and_wait(tag, Orders::kMemory, [&l, bid] {
     l.check_guards(bid);
     l.fill();
   });
@@ -346,18 +411,19 @@ T exchange(T v, Kind kind, const std::source_location& loc, Pick pick) {
   std::uint64_t* slot = w.slot[t.parity];
   std::uint64_t bits = 0;
   std::memcpy(&bits, &v, sizeof(T));
-  slot[t.lane] = bits;
-  w.bar.arrive_and_wait(make_tag(kind, loc), [] {});
+  __atomic_store_n(&slot[t.lane], bits, __ATOMIC_RELAXED);
+  w.bar.arrive_and_wait(make_tag(kind, loc), Orders::kExecution, [] {});
   t.parity ^= 1u;
+  bits = __atomic_load_n(&slot[pick(t.lane)], __ATOMIC_RELAXED);
   T out;
-  std::memcpy(&out, &slot[pick(t.lane)], sizeof(T));
+  std::memcpy(&out, &bits, sizeof(T));
   return out;
 }
 
 // Generic atomics through GCC's builtins (lock-free for 4 and 8 bytes).
 template <class T>
 T cas(T* p, T cmp, T val) {
-  __atomic_compare_exchange(p, &cmp, &val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  __atomic_compare_exchange(p, &cmp, &val, false, kAtomicOrder, kAtomicOrder);
   return cmp;  // the old value, whether or not it was replaced
 }
 template <class T, class F>
@@ -366,7 +432,7 @@ T update(T* p, F f) {
   __atomic_load(p, &old, __ATOMIC_RELAXED);
   for (;;) {
     T val = f(old);
-    if (__atomic_compare_exchange(p, &old, &val, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+    if (__atomic_compare_exchange(p, &old, &val, true, kAtomicOrder, __ATOMIC_RELAXED))
       return old;
   }
 }
@@ -384,7 +450,7 @@ inline int rs_lane() { return rs_host::tls.lane; }
 inline void rs_sync(std::source_location loc = std::source_location::current()) {
   const std::uint64_t tag = rs_host::make_tag(rs_host::kSync, loc);
   rs_host::tls.warp->bar.arrive_only(tag);
-  rs_host::current().block_bar.arrive_and_wait(tag, [] {});
+  rs_host::current().block_bar.arrive_and_wait(tag, rs_host::Orders::kMemory, [] {});
 }
 
 inline int rs_atomic_cas(int* p, int c, int v) { return rs_host::cas(p, c, v); }
@@ -401,17 +467,17 @@ inline long long rs_atomic_cas(long long* p, long long c, long long v) {
 
 inline int rs_atomic_add(int* p, int v) {
   // Wrapping, as on a GPU (signed overflow in an atomic is defined here).
-  return int(__atomic_fetch_add(reinterpret_cast<unsigned*>(p), unsigned(v), __ATOMIC_SEQ_CST));
+  return int(__atomic_fetch_add(reinterpret_cast<unsigned*>(p), unsigned(v), rs_host::kAtomicOrder));
 }
 inline unsigned rs_atomic_add(unsigned* p, unsigned v) {
-  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+  return __atomic_fetch_add(p, v, rs_host::kAtomicOrder);
 }
 inline unsigned long long rs_atomic_add(unsigned long long* p, unsigned long long v) {
-  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+  return __atomic_fetch_add(p, v, rs_host::kAtomicOrder);
 }
 inline long long rs_atomic_add(long long* p, long long v) {
   return (long long)__atomic_fetch_add(reinterpret_cast<unsigned long long*>(p),
-                                       (unsigned long long)v, __ATOMIC_SEQ_CST);
+                                       (unsigned long long)v, rs_host::kAtomicOrder);
 }
 inline float rs_atomic_add(float* p, float v) {
   return rs_host::update(p, [v](float old) { return old + v; });
@@ -425,6 +491,8 @@ inline unsigned long long rs_atomic_min(unsigned long long* p, unsigned long lon
 inline long long rs_atomic_max(long long* p, long long v) {
   return rs_host::update(p, [v](long long old) { return old > v ? old : v; });
 }
+// A GPU's volatile load: a relaxed atomic one (not a data race with atomics).
+inline long long rs_atomic_load(const long long* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
 // Shuffles as on CUDA: rs_shfl takes the source lane modulo RS_WARP;
 // rs_shfl_down and rs_shfl_xor return the caller's own value when the
@@ -453,11 +521,13 @@ inline unsigned long long rs_ballot(bool pred,
   rs_host::ThreadState& t = rs_host::tls;
   rs_host::Warp& w = *t.warp;
   std::uint64_t* slot = w.slot[t.parity];
-  slot[t.lane] = pred ? 1 : 0;
-  w.bar.arrive_and_wait(rs_host::make_tag(rs_host::kBallot, loc), [] {});
+  __atomic_store_n(&slot[t.lane], std::uint64_t(pred ? 1 : 0), __ATOMIC_RELAXED);
+  w.bar.arrive_and_wait(rs_host::make_tag(rs_host::kBallot, loc), rs_host::Orders::kExecution,
+                        [] {});
   t.parity ^= 1u;
   unsigned long long mask = 0;
-  for (int l = 0; l < rs_host::kWarp; ++l) mask |= (unsigned long long)(slot[l] & 1u) << l;
+  for (int l = 0; l < rs_host::kWarp; ++l)
+    mask |= (unsigned long long)(__atomic_load_n(&slot[l], __ATOMIC_RELAXED) & 1u) << l;
   return mask;
 }
 
@@ -465,7 +535,8 @@ inline unsigned long long rs_ballot(bool pred,
 // branch aborts, as the other warp operations do).
 inline void rs_syncwarp(std::source_location loc = std::source_location::current()) {
   rs_host::ThreadState& t = rs_host::tls;
-  t.warp->bar.arrive_and_wait(rs_host::make_tag(rs_host::kSyncWarp, loc), [] {});
+  t.warp->bar.arrive_and_wait(rs_host::make_tag(rs_host::kSyncWarp, loc), rs_host::Orders::kMemory,
+                              [] {});
 }
 
 inline int rs_popcll(unsigned long long x) { return __builtin_popcountll(x); }

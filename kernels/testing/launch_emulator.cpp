@@ -188,6 +188,21 @@ RS_GLOBAL void rs_test_values(value_t* out, int* flags, value_t* acc) {
   rs_atomic_add_value(acc, V::make(1, 2));
 }
 
+// rsh_condense_team (kernels/numeric.cu) in place on global tables: the
+// block's lanes form teams of `team` lanes (team divides RS_WARP); team k
+// condenses keys[k * size ..) and vals[k * size ..) (key -1 = empty) and
+// its first lane writes the count to counts[k]. kWarpBarrier = false plants
+// the missing rs_syncwarp that the race check must report.
+template <bool kWarpBarrier>
+RS_DEVICE void rs_test_condense_team(index_t* keys, value_t* vals, unsigned size, int team,
+                                     long long* counts) {
+  const int t = rs_lane() % team;
+  const long long k = (rs_bid() * rs_bdim() + rs_tid()) / team;
+  const long long n = rsh_condense_team<index_t, value_t, kWarpBarrier>(
+      keys + k * (long long)size, vals + k * (long long)size, size, t, team);
+  if (t == 0) counts[k] = n;
+}
+
 // Threads of a block meet at different barriers: the emulator aborts.
 RS_GLOBAL void rs_test_divergent_sync() {
   if (rs_tid() == 0) {
@@ -230,6 +245,18 @@ extern "C" void RS_HOST_FN(rs_host_test_barrier)(long long grid, long long block
 extern "C" void RS_HOST_FN(rs_host_test_values)(long long grid, long long block, value_t* out,
                                                 int* flags, value_t* acc) {
   rs_host::launch(grid, block, 0, [&] { rs_test_values(out, flags, acc); });
+}
+
+extern "C" void RS_HOST_FN(rs_host_test_condense_team)(long long grid, long long block,
+                                                       index_t* keys, value_t* vals,
+                                                       unsigned size, int team, int planted,
+                                                       long long* counts) {
+  rs_host::launch(grid, block, 0, [&] {
+    if (planted)
+      rs_test_condense_team<false>(keys, vals, size, team, counts);
+    else
+      rs_test_condense_team<true>(keys, vals, size, team, counts);
+  });
 }
 
 extern "C" void RS_HOST_FN(rs_host_test_divergent_sync)(long long grid, long long block) {

@@ -36,6 +36,15 @@ pub trait Emulator: Variant {
         flags: *mut i32,
         acc: *mut Self::Value,
     );
+    unsafe fn raw_test_condense_team(
+        l: Launch,
+        keys: *mut Self::Index,
+        vals: *mut Self::Value,
+        size: u32,
+        team: i32,
+        planted: i32,
+        counts: *mut i64,
+    );
     unsafe fn raw_test_divergent_sync(l: Launch);
 }
 
@@ -113,6 +122,30 @@ macro_rules! impl_emulator {
                     fn f(grid: i64, block: i64, out: *mut $v, flags: *mut i32, acc: *mut $v);
                 }
                 unsafe { f(l.grid, l.block, out, flags, acc) }
+            }
+            unsafe fn raw_test_condense_team(
+                l: Launch,
+                keys: *mut $i,
+                vals: *mut $v,
+                size: u32,
+                team: i32,
+                planted: i32,
+                counts: *mut i64,
+            ) {
+                extern "C" {
+                    #[link_name = concat!("rs_host_test_condense_team_", $sfx)]
+                    fn f(
+                        grid: i64,
+                        block: i64,
+                        keys: *mut $i,
+                        vals: *mut $v,
+                        size: u32,
+                        team: i32,
+                        planted: i32,
+                        counts: *mut i64,
+                    );
+                }
+                unsafe { f(l.grid, l.block, keys, vals, size, team, planted, counts) }
             }
             unsafe fn raw_test_divergent_sync(l: Launch) {
                 extern "C" {
@@ -239,6 +272,55 @@ pub fn values<V: Emulator>(l: Launch) -> ([V::Value; 2], [i32; 2], V::Value) {
     let mut acc = V::Value::default();
     unsafe { V::raw_test_values(l, out.as_mut_ptr(), flags.as_mut_ptr(), &mut acc) }
     (out, flags, acc)
+}
+
+/// Whether `rsh_condense_team` runs with its warp barrier or without it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarpBarrier {
+    /// As the kernels run it.
+    Kept,
+    /// The planted race: the `rs_syncwarp` after the ballot left out.
+    Planted,
+}
+
+/// `rsh_condense_team` (kernels/numeric.cu) in place: the launch's threads
+/// form teams of `team` lanes (a divisor of the warp width); team `k`
+/// condenses the `size` slots `keys[k * size..]`, `vals[k * size..]` (key
+/// -1 empty) to their front, in order. Returns each team's count.
+///
+/// # Panics
+/// When `team` does not divide the warp width or the tables are shorter
+/// than `size` slots per team.
+pub fn condense_team<V: Emulator>(
+    l: Launch,
+    keys: &mut [V::Index],
+    vals: &mut [V::Value],
+    size: u32,
+    team: i32,
+    barrier: WarpBarrier,
+) -> Vec<i64> {
+    assert!(
+        team > 0 && V::WARP % i64::from(team) == 0,
+        "team {team} must divide the warp width {}",
+        V::WARP
+    );
+    let teams = threads(l) / team as usize;
+    crate::need("keys", keys, teams * size as usize);
+    crate::need("vals", vals, teams * size as usize);
+    let mut counts = vec![-1i64; teams];
+    let planted = i32::from(barrier == WarpBarrier::Planted);
+    unsafe {
+        V::raw_test_condense_team(
+            l,
+            keys.as_mut_ptr(),
+            vals.as_mut_ptr(),
+            size,
+            team,
+            planted,
+            counts.as_mut_ptr(),
+        )
+    }
+    counts
 }
 
 /// A kernel whose threads call `rs_sync` at two different lines: the

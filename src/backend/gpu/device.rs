@@ -277,8 +277,10 @@ pub(crate) unsafe fn checked_launch(
 /// and that allocation and every later one use the synchronous allocator,
 /// instead of every product failing.
 #[derive(Debug)]
+#[cfg_attr(not(any(feature = "cuda", feature = "hip")), allow(dead_code))]
 pub(crate) struct StreamOrderedAlloc(std::sync::atomic::AtomicBool);
 
+#[cfg_attr(not(any(feature = "cuda", feature = "hip")), allow(dead_code))]
 impl StreamOrderedAlloc {
     /// `reported`: the runtime says the device has memory pools.
     pub(crate) fn new(reported: bool) -> Self {
