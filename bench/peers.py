@@ -74,8 +74,16 @@ REAL = [
     ("lp_maros_r7", "aat"),    # rectangular
     ("lp_fit2p", "aat"),       # rectangular, C dense 3000 x 3000
 ]
-PEERS = ("scipy", "mkl", "graphblas")
-PEER_LABEL = {"scipy": "scipy", "mkl": "MKL", "graphblas": "GraphBLAS"}
+# Each peer as its users run it (its default mode) and, beside it, the
+# like-for-like variant that returns what rusparse returns (sorted rows):
+#   mkl               mkl_sparse_spmm, C's rows unsorted (sparse_dot_mkl's default)
+#   mkl_sorted        the same + mkl_sparse_order (reorder_output=True), timed
+#   graphblas         GrB_mxm, C left as GraphBLAS leaves it (possibly jumbled)
+#   graphblas_sorted  the same + C.wait(), which finishes pending work and sorts
+# Every one runs in its own process, so no tool's spinning threads slow the next.
+PEERS = ("scipy", "mkl", "mkl_sorted", "graphblas", "graphblas_sorted")
+PEER_LABEL = {"scipy": "scipy", "mkl": "MKL", "mkl_sorted": "MKL sorted", "graphblas": "GraphBLAS",
+              "graphblas_sorted": "GraphBLAS wait"}
 INT32_MAX = 2**31 - 1
 
 # Fallback pins if bench/requirements-peers.txt is missing.
@@ -130,8 +138,6 @@ def parse_args(argv):
     p.add_argument("--out", default=None, help="output folder (default bench/results/<date>/)")
     p.add_argument("--tmp", default=None, help="folder for the per-matrix dumps (default: system temp)")
     p.add_argument("--keep-dumps", action="store_true", help="keep the dump folders")
-    p.add_argument("--mkl-sort", action="store_true",
-                   help="ask MKL to sort C's column indices (reorder_output=True, inside the timing)")
     p.add_argument("--tol", type=float, default=1e-9, help="relative max-norm tolerance of the C*x check")
     p.add_argument("--venv", default=DEFAULT_VENV, help="virtual environment to create/use (default bench/.venv)")
     p.add_argument("--no-venv", action="store_true", help="use the current interpreter as it is")
@@ -329,7 +335,7 @@ def worker_main(a):
         res["explicit_zeros_in_input"] = explicit_zeros
         T = a.threads
 
-        if peer == "graphblas":
+        if peer.startswith("graphblas"):
             rhs_csr = None  # GraphBLAS gets its own copies below
         elif product == "aat":
             # scipy/MKL: A^T as CSR, computed here, outside the timing.
@@ -363,7 +369,7 @@ def worker_main(a):
                 return int(C.nnz)
 
             _ = tiny @ tiny
-        elif peer == "mkl":
+        elif peer in ("mkl", "mkl_sorted"):
             import sparse_dot_mkl as sdm
             sdm.mkl_set_num_threads(T)
             versions = {
@@ -378,8 +384,8 @@ def worker_main(a):
                 die("MKL interface integer type differs from the index type; "
                     "set MKL_INTERFACE_LAYER=ILP64 for matrices beyond 2^31 entries")
             res["threads"] = int(sdm.mkl_get_max_threads())
-            res["algorithm"] = "mkl_sparse_spmm" + (" + mkl_sparse_order" if a.mkl_sort else "") + " + export copy"
-            sort = bool(a.mkl_sort)
+            sort = peer == "mkl_sorted"
+            res["algorithm"] = "mkl_sparse_spmm" + (" + mkl_sparse_order" if sort else "") + " + export copy"
 
             def run():
                 # cast=False: no dtype conversion; indices are already MKL_INT.
@@ -402,6 +408,7 @@ def worker_main(a):
         else:
             import graphblas as gb
             gb.ss.config["nthreads"] = T
+            settle = peer == "graphblas_sorted"
             about = gb.ss.about
             versions = {
                 "python-graphblas": gb.__version__,
@@ -428,12 +435,14 @@ def worker_main(a):
             else:
                 grhs = GA
             semiring = gb.semiring.plus_times
-            res["algorithm"] = "GrB_mxm plus_times (auto method)" + (", A.T inline" if product == "aat" else "")
+            res["algorithm"] = ("GrB_mxm plus_times (auto method)" + (" + wait" if settle else "")
+                                + (", A.T inline" if product == "aat" else ""))
             versions["A_format"] = GA.ss.format
 
             def run():
                 C = GA.mxm(grhs, semiring).new()
-                C.wait()  # materialize: pending work (e.g. unjumbling) is included
+                if settle:
+                    C.wait()  # materialize: pending work (e.g. unjumbling) is included
                 return C
 
             def c_bytes(C):
@@ -471,6 +480,11 @@ def worker_main(a):
             C = run()
             t1 = time.perf_counter()
             c1 = time.process_time()
+            if i == 0:
+                # The first product on this matrix (the library itself was
+                # warmed up on a 4 x 4 product above): what a one-off
+                # product, an AMG setup's say, pays.
+                first_call = t1 - t0
             if can_reset:
                 peaks.append((proc_status_kb()["VmHWM"] - rss0) * 1024)
             if i >= a.warmup:
@@ -478,6 +492,7 @@ def worker_main(a):
                 cpu += c1 - c0
                 wall += t1 - t0
         res["times_s"] = times
+        res["first_call_s"] = first_call
         res["median_s"] = statistics.median(times)
         res["min_s"] = min(times)
         res["max_s"] = max(times)
@@ -497,10 +512,10 @@ def worker_main(a):
         else:
             res["peak_extra_bytes"] = None
             res["notes"].append("no /proc/self/clear_refs: peak memory not measured")
-        if peer == "graphblas":
+        if peer.startswith("graphblas"):
             res["versions"]["C_format"] = C.ss.format
             res["versions"]["nthreads_after"] = int(gb.ss.config["nthreads"])
-        if peer == "mkl":
+        if peer.startswith("mkl"):
             res["versions"]["mkl_get_max_threads_after"] = int(sdm.mkl_get_max_threads())
 
         # ---- checks -------------------------------------------------------
@@ -744,8 +759,6 @@ def run_worker(a, peer, dump_dir, expect_nnz, mkl_ilp64):
            "--threads", str(a.threads), "--runs", str(a.runs), "--warmup", str(a.warmup), "--tol", repr(a.tol)]
     if expect_nnz is not None:
         cmd += ["--expect-nnz", str(expect_nnz)]
-    if a.mkl_sort:
-        cmd.append("--mkl-sort")
     if a.no_venv:
         cmd.append("--no-venv")
     env = os.environ.copy()
@@ -844,21 +857,35 @@ def build_report(a, records, meta, versions, started):
                        + (f", busy threads max {max(busy)}" if busy else ""))
     if chk:
         L.append("- thread check: " + "; ".join(chk))
-    L.append("- speedup = peer's median / rusparse's median (> 1: rusparse is faster); best peer = fastest of the "
-             "peers run; peak extra = memory beyond the inputs and C (rusparse: its own report; peers: VmHWM "
-             "per call, see bench/PEERS.md)")
-    L.append("- rusparse returns C with sorted columns; scipy's C is unsorted; MKL's is "
-             + ("sorted (reorder_output=True, sorting timed)" if a.mkl_sort else "unsorted (reorder_output=False)")
-             + "; GraphBLAS's C.wait() materializes a sorted C; "
-             "A·Aᵀ: scipy/MKL get Aᵀ as CSR precomputed outside the timing, GraphBLAS gets A.T inside mxm")
+    L.append("- speedup = peer's median / rusparse's median (> 1: rusparse is faster), same run; the headline "
+             "columns are each peer in its default mode (as its users run it), the like-for-like sorted variants "
+             "beside them; best peer = fastest of everything run; first/steady = the first product on the matrix "
+             "(after a warm-up of the library on a 4 x 4 product) over the steady-state median; peak extra = "
+             "memory beyond the inputs and C (rusparse: its own report; peers: VmHWM per call, see bench/PEERS.md)")
+    L.append("- C's rows: rusparse sorted; MKL unsorted (reorder_output=False), MKL sorted adds mkl_sparse_order "
+             "(timed); GraphBLAS as GrB_mxm leaves it (may be jumbled), GraphBLAS wait adds C.wait() (timed, "
+             "sorts); scipy unsorted; A·Aᵀ: scipy/MKL get Aᵀ as CSR precomputed outside the timing, GraphBLAS "
+             "gets A.T inside mxm")
     if any(r["rs"] and r["rs"].get("algorithm") == "STAND-IN(scipy)" for r in records):
         L.append("- **STAND-IN: the rusparse column is scipy (1 thread), not rusparse; for testing this script only**")
     L.append("")
-    hdr = ["matrix", "product", "nprod", "nnz(C)", "rusparse s (algorithm)", "scipy s", "MKL s", "GraphBLAS s",
-           "vs MKL", "vs GraphBLAS", "vs best peer", "peak extra MiB rs/scipy/MKL/GB"]
+    run_peers = [p for p in PEERS if any(p in r["peers"] for r in records)]
+    ratio_peers = [p for p in ("mkl", "mkl_sorted", "graphblas", "graphblas_sorted") if p in run_peers]
+    first_peers = [p for p in ("mkl", "graphblas") if p in run_peers]
+    hdr = (["matrix", "product", "nprod", "nnz(C)", "rusparse s (algorithm)"]
+           + [f"{PEER_LABEL[p]} s" for p in run_peers]
+           + [f"vs {PEER_LABEL[p]}" for p in ratio_peers] + ["vs best peer"]
+           + ["first/steady " + "/".join(["rs"] + [PEER_LABEL[p] for p in first_peers])]
+           + ["peak extra MiB " + "/".join(["rs"] + [PEER_LABEL[p] for p in run_peers])])
     L.append("| " + " | ".join(hdr) + " |")
-    L.append("|" + "|".join(["---", "---", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:"]) + "|")
+    L.append("|" + "|".join(["---", "---"] + ["--:"] * (len(hdr) - 2)) + "|")
     groups = {"generated": [], "real": []}
+
+    def first_ratio(res):
+        if not res or not res.get("first_call_s") or not res.get("median_s"):
+            return None
+        return res["first_call_s"] / res["median_s"]
+
     for r in records:
         rs = r["rs"] or {}
         rt = None if a.only_peers else rs.get("median_s")
@@ -869,7 +896,7 @@ def build_report(a, records, meta, versions, started):
         else:
             cells.append(f"{fmt_s(rt)} ({rs.get('algorithm', '?')})" if rt is not None else "–")
         tp = {}
-        for p in PEERS:
+        for p in run_peers:
             res = r["peers"].get(p)
             t = peer_time(res)
             tp[p] = t if (res and res.get("ok")) else None  # a failed check gives no speedup
@@ -884,31 +911,35 @@ def build_report(a, records, meta, versions, started):
                 if res.get("ok") and res.get("nnz_status") == "note":
                     flag = " ⁿ"
                 cells.append(fmt_s(t) + flag)
-        sp_mkl = tp["mkl"] / rt if (rt and tp["mkl"]) else None
-        sp_gb = tp["graphblas"] / rt if (rt and tp["graphblas"]) else None
+        speedups = {p: (tp[p] / rt if (rt and tp.get(p)) else None) for p in ratio_peers}
         peer_ts = [t for t in tp.values() if t]
-        sp_best = min(peer_ts) / rt if (rt and peer_ts) else None
-        r["speedups"] = {"mkl": sp_mkl, "graphblas": sp_gb, "best": sp_best}
+        speedups["best"] = min(peer_ts) / rt if (rt and peer_ts) else None
+        firsts = {"rusparse": None if a.only_peers else first_ratio(rs)}
+        firsts.update({p: first_ratio(r["peers"].get(p)) for p in first_peers})
+        r["speedups"] = speedups
+        r["firsts"] = firsts
         groups.setdefault(r["group"], []).append(r)
-        failed_peers = [p for p in PEERS if r["peers"].get(p) and not r["peers"][p].get("ok")]
-        cells += [fmt_x(sp_mkl) if "mkl" not in failed_peers else "✗",
-                  fmt_x(sp_gb) if "graphblas" not in failed_peers else "✗",
-                  fmt_x(sp_best) + (" (✗ excl.)" if failed_peers and sp_best else "")]
+        failed_peers = [p for p in run_peers if r["peers"].get(p) and not r["peers"][p].get("ok")]
+        cells += [fmt_x(speedups[p]) if p not in failed_peers else "✗" for p in ratio_peers]
+        cells.append(fmt_x(speedups["best"]) + (" (✗ excl.)" if failed_peers and speedups["best"] else ""))
+        cells.append("/".join(fmt_x(firsts[k]) for k in ["rusparse"] + first_peers))
         mem = [fmt_mib(None if a.only_peers else rs.get("peak_extra_bytes"))] + [
-            fmt_mib((r["peers"].get(p) or {}).get("peak_extra_bytes")) for p in PEERS]
+            fmt_mib((r["peers"].get(p) or {}).get("peak_extra_bytes")) for p in run_peers]
         cells.append("/".join(mem))
         L.append("| " + " | ".join(cells) + " |")
-    worst = None
-    for g in ("generated", "real"):
-        rows = groups.get(g) or []
-        if not rows:
+    for g in ("generated", "real", "all"):
+        rows = records if g == "all" else (groups.get(g) or [])
+        if not rows or (g == "all" and len([k for k in groups if groups[k]]) < 2):
             continue
-        gm = {k: geomean([r["speedups"][k] for r in rows]) for k in ("mkl", "graphblas", "best")}
+        gm = {k: geomean([r["speedups"].get(k) for r in rows]) for k in ratio_peers + ["best"]}
         n = sum(1 for r in rows if r["speedups"]["best"])
         if n == 0:
             continue
-        L.append(f"| **geomean, {g} ({n})** | | | | | | | | **{fmt_x(gm['mkl'])}** | **{fmt_x(gm['graphblas'])}** "
-                 f"| **{fmt_x(gm['best'])}** | |")
+        fr = "/".join(fmt_x(geomean([r["firsts"].get(k) for r in rows])) for k in ["rusparse"] + first_peers)
+        cells = [f"**geomean, {g} ({n})**", "", "", "", ""] + [""] * len(run_peers)
+        cells += [f"**{fmt_x(gm[k])}**" for k in ratio_peers] + [f"**{fmt_x(gm['best'])}**", fr, ""]
+        L.append("| " + " | ".join(cells) + " |")
+    worst = None
     for r in records:
         s = r.get("speedups", {}).get("best")
         if s is not None and (worst is None or s < worst[1]):
@@ -989,7 +1020,7 @@ def driver_main(a):
             elif rs.get("nprod"):
                 flops = 2.0 * rs["nprod"]
             for p in a.peer_list:
-                res = run_worker(a, p, dump, rs.get("nnz_c"), big and p == "mkl")
+                res = run_worker(a, p, dump, rs.get("nnz_c"), big and p.startswith("mkl"))
                 rec["peers"][p] = res
                 if res.get("versions"):
                     versions.setdefault(p, res["versions"])

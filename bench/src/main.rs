@@ -354,6 +354,7 @@ fn run_cases<T: BenchScalar, I: Index>(
             threads: ctx.num_threads() as u64,
             backend: "cpu".into(),
             c_bytes: Some(timing::c_bytes(&m.c) as u64),
+            first_call_s: Some(m.first_call_s),
             ..measured_row(&case.name, &a, m.nprod, m.c.nnz(), &m.times)
         };
         progress.log(format!(

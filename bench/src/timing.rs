@@ -151,6 +151,9 @@ pub fn interleaved_medians(runs: usize, fs: &mut [&mut dyn FnMut()]) -> Vec<f64>
 pub struct Measurement<T, I> {
     /// Seconds of each timed run.
     pub times: Vec<f64>,
+    /// Seconds of the first run (the first warm-up, or the first timed run
+    /// without warm-up).
+    pub first_call_s: f64,
     /// The largest peak of bytes beyond those live before a run and C's own
     /// arrays, over the timed runs.
     pub peak_extra_bytes: u64,
@@ -227,8 +230,13 @@ impl<T: Scalar, I: Index> Product<'_, T, I> {
         runs: usize,
         mut tick: impl FnMut(),
     ) -> Result<Measurement<T, I>, rusparse::Error> {
+        // The first product on this matrix in this process (the context's
+        // threads already exist): what a one-off product pays.
+        let mut first_call_s = None;
         for _ in 0..warmup {
-            drop(self.run_once()?);
+            let run = self.run_once()?;
+            first_call_s.get_or_insert(run.seconds);
+            drop(run);
             tick();
         }
         let mut times = Vec::with_capacity(runs);
@@ -243,6 +251,7 @@ impl<T: Scalar, I: Index> Product<'_, T, I> {
             let c_bytes = c_bytes(&run.c);
             let extra = peak_bytes().saturating_sub(before).saturating_sub(c_bytes);
             peak_extra = peak_extra.max(extra as u64);
+            first_call_s.get_or_insert(run.seconds);
             times.push(run.seconds);
             last = Some(run);
             tick();
@@ -250,6 +259,7 @@ impl<T: Scalar, I: Index> Product<'_, T, I> {
         let last = last.expect("at least one timed run");
         Ok(Measurement {
             times,
+            first_call_s: first_call_s.expect("at least one run"),
             peak_extra_bytes: peak_extra,
             nprod: last.nprod,
             algorithm: last.algorithm,
