@@ -513,10 +513,11 @@ static inline int64_t count_products(const tmat_t *a, rusparseOperation_t opA, c
 /* Checks a CSR C (rusparse arrays) against alpha * ref + beta * old, where
  * old[p] is the value the caller put at position p before the product
  * (ignored when old is NULL). Returns the number of problems (printed). */
-static inline int check_csr(const char *label, const dense_t *ref, int64_t nnz, const void *off,
-                            rusparseIndexType_t ot, const void *col, rusparseIndexType_t ct,
-                            const void *val, rusparseDataType_t dt, int base, cf64_t alpha,
-                            cf64_t beta, const cf64_t *old) {
+static inline int check_csr_order(const char *label, const dense_t *ref, int64_t nnz,
+                                  const void *off, rusparseIndexType_t ot, const void *col,
+                                  rusparseIndexType_t ct, const void *val, rusparseDataType_t dt,
+                                  int base, cf64_t alpha, cf64_t beta, const cf64_t *old,
+                                  int sorted) {
     int64_t i, p, expected_nnz = dense_nnz(ref);
     int bad = 0;
 #define CSR_FAIL(...)                                                 \
@@ -550,10 +551,19 @@ static inline int check_csr(const char *label, const dense_t *ref, int64_t nnz, 
                 CSR_FAIL("colInd[%lld] = %lld out of range", (long long)p, (long long)(c + base));
                 continue;
             }
-            if (p > lo && idx_get(col, ct, p - 1) - base >= c)
+            if (sorted && p > lo && idx_get(col, ct, p - 1) - base >= c)
                 CSR_FAIL("row %lld: columns not strictly increasing at position %lld (%lld after %lld)",
                          (long long)i, (long long)p, (long long)c,
                          (long long)(idx_get(col, ct, p - 1) - base));
+            if (!sorted) {
+                /* any order, but each column once: with the row's count
+                 * right and every column in the pattern, the same set */
+                int64_t q;
+                for (q = lo; q < p; q++)
+                    if (idx_get(col, ct, q) - base == c)
+                        CSR_FAIL("row %lld: column %lld at positions %lld and %lld", (long long)i,
+                                 (long long)c, (long long)q, (long long)p);
+            }
             if (!ref->pat[i * ref->n + c])
                 CSR_FAIL("C(%lld, %lld) is not in the product's pattern", (long long)i, (long long)c);
             want = cmul(alpha, ref->v[i * ref->n + c]);
@@ -568,6 +578,14 @@ static inline int check_csr(const char *label, const dense_t *ref, int64_t nnz, 
 done:
 #undef CSR_FAIL
     return bad;
+}
+
+/* check_csr_order with sorted rows (cuSPARSE's and rusparse's default). */
+static inline int check_csr(const char *label, const dense_t *ref, int64_t nnz, const void *off,
+                            rusparseIndexType_t ot, const void *col, rusparseIndexType_t ct,
+                            const void *val, rusparseDataType_t dt, int base, cf64_t alpha,
+                            cf64_t beta, const cf64_t *old) {
+    return check_csr_order(label, ref, nnz, off, ot, col, ct, val, dt, base, alpha, beta, old, 1);
 }
 
 #endif /* RUSPARSE_C_TESTS_COMMON_H */

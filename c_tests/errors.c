@@ -578,6 +578,12 @@ static void test_spgemm_arguments(void) {
     /* so does getPlanInfo */
     EXPECT_STATUS_MSG(rusparseSpGEMM_getPlanInfo(descr, NULL, NULL, &np, NULL), INVALID, "workEstimation");
     EXPECT_STATUS_MSG(rusparseSpGEMM_getPlanInfo(NULL, NULL, NULL, &np, NULL), INVALID, "spgemmDescr is NULL");
+    /* setColumnOrder (a rusparse extension) checks its descriptor and order */
+    EXPECT_STATUS_MSG(rusparseSpGEMM_setColumnOrder(NULL, RUSPARSE_COLUMN_ORDER_ANY), INVALID,
+                      "spgemmDescr is NULL");
+    EXPECT_STATUS_MSG(rusparseSpGEMM_setColumnOrder(descr, (rusparseColumnOrder_t)2), INVALID,
+                      "rusparseColumnOrder_t");
+    EXPECT_STATUS(rusparseSpGEMM_setColumnOrder(descr, RUSPARSE_COLUMN_ORDER_SORTED), SUCCESS);
     /* and getBinCounts, which also checks its arguments */
     {
         int32_t bins = -1;

@@ -35,6 +35,7 @@ typedef struct {
     int a_null_arrays;   /* an nnz(A) == 0 case: A created with NULL columns and values */
     int same_ab;         /* matB is the same descriptor as matA (A * A, A^T * A, ...) */
     int c_uninit;        /* with beta == 0: C's arrays left uninitialised (else NaN-filled) */
+    int any_order;       /* rusparseSpGEMM_setColumnOrder(ANY): rows in any order */
 } config_t;
 
 static long products_run = 0;
@@ -60,10 +61,11 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
     dense_t ref;
     int64_t p;
 
-    snprintf(label, sizeof label, "%s %s %s/%s(C %s) base %d op %s%s alg %d alpha (%g,%g) beta (%g,%g) C-offsets %s",
+    snprintf(label, sizeof label, "%s %s %s/%s(C %s) base %d op %s%s alg %d alpha (%g,%g) beta (%g,%g) C-offsets %s%s",
              shape, dt_name(dt), it_name(cf->ot), it_name(cf->ct), it_name(cf->c_ot), cf->base,
              op_name(cf->opA), op_name(cf->opB), (int)cf->alg, cf->alpha.re, cf->alpha.im,
-             cf->beta.re, cf->beta.im, cf->c_offsets_given ? "given" : "NULL");
+             cf->beta.re, cf->beta.im, cf->c_offsets_given ? "given" : "NULL",
+             cf->any_order ? ", any column order" : "");
     if (cf->same_ab) strncat(label, " matB == matA", sizeof label - strlen(label) - 1);
 
     if (cf->a_null_arrays && a->nnz == 0) {
@@ -159,6 +161,7 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
     }
 
     /* phase 3: copy (the numeric product into C's arrays) */
+    if (cf->any_order) CHECK(rusparseSpGEMM_setColumnOrder(descr, RUSPARSE_COLUMN_ORDER_ANY));
     CHECK(rusparseSpGEMM_copy(h, cf->opA, cf->opB, &alpha, A.d, B.d, &beta, matC, dt, cf->alg,
                               descr));
     products_run++;
@@ -191,8 +194,8 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
     }
 
     ref = dense_product(a, cf->opA, b, cf->opB);
-    if (check_csr(label, &ref, c_nnz, c_off, cf->c_ot, c_col, cf->ct, c_val, dt, cf->base,
-                  cf->alpha, cf->beta, old) != 0)
+    if (check_csr_order(label, &ref, c_nnz, c_off, cf->c_ot, c_col, cf->ct, c_val, dt, cf->base,
+                        cf->alpha, cf->beta, old, !cf->any_order) != 0)
         test_failures++;
     dense_free(&ref);
 
@@ -404,6 +407,7 @@ int main(int argc, char **argv) {
                         cf.a_null_arrays = 0;
                         cf.same_ab = 0;
                         cf.c_uninit = (combo / 2) % 2;
+                        cf.any_order = (combo / 7) % 2;
                         if (!dt_is_complex(dt)) {
                             cf.alpha.im = 0;
                             cf.beta.im = 0;

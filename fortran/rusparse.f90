@@ -80,6 +80,10 @@ module rusparse
   ! rusparseSpGEMMBins_t
   integer(c_int), parameter :: RUSPARSE_SPGEMM_BINS_SYMBOLIC = 0
   integer(c_int), parameter :: RUSPARSE_SPGEMM_BINS_NUMERIC = 1
+
+  ! rusparseColumnOrder_t (rusparseSpGEMM_setColumnOrder, a rusparse extension)
+  integer(c_int), parameter :: RUSPARSE_COLUMN_ORDER_SORTED = 0
+  integer(c_int), parameter :: RUSPARSE_COLUMN_ORDER_ANY = 1
   ! The library's version: rusparseGetVersion (major * 1000 + minor * 100
   ! + patch), so it is defined once, in Cargo.toml.
 
@@ -271,6 +275,12 @@ module rusparse
       type(c_ptr), value :: spgemm_descr
       integer(c_int), intent(out) :: backend, algorithm
       integer(c_int64_t), intent(out) :: num_products, nnz_c
+    end function
+    integer(c_int) function rusparseSpGEMM_setColumnOrder(spgemm_descr, order) &
+        bind(C, name="rusparseSpGEMM_setColumnOrder")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: spgemm_descr
+      integer(c_int), value :: order
     end function
     integer(c_int) function rusparseSpGEMM_getBinCounts(spgemm_descr, which, rows_per_bin, &
         capacity, num_bins) bind(C, name="rusparseSpGEMM_getBinCounts")

@@ -264,6 +264,23 @@ typedef enum {
 } rusparseSpGEMMBins_t;
 
 /**
+ * The order of C's columns within each row, set on an SpGEMM descriptor
+ * with `rusparseSpGEMM_setColumnOrder` (rusparse extension; cuSPARSE
+ * always sorts).
+ */
+typedef enum {
+  /**
+   * Increasing columns in every row (the default, as cuSPARSE).
+   */
+  RUSPARSE_COLUMN_ORDER_SORTED = 0,
+  /**
+   * Each row's columns in any order, deterministic for the same inputs
+   * and thread count: `rusparseSpGEMM_copy` skips sorting the rows.
+   */
+  RUSPARSE_COLUMN_ORDER_ANY = 1,
+} rusparseColumnOrder_t;
+
+/**
  * Opaque library context (one per handle).
  */
 typedef struct rusparseContext rusparseContext;
@@ -543,6 +560,23 @@ rusparseStatus_t rusparseSpGEMM_createDescr(rusparseSpGEMMDescr_t *descr);
  * Destroys an SpGEMM descriptor and the metadata it holds. NULL is a no-op.
  */
 rusparseStatus_t rusparseSpGEMM_destroyDescr(rusparseSpGEMMDescr_t descr);
+
+/**
+ * Sets the order of C's columns within each row that
+ * `rusparseSpGEMM_copy` writes (a rusparse extension: cuSPARSE always
+ * sorts). `RUSPARSE_COLUMN_ORDER_ANY` lets the CPU back end skip sorting
+ * each row of C: every row holds the same entries as with
+ * `RUSPARSE_COLUMN_ORDER_SORTED` (the default), in an order that is the
+ * same for the same inputs and thread count (so `beta != 0` adds to the
+ * right entries), but not sorted. For callers that do not need sorted rows
+ * (an SpMV next, graph analytics). The reuse flow (`reuse_copy`,
+ * `reuse_compute`) and the GPU back ends always write sorted rows, which
+ * any order admits. May be called at any time before `rusparseSpGEMM_copy`;
+ * INVALID_VALUE for a NULL descriptor or an `order` that is not a
+ * `rusparseColumnOrder_t`.
+ */
+rusparseStatus_t rusparseSpGEMM_setColumnOrder(rusparseSpGEMMDescr_t spgemmDescr,
+                                               rusparseColumnOrder_t order);
 
 /**
  * Phase 1 of `C = alpha op(A) op(B) + beta C`. With `externalBuffer1 ==

@@ -1,7 +1,7 @@
 //! Compressed sparse row matrices: borrowed views and owned matrices.
 
 use crate::error::{invalid, Error, Result};
-use crate::types::{Index, IndexBase, Scalar};
+use crate::types::{ColumnOrder, Index, IndexBase, Scalar};
 use rayon::prelude::*;
 
 /// A borrowed CSR matrix whose structure has been validated.
@@ -364,7 +364,8 @@ impl<T: Scalar, I: Index, J: Index> CsrMatrix<T, I, J> {
 pub struct CsrOutput<'a, T, I, J> {
     /// Receives C's row offsets (with C's index base).
     pub row_offsets: Option<&'a mut [I]>,
-    /// Receives C's column indices, sorted within each row.
+    /// Receives C's column indices, sorted within each row (in any order
+    /// with [`ColumnOrder::Any`]).
     pub col_indices: Option<&'a mut [J]>,
     /// Receives C's values.
     pub values: Option<&'a mut [T]>,
@@ -379,6 +380,10 @@ pub struct CsrOutput<'a, T, I, J> {
     /// twice, is INVALID_VALUE, never a write elsewhere. The values always
     /// follow the plan's structure.
     pub pattern: Option<&'a [J]>,
+    /// The order of the columns within each row: honoured when the columns
+    /// and the values are written together, sorted otherwise (see
+    /// [`ColumnOrder`]).
+    pub column_order: ColumnOrder,
 }
 
 impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
@@ -395,6 +400,15 @@ impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
             values: Some(values),
             base,
             pattern: None,
+            column_order: ColumnOrder::Sorted,
+        }
+    }
+
+    /// The same output with C's columns in `order` within each row.
+    pub fn with_column_order(self, order: ColumnOrder) -> Self {
+        CsrOutput {
+            column_order: order,
+            ..self
         }
     }
 
@@ -407,6 +421,7 @@ impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
             values: Some(values),
             base,
             pattern: None,
+            column_order: ColumnOrder::Sorted,
         }
     }
 
@@ -420,6 +435,7 @@ impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
             values: Some(values),
             base,
             pattern: Some(col_indices),
+            column_order: ColumnOrder::Sorted,
         }
     }
 }

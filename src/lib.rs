@@ -39,7 +39,9 @@ pub use num_complex::Complex;
 pub use plan::predict::NnzPrediction;
 pub use spgemm::{predict_nnz, spgemm, SpgemmOptions, SpgemmPlan};
 pub use system_memory::{memory_limit, set_memory_limit, MEMORY_LIMIT_ENV};
-pub use types::{Algorithm, BackendKind, DataType, Index, IndexBase, IndexType, Op, Scalar};
+pub use types::{
+    Algorithm, BackendKind, ColumnOrder, DataType, Index, IndexBase, IndexType, Op, Scalar,
+};
 
 /// The library version, from Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

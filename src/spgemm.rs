@@ -12,7 +12,7 @@ use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
 use crate::plan::predict::{self, NnzPrediction, Sampling, PLANNING_SAMPLING};
 use crate::plan::select::{select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
-use crate::types::{Algorithm, Index, IndexBase, IndexType, Op, Scalar};
+use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, Scalar};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -27,6 +27,9 @@ pub struct SpgemmOptions<T> {
     pub alpha: T,
     /// Algorithm (every CPU algorithm is deterministic).
     pub algorithm: Algorithm,
+    /// The order of C's columns within each row (sorted by default; see
+    /// [`ColumnOrder`]).
+    pub column_order: ColumnOrder,
 }
 
 impl<T: Scalar> Default for SpgemmOptions<T> {
@@ -36,13 +39,15 @@ impl<T: Scalar> Default for SpgemmOptions<T> {
             op_b: Op::N,
             alpha: T::one(),
             algorithm: Algorithm::Default,
+            column_order: ColumnOrder::Sorted,
         }
     }
 }
 
 /// `C = alpha * op(A) * op(B)` on a default context (CPU, threads from
 /// `RUSPARSE_NUM_THREADS` or all cores). C has A's index base, sorted
-/// columns and no duplicates.
+/// columns (unless [`SpgemmOptions::column_order`] says otherwise) and no
+/// duplicates.
 ///
 /// # Errors
 /// [`Error::InvalidValue`] when the inner dimensions differ or nnz(C) does
@@ -116,7 +121,7 @@ impl Context {
         try_reserve(&mut cols, bound, "C's column indices")?;
         try_reserve(&mut values, bound, "C's values")?;
         plan.symbolic(self, a, b)?;
-        plan.execute_into(self, a, b, opts.alpha, cols, values)
+        plan.execute_into(self, a, b, opts.alpha, opts.column_order, (cols, values))
     }
 }
 
@@ -626,7 +631,9 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             mut values,
             base,
             pattern,
+            column_order,
         } = out;
+        let sorted = column_order == ColumnOrder::Sorted || col_indices.is_none();
         self.check_output_sizes(
             row_offsets.as_ref().map(|x| x.len()),
             col_indices.as_ref().map(|x| x.len()),
@@ -654,6 +661,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                     NumericOutput {
                         offsets,
                         cols: col_indices,
+                        sorted,
                         values,
                         base: base.offset(),
                         alpha,
@@ -675,6 +683,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                     NumericOutput {
                         offsets,
                         cols: col_indices,
+                        sorted,
                         values,
                         base: base.offset(),
                         alpha,
@@ -710,20 +719,29 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         b: &CsrView<'_, T, I, J>,
         alpha: T,
     ) -> Result<CsrMatrix<T, I, J>> {
-        self.execute_into(ctx, a, b, alpha, Vec::new(), Vec::new())
+        self.execute_into(
+            ctx,
+            a,
+            b,
+            alpha,
+            ColumnOrder::Sorted,
+            (Vec::new(), Vec::new()),
+        )
     }
 
-    /// [`SpgemmPlan::execute`] into column and value vectors that may
-    /// already hold room for C (they are cleared first).
+    /// [`SpgemmPlan::execute`] with C's columns in `order`, into column and
+    /// value vectors (`room`) that may already hold room for C (they are
+    /// cleared first).
     fn execute_into<T: Scalar>(
         &self,
         ctx: &Context,
         a: &CsrView<'_, T, I, J>,
         b: &CsrView<'_, T, I, J>,
         alpha: T,
-        mut col_indices: Vec<J>,
-        mut values: Vec<T>,
+        order: ColumnOrder,
+        room: (Vec<J>, Vec<T>),
     ) -> Result<CsrMatrix<T, I, J>> {
+        let (mut col_indices, mut values) = room;
         let offsets = self.offsets()?;
         let nnz = offsets[offsets.len() - 1];
         // Before C's arrays are allocated (numeric checks it again as it writes).
@@ -751,7 +769,8 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             b,
             alpha,
             T::zero(),
-            CsrOutput::full(&mut row_offsets, &mut col_indices, &mut values, a.base()),
+            CsrOutput::full(&mut row_offsets, &mut col_indices, &mut values, a.base())
+                .with_column_order(order),
         )?;
         let (m, n) = self.shape();
         Ok(CsrMatrix::from_parts_unchecked(

@@ -275,6 +275,27 @@ impl IndexType {
     }
 }
 
+/// The order of the column indices within each row of C.
+///
+/// [`ColumnOrder::Sorted`] is cuSPARSE's behaviour and the default.
+/// [`ColumnOrder::Any`] (a rusparse extension, C: `rusparseSpGEMM_setColumnOrder`)
+/// lets a product skip sorting its rows: each row holds the same entries,
+/// in an order that is deterministic for the same inputs, plan and thread
+/// count (so `beta != 0` and repeated products line up), but not sorted.
+/// For users who do not need sorted rows (an SpMV next, graph analytics).
+/// Only a product that writes C's columns and values together honours it
+/// (`CsrOutput::full`, [`crate::Context::spgemm`], the C ABI's
+/// `rusparseSpGEMM_copy`); structure-only and values-only outputs (the reuse
+/// flow) stay sorted, and so does every GPU product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ColumnOrder {
+    /// Increasing columns in every row.
+    #[default]
+    Sorted,
+    /// Each row's columns in any (deterministic) order.
+    Any,
+}
+
 /// The SpGEMM algorithms of the C API (`rusparseSpGEMMAlg_t`).
 ///
 /// On the CPU back end every algorithm is deterministic: the same input gives

@@ -19,8 +19,8 @@ use proptest::sample::Index as Pick;
 use proptest::test_runner::{RngSeed, TestCaseError};
 use rusparse::plan::operand::{renumbers_inner, RENUMBER_INNER_FROM};
 use rusparse::{
-    reference, validate_structure, Algorithm, Complex, Context, CsrMatrix, CsrOutput, Error, Index,
-    IndexBase, Op, Scalar, SpgemmOptions, SpgemmPlan,
+    reference, validate_structure, Algorithm, ColumnOrder, Complex, Context, CsrMatrix, CsrOutput,
+    Error, Index, IndexBase, Op, Scalar, SpgemmOptions, SpgemmPlan,
 };
 use std::fmt::Debug;
 use std::sync::OnceLock;
@@ -612,6 +612,7 @@ fn options_of<T: Scalar, V>(p: &Problem<V>, alpha: T) -> SpgemmOptions<T> {
         op_b: p.op_b,
         alpha,
         algorithm: p.algorithm,
+        column_order: Default::default(),
     }
 }
 
@@ -732,6 +733,7 @@ fn prop_tolerance<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestR
         op_b: p.op_b,
         alpha,
         algorithm: p.algorithm,
+        column_order: Default::default(),
     };
     let c = ok(context_for(p).spgemm(&a.view(), &b.view(), &opts))?;
     check_output(&c, p.m, p.n, p.base)?;
@@ -934,6 +936,7 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
             values: None,
             base: p.base,
             pattern: None,
+            column_order: Default::default(),
         },
     ))?;
     prop_assert_eq!(&cols_only[..], r1.col_indices());
@@ -1061,6 +1064,86 @@ fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
     Ok(())
 }
 
+/// Row `i` of `c` as (column, value bits) pairs sorted by column.
+fn sorted_row<T: TestScalar, I: Index, J: Index>(
+    c: &CsrMatrix<T, I, J>,
+    i: usize,
+) -> Vec<(i64, (u64, u64))> {
+    let o = c.row_offsets();
+    let (lo, hi) = (o[i].to_usize(), o[i + 1].to_usize());
+    let lo = lo - c.base().offset();
+    let hi = hi - c.base().offset();
+    let mut row: Vec<_> = (lo..hi)
+        .map(|k| (c.col_indices()[k].to_i64(), c.values()[k].bits()))
+        .collect();
+    row.sort_unstable();
+    row
+}
+
+/// `ColumnOrder::Any`: every row of C holds exactly the entries of the
+/// sorted product (the same columns, bitwise the same values: only the
+/// order of writing differs), in an order that repeats (a second product
+/// gives the same arrays), and a full numeric output with beta = 1 into
+/// that C adds to the right entries (C becomes 2 C, in the same order).
+fn prop_unsorted<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
+    let ctx = context_for(p);
+    let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
+    let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
+    let sorted_opts = options_of(p, p.alpha.to::<T>());
+    let any_opts = SpgemmOptions {
+        column_order: ColumnOrder::Any,
+        ..sorted_opts
+    };
+    let s = ok(ctx.spgemm(&a.view(), &b.view(), &sorted_opts))?;
+    let u = ok(ctx.spgemm(&a.view(), &b.view(), &any_opts))?;
+    prop_assert_eq!(u.row_offsets(), s.row_offsets());
+    for i in 0..u.nrows() {
+        prop_assert_eq!(sorted_row(&u, i), sorted_row(&s, i), "row {}", i);
+    }
+    let again = ok(ctx.spgemm(&a.view(), &b.view(), &any_opts))?;
+    prop_assert!(
+        bits(&again) == bits(&u),
+        "ColumnOrder::Any gave another order the second time"
+    );
+
+    let mut plan = ok(SpgemmPlan::new(
+        ctx,
+        &a.view(),
+        p.op_a,
+        &b.view(),
+        p.op_b,
+        p.algorithm,
+    ))?;
+    ok(plan.symbolic(ctx, &a.view(), &b.view()))?;
+    let (mut offsets, mut cols, mut vals) = (
+        u.row_offsets().to_vec(),
+        u.col_indices().to_vec(),
+        u.values().to_vec(),
+    );
+    ok(plan.numeric(
+        ctx,
+        &a.view(),
+        &b.view(),
+        any_opts.alpha,
+        T::one(),
+        CsrOutput::full(&mut offsets, &mut cols, &mut vals, p.base)
+            .with_column_order(ColumnOrder::Any),
+    ))?;
+    prop_assert_eq!(&cols[..], u.col_indices(), "beta = 1: another column order");
+    for (k, (got, once)) in vals.iter().zip(u.values()).enumerate() {
+        // Equal as numbers (beta * old may turn a -0 into +0).
+        let twice = *once + *once;
+        prop_assert!(
+            got.to_c64() == twice.to_c64(),
+            "entry {}: {:?}, expected 2 x {:?}",
+            k,
+            got,
+            once
+        );
+    }
+    Ok(())
+}
+
 /// The same product on 1, 2, 3 and 7 threads (one call, and plans made,
 /// run symbolically and executed on different contexts) is bitwise identical.
 fn prop_deterministic<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
@@ -1071,6 +1154,7 @@ fn prop_deterministic<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> T
         op_b: p.op_b,
         alpha: p.alpha.to::<T>(),
         algorithm: p.algorithm,
+        column_order: Default::default(),
     };
     let ctxs = contexts();
     let first = ok(ctxs[0].1.spgemm(&a.view(), &b.view(), &opts))?;
@@ -1285,6 +1369,7 @@ fn prop_mismatch<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestRe
         op_b: p.op_b,
         alpha: p.alpha.to::<T>(),
         algorithm: p.algorithm,
+        column_order: Default::default(),
     };
     let r = rusparse::spgemm(&a.view(), &b.view(), &opts);
     prop_assert!(is_invalid(&r), "spgemm: {}", describe(&r));
@@ -1340,6 +1425,10 @@ macro_rules! combinations {
                 prop_beta::<$t, $i, $j>(&p)?;
             });
 
+            property!(64, fn unsorted_output_holds_the_sorted_entries(p in float_problem()) {
+                prop_unsorted::<$t, $i, $j>(&p)?;
+            });
+
             property!(64, fn bitwise_identical_across_thread_counts(p in float_problem()) {
                 prop_deterministic::<$t, $i, $j>(&p)?;
             });
@@ -1390,6 +1479,55 @@ combinations! {
 // ---------------------------------------------------------------------------
 // Fixed cases
 // ---------------------------------------------------------------------------
+
+/// `ColumnOrder::Any` really skips the sort where an algorithm sorts: a
+/// row whose columns first appear as 5, 2, 4 is written in that order by
+/// the hash and dense accumulators (BRMerge merges, so sorts anyway), and
+/// sorted by default.
+#[test]
+fn any_column_order_skips_the_sort() {
+    // A = [1 1], B = [[0 0 0 0 0 1], [0 0 2 0 3 0]]: C = [0 0 2 0 3 1].
+    let a =
+        CsrMatrix::<f64, i32>::from_triplets(1, 2, &[(0, 0, 1.0), (0, 1, 1.0)], IndexBase::Zero)
+            .unwrap();
+    let b = CsrMatrix::<f64, i32>::from_triplets(
+        2,
+        6,
+        &[(0, 5, 1.0), (1, 2, 2.0), (1, 4, 3.0)],
+        IndexBase::Zero,
+    )
+    .unwrap();
+    for algorithm in [
+        Algorithm::Hash,
+        Algorithm::Dense,
+        Algorithm::BrmergePrecise,
+        Algorithm::BrmergeUpper,
+    ] {
+        let run = |column_order| {
+            let opts = SpgemmOptions {
+                algorithm,
+                column_order,
+                ..SpgemmOptions::default()
+            };
+            rusparse::spgemm(&a.view(), &b.view(), &opts).unwrap()
+        };
+        let sorted = run(ColumnOrder::Sorted);
+        assert_eq!(sorted.col_indices(), [2, 4, 5], "{algorithm:?}");
+        assert_eq!(sorted.values(), [2.0, 3.0, 1.0], "{algorithm:?}");
+        let any = run(ColumnOrder::Any);
+        let brmerge = matches!(
+            algorithm,
+            Algorithm::BrmergePrecise | Algorithm::BrmergeUpper
+        );
+        let (cols, vals) = if brmerge {
+            ([2, 4, 5], [2.0, 3.0, 1.0])
+        } else {
+            ([5, 2, 4], [1.0, 2.0, 3.0])
+        };
+        assert_eq!(any.col_indices(), cols, "{algorithm:?}");
+        assert_eq!(any.values(), vals, "{algorithm:?}");
+    }
+}
 
 /// `op = C` really conjugates: A = [[1+2i, 0], [3i, 1]], B = I.
 #[test]

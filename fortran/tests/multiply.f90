@@ -139,6 +139,10 @@ contains
     call check(rusparseSpGEMM_getBinCounts(descr, RUSPARSE_SPGEMM_BINS_NUMERIC, rows_per_bin, &
                4_c_int32_t, num_bins) == RUSPARSE_STATUS_SUCCESS .and. num_bins == 0, &
                "getBinCounts (the CPU does not bin rows)")
+    call check(rusparseSpGEMM_setColumnOrder(descr, 7) == RUSPARSE_STATUS_INVALID_VALUE, &
+               "setColumnOrder refuses an order that is not a rusparseColumnOrder_t")
+    call check(rusparseSpGEMM_setColumnOrder(descr, RUSPARSE_COLUMN_ORDER_SORTED) == &
+               RUSPARSE_STATUS_SUCCESS, "setColumnOrder (sorted, the default)")
     call check(rusparseSpGEMM_predictNnz(handle, n_op, n_op, mat_a, mat_b, nprod) == &
                RUSPARSE_STATUS_SUCCESS .and. nprod == 14, "predictNnz (exact at this size)")
     allocate (c_cols(nnz), c_vals(nnz))

@@ -46,6 +46,9 @@ pub struct NumericOutput<'a, T, J> {
     pub offsets: &'a [usize],
     /// When present, receives C's sorted column indices (plus `base`).
     pub cols: Option<&'a mut [J]>,
+    /// False: with `cols` present, each row may be written in any
+    /// deterministic order (no sort). Ignored without `cols`.
+    pub sorted: bool,
     /// C's values; read first when `beta != 0`.
     pub values: &'a mut [T],
     /// For a values-only output (`cols` is `None`): C's columns as an

@@ -20,7 +20,7 @@ use super::placement::{arrays, check_same, place, Placement};
 use super::types::*;
 use crate::plan::fingerprint::pattern_fingerprint;
 use crate::spgemm::check_nnz_fits;
-use crate::types::{Algorithm, DataType, IndexType, Op};
+use crate::types::{Algorithm, ColumnOrder, DataType, IndexType, Op};
 use crate::{
     validate_structure, Complex, CsrOutput, CsrView, Error, Index, Result, Scalar, SpgemmOptions,
     SpgemmPlan,
@@ -79,6 +79,8 @@ struct Planned {
 #[derive(Default)]
 pub(crate) struct SpgemmDescr {
     planned: Option<Planned>,
+    /// C's column order for `rusparseSpGEMM_copy` (rusparse extension).
+    column_order: ColumnOrder,
 }
 
 impl Opaque for rusparseSpGEMMDescr {
@@ -448,7 +450,8 @@ fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
     match job.fill {
         Fill::All => {
             let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
-            let out = CsrOutput::full(&mut *offsets, &mut *cols, values, c.base);
+            let out = CsrOutput::full(&mut *offsets, &mut *cols, values, c.base)
+                .with_column_order(x.descr.column_order);
             plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out)?;
             Ok(0)
         }
@@ -648,6 +651,42 @@ pub unsafe extern "C" fn rusparseSpGEMM_destroyDescr(
     // SAFETY: NULL or a descriptor from rusparseSpGEMM_createDescr, destroyed once.
     boundary("rusparseSpGEMM_destroyDescr", || unsafe {
         rusparseSpGEMMDescr::free(descr)
+    })
+}
+
+/// Sets the order of C's columns within each row that
+/// `rusparseSpGEMM_copy` writes (a rusparse extension: cuSPARSE always
+/// sorts). `RUSPARSE_COLUMN_ORDER_ANY` lets the CPU back end skip sorting
+/// each row of C: every row holds the same entries as with
+/// `RUSPARSE_COLUMN_ORDER_SORTED` (the default), in an order that is the
+/// same for the same inputs and thread count (so `beta != 0` adds to the
+/// right entries), but not sorted. For callers that do not need sorted rows
+/// (an SpMV next, graph analytics). The reuse flow (`reuse_copy`,
+/// `reuse_compute`) and the GPU back ends always write sorted rows, which
+/// any order admits. May be called at any time before `rusparseSpGEMM_copy`;
+/// INVALID_VALUE for a NULL descriptor or an `order` that is not a
+/// `rusparseColumnOrder_t`.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseSpGEMM_setColumnOrder(
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    order: ColumnOrderArg,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_setColumnOrder", || {
+        let order = match order {
+            0 => ColumnOrder::Sorted,
+            1 => ColumnOrder::Any,
+            _ => {
+                return Err(Error::InvalidValue(format!(
+                    "order = {order} is not a rusparseColumnOrder_t"
+                )))
+            }
+        };
+        // SAFETY: NULL or a live descriptor; claimed first, so no other
+        // call holds a reference to it.
+        let _claim = unsafe { rusparseSpGEMMDescr::claim(spgemmDescr) }?;
+        let d = unsafe { rusparseSpGEMMDescr::get_mut(spgemmDescr) }?;
+        d.column_order = order;
+        Ok(())
     })
 }
 

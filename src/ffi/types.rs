@@ -172,6 +172,18 @@ pub enum rusparseSpGEMMBins_t {
     RUSPARSE_SPGEMM_BINS_NUMERIC = 1,
 }
 
+/// The order of C's columns within each row, set on an SpGEMM descriptor
+/// with `rusparseSpGEMM_setColumnOrder` (rusparse extension; cuSPARSE
+/// always sorts).
+#[repr(C)]
+pub enum rusparseColumnOrder_t {
+    /// Increasing columns in every row (the default, as cuSPARSE).
+    RUSPARSE_COLUMN_ORDER_SORTED = 0,
+    /// Each row's columns in any order, deterministic for the same inputs
+    /// and thread count: `rusparseSpGEMM_copy` skips sorting the rows.
+    RUSPARSE_COLUMN_ORDER_ANY = 1,
+}
+
 /// `rusparseStatus_t` as received from C.
 pub type StatusArg = c_int;
 /// `rusparseOperation_t` as received from C.
@@ -190,6 +202,8 @@ pub type PointerModeArg = c_int;
 pub type BackendArg = c_int;
 /// `rusparseSpGEMMBins_t` as received from C.
 pub type SpGEMMBinsArg = c_int;
+/// `rusparseColumnOrder_t` as received from C.
+pub type ColumnOrderArg = c_int;
 
 /// Opaque library context (one per handle).
 pub struct rusparseContext {

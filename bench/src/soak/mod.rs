@@ -616,6 +616,7 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
             op_b: case.op_b,
             alpha,
             algorithm: case.algorithm,
+            column_order: Default::default(),
         };
         let c = ctx
             .spgemm(&a.view(), &b.view(), &opts)

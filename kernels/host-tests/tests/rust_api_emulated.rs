@@ -43,6 +43,7 @@ fn options<T: TestValue>(op_a: Op, op_b: Op, algorithm: Algorithm) -> SpgemmOpti
         op_b,
         alpha: T::from_parts(2.0, -1.0),
         algorithm,
+        column_order: Default::default(),
     }
 }
 

@@ -210,7 +210,7 @@ struct Workspace<T> {
     /// New columns in order of first appearance (one spare slot for the
     /// branch-free append).
     list: Vec<usize>,
-    /// The sorted columns of the last row emitted, for a next row of A
+    /// The columns of the last row emitted, in the order written, for a next row of A
     /// with the same pattern.
     previous: Vec<usize>,
 }
@@ -303,7 +303,9 @@ impl<T: Scalar> Workspace<T> {
     }
 
     /// Writes the accumulated row in column order into `cols` / `vals`
-    /// (each exactly `n` long when present) and clears what it read.
+    /// (each exactly `n` long when present) and clears what it read. With
+    /// `sort` false, a row whose columns are in `list` keeps the order they
+    /// first appeared in (rows read from the bit map come sorted anyway).
     fn emit<J: Index>(
         &mut self,
         n: usize,
@@ -311,6 +313,7 @@ impl<T: Scalar> Workspace<T> {
         mut cols: Option<&mut [J]>,
         mut vals: Option<(&mut [T], &Scale<T>)>,
         base: usize,
+        sort: bool,
     ) {
         self.previous.clear();
         if n == 0 {
@@ -344,7 +347,9 @@ impl<T: Scalar> Workspace<T> {
             }
         } else {
             let list = &mut self.list[..n];
-            sort_small(list);
+            if sort {
+                sort_small(list);
+            }
             for (p, &j) in list.iter().enumerate() {
                 put(p, j, &mut self.sums);
             }
@@ -398,6 +403,7 @@ impl<T: Scalar> UnsizedRows<T> {
             Some(&mut cols[..n]),
             Some((&mut vals[..n], &unscaled)),
             0,
+            true,
         );
         n
     }
@@ -471,7 +477,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
             ws.reset();
             return Err(row_mismatch(i, n, out.len()));
         }
-        ws.emit(n, span, Some(out), None, base);
+        ws.emit(n, span, Some(out), None, base, true);
     }
     Ok(())
 }
@@ -488,6 +494,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     rows: Range<usize>,
     offsets: &[usize],
     scale: &Scale<T>,
+    sorted: bool,
     mut cols: Option<&mut [J]>,
     vals: &mut [T],
 ) -> Result<()> {
@@ -515,7 +522,14 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
             ws.reset();
             return Err(row_mismatch(i, n, len));
         }
-        ws.emit(n, span, out_cols, Some((out_vals, scale)), scale.base);
+        ws.emit(
+            n,
+            span,
+            out_cols,
+            Some((out_vals, scale)),
+            scale.base,
+            sorted,
+        );
     }
     Ok(())
 }

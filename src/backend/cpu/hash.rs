@@ -152,7 +152,8 @@ pub(super) fn list_rows<I: Index, J: Index>(
 }
 
 /// Numeric phase for the rows `rows`: accumulates each row in the table in
-/// stored product order, sorts it by column and writes
+/// stored product order, sorts it by column (unless `sorted_output` is false: then
+/// the row stays in the order its columns first appeared) and writes
 /// `alpha * sum + beta * old` into `vals` (and the columns into `cols`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
@@ -165,6 +166,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     offsets: &[usize],
     b_canonical: bool,
     scale: &Scale<T>,
+    sorted_output: bool,
     mut cols: Option<&mut [J]>,
     vals: &mut [T],
 ) -> Result<()> {
@@ -176,9 +178,9 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         .map(|i| offsets[i + 1] - offsets[i])
         .max()
         .unwrap_or(0);
-    let mut sorted: Vec<(usize, T)> = Vec::new();
+    let mut row: Vec<(usize, T)> = Vec::new();
     let mut slots: Vec<usize> = Vec::new();
-    try_reserve(&mut sorted, longest, "the row sort buffer")?;
+    try_reserve(&mut row, longest, "the row sort buffer")?;
     try_reserve(&mut slots, longest + 1, "the row slot list")?;
     let origin = offsets[rows.start];
     for i in rows {
@@ -224,20 +226,22 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
                 }
             }
         }
-        sorted.clear();
-        sorted.extend(slots.iter().map(|&s| (table[s], sums[s])));
+        row.clear();
+        row.extend(slots.iter().map(|&s| (table[s], sums[s])));
         for &s in &slots {
             table[s] = EMPTY;
         }
         if slots.len() != out.len() {
             return Err(row_mismatch(i, slots.len(), out.len()));
         }
-        sorted.sort_unstable_by_key(|e| e.0);
-        for (d, &(_, v)) in vals[out.clone()].iter_mut().zip(sorted.iter()) {
+        if sorted_output {
+            row.sort_unstable_by_key(|e| e.0);
+        }
+        for (d, &(_, v)) in vals[out.clone()].iter_mut().zip(row.iter()) {
             scale.store(d, v);
         }
         if let Some(cols) = cols.as_deref_mut() {
-            for (d, &(c, _)) in cols[out].iter_mut().zip(sorted.iter()) {
+            for (d, &(c, _)) in cols[out].iter_mut().zip(row.iter()) {
                 *d = J::from_usize_unchecked(c + scale.base);
             }
         }
@@ -293,6 +297,7 @@ mod tests {
             &offsets,
             false,
             &scale,
+            true,
             Some(&mut cols[..]),
             &mut vals,
         )

@@ -85,6 +85,7 @@ fn output_pieces<'a, T: Scalar, J>(
         alpha,
         beta,
         pattern: _,
+        sorted: _,
     } = out;
     let cols: Vec<Option<&mut [J]>> = match cols {
         Some(c) => split_by_chunks(c, bounds, |r| offsets[r])
@@ -218,6 +219,7 @@ impl Backend for CpuBackend {
             (None, Some(p)) if b.ncols.saturating_mul(8) <= DENSE_MAX_BYTES && busy => Some(p),
             _ => None,
         };
+        let sorted = out.sorted || out.cols.is_none();
         let (pieces, scale) = output_pieces(out, work.bounds());
         if let Some(pattern) = known {
             return pieces
@@ -241,13 +243,14 @@ impl Backend for CpuBackend {
             .zip(work.chunks().collect::<Vec<_>>())
             .try_for_each(|((vals, cols), rows)| match algorithm {
                 Algorithm::Dense => dense::accumulate_rows(
-                    a, a_vals, b, b_vals, canonical, rows, offsets, &scale, cols, vals,
+                    a, a_vals, b, b_vals, canonical, rows, offsets, &scale, sorted, cols, vals,
                 ),
                 Algorithm::BrmergePrecise | Algorithm::BrmergeUpper => brmerge::accumulate_rows(
                     a, a_vals, b, b_vals, work, rows, offsets, &scale, cols, vals,
                 ),
                 _ => hash::accumulate_rows(
-                    a, a_vals, b, b_vals, work, rows, offsets, canonical, &scale, cols, vals,
+                    a, a_vals, b, b_vals, work, rows, offsets, canonical, &scale, sorted, cols,
+                    vals,
                 ),
             })
     }
@@ -295,6 +298,7 @@ mod tests {
                 let out = NumericOutput {
                     offsets: &offsets,
                     cols: Some(&mut cols[..]),
+                    sorted: true,
                     values: &mut vals,
                     base: 0,
                     alpha: 1.0,
