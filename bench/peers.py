@@ -138,6 +138,8 @@ def parse_args(argv):
     p.add_argument("--out", default=None, help="output folder (default bench/results/<date>/)")
     p.add_argument("--tmp", default=None, help="folder for the per-matrix dumps (default: system temp)")
     p.add_argument("--keep-dumps", action="store_true", help="keep the dump folders")
+    p.add_argument("--rusparse-any-order", action="store_true",
+                   help="also time rusparse with unsorted rows (--column-order any), as its own column")
     p.add_argument("--tol", type=float, default=1e-9, help="relative max-norm tolerance of the C*x check")
     p.add_argument("--venv", default=DEFAULT_VENV, help="virtual environment to create/use (default bench/.venv)")
     p.add_argument("--no-venv", action="store_true", help="use the current interpreter as it is")
@@ -601,11 +603,11 @@ def mm_is_complex(spec):
         return "complex" in f.readline().lower()
 
 
-def run_rusparse(a, spec, product, tmp, runs, warmup):
+def run_rusparse(a, spec, product, tmp, runs, warmup, extra=()):
     """Run rusparse-bench on one SPEC; return (json meta, rusparse rows)."""
     jpath = os.path.join(tmp, "rusparse_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(spec)) + ".json")
     cmd = [a.rusparse_bench, "--threads", str(a.threads), "--runs", str(runs), "--warmup", str(warmup),
-           "--dump", tmp, "--json", jpath, "--quiet"]
+           "--dump", tmp, "--json", jpath, "--quiet", *extra]
     if product:
         cmd += ["--product", product]
     if mm_is_complex(spec):
@@ -872,9 +874,12 @@ def build_report(a, records, meta, versions, started):
     run_peers = [p for p in PEERS if any(p in r["peers"] for r in records)]
     ratio_peers = [p for p in ("mkl", "mkl_sorted", "graphblas", "graphblas_sorted") if p in run_peers]
     first_peers = [p for p in ("mkl", "graphblas") if p in run_peers]
+    any_order = any(r.get("rs_any") for r in records)
     hdr = (["matrix", "product", "nprod", "nnz(C)", "rusparse s (algorithm)"]
+           + (["rusparse any order s"] if any_order else [])
            + [f"{PEER_LABEL[p]} s" for p in run_peers]
            + [f"vs {PEER_LABEL[p]}" for p in ratio_peers] + ["vs best peer"]
+           + (["any order vs MKL", "any order vs best peer"] if any_order else [])
            + ["first/steady " + "/".join(["rs"] + [PEER_LABEL[p] for p in first_peers])]
            + ["peak extra MiB " + "/".join(["rs"] + [PEER_LABEL[p] for p in run_peers])])
     L.append("| " + " | ".join(hdr) + " |")
@@ -895,6 +900,9 @@ def build_report(a, records, meta, versions, started):
             cells.append("ERROR")
         else:
             cells.append(f"{fmt_s(rt)} ({rs.get('algorithm', '?')})" if rt is not None else "–")
+        ra = (r.get("rs_any") or {}).get("median_s")
+        if any_order:
+            cells.append(fmt_s(ra))
         tp = {}
         for p in run_peers:
             res = r["peers"].get(p)
@@ -914,6 +922,8 @@ def build_report(a, records, meta, versions, started):
         speedups = {p: (tp[p] / rt if (rt and tp.get(p)) else None) for p in ratio_peers}
         peer_ts = [t for t in tp.values() if t]
         speedups["best"] = min(peer_ts) / rt if (rt and peer_ts) else None
+        speedups["any_mkl"] = tp["mkl"] / ra if (ra and tp.get("mkl")) else None
+        speedups["any_best"] = min(peer_ts) / ra if (ra and peer_ts) else None
         firsts = {"rusparse": None if a.only_peers else first_ratio(rs)}
         firsts.update({p: first_ratio(r["peers"].get(p)) for p in first_peers})
         r["speedups"] = speedups
@@ -922,6 +932,8 @@ def build_report(a, records, meta, versions, started):
         failed_peers = [p for p in run_peers if r["peers"].get(p) and not r["peers"][p].get("ok")]
         cells += [fmt_x(speedups[p]) if p not in failed_peers else "✗" for p in ratio_peers]
         cells.append(fmt_x(speedups["best"]) + (" (✗ excl.)" if failed_peers and speedups["best"] else ""))
+        if any_order:
+            cells += [fmt_x(speedups["any_mkl"]), fmt_x(speedups["any_best"])]
         cells.append("/".join(fmt_x(firsts[k]) for k in ["rusparse"] + first_peers))
         mem = [fmt_mib(None if a.only_peers else rs.get("peak_extra_bytes"))] + [
             fmt_mib((r["peers"].get(p) or {}).get("peak_extra_bytes")) for p in run_peers]
@@ -931,13 +943,16 @@ def build_report(a, records, meta, versions, started):
         rows = records if g == "all" else (groups.get(g) or [])
         if not rows or (g == "all" and len([k for k in groups if groups[k]]) < 2):
             continue
-        gm = {k: geomean([r["speedups"].get(k) for r in rows]) for k in ratio_peers + ["best"]}
+        gm = {k: geomean([r["speedups"].get(k) for r in rows]) for k in ratio_peers + ["best", "any_mkl", "any_best"]}
         n = sum(1 for r in rows if r["speedups"]["best"])
         if n == 0:
             continue
         fr = "/".join(fmt_x(geomean([r["firsts"].get(k) for r in rows])) for k in ["rusparse"] + first_peers)
-        cells = [f"**geomean, {g} ({n})**", "", "", "", ""] + [""] * len(run_peers)
-        cells += [f"**{fmt_x(gm[k])}**" for k in ratio_peers] + [f"**{fmt_x(gm['best'])}**", fr, ""]
+        cells = [f"**geomean, {g} ({n})**", "", "", "", ""] + [""] * (len(run_peers) + int(any_order))
+        cells += [f"**{fmt_x(gm[k])}**" for k in ratio_peers] + [f"**{fmt_x(gm['best'])}**"]
+        if any_order:
+            cells += [f"**{fmt_x(gm['any_mkl'])}**", f"**{fmt_x(gm['any_best'])}**"]
+        cells += [fr, ""]
         L.append("| " + " | ".join(cells) + " |")
     worst = None
     for r in records:
@@ -1050,6 +1065,15 @@ def driver_main(a):
                         "times_s": res.get("times_s"), "threads_busy": res.get("threads_busy"),
                         "notes": res.get("notes", []),
                     })
+            if a.rusparse_any_order and not a.only_peers and not a.standin:
+                tmp_any = tempfile.mkdtemp(prefix="rusparse-peers-any-", dir=a.tmp)
+                try:
+                    _, rows_any = run_rusparse(a, spec, product, tmp_any, runs, warmup,
+                                               ("--column-order", "any"))
+                finally:
+                    shutil.rmtree(tmp_any, ignore_errors=True)
+                rec["rs_any"] = min(rows_any, key=lambda r: r.get("median_s") or float("inf"))
+                log(f"  rusparse (any order): median {fmt_s(rec['rs_any'].get('median_s'))} s")
         except BenchError as e:
             rec["error"] = str(e)
             failed = True

@@ -49,7 +49,7 @@ use clap::{Parser, ValueEnum};
 use generate::Spec;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use report::{Machine, Report, Row, TOOL};
-use rusparse::{Algorithm, BackendKind, Complex, Context, CsrMatrix, Index, Op};
+use rusparse::{Algorithm, BackendKind, ColumnOrder, Complex, Context, CsrMatrix, Index, Op};
 use sparse::{index_name, BenchScalar, SparseMatrix};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -100,6 +100,23 @@ enum CudaPoolArg {
     /// Give it back to the driver after every run (cuMemPoolTrimTo 0, the
     /// driver's default release threshold of 0).
     Release,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ColumnOrderArg {
+    /// Increasing columns in every row (the default, as cuSPARSE).
+    Sorted,
+    /// Each row in any order (no sort).
+    Any,
+}
+
+impl ColumnOrderArg {
+    fn order(self) -> ColumnOrder {
+        match self {
+            ColumnOrderArg::Sorted => ColumnOrder::Sorted,
+            ColumnOrderArg::Any => ColumnOrder::Any,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -164,6 +181,10 @@ struct Cli {
     /// Algorithm (auto lets the planner choose; the table shows the choice).
     #[arg(long, value_enum, default_value_t = AlgorithmArg::Auto)]
     algorithm: AlgorithmArg,
+    /// CPU: the order of C's columns within each row (any: rows are not
+    /// sorted, a rusparse extension; the GPU always sorts).
+    #[arg(long, value_enum, default_value_t = ColumnOrderArg::Sorted)]
+    column_order: ColumnOrderArg,
     /// Value type.
     #[arg(long, value_enum, default_value_t = ValueArg::F64)]
     value: ValueArg,
@@ -344,13 +365,17 @@ fn run_cases<T: BenchScalar, I: Index>(
             b: b_view,
             op_b,
             algorithm: cli.algorithm.algorithm(),
+            column_order: cli.column_order.order(),
         };
         let m = product
             .measure(cli.warmup, cli.runs, || progress.bar.inc(1))
             .map_err(|e| format!("{}: rusparse failed: {e}", case.name))?;
         let row = Row {
             peak_extra_bytes: Some(m.peak_extra_bytes),
-            algorithm: m.algorithm.into(),
+            algorithm: match cli.column_order {
+                ColumnOrderArg::Sorted => m.algorithm.into(),
+                ColumnOrderArg::Any => format!("{}, any order", m.algorithm),
+            },
             threads: ctx.num_threads() as u64,
             backend: "cpu".into(),
             c_bytes: Some(timing::c_bytes(&m.c) as u64),
@@ -432,6 +457,7 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
             b: b.map_or(a.view(), |b| b.view()),
             op_b: Op::N,
             algorithm: Algorithm::Default,
+            column_order: ColumnOrder::Sorted,
         }
         .measure(0, 1, || {})
         .map_err(|e| {

@@ -6,7 +6,8 @@
 //! and the plan happens after the clock stops.
 
 use rusparse::{
-    Algorithm, Context, CsrMatrix, CsrOutput, CsrView, Index, IndexBase, Op, Scalar, SpgemmPlan,
+    Algorithm, ColumnOrder, Context, CsrMatrix, CsrOutput, CsrView, Index, IndexBase, Op, Scalar,
+    SpgemmPlan,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -179,6 +180,8 @@ pub struct Product<'a, T, I> {
     pub op_b: Op,
     /// Algorithm asked for.
     pub algorithm: Algorithm,
+    /// The order of C's columns within each row.
+    pub column_order: ColumnOrder,
 }
 
 /// C of one run, and what the plan told.
@@ -207,7 +210,8 @@ impl<T: Scalar, I: Index> Product<'_, T, I> {
             b,
             T::one(),
             T::zero(),
-            CsrOutput::full(&mut ro, &mut ci, &mut v, IndexBase::Zero),
+            CsrOutput::full(&mut ro, &mut ci, &mut v, IndexBase::Zero)
+                .with_column_order(self.column_order),
         )?;
         let seconds = start.elapsed().as_secs_f64();
         let nprod = plan.num_products();
@@ -313,6 +317,7 @@ mod tests {
             b: a.view(),
             op_b: Op::N,
             algorithm: Algorithm::Default,
+            column_order: ColumnOrder::Sorted,
         };
         let mut ticks = 0;
         let m = p.measure(2, 3, || ticks += 1).unwrap();
