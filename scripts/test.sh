@@ -165,7 +165,10 @@ step "soak: 10,000 random products of every type, base, op and algorithm against
 cargo run -q -p rusparse-bench -- soak --cases 10000 --seed 1
 
 step "race check: the kernel tests on the emulated GPU under ThreadSanitizer with the GPU's memory model (a missing rs_syncwarp or rs_sync is a reported race; kernels/README.md, \"Race check\")"
-cargo test -p rusparse-kernel-host-tests --features race-check --test emulator --test hash_kernels --test transpose --test scan_binning
+# --workspace keeps the dependencies' features those of the build above, so
+# only the kernels and the tests are rebuilt.
+cargo test --workspace --features rusparse-kernel-host-tests/race-check \
+    --test emulator --test hash_kernels --test transpose --test scan_binning
 
 step "soak on two emulated GPUs (kernels/host-tests): 100 random products through the C ABI on device arrays (three phases incl. ALG3, reuse with new values and beta, scalars in device memory) against the reference"
 cargo run -q -p rusparse-bench --features emulated-gpu -- soak --cases 100 --seed 1 --gpu emulated --gpu-share 100
