@@ -40,7 +40,12 @@ case "${1:-}" in
     *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
 esac
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step's header says how long the run has taken so far (min:s), so the
+# slow steps show when the suite nears its time budget.
+step() {
+    local took=$(( $(date +%s) - started ))
+    printf '\n== [%d:%02d] %s\n' $((took / 60)) $((took % 60)) "$*"
+}
 
 # Tests that cannot run here (tests/support) append a line to this file;
 # the summary at exit shows them where a person sees them.
