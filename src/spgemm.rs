@@ -633,7 +633,8 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             pattern,
             column_order,
         } = out;
-        let sorted = column_order == ColumnOrder::Sorted || col_indices.is_none();
+        // The back end sorts anyway when the columns are not written.
+        let sorted = column_order == ColumnOrder::Sorted;
         self.check_output_sizes(
             row_offsets.as_ref().map(|x| x.len()),
             col_indices.as_ref().map(|x| x.len()),

@@ -387,6 +387,23 @@ fn ok<X>(r: rusparse::Result<X>) -> Result<X, TestCaseError> {
     r.map_err(|e| TestCaseError::fail(format!("unexpected error: {e:?}")))
 }
 
+/// The plan of problem `p` (its ops and algorithm) for `a` and `b` on `ctx`.
+fn plan_for<T: Scalar, I: Index, J: Index, V>(
+    ctx: &Context,
+    a: &CsrMatrix<T, I, J>,
+    b: &CsrMatrix<T, I, J>,
+    p: &Problem<V>,
+) -> Result<SpgemmPlan<I, J>, TestCaseError> {
+    ok(SpgemmPlan::new(
+        ctx,
+        &a.view(),
+        p.op_a,
+        &b.view(),
+        p.op_b,
+        p.algorithm,
+    ))
+}
+
 fn is_invalid<X>(r: &rusparse::Result<X>) -> bool {
     matches!(r, Err(Error::InvalidValue(_)))
 }
@@ -793,14 +810,7 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
     let r1 = reference_product(&a1, p.op_a, &b1, p.op_b, alpha);
     let r2 = reference_product(&a2, p.op_a, &b2, p.op_b, alpha);
 
-    let mut plan = ok(SpgemmPlan::new(
-        ctx,
-        &a1.view(),
-        p.op_a,
-        &b1.view(),
-        p.op_b,
-        p.algorithm,
-    ))?;
+    let mut plan = plan_for(ctx, &a1, &b1, p)?;
     prop_assert_eq!(plan.shape(), (p.m, p.n));
     prop_assert_eq!(plan.algorithm(), p.algorithm);
     let selected = plan.selected_algorithm();
@@ -994,14 +1004,7 @@ fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
     let beta: T = p.beta.to();
     prop_assert!(beta != T::zero());
     let r = reference_product(&a, p.op_a, &b, p.op_b, alpha);
-    let mut plan = ok(SpgemmPlan::new(
-        ctx,
-        &a.view(),
-        p.op_a,
-        &b.view(),
-        p.op_b,
-        p.algorithm,
-    ))?;
+    let mut plan = plan_for(ctx, &a, &b, p)?;
     let nnz = ok(plan.symbolic(ctx, &a.view(), &b.view()))?;
     prop_assert_eq!(nnz, r.nnz());
 
@@ -1106,14 +1109,7 @@ fn prop_unsorted<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestRe
         "ColumnOrder::Any gave another order the second time"
     );
 
-    let mut plan = ok(SpgemmPlan::new(
-        ctx,
-        &a.view(),
-        p.op_a,
-        &b.view(),
-        p.op_b,
-        p.algorithm,
-    ))?;
+    let mut plan = plan_for(ctx, &a, &b, p)?;
     ok(plan.symbolic(ctx, &a.view(), &b.view()))?;
     let (mut offsets, mut cols, mut vals) = (
         u.row_offsets().to_vec(),
@@ -1168,14 +1164,7 @@ fn prop_deterministic<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> T
     for (x, (nx, cx)) in ctxs.iter().enumerate() {
         let (ny, cy) = &ctxs[(x + 1) % ctxs.len()];
         let (nz, cz) = &ctxs[(x + 3) % ctxs.len()];
-        let mut plan = ok(SpgemmPlan::new(
-            cx,
-            &a.view(),
-            p.op_a,
-            &b.view(),
-            p.op_b,
-            p.algorithm,
-        ))?;
+        let mut plan = plan_for(cx, &a, &b, p)?;
         ok(plan.symbolic(cy, &a.view(), &b.view()))?;
         let c = ok(plan.execute(cz, &a.view(), &b.view(), opts.alpha))?;
         prop_assert!(
@@ -1305,14 +1294,7 @@ fn prop_changed_pattern<T: TestScalar, I: Index, J: Index>(
     let alpha: T = p.alpha.to();
     let what = format!("{change:?} on {}", if on_b { "B" } else { "A" });
 
-    let mut plan = ok(SpgemmPlan::new(
-        ctx,
-        &a.view(),
-        p.op_a,
-        &b.view(),
-        p.op_b,
-        p.algorithm,
-    ))?;
+    let mut plan = plan_for(ctx, &a, &b, p)?;
     let mut unsymbolic = plan.clone();
     let r = unsymbolic.symbolic(ctx, &a2.view(), &b2.view());
     prop_assert!(is_invalid(&r), "symbolic after {}: {}", what, describe(&r));
