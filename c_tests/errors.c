@@ -216,6 +216,7 @@ static void test_handle(void) {
     rusparsePointerMode_t mode;
     void *stream = NULL;
     int version = -1, nt = -1, dummy = 0;
+    size_t sz = 0;
     char *saved_env;
 
     EXPECT_STATUS(rusparseCreate(NULL), INVALID);
@@ -253,6 +254,24 @@ static void test_handle(void) {
         setenv("RUSPARSE_NUM_THREADS", saved_env, 1);
     else
         unsetenv("RUSPARSE_NUM_THREADS");
+    free(saved_env);
+
+    /* RUSPARSE_SCRATCH_LIMIT: a size in bytes, units allowed */
+    saved_env = getenv("RUSPARSE_SCRATCH_LIMIT");
+    if (saved_env != NULL) saved_env = strcpy((char *)xmalloc(strlen(saved_env) + 1), saved_env);
+    setenv("RUSPARSE_SCRATCH_LIMIT", "lots", 1);
+    x = (rusparseHandle_t)&x;
+    EXPECT_STATUS_MSG(rusparseCreate(&x), INVALID, "RUSPARSE_SCRATCH_LIMIT");
+    EXPECT_TRUE(x == NULL, "handle not NULL after a failed rusparseCreate");
+    setenv("RUSPARSE_SCRATCH_LIMIT", "3M", 1);
+    EXPECT_STATUS(rusparseCreate(&x), SUCCESS);
+    EXPECT_STATUS(rusparseGetScratchSize(x, NULL, &sz), SUCCESS);
+    EXPECT_TRUE(sz == ((size_t)3 << 20), "RUSPARSE_SCRATCH_LIMIT=3M gives a limit of %zu", sz);
+    EXPECT_STATUS(rusparseDestroy(x), SUCCESS);
+    if (saved_env != NULL)
+        setenv("RUSPARSE_SCRATCH_LIMIT", saved_env, 1);
+    else
+        unsetenv("RUSPARSE_SCRATCH_LIMIT");
     free(saved_env);
 
     EXPECT_STATUS(rusparseCreateWithBackend(&x, RUSPARSE_BACKEND_CPU), SUCCESS);
@@ -293,6 +312,9 @@ static void test_handle(void) {
     EXPECT_STATUS(rusparseGetBackend(NULL, &be), RUSPARSE_STATUS_NOT_INITIALIZED);
     EXPECT_STATUS(rusparseSetNumThreads(NULL, 1), RUSPARSE_STATUS_NOT_INITIALIZED);
     EXPECT_STATUS(rusparseGetNumThreads(NULL, &nt), RUSPARSE_STATUS_NOT_INITIALIZED);
+    EXPECT_STATUS(rusparseSetScratchLimit(NULL, 0), RUSPARSE_STATUS_NOT_INITIALIZED);
+    EXPECT_STATUS(rusparseGetScratchSize(NULL, &sz, NULL), RUSPARSE_STATUS_NOT_INITIALIZED);
+    EXPECT_STATUS(rusparseTrimScratch(NULL), RUSPARSE_STATUS_NOT_INITIALIZED);
 
     /* version */
     EXPECT_STATUS(rusparseGetVersion(h, &version), SUCCESS);
@@ -338,6 +360,29 @@ static void test_handle(void) {
     EXPECT_STATUS(rusparseGetNumThreads(h, &nt), SUCCESS);
     EXPECT_TRUE(nt >= 1, "GetNumThreads = %d after SetNumThreads(0)", nt);
     EXPECT_STATUS(rusparseGetNumThreads(h, NULL), INVALID);
+
+    /* CPU scratch kept between products: bounded, trimmed, switched off */
+    {
+        size_t kept = 1, limit = 0;
+        EXPECT_STATUS(rusparseGetScratchSize(h, NULL, &limit), SUCCESS);
+        EXPECT_TRUE(limit == ((size_t)256 << 20), "default scratch limit %zu", limit);
+        product_ok(NULL, "scratch kept");
+        EXPECT_STATUS(rusparseGetScratchSize(h, &kept, NULL), SUCCESS);
+        EXPECT_TRUE(kept > 0 && kept <= limit, "%zu bytes kept after a product", kept);
+        EXPECT_STATUS(rusparseTrimScratch(h), SUCCESS);
+        EXPECT_STATUS(rusparseGetScratchSize(h, &kept, NULL), SUCCESS);
+        EXPECT_TRUE(kept == 0, "%zu bytes kept after TrimScratch", kept);
+        EXPECT_STATUS(rusparseSetScratchLimit(h, 0), SUCCESS);
+        product_ok(NULL, "no scratch kept");
+        EXPECT_STATUS(rusparseGetScratchSize(h, &kept, &limit), SUCCESS);
+        EXPECT_TRUE(kept == 0 && limit == 0, "%zu bytes kept, limit %zu, after SetScratchLimit(0)", kept,
+                    limit);
+        EXPECT_STATUS_MSG(rusparseGetScratchSize(h, NULL, NULL), INVALID, "both NULL");
+        EXPECT_STATUS(rusparseSetScratchLimit(h, (size_t)1 << 20), SUCCESS);
+        EXPECT_STATUS(rusparseSetNumThreads(h, 0), SUCCESS);
+        EXPECT_STATUS(rusparseGetScratchSize(h, NULL, &limit), SUCCESS);
+        EXPECT_TRUE(limit == ((size_t)1 << 20), "scratch limit %zu after SetNumThreads(0)", limit);
+    }
 
     /* the message is thread-local state that a success clears */
     EXPECT_STATUS(rusparseGetVersion(NULL, &version), RUSPARSE_STATUS_NOT_INITIALIZED);

@@ -160,6 +160,23 @@ module rusparse
       type(c_ptr), value :: handle
       integer(c_int), intent(out) :: num_threads
     end function
+    ! CPU scratch kept between products (a rusparse extension)
+    integer(c_int) function rusparseSetScratchLimit(handle, bytes) &
+        bind(C, name="rusparseSetScratchLimit")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: handle
+      integer(c_size_t), value :: bytes
+    end function
+    integer(c_int) function rusparseGetScratchSize(handle, kept_bytes, limit_bytes) &
+        bind(C, name="rusparseGetScratchSize")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: handle
+      integer(c_size_t), intent(out) :: kept_bytes, limit_bytes
+    end function
+    integer(c_int) function rusparseTrimScratch(handle) bind(C, name="rusparseTrimScratch")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+    end function
 
     ! Sparse matrix descriptors
     integer(c_int) function rusparseCreateCsr(descr, rows, cols, nnz, row_offsets, col_ind, &

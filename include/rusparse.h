@@ -434,6 +434,31 @@ rusparseStatus_t rusparseGetNumThreads(rusparseHandle_t handle,
                                        int *num_threads);
 
 /**
+ * Sets the most bytes of CPU scratch memory (accumulators, hash tables,
+ * merge buffers) this handle keeps between products, so a later product
+ * reuses it instead of allocating and page-faulting its own; 0 keeps
+ * none. Kept memory above the new limit is freed now. A new handle keeps
+ * up to 256 MiB. (A rusparse extension; cuSPARSE has no such memory.)
+ */
+rusparseStatus_t rusparseSetScratchLimit(rusparseHandle_t handle,
+                                         size_t bytes);
+
+/**
+ * The bytes of CPU scratch memory this handle keeps now (`kept_bytes`) and
+ * the most it keeps (`limit_bytes`); either pointer may be NULL, not both.
+ */
+rusparseStatus_t rusparseGetScratchSize(rusparseHandle_t handle,
+                                        size_t *kept_bytes,
+                                        size_t *limit_bytes);
+
+/**
+ * Frees the CPU scratch memory this handle keeps between products (the
+ * next product allocates what it needs again). `rusparseDestroy` frees it
+ * too.
+ */
+rusparseStatus_t rusparseTrimScratch(rusparseHandle_t handle);
+
+/**
  * Creates a CSR descriptor (cuSPARSE's parameter order). The arrays are
  * not read here: `csrRowOffsets` may be NULL for a C to be filled by
  * SpGEMM; `csrColInd` may be NULL only when `nnz == 0`; `csrValues` may

@@ -1,5 +1,6 @@
 //! The execution context: which back end runs, and with how many threads.
 
+use crate::backend::cpu::ScratchPool;
 use crate::backend::gpu::GpuDevice;
 use crate::error::{Error, Result};
 use crate::types::BackendKind;
@@ -9,16 +10,30 @@ use std::sync::Arc;
 /// new context (overridden by [`Context::set_num_threads`]).
 pub const NUM_THREADS_ENV: &str = "RUSPARSE_NUM_THREADS";
 
+/// Name of the environment variable that sets the scratch limit of every
+/// new context, in bytes (`4096`, `512M`, `1G`; overridden by
+/// [`Context::set_scratch_limit`]); `0` keeps no scratch between products.
+pub const SCRATCH_LIMIT_ENV: &str = "RUSPARSE_SCRATCH_LIMIT";
+
 /// The most CPU threads one context may ask for (a guard against typos that
 /// would start a hundred thousand threads).
 pub const MAX_THREADS: usize = 4096;
 
 /// Where and how products run. One context is used by one thread at a time;
 /// different contexts work concurrently and never share a thread setting.
+///
+/// A context keeps the CPU kernels' scratch memory (accumulators, hash
+/// tables, merge buffers) between products, up to
+/// [`Context::scratch_limit`] bytes (256 MiB unless set, or
+/// `RUSPARSE_SCRATCH_LIMIT`), so a product
+/// does not pay page faults for the scratch of the one before it; clones
+/// share it. It is freed with the last clone, or at once by
+/// [`Context::trim_scratch`].
 #[derive(Clone)]
 pub struct Context {
     backend: BackendKind,
     pool: Option<Arc<rayon::ThreadPool>>,
+    scratch: Arc<ScratchPool>,
     /// The GPU of a CUDA or HIP context (AUTO contexts open devices per
     /// call).
     gpu: Option<Arc<dyn GpuDevice>>,
@@ -48,7 +63,8 @@ impl Context {
     /// says which), and for `Hip` (not built in, or built in and saying why
     /// it cannot run: no runtime, no device, or the HIP pipeline not yet
     /// ported; see `backend::hip`); [`Error::InvalidValue`]
-    /// when `RUSPARSE_NUM_THREADS` is not a positive integer.
+    /// when `RUSPARSE_NUM_THREADS` is not a positive integer or
+    /// `RUSPARSE_SCRATCH_LIMIT` not a number of bytes.
     pub fn new(backend: BackendKind) -> Result<Self> {
         let gpu = match backend {
             BackendKind::Auto | BackendKind::Cpu => None,
@@ -65,7 +81,7 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::InvalidValue`] for a device that reports neither CUDA nor
-    /// HIP, or a bad `RUSPARSE_NUM_THREADS`.
+    /// HIP, or a bad `RUSPARSE_NUM_THREADS` or `RUSPARSE_SCRATCH_LIMIT`.
     pub fn on_device(dev: Arc<dyn GpuDevice>) -> Result<Self> {
         let backend = dev.backend();
         if !matches!(backend, BackendKind::Cuda | BackendKind::Hip) {
@@ -81,6 +97,7 @@ impl Context {
         let mut ctx = Context {
             backend,
             pool: None,
+            scratch: Arc::new(ScratchPool::default()),
             gpu,
         };
         if let Ok(v) = std::env::var(NUM_THREADS_ENV) {
@@ -95,6 +112,16 @@ impl Context {
                     ))
                 })?;
             ctx.set_num_threads(n)?;
+        }
+        if let Ok(v) = std::env::var(SCRATCH_LIMIT_ENV) {
+            let bytes = crate::system_memory::parse_bytes(&v)
+                .and_then(|b| usize::try_from(b).ok())
+                .ok_or_else(|| {
+                    Error::InvalidValue(format!(
+                        "{SCRATCH_LIMIT_ENV} = {v:?} is not a size in bytes (4096, 512M, 1G)"
+                    ))
+                })?;
+            ctx.set_scratch_limit(bytes);
         }
         Ok(ctx)
     }
@@ -161,6 +188,35 @@ impl Context {
         self.pool
             .as_ref()
             .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
+    }
+
+    /// The scratch memory kept between products.
+    pub(crate) fn scratch(&self) -> &ScratchPool {
+        &self.scratch
+    }
+
+    /// Bytes of scratch memory this context keeps between products now.
+    pub fn scratch_bytes(&self) -> usize {
+        self.scratch.bytes()
+    }
+
+    /// The most bytes of scratch memory this context keeps between
+    /// products.
+    pub fn scratch_limit(&self) -> usize {
+        self.scratch.limit()
+    }
+
+    /// Sets the most bytes of scratch memory kept between products (`0`:
+    /// keep none, every product allocates its own); kept memory above the
+    /// new limit is freed now. Applies to every clone of this context.
+    pub fn set_scratch_limit(&self, bytes: usize) {
+        self.scratch.set_limit(bytes);
+    }
+
+    /// Frees the scratch memory kept between products; returns the bytes
+    /// freed. The next product allocates what it needs again.
+    pub fn trim_scratch(&self) -> usize {
+        self.scratch.trim()
     }
 
     /// Runs `f` inside this context's thread pool (rayon work started by

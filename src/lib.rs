@@ -30,7 +30,7 @@ mod spgemm;
 mod system_memory;
 mod types;
 
-pub use context::{Context, MAX_THREADS, NUM_THREADS_ENV};
+pub use context::{Context, MAX_THREADS, NUM_THREADS_ENV, SCRATCH_LIMIT_ENV};
 pub use csr::{validate_structure, CsrMatrix, CsrOutput, CsrView};
 #[cfg(feature = "failure-injection")]
 pub use error::failure_injection;

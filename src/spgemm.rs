@@ -47,7 +47,9 @@ impl<T: Scalar> Default for SpgemmOptions<T> {
 /// `C = alpha * op(A) * op(B)` on a default context (CPU, threads from
 /// `RUSPARSE_NUM_THREADS` or all cores). C has A's index base, sorted
 /// columns (unless [`SpgemmOptions::column_order`] says otherwise) and no
-/// duplicates.
+/// duplicates. The default context keeps no scratch memory between calls
+/// (nothing stays allocated after this returns); run repeated products on
+/// a [`Context`] of your own to reuse it.
 ///
 /// # Errors
 /// [`Error::InvalidValue`] when the inner dimensions differ or nnz(C) does
@@ -82,7 +84,11 @@ pub(crate) fn check_nnz_fits(
 fn default_context() -> Result<Context> {
     static DEFAULT: std::sync::OnceLock<Result<Context>> = std::sync::OnceLock::new();
     DEFAULT
-        .get_or_init(|| Context::new(crate::BackendKind::Auto))
+        .get_or_init(|| {
+            let ctx = Context::new(crate::BackendKind::Auto)?;
+            ctx.set_scratch_limit(0);
+            Ok(ctx)
+        })
         .clone()
 }
 
@@ -379,11 +385,12 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         self.selected
     }
 
-    fn backend(&self, ctx: &Context) -> CpuBackend {
+    fn backend<'c>(&self, ctx: &'c Context) -> CpuBackend<'c> {
         CpuBackend {
             threads: ctx.num_threads(),
             algorithm: self.selected,
             b_canonical: self.b_canonical,
+            scratch: ctx.scratch(),
         }
     }
     /// `(rows, cols)` of C.

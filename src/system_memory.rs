@@ -63,7 +63,7 @@ pub fn set_memory_limit(limit: Option<u64>) {
 
 /// `"4096"`, `"512M"`, `"4G"`, `"4 GiB"`, `"1t"` as bytes; `None` when
 /// unreadable (the limit is then left unset).
-fn parse_bytes(text: &str) -> Option<u64> {
+pub(crate) fn parse_bytes(text: &str) -> Option<u64> {
     let t = text.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let number: u64 = t[..digits].parse().ok()?;

@@ -1732,3 +1732,105 @@ fn values_on_pattern_use_and_check_the_structure() {
         assert!(is_invalid(&r), "{algorithm:?}: {}", describe(&r));
     }
 }
+
+/// A random `rows x cols` matrix with `per_row` entries a row (repeats
+/// merged), from a fixed seed.
+fn seeded<T: Scalar>(
+    rows: usize,
+    cols: usize,
+    per_row: usize,
+    seed: u64,
+    value: impl Fn(u64) -> T,
+) -> CsrMatrix<T, i32> {
+    let mut s = seed;
+    let mut next = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        s >> 33
+    };
+    let mut t = Vec::new();
+    for i in 0..rows {
+        for _ in 0..per_row {
+            let j = next() as usize % cols;
+            t.push((i, j, value(next() % 7)));
+        }
+    }
+    CsrMatrix::from_triplets(rows, cols, &t, IndexBase::Zero).unwrap()
+}
+
+/// Scratch a context keeps between products (issue 28 part 3): products
+/// of every algorithm and of two value types, run one after another on
+/// one context, equal bit for bit those of a context that keeps nothing;
+/// the kept bytes never exceed the limit, a lower limit frees the excess
+/// and trimming frees everything.
+#[test]
+fn scratch_kept_between_products_changes_no_result() {
+    let a = seeded(400, 3000, 6, 1, |v| v as f64 - 3.0);
+    let b = seeded(3000, 5000, 5, 2, |v| 0.5 * v as f64 + 1.0);
+    let wide = seeded(300, 9000, 40, 3, |v| v as f64);
+    let ca = seeded(400, 3000, 6, 4, |v| Complex::new(v as f64, 1.0 - v as f64));
+    let cb = seeded(3000, 5000, 5, 5, |v| Complex::new(1.0, v as f64));
+    let mut kept = Context::cpu().unwrap();
+    kept.set_num_threads(2).unwrap();
+    let mut fresh = Context::cpu().unwrap();
+    fresh.set_num_threads(2).unwrap();
+    fresh.set_scratch_limit(0);
+    for round in 0..2 {
+        for algorithm in [
+            Algorithm::Hash,
+            Algorithm::Dense,
+            Algorithm::BrmergePrecise,
+            Algorithm::BrmergeUpper,
+        ] {
+            for column_order in [ColumnOrder::Sorted, ColumnOrder::Any] {
+                let what = format!("{algorithm:?}, {column_order:?}, round {round}");
+                // A rectangular wide-row product and one with a transposed B.
+                let wide_b = seeded(9000, 700, 3, 6, |v| v as f64);
+                for (x, y, op_b) in [
+                    (&a, &b, Op::N),
+                    (&wide, &wide_b, Op::N),
+                    (&wide, &wide, Op::T),
+                ] {
+                    let opts = SpgemmOptions {
+                        algorithm,
+                        column_order,
+                        op_b,
+                        ..SpgemmOptions::default()
+                    };
+                    let want = fresh.spgemm(&x.view(), &y.view(), &opts).unwrap();
+                    let got = kept.spgemm(&x.view(), &y.view(), &opts).unwrap();
+                    assert_eq!(got.row_offsets(), want.row_offsets(), "{what}");
+                    assert_eq!(got.col_indices(), want.col_indices(), "{what}");
+                    let bits = |c: &CsrMatrix<f64, i32>| -> Vec<u64> {
+                        c.values().iter().map(|v| v.to_bits()).collect()
+                    };
+                    assert_eq!(bits(&got), bits(&want), "{what}");
+                }
+                let copts = SpgemmOptions {
+                    algorithm,
+                    column_order,
+                    ..SpgemmOptions::<Complex<f64>>::default()
+                };
+                let want = fresh.spgemm(&ca.view(), &cb.view(), &copts).unwrap();
+                let got = kept.spgemm(&ca.view(), &cb.view(), &copts).unwrap();
+                assert_eq!(got.col_indices(), want.col_indices(), "complex, {what}");
+                assert_eq!(got.values(), want.values(), "complex, {what}");
+                assert!(kept.scratch_bytes() > 0, "nothing kept after {what}");
+                assert!(kept.scratch_bytes() <= kept.scratch_limit());
+                assert_eq!(fresh.scratch_bytes(), 0, "{what}");
+            }
+        }
+    }
+    // A clone shares the scratch.
+    let clone = kept.clone();
+    assert_eq!(clone.scratch_bytes(), kept.scratch_bytes());
+    kept.set_scratch_limit(64 << 10);
+    assert!(kept.scratch_bytes() <= 64 << 10);
+    kept.spgemm(&a.view(), &b.view(), &SpgemmOptions::default())
+        .unwrap();
+    assert!(kept.scratch_bytes() <= 64 << 10);
+    let held = clone.scratch_bytes();
+    assert_eq!(clone.trim_scratch(), held);
+    assert_eq!(kept.scratch_bytes(), 0);
+}

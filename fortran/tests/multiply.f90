@@ -153,6 +153,13 @@ contains
                "copy")
     call check(rusparseGetBackend(handle, backend) == RUSPARSE_STATUS_SUCCESS .and. &
                backend == RUSPARSE_BACKEND_CPU, "ran on the CPU")
+    call check(rusparseGetScratchSize(handle, size1, size2) == RUSPARSE_STATUS_SUCCESS .and. &
+               size1 > 0 .and. size1 <= size2, "scratch kept after the product")
+    call check(rusparseTrimScratch(handle) == RUSPARSE_STATUS_SUCCESS, "trimScratch")
+    call check(rusparseSetScratchLimit(handle, 0_c_size_t) == RUSPARSE_STATUS_SUCCESS, &
+               "setScratchLimit(0)")
+    call check(rusparseGetScratchSize(handle, size1, size2) == RUSPARSE_STATUS_SUCCESS .and. &
+               size1 == 0 .and. size2 == 0, "no scratch kept after trim and limit 0")
 
     call check(all(c_rows == [1, 5, 7, 10, 10, 15]), "raw: C's row pointer")
     call check(all(c_cols == [1, 3, 4, 6, 2, 5, 1, 4, 6, 1, 2, 3, 5, 6]), "raw: C's columns")

@@ -256,8 +256,11 @@ pub unsafe extern "C" fn rusparseSetNumThreads(
         let n = usize::try_from(num_threads)
             .map_err(|_| Error::InvalidValue(format!("numThreads = {num_threads} is negative")))?;
         if n == 0 {
-            // Back to the default of a new handle (which reads the environment).
+            // Back to the default of a new handle (which reads the
+            // environment); the scratch limit set on the handle stays.
+            let limit = h.ctx.scratch_limit();
             h.ctx = Context::new(h.ctx.backend())?;
+            h.ctx.set_scratch_limit(limit);
             Ok(())
         } else {
             h.ctx.set_num_threads(n)
@@ -278,6 +281,67 @@ pub unsafe extern "C" fn rusparseGetNumThreads(
         let h = unsafe { rusparseContext::get(handle) }?;
         *unsafe { out_ref(num_threads, "numThreads") }? =
             c_int::try_from(h.ctx.num_threads()).unwrap_or(c_int::MAX);
+        Ok(())
+    })
+}
+
+/// Sets the most bytes of CPU scratch memory (accumulators, hash tables,
+/// merge buffers) this handle keeps between products, so a later product
+/// reuses it instead of allocating and page-faulting its own; 0 keeps
+/// none. Kept memory above the new limit is freed now. A new handle keeps
+/// up to 256 MiB. (A rusparse extension; cuSPARSE has no such memory.)
+#[no_mangle]
+pub unsafe extern "C" fn rusparseSetScratchLimit(
+    handle: rusparseHandle_t,
+    bytes: usize,
+) -> rusparseStatus_t {
+    boundary("rusparseSetScratchLimit", || {
+        // SAFETY: NULL or a live handle, claimed for this call.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let h = unsafe { rusparseContext::get(handle) }?;
+        h.ctx.set_scratch_limit(bytes);
+        Ok(())
+    })
+}
+
+/// The bytes of CPU scratch memory this handle keeps now (`kept_bytes`) and
+/// the most it keeps (`limit_bytes`); either pointer may be NULL, not both.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseGetScratchSize(
+    handle: rusparseHandle_t,
+    kept_bytes: *mut usize,
+    limit_bytes: *mut usize,
+) -> rusparseStatus_t {
+    boundary("rusparseGetScratchSize", || {
+        // SAFETY: NULL or a live handle, claimed for this call; NULL or
+        // writable slots.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let h = unsafe { rusparseContext::get(handle) }?;
+        if kept_bytes.is_null() && limit_bytes.is_null() {
+            return Err(Error::InvalidValue(
+                "kept_bytes and limit_bytes are both NULL".into(),
+            ));
+        }
+        if !kept_bytes.is_null() {
+            *unsafe { out_ref(kept_bytes, "kept_bytes") }? = h.ctx.scratch_bytes();
+        }
+        if !limit_bytes.is_null() {
+            *unsafe { out_ref(limit_bytes, "limit_bytes") }? = h.ctx.scratch_limit();
+        }
+        Ok(())
+    })
+}
+
+/// Frees the CPU scratch memory this handle keeps between products (the
+/// next product allocates what it needs again). `rusparseDestroy` frees it
+/// too.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseTrimScratch(handle: rusparseHandle_t) -> rusparseStatus_t {
+    boundary("rusparseTrimScratch", || {
+        // SAFETY: NULL or a live handle, claimed for this call.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let h = unsafe { rusparseContext::get(handle) }?;
+        h.ctx.trim_scratch();
         Ok(())
     })
 }

@@ -21,6 +21,7 @@
 
 use super::dense::UnsizedRows;
 use super::rows::{row_mismatch, shift_cols, too_many_columns, Scale};
+use super::scratch::{bytes_of, Scratch, ScratchPool};
 use crate::error::{try_reserve, try_vec, Result};
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
@@ -50,17 +51,32 @@ pub(super) struct Merger<T, J> {
     pong: Lists<T, J>,
 }
 
+impl<T: Scalar, J: Index> Scratch for Merger<T, J> {
+    fn bytes(&self) -> usize {
+        [&self.ping, &self.pong]
+            .iter()
+            .map(|l| bytes_of(&l.cols) + bytes_of(&l.vals) + bytes_of(&l.offsets))
+            .sum()
+    }
+}
+
 impl<T: Scalar, J: Index> Merger<T, J> {
     /// Buffers for the rows `rows`: as many entries as the largest row's
-    /// nprod, as many lists as the longest row of A.
+    /// nprod, as many lists as the longest row of A (kept ones from
+    /// `scratch` when they are large enough).
     pub(super) fn for_rows<I: Index>(
         a: &RowPattern<'_, I, J>,
         work: &RowWork,
         rows: &Range<usize>,
+        scratch: &ScratchPool,
     ) -> Result<Self> {
         let entries = rows.clone().map(|i| work.row(i)).max().unwrap_or(0);
         let entries = usize::try_from(entries).unwrap_or(usize::MAX);
         let lists = rows.clone().map(|i| a.row_len(i)).max().unwrap_or(0);
+        let fits = |m: &Self| m.ping.cols.len() >= entries && m.ping.offsets.len() > lists;
+        if let Some(m) = scratch.take(fits) {
+            return Ok(m);
+        }
         Ok(Merger {
             ping: Lists::new(entries, lists)?,
             pong: Lists::new(entries, lists)?,
@@ -213,8 +229,9 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     scale: &Scale<T>,
     mut cols: Option<&mut [J]>,
     vals: &mut [T],
+    scratch: &ScratchPool,
 ) -> Result<()> {
-    let mut merger = Merger::for_rows(a, work, &rows)?;
+    let mut merger = Merger::for_rows(a, work, &rows, scratch)?;
     let origin = offsets[rows.start];
     for i in rows {
         let out = offsets[i] - origin..offsets[i + 1] - origin;
@@ -225,6 +242,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
         store_row(row, scale, out_cols, &mut vals[out]);
     }
+    scratch.give(merger);
     Ok(())
 }
 
@@ -286,13 +304,14 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     rows: Range<usize>,
     (dense_ok, ratio): (bool, f64),
     counts: &mut [usize],
+    scratch: &ScratchPool,
 ) -> Result<UpperChunk<T, J>> {
     let bound = usize::try_from(work.rows(rows.clone())).unwrap_or(usize::MAX);
     let start = upper_initial_capacity(bound, ratio);
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     try_reserve(&mut cols, start, "BRMerge-Upper temporary C")?;
     try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
-    let mut merger = Merger::for_rows(a, work, &rows)?;
+    let mut merger = Merger::for_rows(a, work, &rows, scratch)?;
     let mut dense: Option<UnsizedRows<T>> = None;
     // `cols` and `vals` always hold exactly the finished rows.
     for (i, count) in rows.zip(counts.iter_mut()) {
@@ -304,7 +323,7 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
             }
             if dense.is_none() {
                 let longest = usize::try_from(work.max_row()).unwrap_or(usize::MAX);
-                dense = Some(UnsizedRows::new(b.ncols, longest)?);
+                dense = Some(UnsizedRows::new(b.ncols, longest, scratch)?);
             }
             if let Some(d) = dense.as_mut() {
                 make_room(&mut cols, p, bound)?;
@@ -335,6 +354,10 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
         cols.extend_from_slice(rc);
         vals.extend_from_slice(rv);
         *count = rc.len();
+    }
+    scratch.give(merger);
+    if let Some(d) = dense {
+        d.keep(scratch);
     }
     Ok(UpperChunk { cols, vals })
 }
@@ -432,6 +455,7 @@ mod tests {
                     0..n,
                     (dense_ok, ratio),
                     &mut counts,
+                    &super::ScratchPool::default(),
                 )
                 .unwrap();
                 (chunk.cols, chunk.vals, counts)

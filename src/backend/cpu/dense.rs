@@ -21,6 +21,7 @@
 use super::rows::{
     copy_cols, copy_scaled_row, repeats_previous, row_mismatch, single_entry, Scale,
 };
+use super::scratch::{bytes_of, Scratch, ScratchPool};
 use crate::error::{try_vec, Result};
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
@@ -157,9 +158,10 @@ pub(super) fn count_rows<I: Index, J: Index>(
     work: &RowWork,
     rows: Range<usize>,
     counts: &mut [usize],
+    scratch: &ScratchPool,
 ) -> Result<()> {
-    let mut bits = try_vec(words(b.ncols), 0u64, "symbolic bit map")?;
-    let mut stamps = Stamps::new(b.ncols)?;
+    let mut ws = Workspace::<f32>::take(scratch, b.ncols, 0, false)?;
+    let Workspace { bits, stamps, .. } = &mut ws;
     let first = rows.start;
     for (c, i) in rows.enumerate() {
         let nprod = work.row(i);
@@ -181,7 +183,7 @@ pub(super) fn count_rows<I: Index, J: Index>(
         if b_canonical && nprod >= LONG_ROW_PRODUCTS {
             let (lo, hi) = row_span(a, b, i);
             if span_words(lo, hi) as u64 <= nprod {
-                mark_clustered::<f32, I, J>(a, None, b, None, i, &mut bits, &mut []);
+                mark_clustered::<f32, I, J>(a, None, b, None, i, bits, &mut []);
                 let span = &mut bits[lo >> 6..=hi >> 6];
                 *count = span.iter().map(|w| w.count_ones() as usize).sum();
                 span.fill(0);
@@ -199,6 +201,7 @@ pub(super) fn count_rows<I: Index, J: Index>(
         }
         *count = distinct;
     }
+    ws.keep(scratch);
     Ok(())
 }
 
@@ -215,7 +218,55 @@ struct Workspace<T> {
     previous: Vec<usize>,
 }
 
+impl<T: Scalar> Scratch for Workspace<T> {
+    fn bytes(&self) -> usize {
+        bytes_of(&self.bits)
+            + bytes_of(&self.stamps.stamps)
+            + bytes_of(&self.sums)
+            + bytes_of(&self.list)
+            + bytes_of(&self.previous)
+    }
+}
+
 impl<T: Scalar> Workspace<T> {
+    /// A workspace kept in `scratch` that is wide enough (made when none
+    /// is), with room for rows of `longest_row` entries.
+    fn take(
+        scratch: &ScratchPool,
+        ncols: usize,
+        longest_row: usize,
+        with_sums: bool,
+    ) -> Result<Self> {
+        let fits = |w: &Self| {
+            w.bits.len() >= words(ncols)
+                && w.stamps.stamps.len() >= ncols
+                && (!with_sums || w.sums.len() >= ncols)
+        };
+        let Some(mut ws) = scratch.take(fits) else {
+            return Workspace::new(ncols, longest_row, with_sums);
+        };
+        if ws.list.len() < longest_row + 1 {
+            ws.list = try_vec(longest_row + 1, 0usize, "dense accumulator column list")?;
+        }
+        ws.previous.clear();
+        crate::error::try_reserve(
+            &mut ws.previous,
+            longest_row,
+            "dense accumulator column list",
+        )?;
+        Ok(ws)
+    }
+
+    /// Gives the workspace back to `scratch` (its bit map and sums are all
+    /// zero again: every row read back clears what it set).
+    fn keep(self, scratch: &ScratchPool) {
+        debug_assert!(
+            self.bits.iter().all(|&w| w == 0) && self.sums.iter().all(|s| *s == T::zero()),
+            "a dense workspace given back with bits or sums left set"
+        );
+        scratch.give(self);
+    }
+
     fn new(ncols: usize, longest_row: usize, with_sums: bool) -> Result<Self> {
         Ok(Workspace {
             bits: try_vec(words(ncols), 0u64, "dense accumulator bit map")?,
@@ -366,12 +417,19 @@ pub(super) struct UnsizedRows<T> {
 }
 
 impl<T: Scalar> UnsizedRows<T> {
-    /// For rows of up to `longest_nprod` products over `ncols` columns.
-    pub(super) fn new(ncols: usize, longest_nprod: usize) -> Result<Self> {
+    /// For rows of up to `longest_nprod` products over `ncols` columns
+    /// (a workspace kept in `scratch` when one fits).
+    pub(super) fn new(ncols: usize, longest_nprod: usize, scratch: &ScratchPool) -> Result<Self> {
         Ok(UnsizedRows {
-            ws: Workspace::new(ncols, longest_nprod.min(ncols), true)?,
+            ws: Workspace::take(scratch, ncols, longest_nprod.min(ncols), true)?,
             ncols,
         })
+    }
+
+    /// Gives the workspace back to `scratch` (after rows that all
+    /// succeeded).
+    pub(super) fn keep(self, scratch: &ScratchPool) {
+        self.ws.keep(scratch);
     }
 
     /// Accumulates row `i` into `cols` / `vals` (at least its nprod long);
@@ -447,8 +505,9 @@ pub(super) fn list_rows<I: Index, J: Index>(
     offsets: &[usize],
     base: usize,
     cols: &mut [J],
+    scratch: &ScratchPool,
 ) -> Result<()> {
-    let mut ws = Workspace::<f32>::new(b.ncols, longest(offsets, &rows), false)?;
+    let mut ws = Workspace::<f32>::take(scratch, b.ncols, longest(offsets, &rows), false)?;
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
@@ -479,6 +538,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
         }
         ws.emit(n, span, Some(out), None, base, true);
     }
+    ws.keep(scratch);
     Ok(())
 }
 
@@ -497,8 +557,9 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     sorted: bool,
     mut cols: Option<&mut [J]>,
     vals: &mut [T],
+    scratch: &ScratchPool,
 ) -> Result<()> {
-    let mut ws = Workspace::<T>::new(b.ncols, longest(offsets, &rows), true)?;
+    let mut ws = Workspace::<T>::take(scratch, b.ncols, longest(offsets, &rows), true)?;
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
@@ -531,6 +592,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
             sorted,
         );
     }
+    ws.keep(scratch);
     Ok(())
 }
 

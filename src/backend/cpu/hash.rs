@@ -9,6 +9,7 @@
 use super::rows::{
     copy_scaled_row, repeats_previous, row_mismatch, single_entry, too_many_columns, Scale,
 };
+use super::scratch::{bytes_of, Scratch, ScratchPool};
 use crate::error::{try_reserve, try_vec, Result};
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
@@ -21,6 +22,47 @@ const EMPTY: usize = usize::MAX;
 fn table_size(nprod: u64, ncols: usize) -> usize {
     let distinct = usize::try_from(nprod).unwrap_or(usize::MAX).min(ncols);
     distinct.saturating_mul(2).next_power_of_two().max(8)
+}
+
+/// A hash table's keys, every slot [`EMPTY`] between rows (and when kept
+/// between products), with the sums of the numeric phase beside them.
+struct Table<T> {
+    keys: Vec<usize>,
+    sums: Vec<T>,
+}
+
+impl<T: Scalar> Scratch for Table<T> {
+    fn bytes(&self) -> usize {
+        bytes_of(&self.keys) + bytes_of(&self.sums)
+    }
+}
+
+impl<T: Scalar> Table<T> {
+    /// A table of at least `size` slots (sums only `with_sums`), a kept one
+    /// from `scratch` when one is large enough.
+    fn take(scratch: &ScratchPool, size: usize, with_sums: bool) -> Result<Self> {
+        let fits = |t: &Self| t.keys.len() >= size && (!with_sums || t.sums.len() >= size);
+        if let Some(t) = scratch.take(fits) {
+            return Ok(t);
+        }
+        Ok(Table {
+            keys: try_vec(size, EMPTY, "hash table")?,
+            sums: if with_sums {
+                try_vec(size, T::zero(), "hash table sums")?
+            } else {
+                Vec::new()
+            },
+        })
+    }
+
+    /// Gives the table back to `scratch`; every key is [`EMPTY`] again.
+    fn keep(self, scratch: &ScratchPool) {
+        debug_assert!(
+            self.keys.iter().all(|&k| k == EMPTY),
+            "a hash table given back with keys left in it"
+        );
+        scratch.give(self);
+    }
 }
 
 /// Slots needed by the longest row of `rows`.
@@ -89,12 +131,10 @@ pub(super) fn count_rows<I: Index, J: Index>(
     work: &RowWork,
     rows: Range<usize>,
     counts: &mut [usize],
+    scratch: &ScratchPool,
 ) -> Result<()> {
-    let mut keys = try_vec(
-        chunk_table_size(work, &rows, b.ncols),
-        EMPTY,
-        "symbolic hash table",
-    )?;
+    let mut kept = Table::<f32>::take(scratch, chunk_table_size(work, &rows, b.ncols), false)?;
+    let keys = &mut kept.keys;
     let first = rows.start;
     for (c, i) in rows.enumerate() {
         let nprod = work.row(i);
@@ -110,11 +150,13 @@ pub(super) fn count_rows<I: Index, J: Index>(
         counts[c] = insert_row(a, b, i, table)?;
         table.fill(EMPTY);
     }
+    kept.keep(scratch);
     Ok(())
 }
 
 /// Writes the sorted distinct columns (plus `base`) of each row of `rows`
 /// into `cols`, which starts at row `rows.start` of the zero-based `offsets`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn list_rows<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
@@ -123,12 +165,10 @@ pub(super) fn list_rows<I: Index, J: Index>(
     offsets: &[usize],
     base: usize,
     cols: &mut [J],
+    scratch: &ScratchPool,
 ) -> Result<()> {
-    let mut keys = try_vec(
-        chunk_table_size(work, &rows, b.ncols),
-        EMPTY,
-        "symbolic hash table",
-    )?;
+    let mut kept = Table::<f32>::take(scratch, chunk_table_size(work, &rows, b.ncols), false)?;
+    let keys = &mut kept.keys;
     let origin = offsets[rows.start];
     for i in rows {
         let out = &mut cols[offsets[i] - origin..offsets[i + 1] - origin];
@@ -148,6 +188,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
         }
         out.sort_unstable();
     }
+    kept.keep(scratch);
     Ok(())
 }
 
@@ -169,10 +210,14 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     sorted_output: bool,
     mut cols: Option<&mut [J]>,
     vals: &mut [T],
+    scratch: &ScratchPool,
 ) -> Result<()> {
     let size = chunk_table_size(work, &rows, b.ncols);
-    let mut keys = try_vec(size, EMPTY, "numeric hash table")?;
-    let mut acc = try_vec(size, T::zero(), "numeric accumulator")?;
+    let mut kept = Table::<T>::take(scratch, size, true)?;
+    let Table {
+        ref mut keys,
+        sums: ref mut acc,
+    } = kept;
     let longest = rows
         .clone()
         .map(|i| offsets[i + 1] - offsets[i])
@@ -246,6 +291,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
             }
         }
     }
+    kept.keep(scratch);
     Ok(())
 }
 
@@ -273,7 +319,8 @@ mod tests {
         let wide_off = [0i32, 64];
         let wide = pattern(&wide_off, &b_cols, 64);
         let mut counts = [0usize; 1];
-        let e = count_rows(&wide, &b, &work, 0..1, &mut counts).unwrap_err();
+        let scratch = ScratchPool::default();
+        let e = count_rows(&wide, &b, &work, 0..1, &mut counts, &scratch).unwrap_err();
         assert!(
             matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed")),
             "{e}"
@@ -300,16 +347,19 @@ mod tests {
             true,
             Some(&mut cols[..]),
             &mut vals,
+            &scratch,
         )
         .unwrap_err();
         assert!(
             matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed")),
             "{e}"
         );
-        let e = list_rows(&wide, &b, &work, 0..1, &offsets, 0, &mut cols).unwrap_err();
+        let e = list_rows(&wide, &b, &work, 0..1, &offsets, 0, &mut cols, &scratch).unwrap_err();
         assert!(
             matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed")),
             "{e}"
         );
+        // A kernel that failed part-way keeps none of its tables.
+        assert_eq!(scratch.bytes(), 0);
     }
 }

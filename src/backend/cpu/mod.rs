@@ -1,10 +1,12 @@
 //! The multi-core CPU back end (rayon).
 //!
 //! Rows are processed in the contiguous chunks of equal work computed by
-//! [`crate::plan::RowWork`]; each chunk allocates its workspace (hash
-//! table, dense accumulator or merge buffers) once, sized for its largest
-//! row, and reuses it for all its rows, so there is no per-row allocation
-//! and no lock. Each row is accumulated by one thread in a fixed order, so
+//! [`crate::plan::RowWork`]; each chunk takes its workspace (hash table,
+//! dense accumulator or merge buffers) once, sized for its largest row,
+//! and reuses it for all its rows, so there is no per-row allocation and
+//! no lock. Workspaces come from, and go back to, the context's
+//! [`ScratchPool`], so later chunks, phases and products reuse them
+//! ([`scratch`]). Each row is accumulated by one thread in a fixed order, so
 //! results are bitwise identical for any thread count.
 //!
 //! Algorithms (chosen by [`crate::plan::select`]):
@@ -23,9 +25,11 @@ mod dense;
 mod hash;
 mod pattern;
 mod rows;
+pub mod scratch;
 
 pub(crate) use brmerge::UpperChunk;
 pub(crate) use rows::Scale;
+pub use scratch::ScratchPool;
 
 use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::error::Result;
@@ -40,13 +44,15 @@ pub const BITMAP_MAX_COLS: usize = 1 << 23;
 
 /// The CPU executor.
 #[derive(Debug, Clone, Copy)]
-pub struct CpuBackend {
+pub struct CpuBackend<'s> {
     /// Threads of the pool the calls run in.
     pub threads: usize,
     /// The concrete algorithm (see [`crate::plan::select`]).
     pub algorithm: Algorithm,
     /// Whether every row of op(B) has strictly increasing columns.
     pub b_canonical: bool,
+    /// Where chunks take their workspaces from and give them back to.
+    pub scratch: &'s ScratchPool,
 }
 
 /// Chunks per thread: a few more than one so that rows whose cost differs
@@ -101,7 +107,7 @@ fn output_pieces<'a, T: Scalar, J>(
     )
 }
 
-impl CpuBackend {
+impl CpuBackend<'_> {
     /// The number of chunks a pool of `threads` threads splits the rows into.
     pub fn chunks_for(threads: usize) -> usize {
         threads.max(1) * CHUNKS_PER_THREAD
@@ -133,7 +139,17 @@ impl CpuBackend {
             .into_par_iter()
             .zip(work.chunks().collect::<Vec<_>>())
             .map(|(counts, rows)| {
-                brmerge::upper_chunk(a, a_vals, b, b_vals, work, rows, (dense_ok, ratio), counts)
+                brmerge::upper_chunk(
+                    a,
+                    a_vals,
+                    b,
+                    b_vals,
+                    work,
+                    rows,
+                    (dense_ok, ratio),
+                    counts,
+                    self.scratch,
+                )
             })
             .collect()
     }
@@ -159,7 +175,7 @@ impl CpuBackend {
     }
 }
 
-impl Backend for CpuBackend {
+impl Backend for CpuBackend<'_> {
     fn symbolic<I: Index, J: Index>(
         &self,
         a: &RowPattern<'_, I, J>,
@@ -170,15 +186,16 @@ impl Backend for CpuBackend {
         let bounds = work.bounds();
         let bitmap = self.counts_with_bitmap(b.ncols);
         let canonical = self.b_canonical;
+        let scratch = self.scratch;
         match out {
             SymbolicOutput::Counts(counts) => split_by_chunks(counts, bounds, |r| r)
                 .into_par_iter()
                 .zip(work.chunks().collect::<Vec<_>>())
                 .try_for_each(|(counts, rows)| {
                     if bitmap {
-                        dense::count_rows(a, b, canonical, work, rows, counts)
+                        dense::count_rows(a, b, canonical, work, rows, counts, scratch)
                     } else {
-                        hash::count_rows(a, b, work, rows, counts)
+                        hash::count_rows(a, b, work, rows, counts, scratch)
                     }
                 }),
             SymbolicOutput::Columns {
@@ -190,9 +207,9 @@ impl Backend for CpuBackend {
                 .zip(work.chunks().collect::<Vec<_>>())
                 .try_for_each(|(cols, rows)| {
                     if bitmap {
-                        dense::list_rows(a, b, canonical, rows, offsets, base, cols)
+                        dense::list_rows(a, b, canonical, rows, offsets, base, cols, scratch)
                     } else {
-                        hash::list_rows(a, b, work, rows, offsets, base, cols)
+                        hash::list_rows(a, b, work, rows, offsets, base, cols, scratch)
                     }
                 }),
         }
@@ -227,11 +244,20 @@ impl Backend for CpuBackend {
                 .zip(work.chunks().collect::<Vec<_>>())
                 .try_for_each(|((vals, _), rows)| {
                     pattern::accumulate_rows(
-                        a, a_vals, b, b_vals, rows, offsets, pattern, &scale, vals,
+                        a,
+                        a_vals,
+                        b,
+                        b_vals,
+                        rows,
+                        offsets,
+                        pattern,
+                        &scale,
+                        vals,
+                        self.scratch,
                     )
                 });
         }
-        let canonical = self.b_canonical;
+        let (canonical, scratch) = (self.b_canonical, self.scratch);
         let algorithm = match self.algorithm {
             // Merging needs sorted rows without duplicates; the planner
             // never picks BRMerge otherwise, this is only a safety net.
@@ -244,13 +270,14 @@ impl Backend for CpuBackend {
             .try_for_each(|((vals, cols), rows)| match algorithm {
                 Algorithm::Dense => dense::accumulate_rows(
                     a, a_vals, b, b_vals, canonical, rows, offsets, &scale, sorted, cols, vals,
+                    scratch,
                 ),
                 Algorithm::BrmergePrecise | Algorithm::BrmergeUpper => brmerge::accumulate_rows(
-                    a, a_vals, b, b_vals, work, rows, offsets, &scale, cols, vals,
+                    a, a_vals, b, b_vals, work, rows, offsets, &scale, cols, vals, scratch,
                 ),
                 _ => hash::accumulate_rows(
                     a, a_vals, b, b_vals, work, rows, offsets, canonical, &scale, sorted, cols,
-                    vals,
+                    vals, scratch,
                 ),
             })
     }
@@ -282,6 +309,7 @@ mod tests {
         let wide = RowPattern::zero_based(&wide_off, &b_cols, 64);
         let offsets = [0usize, 2];
         let ones = [1.0f64; 64];
+        let scratch = ScratchPool::default();
         for algorithm in [
             Algorithm::Hash,
             Algorithm::Dense,
@@ -293,6 +321,7 @@ mod tests {
                     threads: 1,
                     algorithm,
                     b_canonical,
+                    scratch: &scratch,
                 };
                 let (mut cols, mut vals) = ([0i32; 2], [0.0f64; 2]);
                 let out = NumericOutput {

@@ -11,6 +11,7 @@
 //! write elsewhere.
 
 use super::rows::{too_many_columns, Scale};
+use super::scratch::{bytes_of, Scratch, ScratchPool};
 use crate::error::{try_vec, Error, Result};
 use crate::plan::RowPattern;
 use crate::types::{Index, Scalar};
@@ -22,6 +23,20 @@ use std::ops::Range;
 struct Slot {
     tag: u32,
     position: u32,
+}
+
+/// The slot table of a chunk and the newest tag in it (every slot's tag is
+/// at most `tag`, so the next row's tag claims no slot by accident, also
+/// when the table is kept for a later product).
+struct SlotTable {
+    slots: Vec<Slot>,
+    tag: u32,
+}
+
+impl Scratch for SlotTable {
+    fn bytes(&self) -> usize {
+        bytes_of(&self.slots)
+    }
 }
 
 /// Adds the products of `rows` into C's values at the known columns
@@ -39,6 +54,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     pattern: &[J],
     scale: &Scale<T>,
     vals: &mut [T],
+    scratch: &ScratchPool,
 ) -> Result<()> {
     let longest = rows
         .clone()
@@ -50,16 +66,26 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
             "a row of C has {longest} entries, more than a reuse row table holds"
         )));
     }
-    let mut table = try_vec(b.ncols, Slot::default(), "column slot table")?;
+    let mut kept = match scratch.take(|t: &SlotTable| t.slots.len() >= b.ncols) {
+        Some(t) => t,
+        None => SlotTable {
+            slots: try_vec(b.ncols, Slot::default(), "column slot table")?,
+            tag: 0,
+        },
+    };
+    let SlotTable {
+        slots: ref mut table,
+        ref mut tag,
+    } = kept;
     let mut sums = try_vec(longest, T::zero(), "row sums")?;
     let origin = offsets[rows.start];
-    let mut tag = 0u32;
     for i in rows {
-        tag = tag.wrapping_add(1);
-        if tag == 0 {
+        *tag = tag.wrapping_add(1);
+        if *tag == 0 {
             table.fill(Slot::default());
-            tag = 1;
+            *tag = 1;
         }
+        let tag = *tag;
         let cols = &pattern[offsets[i]..offsets[i + 1]];
         let sums = &mut sums[..cols.len()];
         for (p, &c) in cols.iter().enumerate() {
@@ -102,6 +128,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
             scale.store(d, s);
         }
     }
+    scratch.give(kept);
     Ok(())
 }
 
@@ -134,6 +161,7 @@ mod tests {
             pattern,
             &scale(),
             &mut vals,
+            &ScratchPool::default(),
         )
         .unwrap();
         vals
@@ -156,7 +184,19 @@ mod tests {
         let b = RowPattern::zero_based(&bo, &bc, 2);
         let mut vals = [0.0; 4];
         let run = |pattern: &[i32], offsets: &[usize], vals: &mut [f64]| {
-            accumulate_rows(&a, &av, &b, &bv, 0..2, offsets, pattern, &scale(), vals).unwrap_err()
+            accumulate_rows(
+                &a,
+                &av,
+                &b,
+                &bv,
+                0..2,
+                offsets,
+                pattern,
+                &scale(),
+                vals,
+                &ScratchPool::default(),
+            )
+            .unwrap_err()
         };
         let e = run(&[0, 1, 1], &[0, 2, 3], &mut vals[..3]);
         assert!(e.to_string().contains("pattern of A or B changed"), "{e}");
