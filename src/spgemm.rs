@@ -115,7 +115,10 @@ impl Context {
         if let Some(dev) = self.gpu_device() {
             return crate::backend::gpu::spgemm_on_device(dev, a, b, opts);
         }
-        let mut plan = SpgemmPlan::new(self, a, opts.op_a, b, opts.op_b, opts.algorithm)?;
+        // One call: the phases run back to back on `a` and `b`, so nothing
+        // is fingerprinted.
+        let mut plan =
+            SpgemmPlan::planned(self, (a, opts.op_a), (b, opts.op_b), opts.algorithm, false)?;
         // A C too large for `I` or for memory is refused here, from the
         // lower bound of nnz(C), before the symbolic phase spends O(nprod)
         // on it: C's arrays are reserved at that bound first.
@@ -211,8 +214,10 @@ pub struct SpgemmPlan<I, J> {
     b_canonical: bool,
     a: OperandPattern<I, J>,
     b: OperandPattern<I, J>,
-    a_fingerprint: u64,
-    b_fingerprint: u64,
+    /// The fingerprints of A's and B's patterns, which every later phase
+    /// checks; `None` for the plan of one [`Context::spgemm`] call, whose
+    /// phases run back to back on borrowed arrays that cannot change.
+    fingerprints: Option<(u64, u64)>,
     work: RowWork,
     /// C's zero-based row offsets, once the symbolic phase ran.
     c_offsets: Option<Vec<usize>>,
@@ -310,6 +315,19 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         op_b: Op,
         algorithm: Algorithm,
     ) -> Result<Self> {
+        Self::planned(ctx, (a, op_a), (b, op_b), algorithm, true)
+    }
+
+    /// [`SpgemmPlan::new`]; with `reusable` false, for phases that all run
+    /// inside one call on the same borrowed arrays, the patterns and values
+    /// are not fingerprinted (nothing can change them in between).
+    fn planned<T: Scalar>(
+        ctx: &Context,
+        (a, op_a): (&CsrView<'_, T, I, J>, Op),
+        (b, op_b): (&CsrView<'_, T, I, J>, Op),
+        algorithm: Algorithm,
+        reusable: bool,
+    ) -> Result<Self> {
         if let Some(dev) = ctx.gpu_device() {
             return Err(Error::NotSupported(format!(
                 "SpgemmPlan runs on the CPU, but the context is on {:?} device {} ({}); use \
@@ -342,15 +360,13 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             if selected == Algorithm::BrmergeUpper && prediction.is_none() {
                 prediction = Some(predict::predict_nnz(&ra, &rb, &work, PLANNING_SAMPLING));
             }
-            let (a_fingerprint, b_fingerprint) = fingerprints(a, b);
             Ok(SpgemmPlan {
                 algorithm,
                 selected,
                 b_canonical,
                 upper: None,
                 prediction,
-                a_fingerprint,
-                b_fingerprint,
+                fingerprints: reusable.then(|| fingerprints(a, b)),
                 a: pa,
                 b: pb,
                 work,
@@ -438,11 +454,14 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         {
             invalid!("the shapes of A or B changed since the plan was made");
         }
+        let Some((a_fingerprint, b_fingerprint)) = self.fingerprints else {
+            return Ok(());
+        };
         let (fa, fb) = fingerprints(a, b);
-        if fa != self.a_fingerprint {
+        if fa != a_fingerprint {
             invalid!("the pattern of A changed since the plan was made (only values may change)");
         }
-        if fb != self.b_fingerprint {
+        if fb != b_fingerprint {
             invalid!("the pattern of B changed since the plan was made (only values may change)");
         }
         Ok(())
@@ -495,7 +514,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                     let entries: usize = counts[1..].iter().sum();
                     Some(UpperStore {
                         chunks: Arc::new(chunks),
-                        values: value_fingerprints(a, b),
+                        values: self.value_fingerprints(a, b),
                         bytes: entries * (std::mem::size_of::<T>() + std::mem::size_of::<J>()),
                     })
                 } else {
@@ -527,7 +546,21 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     ) -> Option<&Vec<UpperChunk<T, J>>> {
         let u = self.upper.as_ref()?;
         let chunks = u.chunks.downcast_ref::<Vec<UpperChunk<T, J>>>()?;
-        (u.values == value_fingerprints(a, b)).then_some(chunks)
+        (u.values == self.value_fingerprints(a, b)).then_some(chunks)
+    }
+
+    /// Fingerprints of A's and B's values; `(0, 0)` for the plan of one
+    /// call, whose values cannot change.
+    fn value_fingerprints<T: Scalar>(
+        &self,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+    ) -> (u64, u64) {
+        if self.fingerprints.is_some() {
+            value_fingerprints(a, b)
+        } else {
+            (0, 0)
+        }
     }
 
     /// Writes C's row offsets (with `base`) into `out` (`rows + 1` entries).
