@@ -84,17 +84,21 @@ pub(crate) fn parse_bytes(text: &str) -> Option<u64> {
 /// ([`advise_huge_pages`]).
 pub const HUGE_PAGES_FROM_BYTES: usize = 4 << 20;
 
-/// Asks the kernel to back the unused capacity of `v` (its room past
-/// `len`, before anything is written there) with transparent huge pages
-/// when it spans at least [`HUGE_PAGES_FROM_BYTES`]: `madvise(MADV_HUGEPAGE)`
-/// on the whole 2 MiB pages inside it. Linux then faults 2 MiB at a time
-/// instead of 4 KiB. Filling fresh memory is dominated by those faults: on
-/// the project's 2-core VM, 54 MB of new `f64`s took 19.5 ms in 4 KiB pages
-/// and 4.2 ms in huge pages (numpy, median of 5; numpy advises this for
-/// every large array by default, so scipy's and MKL's outputs get it). Only
-/// advice: contents, ownership and the allocator are unchanged, where the
-/// system lacks huge pages (THP `never`, other systems) nothing happens, and
-/// a failed call is ignored.
+/// Asks the kernel to back the buffer of `v` (its whole capacity) with
+/// transparent huge pages when it spans at least [`HUGE_PAGES_FROM_BYTES`]:
+/// `madvise(MADV_HUGEPAGE)` on the whole 2 MiB pages inside it. Pages not
+/// yet touched (fresh capacity, or a `vec![0; n]` that `calloc` got from
+/// `mmap`) are then faulted 2 MiB at a time instead of 4 KiB; pages already
+/// touched stay as they are. Filling fresh memory is dominated by those
+/// faults: on the project's 2-core VM, 54 MB of new `f64`s took 19.5 ms in
+/// 4 KiB pages and 4.2 ms in huge pages (numpy, median of 5; numpy advises
+/// this for every large array by default, so scipy's and MKL's outputs get
+/// it). The first huge pages a process touches can cost more on a virtual
+/// machine whose host has not backed them yet (see `docs/benchmarks.md`).
+/// Only advice: contents, ownership and the allocator are unchanged; where
+/// the system lacks huge pages (THP `never`, other systems) or
+/// `RUSPARSE_HUGE_PAGES=0` is set nothing happens, and a failed call is
+/// ignored.
 ///
 /// rusparse advises every array it allocates through its fallible
 /// allocation helpers (C in [`crate::Context::spgemm`], plans, scratch); a
@@ -102,15 +106,14 @@ pub const HUGE_PAGES_FROM_BYTES: usize = 4 << 20;
 /// glibc's `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` makes `malloc` do the
 /// same for large blocks).
 pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
-    let spare = v.spare_capacity_mut();
-    let bytes = std::mem::size_of_val(spare);
-    if bytes < HUGE_PAGES_FROM_BYTES {
+    let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
+    if bytes < HUGE_PAGES_FROM_BYTES || !huge_pages_wanted() {
         return;
     }
     #[cfg(target_os = "linux")]
     {
         const HUGE: usize = 2 << 20;
-        let start = spare.as_mut_ptr() as usize;
+        let start = v.as_mut_ptr() as usize;
         let first = start.next_multiple_of(HUGE);
         let end = (start + bytes) & !(HUGE - 1);
         if end > first {
@@ -122,7 +125,7 @@ pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
                 ) -> std::ffi::c_int;
             }
             const MADV_HUGEPAGE: std::ffi::c_int = 14;
-            // SAFETY: [first, end) lies inside `v`'s allocation, which
+            // SAFETY: [first, end) lies inside `v`'s buffer, which
             // stays allocated for the call; MADV_HUGEPAGE changes neither
             // contents nor mappings, only how later faults are served.
             unsafe {
@@ -130,6 +133,16 @@ pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
             }
         }
     }
+}
+
+/// The environment variable that turns [`advise_huge_pages`] off when `0`
+/// (read once per process).
+pub const HUGE_PAGES_ENV: &str = "RUSPARSE_HUGE_PAGES";
+
+/// False when `RUSPARSE_HUGE_PAGES=0`.
+fn huge_pages_wanted() -> bool {
+    static WANTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WANTED.get_or_init(|| std::env::var(HUGE_PAGES_ENV).map_or(true, |v| v.trim() != "0"))
 }
 
 /// Requests below this size are not checked (256 MiB).

@@ -923,10 +923,20 @@ impl Harness {
             }
             6 => {
                 call!(self, rusparseSetStream(h, null_mut()));
+                // No input byte is read here, so recorded inputs replay as
+                // before.
+                call!(self, rusparseTrimScratch(h));
             }
             _ => {
                 let mut s: *mut c_void = null_mut();
                 call!(self, rusparseGetStream(h, &mut s));
+                let (mut kept, mut limit) = (usize::MAX, 0usize);
+                if call!(self, rusparseGetScratchSize(h, &mut kept, &mut limit)) {
+                    assert!(
+                        kept <= limit,
+                        "{kept} bytes of scratch kept over a limit of {limit}"
+                    );
+                }
             }
         }
     }
