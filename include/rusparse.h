@@ -31,12 +31,6 @@
 #define RUSPARSE_MAX_THREADS 4096
 
 /**
- * Arrays of at least this many bytes ask for transparent huge pages
- * ([`advise_huge_pages`]).
- */
-#define HUGE_PAGES_FROM_BYTES (4 << 20)
-
-/**
  * Status returned by every function (same numbers as `cusparseStatus_t`).
  */
 typedef enum {

@@ -20,7 +20,9 @@
 //!   (which then knows the exact sizes for free) and copied into C later.
 
 use super::dense::UnsizedRows;
-use super::rows::{row_mismatch, shift_cols, too_many_columns, Scale};
+use super::rows::{
+    prefetch_rows_of_b, row_mismatch, shift_cols, too_many_columns, Scale, PREFETCH_AHEAD,
+};
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use crate::error::{try_reserve, try_vec, Result};
 use crate::plan::{RowPattern, RowWork};
@@ -234,6 +236,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     let mut merger = Merger::for_rows(a, work, &rows, scratch)?;
     let origin = offsets[rows.start];
     for i in rows {
+        prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         let row = merger.merge_row(a, a_vals, b, b_vals, i)?;
         if row.0.len() != out.len() {
@@ -315,6 +318,7 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     let mut dense: Option<UnsizedRows<T>> = None;
     // `cols` and `vals` always hold exactly the finished rows.
     for (i, count) in rows.zip(counts.iter_mut()) {
+        prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
         let n = cols.len();
         if dense_ok && a.row_len(i) > MERGE_MAX_LISTS {
             let p = usize::try_from(work.row(i)).unwrap_or(usize::MAX);

@@ -19,7 +19,8 @@
 //! Products are added in stored order, so results are bitwise reproducible.
 
 use super::rows::{
-    copy_cols, copy_scaled_row, repeats_previous, row_mismatch, single_entry, Scale,
+    copy_cols, copy_scaled_row, prefetch_rows_of_b, repeats_previous, row_mismatch, single_entry,
+    Scale, PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use crate::error::{try_vec, Result};
@@ -164,6 +165,7 @@ pub(super) fn count_rows<I: Index, J: Index>(
     let Workspace { bits, stamps, .. } = &mut ws;
     let first = rows.start;
     for (c, i) in rows.enumerate() {
+        prefetch_rows_of_b::<f32, I, J>(a, b, &[], i + PREFETCH_AHEAD);
         let nprod = work.row(i);
         if nprod <= 1 {
             counts[c] = nprod as usize;
@@ -580,6 +582,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
+        prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         let len = out.len();
         let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);

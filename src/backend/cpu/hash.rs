@@ -7,7 +7,8 @@
 //! under one half and clearing costs O(p).
 
 use super::rows::{
-    copy_scaled_row, repeats_previous, row_mismatch, single_entry, too_many_columns, Scale,
+    copy_scaled_row, prefetch_rows_of_b, repeats_previous, row_mismatch, single_entry,
+    too_many_columns, Scale, PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use crate::error::{try_reserve, try_vec, Result};
@@ -229,6 +230,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     try_reserve(&mut slots, longest + 1, "the row slot list")?;
     let origin = offsets[rows.start];
     for i in rows {
+        prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         if b_canonical {
             if let Some(k) = single_entry(a, i) {
