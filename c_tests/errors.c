@@ -210,6 +210,21 @@ static void test_error_names(void) {
     EXPECT_TRUE(rusparseGetLastErrorMessage() != NULL, "rusparseGetLastErrorMessage() is NULL");
 }
 
+/* A copy of the caller's value of `name` (NULL when unset), for restore_env. */
+static char *save_env(const char *name) {
+    const char *v = getenv(name);
+    return v == NULL ? NULL : strcpy((char *)xmalloc(strlen(v) + 1), v);
+}
+
+/* Puts back (and frees) what save_env saved. */
+static void restore_env(const char *name, char *saved) {
+    if (saved != NULL)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
+    free(saved);
+}
+
 static void test_handle(void) {
     rusparseHandle_t x = (rusparseHandle_t)&x; /* garbage that must be overwritten */
     rusparseBackend_t be = (rusparseBackend_t)-1;
@@ -239,8 +254,7 @@ static void test_handle(void) {
     EXPECT_TRUE(x == NULL, "handle not NULL after a failed rusparseCreateWithBackend(9)");
 
     /* RUSPARSE_NUM_THREADS must be a positive integer (the caller's value is restored) */
-    saved_env = getenv("RUSPARSE_NUM_THREADS");
-    if (saved_env != NULL) saved_env = strcpy((char *)xmalloc(strlen(saved_env) + 1), saved_env);
+    saved_env = save_env("RUSPARSE_NUM_THREADS");
     setenv("RUSPARSE_NUM_THREADS", "two", 1);
     x = (rusparseHandle_t)&x;
     EXPECT_STATUS_MSG(rusparseCreate(&x), INVALID, "RUSPARSE_NUM_THREADS");
@@ -250,15 +264,10 @@ static void test_handle(void) {
     EXPECT_STATUS(rusparseGetNumThreads(x, &nt), SUCCESS);
     EXPECT_TRUE(nt == 2, "RUSPARSE_NUM_THREADS=2 gives %d threads", nt);
     EXPECT_STATUS(rusparseDestroy(x), SUCCESS);
-    if (saved_env != NULL)
-        setenv("RUSPARSE_NUM_THREADS", saved_env, 1);
-    else
-        unsetenv("RUSPARSE_NUM_THREADS");
-    free(saved_env);
+    restore_env("RUSPARSE_NUM_THREADS", saved_env);
 
     /* RUSPARSE_SCRATCH_LIMIT: a size in bytes, units allowed */
-    saved_env = getenv("RUSPARSE_SCRATCH_LIMIT");
-    if (saved_env != NULL) saved_env = strcpy((char *)xmalloc(strlen(saved_env) + 1), saved_env);
+    saved_env = save_env("RUSPARSE_SCRATCH_LIMIT");
     setenv("RUSPARSE_SCRATCH_LIMIT", "lots", 1);
     x = (rusparseHandle_t)&x;
     EXPECT_STATUS_MSG(rusparseCreate(&x), INVALID, "RUSPARSE_SCRATCH_LIMIT");
@@ -268,11 +277,7 @@ static void test_handle(void) {
     EXPECT_STATUS(rusparseGetScratchSize(x, NULL, &sz), SUCCESS);
     EXPECT_TRUE(sz == ((size_t)3 << 20), "RUSPARSE_SCRATCH_LIMIT=3M gives a limit of %zu", sz);
     EXPECT_STATUS(rusparseDestroy(x), SUCCESS);
-    if (saved_env != NULL)
-        setenv("RUSPARSE_SCRATCH_LIMIT", saved_env, 1);
-    else
-        unsetenv("RUSPARSE_SCRATCH_LIMIT");
-    free(saved_env);
+    restore_env("RUSPARSE_SCRATCH_LIMIT", saved_env);
 
     EXPECT_STATUS(rusparseCreateWithBackend(&x, RUSPARSE_BACKEND_CPU), SUCCESS);
     EXPECT_STATUS(rusparseGetBackend(x, &be), SUCCESS);

@@ -144,26 +144,32 @@ mod tests {
         }
     }
 
-    /// A = [1 2; 0 3], B = [4 0; 5 6]: C = [14 12; 15 18] at C's columns `pattern`.
-    fn two_by_two(pattern: &[i32]) -> [f64; 4] {
+    /// A = [1 2; 0 3] times B = [4 0; 5 6] into `vals`, at C's columns
+    /// `pattern` with row offsets `offsets`.
+    fn two_by_two_into(pattern: &[i32], offsets: &[usize], vals: &mut [f64]) -> Result<()> {
         let (ao, ac, av) = ([0i32, 2, 3], [0i32, 1, 1], [1.0, 2.0, 3.0]);
         let (bo, bc, bv) = ([0i32, 1, 3], [0i32, 0, 1], [4.0, 5.0, 6.0]);
         let a = RowPattern::zero_based(&ao, &ac, 2);
         let b = RowPattern::zero_based(&bo, &bc, 2);
-        let mut vals = [f64::NAN; 4];
+        let scratch = ScratchPool::default();
         accumulate_rows(
             &a,
             &av,
             &b,
             &bv,
             0..2,
-            &[0, 2, 4],
+            offsets,
             pattern,
             &scale(),
-            &mut vals,
-            &ScratchPool::default(),
+            vals,
+            &scratch,
         )
-        .unwrap();
+    }
+
+    /// C = [14 12; 15 18] at C's columns `pattern`.
+    fn two_by_two(pattern: &[i32]) -> [f64; 4] {
+        let mut vals = [f64::NAN; 4];
+        two_by_two_into(pattern, &[0, 2, 4], &mut vals).unwrap();
         vals
     }
 
@@ -178,25 +184,9 @@ mod tests {
     /// is an error, not a write elsewhere.
     #[test]
     fn refuses_a_pattern_that_is_not_c() {
-        let (ao, ac, av) = ([0i32, 2, 3], [0i32, 1, 1], [1.0, 2.0, 3.0]);
-        let (bo, bc, bv) = ([0i32, 1, 3], [0i32, 0, 1], [4.0, 5.0, 6.0]);
-        let a = RowPattern::zero_based(&ao, &ac, 2);
-        let b = RowPattern::zero_based(&bo, &bc, 2);
         let mut vals = [0.0; 4];
         let run = |pattern: &[i32], offsets: &[usize], vals: &mut [f64]| {
-            accumulate_rows(
-                &a,
-                &av,
-                &b,
-                &bv,
-                0..2,
-                offsets,
-                pattern,
-                &scale(),
-                vals,
-                &ScratchPool::default(),
-            )
-            .unwrap_err()
+            two_by_two_into(pattern, offsets, vals).unwrap_err()
         };
         let e = run(&[0, 1, 1], &[0, 2, 3], &mut vals[..3]);
         assert!(e.to_string().contains("pattern of A or B changed"), "{e}");
