@@ -76,12 +76,11 @@ impl<T: Scalar, J: Index> Merger<T, J> {
         let entries = usize::try_from(entries).unwrap_or(usize::MAX);
         let lists = rows.clone().map(|i| a.row_len(i)).max().unwrap_or(0);
         let fits = |m: &Self| m.ping.cols.len() >= entries && m.ping.offsets.len() > lists;
-        if let Some(m) = scratch.take(fits) {
-            return Ok(m);
-        }
-        Ok(Merger {
-            ping: Lists::new(entries, lists)?,
-            pong: Lists::new(entries, lists)?,
+        scratch.take_or_make(fits, || {
+            Ok(Merger {
+                ping: Lists::new(entries, lists)?,
+                pong: Lists::new(entries, lists)?,
+            })
         })
     }
 

@@ -244,9 +244,7 @@ impl<T: Scalar> Workspace<T> {
                 && w.stamps.stamps.len() >= ncols
                 && (!with_sums || w.sums.len() >= ncols)
         };
-        let Some(mut ws) = scratch.take(fits) else {
-            return Workspace::new(ncols, longest_row, with_sums);
-        };
+        let mut ws = scratch.take_or_make(fits, || Workspace::new(ncols, with_sums))?;
         if ws.list.len() < longest_row + 1 {
             ws.list = try_vec(longest_row + 1, 0usize, "dense accumulator column list")?;
         }
@@ -269,7 +267,9 @@ impl<T: Scalar> Workspace<T> {
         scratch.give(self);
     }
 
-    fn new(ncols: usize, longest_row: usize, with_sums: bool) -> Result<Self> {
+    /// A workspace over `ncols` columns (sums only `with_sums`); its
+    /// column lists are sized by [`Workspace::take`].
+    fn new(ncols: usize, with_sums: bool) -> Result<Self> {
         Ok(Workspace {
             bits: try_vec(words(ncols), 0u64, "dense accumulator bit map")?,
             stamps: Stamps::new(ncols)?,
@@ -278,12 +278,8 @@ impl<T: Scalar> Workspace<T> {
             } else {
                 Vec::new()
             },
-            list: try_vec(longest_row + 1, 0usize, "dense accumulator column list")?,
-            previous: {
-                let mut v = Vec::new();
-                crate::error::try_reserve(&mut v, longest_row, "dense accumulator column list")?;
-                v
-            },
+            list: Vec::new(),
+            previous: Vec::new(),
         })
     }
 

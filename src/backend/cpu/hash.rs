@@ -43,16 +43,15 @@ impl<T: Scalar> Table<T> {
     /// from `scratch` when one is large enough.
     fn take(scratch: &ScratchPool, size: usize, with_sums: bool) -> Result<Self> {
         let fits = |t: &Self| t.keys.len() >= size && (!with_sums || t.sums.len() >= size);
-        if let Some(t) = scratch.take(fits) {
-            return Ok(t);
-        }
-        Ok(Table {
-            keys: try_vec(size, EMPTY, "hash table")?,
-            sums: if with_sums {
-                try_vec(size, T::zero(), "hash table sums")?
-            } else {
-                Vec::new()
-            },
+        scratch.take_or_make(fits, || {
+            Ok(Table {
+                keys: try_vec(size, EMPTY, "hash table")?,
+                sums: if with_sums {
+                    try_vec(size, T::zero(), "hash table sums")?
+                } else {
+                    Vec::new()
+                },
+            })
         })
     }
 

@@ -66,13 +66,15 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
             "a row of C has {longest} entries, more than a reuse row table holds"
         )));
     }
-    let mut kept = match scratch.take(|t: &SlotTable| t.slots.len() >= b.ncols) {
-        Some(t) => t,
-        None => SlotTable {
-            slots: try_vec(b.ncols, Slot::default(), "column slot table")?,
-            tag: 0,
+    let mut kept = scratch.take_or_make(
+        |t: &SlotTable| t.slots.len() >= b.ncols,
+        || {
+            Ok::<_, Error>(SlotTable {
+                slots: try_vec(b.ncols, Slot::default(), "column slot table")?,
+                tag: 0,
+            })
         },
-    };
+    )?;
     let SlotTable {
         slots: ref mut table,
         ref mut tag,

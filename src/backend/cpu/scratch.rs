@@ -104,6 +104,18 @@ impl ScratchPool {
         k.item.downcast::<S>().ok().map(|b| *b)
     }
 
+    /// [`ScratchPool::take`], or a new buffer from `make` when none fits.
+    ///
+    /// # Errors
+    /// Those of `make`.
+    pub(crate) fn take_or_make<S: Scratch, E>(
+        &self,
+        fits: impl Fn(&S) -> bool,
+        make: impl FnOnce() -> Result<S, E>,
+    ) -> Result<S, E> {
+        self.take(fits).map_or_else(make, Ok)
+    }
+
     /// Keeps `item` for a later [`ScratchPool::take`], evicting the oldest
     /// buffers while the pool would exceed its limit; an item larger than
     /// the limit is dropped.
