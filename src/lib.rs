@@ -39,8 +39,8 @@ pub use num_complex::Complex;
 pub use plan::predict::NnzPrediction;
 pub use spgemm::{predict_nnz, spgemm, SpgemmOptions, SpgemmPlan};
 pub use system_memory::{
-    advise_huge_pages, memory_limit, set_memory_limit, HUGE_PAGES_ENV, HUGE_PAGES_FROM_BYTES,
-    MEMORY_LIMIT_ENV,
+    advise_huge_pages, memory_limit, resize_in_parallel, set_memory_limit, HUGE_PAGES_ENV,
+    HUGE_PAGES_FROM_BYTES, MEMORY_LIMIT_ENV,
 };
 pub use types::{
     Algorithm, BackendKind, ColumnOrder, DataType, Index, IndexBase, IndexType, Op, Scalar,

@@ -12,6 +12,7 @@ use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
 use crate::plan::predict::{self, NnzPrediction, Sampling, PLANNING_SAMPLING};
 use crate::plan::select::{select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
+use crate::system_memory::resize_in_parallel;
 use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, Scalar};
 use std::any::Any;
 use std::sync::Arc;
@@ -802,8 +803,10 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         values.clear();
         try_reserve(&mut col_indices, nnz, "C's column indices")?;
         try_reserve(&mut values, nnz, "C's values")?;
-        col_indices.resize(nnz, J::default());
-        values.resize(nnz, T::zero());
+        ctx.run(|| {
+            resize_in_parallel(&mut col_indices, nnz, J::default());
+            resize_in_parallel(&mut values, nnz, T::zero());
+        });
         self.numeric(
             ctx,
             a,

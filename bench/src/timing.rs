@@ -205,9 +205,13 @@ impl<T: Scalar, I: Index> Product<'_, T, I> {
         let mut plan = SpgemmPlan::new(self.ctx, a, self.op_a, b, self.op_b, self.algorithm)?;
         let nnz = plan.symbolic(self.ctx, a, b)?;
         let (rows, cols) = plan.shape();
-        let mut ro = filled(rows + 1, I::default());
-        let mut ci = filled(nnz, I::default());
-        let mut v = filled(nnz, T::zero());
+        let (mut ro, mut ci, mut v) = self.ctx.run(|| {
+            (
+                filled(rows + 1, I::default()),
+                filled(nnz, I::default()),
+                filled(nnz, T::zero()),
+            )
+        });
         plan.numeric(
             self.ctx,
             a,
@@ -279,14 +283,14 @@ impl<T: Scalar, I: Index> Product<'_, T, I> {
 /// `len` copies of `x` in a vector allocated as rusparse allocates C
 /// (transparent huge pages for large arrays, see
 /// [`rusparse::advise_huge_pages`]).
-fn filled<X: Clone>(len: usize, x: X) -> Vec<X> {
+fn filled<X: Copy + Send + Sync>(len: usize, x: X) -> Vec<X> {
     // Advised before the first write. (Advising a `vec!` of zeros after
     // `calloc`, so that the numeric phase faults the pages on both
     // threads, measured slower in steady state on the 2-core VM:
     // stencil2d_5pt_725 52 ms against 40 ms.)
     let mut v = Vec::with_capacity(len);
     rusparse::advise_huge_pages(&mut v);
-    v.resize(len, x);
+    rusparse::resize_in_parallel(&mut v, len, x);
     v
 }
 
