@@ -310,7 +310,10 @@ mod tests {
 
     #[test]
     fn resize_in_parallel_writes_every_new_element_and_keeps_the_old() {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
         // Below one block, across several blocks, from an empty and from a
         // partly filled vector, with a buffer start that is not 2 MiB aligned.
         for (kept, len) in [(0, 0), (0, 5), (3, 1000), (0, 3 << 18), (7, (5 << 18) + 11)] {
@@ -318,7 +321,10 @@ mod tests {
             v.extend((0..kept as u64).map(|i| i + 100));
             pool.install(|| resize_in_parallel(&mut v, len.max(kept), 9));
             assert_eq!(v.len(), len.max(kept));
-            assert!(v[..kept].iter().enumerate().all(|(i, &x)| x == i as u64 + 100));
+            assert!(v[..kept]
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == i as u64 + 100));
             assert!(v[kept..].iter().all(|&x| x == 9), "len {len}");
         }
         // Shorter than now: unchanged.

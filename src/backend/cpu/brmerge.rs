@@ -280,7 +280,7 @@ pub(super) fn upper_initial_capacity(products: usize, ratio: f64) -> usize {
 
 /// Makes room for `extra` more entries in `v`, growing its capacity by
 /// half at least (never past `bound`) when it is too small.
-fn make_room<X>(v: &mut Vec<X>, extra: usize, bound: usize) -> Result<()> {
+pub(super) fn make_room<X>(v: &mut Vec<X>, extra: usize, bound: usize) -> Result<()> {
     let len = v.len() + extra;
     if len > v.capacity() {
         let want = len.max(v.capacity().saturating_add(v.capacity() / 2).min(bound));
@@ -315,36 +315,28 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
     let mut merger = Merger::for_rows(a, work, &rows, scratch)?;
     let mut dense: Option<UnsizedRows<T>> = None;
+    let first = rows.start;
     // `cols` and `vals` always hold exactly the finished rows.
     for (i, count) in rows.zip(counts.iter_mut()) {
         prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
         let n = cols.len();
         if dense_ok && a.row_len(i) > MERGE_MAX_LISTS {
-            let p = usize::try_from(work.row(i)).unwrap_or(usize::MAX);
-            if n + p > bound {
-                return Err(too_many_columns(i, bound));
-            }
             if dense.is_none() {
                 let longest = usize::try_from(work.max_row()).unwrap_or(usize::MAX);
                 dense = Some(UnsizedRows::new(b.ncols, longest, scratch)?);
             }
             if let Some(d) = dense.as_mut() {
-                make_room(&mut cols, p, bound)?;
-                make_room(&mut vals, p, bound)?;
-                cols.resize(n + p, J::default());
-                vals.resize(n + p, T::zero());
-                *count = d.row(
+                let nprod = usize::try_from(work.row(i)).unwrap_or(usize::MAX);
+                *count = d.append_row(
                     a,
                     a_vals,
                     b,
                     b_vals,
                     true,
-                    i,
-                    &mut cols[n..n + p],
-                    &mut vals[n..n + p],
-                );
-                cols.truncate(n + *count);
-                vals.truncate(n + *count);
+                    (first, i),
+                    nprod,
+                    (&mut cols, &mut vals, bound),
+                )?;
             }
             continue;
         }
@@ -382,7 +374,40 @@ pub(super) fn copy_upper_chunk<T: Scalar, J: Index>(
 
 #[cfg(test)]
 mod tests {
-    use crate::{reference, Algorithm, Context, CsrMatrix, IndexBase, Op, SpgemmOptions};
+    use crate::{
+        reference, Algorithm, Context, CsrMatrix, IndexBase, Op, SpgemmOptions, SpgemmPlan,
+    };
+
+    /// A from `triplets` sorted by row and column (BRMerge needs canonical
+    /// rows; on others the planner silently takes another algorithm), and
+    /// checks that BRMerge-Upper computes `alpha * A²` exactly as the
+    /// reference on 1, 2 and 5 threads (chunk borders in other places).
+    fn upper_equals_reference(n: usize, mut triplets: Vec<(usize, usize, f64)>, alpha: f64) {
+        triplets.sort_by_key(|&(i, j, _)| (i, j));
+        let a =
+            CsrMatrix::<f64, i32, i32>::from_triplets(n, n, &triplets, IndexBase::Zero).unwrap();
+        let expected = reference::spgemm(&a.view(), Op::N, &a.view(), Op::N, alpha).unwrap();
+        for threads in [1, 2, 5] {
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            let (av, up) = (a.view(), Algorithm::BrmergeUpper);
+            let plan = SpgemmPlan::new(&ctx, &av, Op::N, &av, Op::N, up).unwrap();
+            assert_eq!(
+                plan.selected_algorithm(),
+                up,
+                "the test must run BRMerge-Upper"
+            );
+            let opts = SpgemmOptions {
+                alpha,
+                algorithm: up,
+                ..SpgemmOptions::default()
+            };
+            let c = ctx.spgemm(&av, &av, &opts).unwrap();
+            assert_eq!(c.row_offsets(), expected.row_offsets(), "{threads} threads");
+            assert_eq!(c.col_indices(), expected.col_indices(), "{threads} threads");
+            assert_eq!(c.values(), expected.values(), "{threads} threads");
+        }
+    }
 
     /// Rows with more lists than [`super::MERGE_MAX_LISTS`] take BRMerge-Upper's dense
     /// path, shorter ones are merged; both must equal the reference exactly
@@ -398,21 +423,25 @@ mod tests {
                 t.push((i, j, ((i + 3 * k) % 5) as f64 - 2.0));
             }
         }
-        let a = CsrMatrix::<f64, i32, i32>::from_triplets(n, n, &t, IndexBase::Zero).unwrap();
-        let expected = reference::spgemm(&a.view(), Op::N, &a.view(), Op::N, 3.0).unwrap();
-        for threads in [1, 3] {
-            let mut ctx = Context::cpu().unwrap();
-            ctx.set_num_threads(threads).unwrap();
-            let opts = SpgemmOptions {
-                alpha: 3.0,
-                algorithm: Algorithm::BrmergeUpper,
-                ..SpgemmOptions::default()
-            };
-            let c = ctx.spgemm(&a.view(), &a.view(), &opts).unwrap();
-            assert_eq!(c.row_offsets(), expected.row_offsets());
-            assert_eq!(c.col_indices(), expected.col_indices());
-            assert_eq!(c.values(), expected.values());
+        upper_equals_reference(n, t, 3.0);
+    }
+
+    /// Rows of A in groups of three with one pattern (a FEM node's rows),
+    /// long enough for BRMerge-Upper's dense path: all but the first of a
+    /// group reuse the previous row's columns. Thread counts that split
+    /// groups between chunks must give the same exact result.
+    #[test]
+    fn upper_dense_rows_with_repeated_patterns_equal_the_reference() {
+        let n = 90usize;
+        let mut t = Vec::new();
+        for i in 0..n {
+            let node = i / 3;
+            for k in 0..20 + node % 7 {
+                let j = (node * 11 + k * 4) % n;
+                t.push((i, j, ((i + 2 * k) % 7) as f64 - 3.0));
+            }
         }
+        upper_equals_reference(n, t, -2.0);
     }
 
     #[test]

@@ -18,9 +18,10 @@
 //! algorithm whose op(B) is narrow enough ([`super::BITMAP_MAX_COLS`]).
 //! Products are added in stored order, so results are bitwise reproducible.
 
+use super::brmerge::make_room;
 use super::rows::{
     copy_cols, copy_scaled_row, prefetch_rows_of_b, repeats_previous, row_mismatch, single_entry,
-    Scale, PREFETCH_AHEAD,
+    too_many_columns, Scale, PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use crate::error::{try_vec, Result};
@@ -439,38 +440,87 @@ impl<T: Scalar> UnsizedRows<T> {
         self.ws.keep(scratch);
     }
 
-    /// Accumulates row `i` into `cols` / `vals` (at least its nprod long);
-    /// returns its number of entries.
+    /// Accumulates row `i` (of a chunk that starts at row `first`) and
+    /// appends it (sorted, unscaled, zero-based)
+    /// to `cols` / `vals`, which grow as BRMerge-Upper's temporary C does,
+    /// never past `bound` entries; returns the row's number of entries. At
+    /// most `limit` entries are recorded (the row's nprod): more means the
+    /// pattern changed since the plan, and the row is then not appended and
+    /// the workspace is reset.
+    ///
+    /// # Errors
+    /// [`crate::Error::AllocFailed`] when the vectors cannot grow; a row
+    /// longer than `limit`.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn row<I: Index, J: Index>(
+    pub(super) fn append_row<I: Index, J: Index>(
         &mut self,
         a: &RowPattern<'_, I, J>,
         a_vals: &[T],
         b: &RowPattern<'_, I, J>,
         b_vals: &[T],
         b_canonical: bool,
-        i: usize,
-        cols: &mut [J],
-        vals: &mut [T],
-    ) -> usize {
-        let limit = cols.len().min(self.ncols);
-        let (n, span) = self
-            .ws
-            .accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, limit);
+        (first, i): (usize, usize),
+        limit: usize,
+        (cols, vals, bound): (&mut Vec<J>, &mut Vec<T>, usize),
+    ) -> Result<usize> {
+        let limit = limit.min(self.ncols);
         let unscaled = Scale {
             alpha: T::one(),
             beta: T::zero(),
             base: 0,
         };
+        // A row of A with the pattern of the one before (FEM's rows of one
+        // node): the same columns, so no bit map and no sort.
+        let n = self.ws.previous.len();
+        if repeats_previous(a, first, i) && n > 0 {
+            let at = cols.len();
+            if at + n > bound {
+                return Err(too_many_columns(i, bound - at.min(bound)));
+            }
+            make_room(cols, n, bound)?;
+            make_room(vals, n, bound)?;
+            cols.resize(at + n, J::default());
+            vals.resize(at + n, T::zero());
+            accumulate_repeated_row(
+                a,
+                a_vals,
+                b,
+                b_vals,
+                i,
+                &mut self.ws,
+                &unscaled,
+                Some(&mut cols[at..]),
+                &mut vals[at..],
+            );
+            return Ok(n);
+        }
+        let (n, span) = self
+            .ws
+            .accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, limit);
+        if n > limit || cols.len() + n > bound {
+            self.ws.reset();
+            return Err(too_many_columns(
+                i,
+                limit.min(bound - cols.len().min(bound)),
+            ));
+        }
+        let at = cols.len();
+        // Only the row's own n entries are written before `emit` fills them.
+        if let Err(e) = make_room(cols, n, bound).and_then(|()| make_room(vals, n, bound)) {
+            self.ws.reset();
+            return Err(e);
+        }
+        cols.resize(at + n, J::default());
+        vals.resize(at + n, T::zero());
         self.ws.emit(
             n,
             span,
-            Some(&mut cols[..n]),
-            Some((&mut vals[..n], &unscaled)),
+            Some(&mut cols[at..]),
+            Some((&mut vals[at..], &unscaled)),
             0,
             true,
         );
-        n
+        Ok(n)
     }
 }
 
