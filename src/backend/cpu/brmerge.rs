@@ -72,9 +72,22 @@ impl<T: Scalar, J: Index> Merger<T, J> {
         rows: &Range<usize>,
         scratch: &ScratchPool,
     ) -> Result<Self> {
-        let entries = rows.clone().map(|i| work.row(i)).max().unwrap_or(0);
+        Self::for_merged_rows(a, work, rows, |_| true, scratch)
+    }
+
+    /// [`Merger::for_rows`] sized only for the rows that `merged` keeps
+    /// (BRMerge-Upper's rows with many lists take the dense accumulator).
+    fn for_merged_rows<I: Index>(
+        a: &RowPattern<'_, I, J>,
+        work: &RowWork,
+        rows: &Range<usize>,
+        merged: impl Fn(usize) -> bool,
+        scratch: &ScratchPool,
+    ) -> Result<Self> {
+        let kept = || rows.clone().filter(|&i| merged(i));
+        let entries = kept().map(|i| work.row(i)).max().unwrap_or(0);
         let entries = usize::try_from(entries).unwrap_or(usize::MAX);
-        let lists = rows.clone().map(|i| a.row_len(i)).max().unwrap_or(0);
+        let lists = kept().map(|i| a.row_len(i)).max().unwrap_or(0);
         let fits = |m: &Self| m.ping.cols.len() >= entries && m.ping.offsets.len() > lists;
         scratch.take_or_make(fits, || {
             Ok(Merger {
@@ -313,14 +326,15 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     try_reserve(&mut cols, start, "BRMerge-Upper temporary C")?;
     try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
-    let mut merger = Merger::for_rows(a, work, &rows, scratch)?;
+    let goes_dense = |i: usize| dense_ok && a.row_len(i) > MERGE_MAX_LISTS;
+    let mut merger = Merger::for_merged_rows(a, work, &rows, |i| !goes_dense(i), scratch)?;
     let mut dense: Option<UnsizedRows<T>> = None;
     let first = rows.start;
     // `cols` and `vals` always hold exactly the finished rows.
     for (i, count) in rows.zip(counts.iter_mut()) {
         prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
         let n = cols.len();
-        if dense_ok && a.row_len(i) > MERGE_MAX_LISTS {
+        if goes_dense(i) {
             if dense.is_none() {
                 let longest = usize::try_from(work.max_row()).unwrap_or(usize::MAX);
                 dense = Some(UnsizedRows::new(b.ncols, longest, scratch)?);
@@ -354,6 +368,12 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     if let Some(d) = dense {
         d.keep(scratch);
     }
+    // The head room over the prediction is given back before C is
+    // allocated beside the temporary C (a shrinking `realloc`: no copy,
+    // `mremap` for large blocks), so the numeric phase's peak holds C and
+    // the temporary C at its exact size.
+    cols.shrink_to_fit();
+    vals.shrink_to_fit();
     Ok(UpperChunk { cols, vals })
 }
 
