@@ -349,6 +349,8 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 b_cols: pb.ncols(),
                 value_bytes: std::mem::size_of::<T>(),
                 b_canonical,
+                entry_bytes: std::mem::size_of::<T>() + std::mem::size_of::<J>(),
+                nnz_lower_bound: work.nnz_lower_bound(b_canonical),
             };
             // The prediction (seed 000) feeds the automatic choice and sizes
             // BRMerge-Upper's temporary C; it is made only when needed.
@@ -383,12 +385,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     /// (each holds at least one entry). [`Context::spgemm`] refuses a C
     /// that cannot fit its index type or memory from it in O(1).
     pub fn nnz_lower_bound(&self) -> u64 {
-        let strata = self.work.strata().iter();
-        if self.b_canonical {
-            strata.map(|s| s.lower_bound).sum()
-        } else {
-            strata.map(|s| s.rows).sum()
-        }
+        self.work.nnz_lower_bound(self.b_canonical)
     }
 
     /// The algorithm asked for.

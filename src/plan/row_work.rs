@@ -285,6 +285,19 @@ impl RowWork {
     pub fn strata(&self) -> &Strata {
         &self.strata
     }
+
+    /// A lower bound of nnz(C): the sum over the rows of op(A) of the
+    /// longest row of op(B) each one merges when op(B)'s rows hold no
+    /// duplicate columns (`b_canonical`), else the number of rows with
+    /// products.
+    pub fn nnz_lower_bound(&self, b_canonical: bool) -> u64 {
+        let strata = self.strata.iter();
+        if b_canonical {
+            strata.map(|s| s.lower_bound).sum()
+        } else {
+            strata.map(|s| s.rows).sum()
+        }
+    }
     /// For each block of [`MAGNITUDE_BLOCK`] rows, the binary magnitudes
     /// of its rows' nprod: bit `m` is set when some row of the block has
     /// nprod in `[2^m, 2^(m+1))` (empty rows set none). Lets the sampler

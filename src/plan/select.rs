@@ -14,7 +14,9 @@
 //!    share of the product), unless the pick cannot run: BRMerge on op(B) with
 //!    unsorted or duplicate columns, or a dense accumulator row
 //!    (`ncols(B)` values) over [`DENSE_MAX_BYTES`]. Then the dense
-//!    accumulator when it fits, else hash (both take any input).
+//!    accumulator when it fits, else hash (both take any input). Nor does
+//!    it take BRMerge-Upper when its temporary C and C would not fit in
+//!    memory together (it takes the dense accumulator or hash instead).
 //!
 //! The training data, the held-out evaluation (accuracy, geomean time
 //! against the per-product best) and how to retrain are in
@@ -63,6 +65,30 @@ pub struct ProductShape {
     pub value_bytes: usize,
     /// Whether op(B)'s rows are sorted without duplicates.
     pub b_canonical: bool,
+    /// Bytes of one entry of C (a value and a column index).
+    pub entry_bytes: usize,
+    /// A lower bound of nnz(C), known before the features.
+    pub nnz_lower_bound: u64,
+}
+
+impl ProductShape {
+    /// Whether BRMerge-Upper's temporary C (nnz(C) entries, at least the
+    /// lower bound and the prediction behind `features`) and C itself fit
+    /// in memory together: the automatic choice takes BRMerge-Upper only
+    /// then, so a product whose C alone fits never fails for the choice of
+    /// algorithm. (A product of 10^12 entries counted with 64-bit offsets
+    /// stays on a counting algorithm, whose symbolic phase is O(rows).)
+    fn upper_fits(&self, features: &Features) -> bool {
+        let predicted = features
+            .get("predicted_compression")
+            .filter(|r| r.is_finite() && *r >= 1.0)
+            .map_or(self.products, |r| (self.products as f64 / r) as u64);
+        let nnz = predicted.max(self.nnz_lower_bound);
+        let bytes = nnz
+            .saturating_mul(self.entry_bytes as u64)
+            .saturating_mul(2);
+        crate::system_memory::would_fit(bytes)
+    }
 }
 
 /// The concrete algorithm to run for `requested` on a product of `shape`;
@@ -87,7 +113,15 @@ fn automatic(shape: &ProductShape, features: impl FnOnce() -> Features) -> Algor
     if shape.products <= SMALL_PRODUCTS {
         return runnable(Algorithm::Dense, shape);
     }
-    runnable(tree_pick(&SELECTOR_TREE, &features()), shape)
+    choose(&SELECTOR_TREE, shape, &features())
+}
+
+/// `tree`'s pick for `features`, made runnable on `shape`.
+fn choose(tree: &[SelectorNode], shape: &ProductShape, features: &Features) -> Algorithm {
+    match tree_pick(tree, features) {
+        Algorithm::BrmergeUpper if !shape.upper_fits(features) => runnable(Algorithm::Dense, shape),
+        pick => runnable(pick, shape),
+    }
 }
 
 /// Walks `tree` from its first node. A NaN feature goes `above`; a
@@ -142,6 +176,8 @@ mod tests {
             b_cols,
             value_bytes: 8,
             b_canonical,
+            entry_bytes: 12,
+            nnz_lower_bound: 0,
         }
     }
 
@@ -228,6 +264,36 @@ mod tests {
             runnable(Algorithm::Hash, &shape(100, false)),
             Algorithm::Hash
         );
+    }
+
+    #[test]
+    fn upper_is_not_chosen_when_its_temporary_c_cannot_fit_beside_c() {
+        let leads_to_upper = with_first(0.0);
+        assert_eq!(
+            tree_pick(&SMALL_TREE, &leads_to_upper),
+            Algorithm::BrmergeUpper
+        );
+        let mut s = shape(1 << 20, true);
+        s.products = 1 << 20;
+        assert_eq!(
+            choose(&SMALL_TREE, &s, &leads_to_upper),
+            Algorithm::BrmergeUpper
+        );
+        // 10^13 products, no prediction: the bound alone rules it out.
+        s.nnz_lower_bound = 10_000_000_000_000;
+        assert_eq!(choose(&SMALL_TREE, &s, &leads_to_upper), Algorithm::Dense);
+        // Or the prediction: 10^13 products compressed 2 to 1.
+        s.nnz_lower_bound = 0;
+        s.products = 10_000_000_000_000;
+        let mut predicted = leads_to_upper;
+        let at = FEATURE_NAMES
+            .iter()
+            .position(|n| *n == "predicted_compression")
+            .unwrap();
+        predicted.values[at] = 2.0;
+        assert_eq!(choose(&SMALL_TREE, &s, &predicted), Algorithm::Dense);
+        s.b_cols = 1 << 30;
+        assert_eq!(choose(&SMALL_TREE, &s, &predicted), Algorithm::Hash);
     }
 
     #[test]
