@@ -5,7 +5,11 @@
 #   rusparse-demo           examples/demo.c against it (rpath $ORIGIN)
 #   rusparse-bench          the benchmark, soak and kernel-resource tool
 #   tests/<name>            the test binaries that need a GPU or NVRTC
-#                           (cuda_backend, cuda_ffi, nvrtc_kernels)
+#                           (cuda_backend, cuda_ffi, nvrtc_kernels), release;
+#                           RUSPARSE_BUNDLE_TEST_PROFILE=test takes the test
+#                           profile's instead (what CI does: `cargo test`
+#                           has built them already, a release build of the
+#                           tests and their dev-dependencies costs 3-4 min)
 # all stripped, and prints the folder's path and size (the copy to the GPU
 # machine carries at most 64 MiB with the working tree). Then, there:
 #   scripts/gpu-check.sh "$OUT"        (gpu-bin/ passed in `carry`)
@@ -24,7 +28,8 @@ test_args=()
 for t in "${tests[@]}"; do test_args+=(--test "$t"); done
 # The test executables, from cargo's JSON messages.
 mapfile -t executables < <(
-    cargo test -q --release -p rusparse --no-run --message-format=json "${test_args[@]}" |
+    cargo test -q --profile "${RUSPARSE_BUNDLE_TEST_PROFILE:-release}" -p rusparse --no-run \
+        --message-format=json "${test_args[@]}" |
         python3 -c '
 import json, sys
 for line in sys.stdin:
