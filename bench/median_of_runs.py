@@ -62,7 +62,7 @@ def main(argv):
     rs, any_order = "rusparse s (algorithm)", "rusparse any order s"
     peers = [t for t in tools if t not in (rs, any_order)]
     ratio_peers = [p for p in peers if p != "scipy s"]
-    out = ["| matrix | " + " | ".join(f"{t} (median of {len(runs)})" for t in tools)
+    out = ["| matrix | " + " | ".join(tools)
            + " | " + " | ".join(f"vs {p[:-2]}" for p in ratio_peers)
            + " | vs best peer | any order vs MKL |",
            "|---|" + "--:|" * (len(tools) + len(ratio_peers) + 2)]
