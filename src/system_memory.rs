@@ -188,17 +188,6 @@ fn huge_pages_wanted() -> bool {
 /// Requests below this size are not checked (256 MiB).
 pub(crate) const CHECKED_FROM_BYTES: u64 = 256 << 20;
 
-/// Whether `bytes` more could be allocated and touched now: below the
-/// process's [`memory_limit`] and, from [`CHECKED_FROM_BYTES`] up, within
-/// what the system says is left ([`available_bytes`]; true when it does
-/// not say). For choices between plans, not a promise (see the module).
-pub(crate) fn would_fit(bytes: u64) -> bool {
-    if memory_limit().is_some_and(|l| bytes > l) {
-        return false;
-    }
-    bytes < CHECKED_FROM_BYTES || available_bytes().map_or(true, |left| bytes <= left)
-}
-
 /// Bytes this process could still allocate and touch, or `None` when the
 /// system does not say.
 pub(crate) fn available_bytes() -> Option<u64> {

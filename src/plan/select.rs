@@ -87,7 +87,8 @@ impl ProductShape {
         let bytes = nnz
             .saturating_mul(self.entry_bytes as u64)
             .saturating_mul(2);
-        crate::system_memory::would_fit(bytes)
+        // The allocator's own check (limit, memory left), as a yes or no.
+        crate::error::ensure_memory_for(bytes, "BRMerge-Upper's temporary C and C").is_ok()
     }
 }
 

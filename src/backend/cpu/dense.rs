@@ -473,14 +473,7 @@ impl<T: Scalar> UnsizedRows<T> {
         // node): the same columns, so no bit map and no sort.
         let n = self.ws.previous.len();
         if repeats_previous(a, first, i) && n > 0 {
-            let at = cols.len();
-            if at + n > bound {
-                return Err(too_many_columns(i, bound - at.min(bound)));
-            }
-            make_room(cols, n, bound)?;
-            make_room(vals, n, bound)?;
-            cols.resize(at + n, J::default());
-            vals.resize(at + n, T::zero());
+            let at = open_slots(cols, vals, n, bound, i)?;
             accumulate_repeated_row(
                 a,
                 a_vals,
@@ -497,21 +490,18 @@ impl<T: Scalar> UnsizedRows<T> {
         let (n, span) = self
             .ws
             .accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, limit);
-        if n > limit || cols.len() + n > bound {
+        if n > limit {
             self.ws.reset();
-            return Err(too_many_columns(
-                i,
-                limit.min(bound - cols.len().min(bound)),
-            ));
+            let room = bound - cols.len().min(bound);
+            return Err(too_many_columns(i, limit.min(room)));
         }
-        let at = cols.len();
-        // Only the row's own n entries are written before `emit` fills them.
-        if let Err(e) = make_room(cols, n, bound).and_then(|()| make_room(vals, n, bound)) {
-            self.ws.reset();
-            return Err(e);
-        }
-        cols.resize(at + n, J::default());
-        vals.resize(at + n, T::zero());
+        let at = match open_slots(cols, vals, n, bound, i) {
+            Ok(at) => at,
+            Err(e) => {
+                self.ws.reset();
+                return Err(e);
+            }
+        };
         self.ws.emit(
             n,
             span,
@@ -522,6 +512,27 @@ impl<T: Scalar> UnsizedRows<T> {
         );
         Ok(n)
     }
+}
+
+/// Grows `cols` / `vals` by `n` slots for row `i`, never past `bound`
+/// entries (BRMerge-Upper's temporary C); returns where the slots start.
+/// Only the row's own entries are written before it fills them.
+fn open_slots<T: Scalar, J: Index>(
+    cols: &mut Vec<J>,
+    vals: &mut Vec<T>,
+    n: usize,
+    bound: usize,
+    i: usize,
+) -> Result<usize> {
+    let at = cols.len();
+    if at + n > bound {
+        return Err(too_many_columns(i, bound - at.min(bound)));
+    }
+    make_room(cols, n, bound)?;
+    make_room(vals, n, bound)?;
+    cols.resize(at + n, J::default());
+    vals.resize(at + n, T::zero());
+    Ok(at)
 }
 
 /// A column index of op(B) at or past its width: validated CSR input never
