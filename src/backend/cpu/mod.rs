@@ -26,6 +26,7 @@ mod hash;
 mod pattern;
 mod rows;
 pub mod scratch;
+mod sort_columns;
 
 pub(crate) use brmerge::UpperChunk;
 pub(crate) use rows::Scale;
