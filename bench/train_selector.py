@@ -95,6 +95,11 @@ TRAIN = [
     "band_r25:60000", "band_r80:30000", "stencil2d_5pt:250", "fem27_3dof:7",
     "uniform_r6:150000", "uniform_r3:400000",
     "rmat:15:8@uniform_r6:32768", "uniform_r6:32768@rmat:15:8",
+    # Added on 2026-11-28, when the dense accumulator's faster sort moved
+    # the choice for scattered rows: the training had no scattered product
+    # wider than 2^19.6 columns, and the depth-1 tree it gave sent
+    # delaunay_1048576 to the dense accumulator at 1.8x BRMerge-Upper's time.
+    "delaunay:700000", "uniform_r4:1200000", "delaunay:450000@uniform_r4:450000",
 ]
 TRAIN_AAT = ["rmat:15:6", "band_r33:40000", "uniform_r4:300000",
              "uniform_r4:24000", "rmat:13:8", "delaunay:20000",
