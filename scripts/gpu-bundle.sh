@@ -21,8 +21,10 @@ limit_mib=56
 
 export RUSPARSE_NO_HEADER_UPDATE=1 CARGO_TERM_COLOR=never
 echo "== building the library, the benchmark and the GPU test binaries (release)"
-cargo build -q --release -p rusparse --lib
-cargo build -q --release -p rusparse-bench
+# One invocation: built apart, the library and the benchmark unify their
+# dependencies' features differently, so each build recompiled rusparse
+# over the other's (about a minute of CI's bundle step, every time).
+cargo build -q --release -p rusparse -p rusparse-bench
 tests=(cuda_backend cuda_ffi nvrtc_kernels)
 test_args=()
 for t in "${tests[@]}"; do test_args+=(--test "$t"); done
