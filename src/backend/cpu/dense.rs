@@ -375,12 +375,15 @@ impl<T: Scalar> Workspace<T> {
     /// to sort. The previous row's `n` columns moved by `shift` are
     /// distinct, so if all `n` are stamped in this row, the two sets of
     /// `n` columns are equal.
+    /// `shift` is asked only for a row of the previous row's size, so rows
+    /// that cannot match (most rows of graphs) pay one comparison.
     #[inline]
-    fn take_shifted_previous(&mut self, n: usize, shift: isize) -> bool {
+    fn take_shifted_previous(&mut self, n: usize, shift: impl FnOnce() -> isize) -> bool {
         let previous = &self.previous;
         if previous.len() != n || n == 0 {
             return false;
         }
+        let shift = shift();
         let (stamps, tag) = (&self.stamps.stamps, self.stamps.tag);
         let moved = |j: usize| j.wrapping_add_signed(shift);
         if !previous.iter().all(|&j| stamps.get(moved(j)) == Some(&tag)) {
@@ -628,7 +631,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
             return Err(row_mismatch(i, n, out.len()));
         }
         let sort =
-            !(span.is_none() && ws.take_shifted_previous(n, first_column_shift(a, first, i)));
+            !(span.is_none() && ws.take_shifted_previous(n, || first_column_shift(a, first, i)));
         ws.emit(n, span, Some(out), None, base, sort);
     }
     ws.keep(scratch);
@@ -678,7 +681,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
             return Err(row_mismatch(i, n, len));
         }
         let sort = sorted
-            && !(span.is_none() && ws.take_shifted_previous(n, first_column_shift(a, first, i)));
+            && !(span.is_none() && ws.take_shifted_previous(n, || first_column_shift(a, first, i)));
         ws.emit(n, span, out_cols, Some((out_vals, scale)), scale.base, sort);
     }
     ws.keep(scratch);
@@ -764,23 +767,26 @@ mod tests {
         ws.list = vec![0; 8];
         ws.previous = vec![2, 5, 9];
         stamp_row(&mut ws, &[10, 3, 6]);
-        assert!(ws.take_shifted_previous(3, 1));
+        assert!(ws.take_shifted_previous(3, || 1));
         assert_eq!(&ws.list[..3], &[3, 6, 10]);
 
         stamp_row(&mut ws, &[11, 3, 6]);
-        assert!(!ws.take_shifted_previous(3, 1), "one column differs");
+        assert!(!ws.take_shifted_previous(3, || 1), "one column differs");
         stamp_row(&mut ws, &[3, 6, 10, 12]);
-        assert!(!ws.take_shifted_previous(4, 1), "another size");
+        assert!(!ws.take_shifted_previous(4, || 1), "another size");
         stamp_row(&mut ws, &[1, 4, 8]);
-        assert!(ws.take_shifted_previous(3, -1));
+        assert!(ws.take_shifted_previous(3, || -1));
         assert_eq!(&ws.list[..3], &[1, 4, 8]);
         ws.previous = vec![0, 4, 8];
         stamp_row(&mut ws, &[3, 7, 31]);
-        assert!(!ws.take_shifted_previous(3, -1), "column 0 moved below 0");
+        assert!(
+            !ws.take_shifted_previous(3, || -1),
+            "column 0 moved below 0"
+        );
         ws.previous = vec![0, 4, 30];
         stamp_row(&mut ws, &[2, 6, 31]);
         assert!(
-            !ws.take_shifted_previous(3, 2),
+            !ws.take_shifted_previous(3, || 2),
             "column 30 moved past the last"
         );
     }
