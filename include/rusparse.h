@@ -723,8 +723,10 @@ rusparseStatus_t rusparseSpGEMM_estimateMemory(rusparseHandle_t handle,
  * writes `*bufferSize2`; with the buffer it finds the exact size of every
  * row of C and sets nnz(C) in matC (read it with `rusparseSpMatGetSize`).
  * Only C's row metadata is kept. INVALID_VALUE when nnz(C) does not fit
- * matC's row offset type, or when A's or B's pattern changed since work
- * estimation.
+ * matC's row offset type, or when A's or B's shape or nnz changed since
+ * work estimation (a pattern changed with the same nnz is refused by
+ * `rusparseSpGEMM_copy`, which checks a hash of the patterns before it
+ * writes C; compute reads them once fewer).
  */
 rusparseStatus_t rusparseSpGEMM_compute(rusparseHandle_t handle,
                                         rusparseOperation_t opA,
@@ -744,7 +746,9 @@ rusparseStatus_t rusparseSpGEMM_compute(rusparseHandle_t handle,
  * Phase 3: the numeric product, straight into the arrays set on matC with
  * `rusparseCsrSetPointers`: row offsets (matC's base), sorted columns
  * without duplicates, and values `alpha * op(A) op(B) + beta * values`,
- * where the old values are read only when `*beta != 0`.
+ * where the old values are read only when `*beta != 0`. INVALID_VALUE,
+ * before C is written, when A's or B's pattern changed since work
+ * estimation (a hash of their index arrays).
  */
 rusparseStatus_t rusparseSpGEMM_copy(rusparseHandle_t handle,
                                      rusparseOperation_t opA,

@@ -1,6 +1,7 @@
 //! Compressed sparse row matrices: borrowed views and owned matrices.
 
 use crate::error::{invalid, Error, Result};
+use crate::plan::fingerprint::scan_pattern;
 use crate::types::{ColumnOrder, Index, IndexBase, Scalar};
 use rayon::prelude::*;
 
@@ -159,6 +160,33 @@ pub fn validate_structure<I: Index, J: Index>(
     col_indices: &[J],
     base: IndexBase,
 ) -> Result<()> {
+    check_structure(nrows, ncols, row_offsets, col_indices, base, false).map(|_| ())
+}
+
+/// [`validate_structure`] and the pattern's fingerprint
+/// ([`crate::plan::fingerprint::pattern_fingerprint`]) in one pass over the
+/// arrays: what the C ABI's work estimation does with each operand.
+pub(crate) fn validate_and_fingerprint<I: Index, J: Index>(
+    nrows: usize,
+    ncols: usize,
+    row_offsets: &[I],
+    col_indices: &[J],
+    base: IndexBase,
+) -> Result<u64> {
+    check_structure(nrows, ncols, row_offsets, col_indices, base, true)
+        .map(|print| print.unwrap_or_default())
+}
+
+/// The checks of [`validate_structure`]; with `fingerprint`, fused with the
+/// pattern's hash, which it returns.
+fn check_structure<I: Index, J: Index>(
+    nrows: usize,
+    ncols: usize,
+    row_offsets: &[I],
+    col_indices: &[J],
+    base: IndexBase,
+    fingerprint: bool,
+) -> Result<Option<u64>> {
     let b = base.offset();
     if row_offsets.len() != nrows + 1 {
         invalid!(
@@ -178,7 +206,28 @@ pub fn validate_structure<I: Index, J: Index>(
     if first != b as i64 {
         invalid!("rowOffsets[0] = {first} but the index base is {b}");
     }
-    if let Some(i) = first_position(nrows, |i| row_offsets[i + 1] < row_offsets[i]) {
+    let decreases = |i: usize| i < nrows && row_offsets[i + 1] < row_offsets[i];
+    let hi = ncols as i64 + b as i64;
+    let out_of_range = |c: &J| {
+        let c = c.to_i64();
+        c < b as i64 || c >= hi
+    };
+    // Without the fingerprint the columns are scanned only once the
+    // offsets passed; with it, everything is read in the one pass.
+    let (print, bad_offset, bad_col) = if fingerprint {
+        let s = scan_pattern(
+            nrows,
+            ncols,
+            row_offsets,
+            col_indices,
+            decreases,
+            out_of_range,
+        );
+        (Some(s.fingerprint), s.bad_offset, Some(s.bad_col))
+    } else {
+        (None, first_position(nrows, decreases), None)
+    };
+    if let Some(i) = bad_offset {
         invalid!(
             "rowOffsets decrease at row {i}: rowOffsets[{i}] = {} > rowOffsets[{}] = {}",
             row_offsets[i].to_i64(),
@@ -193,17 +242,15 @@ pub fn validate_structure<I: Index, J: Index>(
             col_indices.len()
         );
     }
-    let hi = ncols as i64 + b as i64;
-    if let Some(k) = first_position(col_indices.len(), |k| {
-        let c = col_indices[k].to_i64();
-        c < b as i64 || c >= hi
-    }) {
+    let bad_col = bad_col
+        .unwrap_or_else(|| first_position(col_indices.len(), |k| out_of_range(&col_indices[k])));
+    if let Some(k) = bad_col {
         invalid!(
             "colInd[{k}] = {} is out of range for {ncols} columns (index base {b})",
             col_indices[k].to_i64()
         );
     }
-    Ok(())
+    Ok(print)
 }
 
 /// An owned CSR matrix, as returned by [`crate::spgemm`].
@@ -444,11 +491,48 @@ impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
 mod tests {
     use super::*;
 
+    /// The message of both validations, which must agree.
     fn check(offsets: &[i32], cols: &[i32], nrows: usize, ncols: usize, base: IndexBase) -> String {
+        let fused = validate_and_fingerprint(nrows, ncols, offsets, cols, base);
         match validate_structure(nrows, ncols, offsets, cols, base) {
-            Err(Error::InvalidValue(m)) => m,
+            Err(Error::InvalidValue(m)) => {
+                assert!(
+                    matches!(&fused, Err(Error::InvalidValue(f)) if *f == m),
+                    "{fused:?}"
+                );
+                m
+            }
             other => panic!("expected INVALID_VALUE, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_fused_validation_returns_the_fingerprint() {
+        use crate::plan::fingerprint::pattern_fingerprint;
+        // Blocks of 2^16 entries: a bad entry in the second block, the
+        // first entry of a block, and a row offset that decreases across
+        // a block boundary are all found.
+        let n = (1usize << 17) + 5;
+        let offsets: Vec<i32> = (0..=n as i32).collect();
+        let cols: Vec<i32> = (0..n as i32).map(|k| k % 7).collect();
+        let z = IndexBase::Zero;
+        let print = validate_and_fingerprint(n, 7, &offsets, &cols, z).unwrap();
+        assert_eq!(print, pattern_fingerprint(n, 7, &offsets, &cols));
+        for k in [0, 1 << 16, (1 << 16) + 3, n - 1] {
+            let mut bad = cols.clone();
+            bad[k] = 7;
+            bad[n - 1] = 9;
+            let m = check(&offsets, &bad, n, 7, z);
+            let first = k.min(n - 1);
+            assert!(m.starts_with(&format!("colInd[{first}] = ")), "{m}");
+        }
+        let mut down = offsets.clone();
+        down[1 << 16] -= 2;
+        let m = check(&down, &cols, n, 7, z);
+        assert!(
+            m.contains(&format!("decrease at row {}", (1 << 16) - 1)),
+            "{m}"
+        );
     }
 
     #[test]

@@ -119,7 +119,9 @@ impl Context {
         // One call: the phases run back to back on `a` and `b`, so nothing
         // is fingerprinted.
         let mut plan =
-            SpgemmPlan::planned(self, (a, opts.op_a), (b, opts.op_b), opts.algorithm, false)?;
+            SpgemmPlan::planned(self, (a, opts.op_a), (b, opts.op_b), opts.algorithm, || {
+                None
+            })?;
         // A C too large for `I` or for memory is refused here, from the
         // lower bound of nnz(C), before the symbolic phase spends O(nprod)
         // on it: C's arrays are reserved at that bound first.
@@ -206,8 +208,17 @@ fn operands<T: Scalar, I: Index, J: Index>(
 /// (cuSPARSE's work estimation); [`SpgemmPlan::symbolic`] finds nnz(C) and
 /// keeps only C's row offsets (cuSPARSE's compute); the numeric calls write
 /// straight into the caller's arrays (cuSPARSE's copy and reuse compute).
-/// Every phase after the first checks that A's and B's patterns are the
-/// ones the plan was made for (a parallel hash of the index arrays, O(nnz)).
+/// Every phase checks A's and B's shapes and nnz against the plan's; the
+/// phases that write C (numeric, structure) also check that the patterns
+/// are the ones the plan was made for (a parallel hash of the index arrays,
+/// O(nnz)). The symbolic phase does not hash them (but for BRMerge-Upper,
+/// whose temporary C the numeric phase copies): its kernels refuse
+/// a pattern that does not fit the plan's row work, and a changed pattern
+/// they miss makes only C's row sizes wrong: the numeric phase then refuses
+/// the changed operands (hash), and on the planned ones it refuses a row
+/// whose size differs or computes their exact product. So a product (plan,
+/// symbolic, numeric) reads the patterns for checking twice, not three
+/// times.
 #[derive(Debug, Clone)]
 pub struct SpgemmPlan<I, J> {
     algorithm: Algorithm,
@@ -219,6 +230,8 @@ pub struct SpgemmPlan<I, J> {
     /// checks; `None` for the plan of one [`Context::spgemm`] call, whose
     /// phases run back to back on borrowed arrays that cannot change.
     fingerprints: Option<(u64, u64)>,
+    /// nnz of A and B as planned, checked by every phase (O(1)).
+    nnz: (usize, usize),
     work: RowWork,
     /// C's zero-based row offsets, once the symbolic phase ran.
     c_offsets: Option<Vec<usize>>,
@@ -252,7 +265,7 @@ fn fingerprint<T: Scalar, I: Index, J: Index>(x: &CsrView<'_, T, I, J>) -> u64 {
 }
 
 /// True when A and B are the same arrays (C = A * A, A * Aᵀ).
-fn same_pattern_arrays<T: Scalar, I: Index, J: Index>(
+pub(crate) fn same_pattern_arrays<T: Scalar, I: Index, J: Index>(
     a: &CsrView<'_, T, I, J>,
     b: &CsrView<'_, T, I, J>,
 ) -> bool {
@@ -316,18 +329,33 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         op_b: Op,
         algorithm: Algorithm,
     ) -> Result<Self> {
-        Self::planned(ctx, (a, op_a), (b, op_b), algorithm, true)
+        Self::planned(ctx, (a, op_a), (b, op_b), algorithm, || {
+            Some(fingerprints(a, b))
+        })
     }
 
-    /// [`SpgemmPlan::new`]; with `reusable` false, for phases that all run
-    /// inside one call on the same borrowed arrays, the patterns and values
-    /// are not fingerprinted (nothing can change them in between).
+    /// [`SpgemmPlan::new`] with A's and B's pattern fingerprints already
+    /// made (by the C ABI's work estimation, in its validation pass).
+    pub(crate) fn with_fingerprints<T: Scalar>(
+        ctx: &Context,
+        (a, op_a): (&CsrView<'_, T, I, J>, Op),
+        (b, op_b): (&CsrView<'_, T, I, J>, Op),
+        algorithm: Algorithm,
+        prints: (u64, u64),
+    ) -> Result<Self> {
+        Self::planned(ctx, (a, op_a), (b, op_b), algorithm, || Some(prints))
+    }
+
+    /// [`SpgemmPlan::new`], with the patterns' fingerprints from `prints`
+    /// (run in the context's pool). `None`, for phases that all run inside
+    /// one call on the same borrowed arrays: the patterns and values are
+    /// not fingerprinted (nothing can change them in between).
     fn planned<T: Scalar>(
         ctx: &Context,
         (a, op_a): (&CsrView<'_, T, I, J>, Op),
         (b, op_b): (&CsrView<'_, T, I, J>, Op),
         algorithm: Algorithm,
-        reusable: bool,
+        prints: impl FnOnce() -> Option<(u64, u64)> + Send,
     ) -> Result<Self> {
         if let Some(dev) = ctx.gpu_device() {
             return Err(Error::NotSupported(format!(
@@ -369,7 +397,8 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 b_canonical,
                 upper: None,
                 prediction,
-                fingerprints: reusable.then(|| fingerprints(a, b)),
+                fingerprints: prints(),
+                nnz: (a.col_indices().len(), b.col_indices().len()),
                 a: pa,
                 b: pb,
                 work,
@@ -435,10 +464,13 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             + self.b.memory_bytes()
     }
 
+    /// Checks A's and B's shapes and nnz against the plan's (O(1)) and,
+    /// with `patterns`, their fingerprints (O(nnz)).
     fn check_inputs<T: Scalar>(
         &self,
         a: &CsrView<'_, T, I, J>,
         b: &CsrView<'_, T, I, J>,
+        patterns: bool,
     ) -> Result<()> {
         let (ar, ac) = OperandPattern::shape(a, self.a.op());
         let (br, bc) = OperandPattern::shape(b, self.b.op());
@@ -452,7 +484,16 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         {
             invalid!("the shapes of A or B changed since the plan was made");
         }
-        let Some((a_fingerprint, b_fingerprint)) = self.fingerprints else {
+        for (name, x, planned) in [("A", a, self.nnz.0), ("B", b, self.nnz.1)] {
+            let nnz = x.col_indices().len();
+            if nnz != planned {
+                invalid!(
+                    "the pattern of {name} changed since the plan was made (nnz {nnz}, planned \
+                     {planned}; only values may change)"
+                );
+            }
+        }
+        let Some((a_fingerprint, b_fingerprint)) = self.fingerprints.filter(|_| patterns) else {
             return Ok(());
         };
         let (fa, fb) = fingerprints(a, b);
@@ -477,8 +518,10 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     /// per chunk.
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] when A's or B's pattern differs from the
-    /// planned one; [`Error::AllocFailed`].
+    /// [`Error::InvalidValue`] when A's or B's shape or nnz differs from the
+    /// planned one, or the kernels find a row that does not fit the plan
+    /// (the patterns are not hashed here; see [`SpgemmPlan`]);
+    /// [`Error::AllocFailed`].
     pub fn symbolic<T: Scalar>(
         &mut self,
         ctx: &Context,
@@ -487,7 +530,9 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     ) -> Result<usize> {
         self.upper = None;
         let (offsets, upper) = ctx.run(|| -> Result<(Vec<usize>, Option<UpperStore>)> {
-            self.check_inputs(a, b)?;
+            // BRMerge-Upper keeps a temporary C that the numeric phase copies,
+            // so its plan must see the planned patterns now.
+            self.check_inputs(a, b, self.selected == Algorithm::BrmergeUpper)?;
             let m = self.work.nrows();
             let mut counts = try_vec(m + 1, 0usize, "C's row sizes")?;
             let (ra, rb) = (self.a.rows(a), self.b.rows(b));
@@ -599,7 +644,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     ) -> Result<()> {
         self.check_output_sizes(Some(row_offsets.len()), Some(col_indices.len()), None)?;
         ctx.run(|| {
-            self.check_inputs(a, b)?;
+            self.check_inputs(a, b, true)?;
             self.write_row_offsets(row_offsets, base)?;
             let offsets = self.offsets()?;
             self.backend(ctx).symbolic(
@@ -687,7 +732,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             _ => None,
         };
         ctx.run(|| {
-            self.check_inputs(a, b)?;
+            self.check_inputs(a, b, true)?;
             if let Some(ro) = row_offsets {
                 self.write_row_offsets(ro, base)?;
             }

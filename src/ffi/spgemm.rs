@@ -18,8 +18,9 @@ use super::handle::Handle;
 use super::matrix::{slice_at_mut, SpMat};
 use super::placement::{arrays, check_same, place, Placement};
 use super::types::*;
+use crate::csr::validate_and_fingerprint;
 use crate::plan::fingerprint::pattern_fingerprint;
-use crate::spgemm::check_nnz_fits;
+use crate::spgemm::{check_nnz_fits, same_pattern_arrays};
 use crate::types::{Algorithm, ColumnOrder, DataType, IndexType, Op};
 use crate::{
     validate_structure, Complex, CsrOutput, CsrView, Error, Index, Result, Scalar, SpgemmOptions,
@@ -330,6 +331,9 @@ fn plan_mut<I: Index, J: Index>(plan: &mut (dyn Any + Send)) -> Result<&mut Spge
     })
 }
 
+/// Fingerprints of A's and B's patterns.
+type PatternPrints = (u64, u64);
+
 /// Views of A and B.
 type Operands<'m, T, I, J> = (CsrView<'m, T, I, J>, CsrView<'m, T, I, J>);
 
@@ -340,32 +344,56 @@ fn validated_views<'m, T: Scalar, I: Index, J: Index>(
     a: &'m SpMat,
     b: &'m SpMat,
 ) -> Result<Operands<'m, T, I, J>> {
+    scanned_views(h, a, b, false).map(|(views, _)| views)
+}
+
+/// [`validated_views`]; with `fingerprint`, also A's and B's pattern
+/// fingerprints, made in the same pass as the checks (once when A and B are
+/// the same arrays).
+fn scanned_views<'m, T: Scalar, I: Index, J: Index>(
+    h: &Handle,
+    a: &'m SpMat,
+    b: &'m SpMat,
+    fingerprint: bool,
+) -> Result<(Operands<'m, T, I, J>, PatternPrints)> {
     // SAFETY: the descriptors' arrays hold the sizes they state (API
     // contract). Values are not read before the numeric phase.
     let a = unsafe { a.view::<T, I, J>("matA", false) }?;
     let b = unsafe { b.view::<T, I, J>("matB", false) }?;
-    h.ctx.run(|| {
-        for (m, name) in [(&a, "matA"), (&b, "matB")] {
-            validate_structure(
-                m.nrows(),
-                m.ncols(),
-                m.row_offsets(),
-                m.col_indices(),
-                m.base(),
-            )
-            .map_err(|e| e.context(name))?;
+    let scan = |m: &CsrView<'m, T, I, J>, name: &str| {
+        let (rows, cols) = (m.nrows(), m.ncols());
+        let (offsets, indices) = (m.row_offsets(), m.col_indices());
+        if fingerprint {
+            validate_and_fingerprint(rows, cols, offsets, indices, m.base())
+        } else {
+            validate_structure(rows, cols, offsets, indices, m.base()).map(|()| 0)
         }
-        Ok::<(), Error>(())
+        .map_err(|e| e.context(name))
+    };
+    let prints = h.ctx.run(|| {
+        let fa = scan(&a, "matA")?;
+        let fb = if same_pattern_arrays(&a, &b) && a.base() == b.base() {
+            fa
+        } else {
+            scan(&b, "matB")?
+        };
+        Ok::<(u64, u64), Error>((fa, fb))
     })?;
-    Ok((a, b))
+    Ok(((a, b), prints))
 }
 
 /// Work estimation: validates A and B fully and plans the product.
 fn plan_new<T: Scalar, I: Index, J: Index>(
     x: &Args<'_>,
 ) -> Result<(Box<dyn Any + Send>, u64, Algorithm)> {
-    let (a, b) = validated_views::<T, I, J>(x.h, x.a, x.b)?;
-    let plan = SpgemmPlan::new(&x.h.ctx, &a, x.call.op_a, &b, x.call.op_b, x.call.alg)?;
+    let ((a, b), prints) = scanned_views::<T, I, J>(x.h, x.a, x.b, true)?;
+    let plan = SpgemmPlan::with_fingerprints(
+        &x.h.ctx,
+        (&a, x.call.op_a),
+        (&b, x.call.op_b),
+        x.call.alg,
+        prints,
+    )?;
     // A C that cannot fit matC's row offsets is refused now, from the lower
     // bound of nnz(C), not after compute has counted every product.
     check_nnz_fits(
@@ -1013,8 +1041,10 @@ pub unsafe extern "C" fn rusparseSpGEMM_estimateMemory(
 /// writes `*bufferSize2`; with the buffer it finds the exact size of every
 /// row of C and sets nnz(C) in matC (read it with `rusparseSpMatGetSize`).
 /// Only C's row metadata is kept. INVALID_VALUE when nnz(C) does not fit
-/// matC's row offset type, or when A's or B's pattern changed since work
-/// estimation.
+/// matC's row offset type, or when A's or B's shape or nnz changed since
+/// work estimation (a pattern changed with the same nnz is refused by
+/// `rusparseSpGEMM_copy`, which checks a hash of the patterns before it
+/// writes C; compute reads them once fewer).
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpGEMM_compute(
     handle: rusparseHandle_t,
@@ -1061,7 +1091,9 @@ pub unsafe extern "C" fn rusparseSpGEMM_compute(
 /// Phase 3: the numeric product, straight into the arrays set on matC with
 /// `rusparseCsrSetPointers`: row offsets (matC's base), sorted columns
 /// without duplicates, and values `alpha * op(A) op(B) + beta * values`,
-/// where the old values are read only when `*beta != 0`.
+/// where the old values are read only when `*beta != 0`. INVALID_VALUE,
+/// before C is written, when A's or B's pattern changed since work
+/// estimation (a hash of their index arrays).
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpGEMM_copy(
     handle: rusparseHandle_t,

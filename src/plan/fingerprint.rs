@@ -38,11 +38,29 @@ fn hash_block<X>(block: &[X], seed: u64, key: impl Fn(&X) -> u64) -> u64 {
 }
 
 fn hash_slice<X: Sync>(xs: &[X], seed: u64, key: impl Fn(&X) -> u64 + Sync + Copy) -> u64 {
-    xs.par_chunks(BLOCK)
-        .map(|block| hash_block(block, seed, key))
-        .collect::<Vec<u64>>()
-        .into_iter()
-        .fold(seed ^ xs.len() as u64, mix)
+    hash_slice_finding(xs, seed, key, |_, _| None).0
+}
+
+/// [`hash_slice`], running `find(start, block)` on each block right after
+/// hashing it, while the block is still in cache (`start`: the block's
+/// first position in `xs`). Returns the hash and the smallest position any
+/// `find` reported: one pass over memory for a hash and a check.
+fn hash_slice_finding<X: Sync>(
+    xs: &[X],
+    seed: u64,
+    key: impl Fn(&X) -> u64 + Sync + Copy,
+    find: impl Fn(usize, &[X]) -> Option<usize> + Sync,
+) -> (u64, Option<usize>) {
+    let blocks: Vec<(u64, Option<usize>)> = xs
+        .par_chunks(BLOCK)
+        .enumerate()
+        .map(|(k, block)| (hash_block(block, seed, key), find(k * BLOCK, block)))
+        .collect();
+    let first = blocks.iter().filter_map(|&(_, f)| f).min();
+    let hash = blocks
+        .iter()
+        .fold(seed ^ xs.len() as u64, |h, &(b, _)| mix(h, b));
+    (hash, first)
 }
 
 /// Hash of `(nrows, ncols, offsets, cols)`. O(nnz), parallel.
@@ -52,9 +70,49 @@ pub fn pattern_fingerprint<I: Index, J: Index>(
     offsets: &[I],
     cols: &[J],
 ) -> u64 {
+    scan_pattern(nrows, ncols, offsets, cols, |_| false, |_| false).fingerprint
+}
+
+/// What [`scan_pattern`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PatternScan {
+    /// [`pattern_fingerprint`] of the pattern.
+    pub fingerprint: u64,
+    /// The first `i` (of `0..offsets.len()`) with `bad_offset(i)`.
+    pub bad_offset: Option<usize>,
+    /// The first `k` with `bad_col(cols[k])`.
+    pub bad_col: Option<usize>,
+}
+
+/// [`pattern_fingerprint`] and a check of every offset position and every
+/// column, in one pass over the arrays (validation and fingerprint of an
+/// operand read its pattern once).
+pub fn scan_pattern<I: Index, J: Index>(
+    nrows: usize,
+    ncols: usize,
+    offsets: &[I],
+    cols: &[J],
+    bad_offset: impl Fn(usize) -> bool + Sync,
+    bad_col: impl Fn(&J) -> bool + Sync,
+) -> PatternScan {
     let h = mix(mix(0x5EED, nrows as u64), ncols as u64);
-    let h = mix(h, hash_slice(offsets, 0x0FF5, |x: &I| x.to_i64() as u64));
-    mix(h, hash_slice(cols, 0xC015, |x: &J| x.to_i64() as u64))
+    let (ho, bad_offset) = hash_slice_finding(
+        offsets,
+        0x0FF5,
+        |x: &I| x.to_i64() as u64,
+        |start, block| (start..start + block.len()).find(|&i| bad_offset(i)),
+    );
+    let (hc, bad_col) = hash_slice_finding(
+        cols,
+        0xC015,
+        |x: &J| x.to_i64() as u64,
+        |start, block| block.iter().position(&bad_col).map(|k| start + k),
+    );
+    PatternScan {
+        fingerprint: mix(mix(h, ho), hc),
+        bad_offset,
+        bad_col,
+    }
 }
 
 /// Hash of a value array (bit patterns, so `-0.0 != 0.0` and NaNs are
