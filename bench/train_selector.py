@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Trains rusparse's CPU algorithm selector (seed 001) and evaluates it.
+"""Trains rusparse's CPU algorithm selector (after the pattern-based selector
+paper, docs/bibliography.md) and evaluates it.
 
 Reproduce the committed model (from the repository root, release build):
 

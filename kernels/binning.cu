@@ -2,13 +2,13 @@
 #include "portability.h"
 #endif
 
-/* Row binning in two passes (OpSparse, seed 002 section 5.1, algorithms 1
- * and 2, with seed 004's warp aggregation): rs_bin_count counts the rows of
- * each bin, the host turns the counts into offsets, rs_bin_fill writes the
- * row numbers. A warp classifies RS_WARP rows at a time with one ballot per
- * bin; counts stay in registers (lane j keeps bin j's) and shared memory,
- * and a block makes one global atomic per bin (per pass over the block's
- * rows in rs_bin_fill).
+/* Row binning in two passes (OpSparse section 5.1, algorithms 1
+ * and 2, with the DCU study's warp aggregation): rs_bin_count counts the
+ * rows of each bin, the host turns the counts into offsets, rs_bin_fill
+ * writes the row numbers. A warp classifies RS_WARP rows at a time with one
+ * ballot per bin; counts stay in registers (lane j keeps bin j's) and
+ * shared memory, and a block makes one global atomic per bin (per pass over
+ * the block's rows in rs_bin_fill).
  *
  * Bin j < nb holds the rows whose size is in (bounds[j-1], bounds[j]]
  * (bounds[-1] = 0); sizes above bounds[nb-1] go to bin nb - 1 as well; size

@@ -1,5 +1,5 @@
 /* kernels/numeric.cu: columns and values of C's rows (OpSparse's numeric
- * step, seed 002 §5.2/5.6, with seed 004's direct path and bitonic sort).
+ * step, OpSparse §5.2/5.6, with the DCU study's direct path and bitonic sort).
  *
  *   rs_numeric_shared  (column, value) hash tables in shared memory, several
  *                      rows per block when team < block;

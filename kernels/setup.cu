@@ -123,8 +123,8 @@ RS_DEVICE RS_INLINE void rsh_urow(const rsh_csr<V, O, I>& x, unsigned long long 
 }
 
 /* Threads per B row of the global kernels, which have no `group` argument:
- * about eight entries of an average B row per thread (seed 004), a power of
- * two from 2 to RS_WARP. */
+ * about eight entries of an average B row per thread (the DCU study), a
+ * power of two from 2 to RS_WARP. */
 template <class V, class O, class I>
 RS_DEVICE RS_INLINE int rsh_global_group(const rsh_csr<V, O, I>& b) {
   const long long mean = b.nrows > 0 ? (b.nnz + b.nrows - 1) / b.nrows : 1;

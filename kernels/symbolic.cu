@@ -1,5 +1,5 @@
 /* kernels/symbolic.cu: nnz of each row of C by hashing its columns
- * (OpSparse's symbolic step, seed 002 §5.2, with seed 004's threads per B
+ * (OpSparse's symbolic step, §5.2, with the DCU study's threads per B
  * row).
  *
  *   rs_symbolic_shared  one hash table per row in shared memory, several

@@ -4,6 +4,11 @@
 //! The Rust API is the core; the C ABI (`ffi`) only converts descriptors
 //! into these types and errors into statuses.
 //!
+//! Comments cite the five papers rusparse is built from by short names
+//! (the sampling predictor, the pattern-based selector, OpSparse, BRMerge,
+//! the DCU study); `docs/bibliography.md` lists them and what each part
+//! takes from which.
+//!
 //! ```
 //! use rusparse::{spgemm, CsrMatrix, IndexBase, SpgemmOptions};
 //! // A = [[1, 2], [0, 3]]

@@ -137,15 +137,15 @@ impl Context {
     }
 }
 
-/// Predicts nnz(C) of `C = op(A) * op(B)` without computing C (seed 000,
-/// with rusparse's stratified sample; see [`crate::plan::predict`]), on a
-/// default context. Deterministic for a given input. Costs the row count
-/// of the product (one pass over A's entries), sampled rows of about 1/256
-/// of the products (more on small matrices with long rows, where every
-/// group of rows samples at least 4 unless its bounds pin its nnz; at most
-/// 1,024 a group on large ones), and, for op T or C, the transposed
-/// pattern.
-/// Small products (up to 2^14 products) are counted exactly.
+/// Predicts nnz(C) of `C = op(A) * op(B)` without computing C (the sampling
+/// predictor, with rusparse's stratified sample; see
+/// [`crate::plan::predict`]), on a default context. Deterministic for a
+/// given input. Costs the row count of the product (one pass over A's
+/// entries), sampled rows of about 1/256 of the products (more on small
+/// matrices with long rows, where every group of rows samples at least 4
+/// unless its bounds pin its nnz; at most 1,024 a group on large ones),
+/// and, for op T or C, the transposed pattern. Small products (up to 2^14
+/// products) are counted exactly.
 ///
 /// # Errors
 /// [`Error::InvalidValue`] when the inner dimensions differ;
@@ -380,8 +380,9 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 entry_bytes: std::mem::size_of::<T>() + std::mem::size_of::<J>(),
                 nnz_lower_bound: work.nnz_lower_bound(b_canonical),
             };
-            // The prediction (seed 000) feeds the automatic choice and sizes
-            // BRMerge-Upper's temporary C; it is made only when needed.
+            // The prediction (the sampling predictor) feeds the automatic
+            // choice and sizes BRMerge-Upper's temporary C; it is made only
+            // when needed.
             let mut prediction = None;
             let selected = select(algorithm, &shape, || {
                 let (p, f) = planning_features(&ra, &rb, &work);

@@ -318,10 +318,11 @@ pub enum Algorithm {
     /// CPU: hash symbolic, exact row offsets, hash numeric, then a sort of
     /// each row (rusparse extension).
     Hash,
-    /// CPU: BRMerge-Precise (seed 003): hash symbolic for exact row sizes,
-    /// then binary merging of the scaled rows of B straight into C.
+    /// CPU: BRMerge-Precise (the BRMerge paper): hash symbolic for exact
+    /// row sizes, then binary merging of the scaled rows of B straight into
+    /// C.
     BrmergePrecise,
-    /// CPU: BRMerge-Upper (seed 003): merges into a temporary C sized by
+    /// CPU: BRMerge-Upper (the BRMerge paper): merges into a temporary C sized by
     /// nprod during the symbolic phase, then copies it into C.
     BrmergeUpper,
     /// CPU: dense accumulator (one array as wide as B per thread) with a bit

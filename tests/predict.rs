@@ -1,8 +1,9 @@
-//! `rusparse::predict_nnz` (seed 000 with a stratified sample) on products
-//! large enough to be sampled: close to the exact nnz(C), deterministic,
-//! the same for op T as for the explicit transpose, and for every index
-//! type and base; and the edge cases (empty matrices, shapes that do not
-//! multiply). Small products are checked exactly in `cpu_properties.rs`.
+//! `rusparse::predict_nnz` (the sampling predictor with a stratified
+//! sample) on products large enough to be sampled: close to the exact
+//! nnz(C), deterministic, the same for op T as for the explicit transpose,
+//! and for every index type and base; and the edge cases (empty matrices,
+//! shapes that do not multiply). Small products are checked exactly in
+//! `cpu_properties.rs`.
 
 use rusparse::{predict_nnz, spgemm, CsrMatrix, Error, Index, IndexBase, Op, SpgemmOptions};
 

@@ -1,5 +1,6 @@
 //! `rusparse-bench predict`: how close and how cheap the output-size
-//! prediction is (seed 000), per matrix, for each way of sampling rows.
+//! prediction is (the sampling predictor), per matrix, for each way of
+//! sampling rows.
 //!
 //! For every case it computes nnz(C) exactly (the symbolic phase), times
 //! the whole SpGEMM (plan, symbolic, C's allocation, numeric; median of

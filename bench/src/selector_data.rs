@@ -1,8 +1,9 @@
 //! `rusparse-bench selector-data`: the training and evaluation data of the
-//! algorithm selector (seed 001). For every case it writes one CSV row: the
-//! product's features (`rusparse::plan::features::FEATURE_NAMES`, as the
-//! planner computes them), the median time of every CPU algorithm forced in
-//! turn, the automatic choice and its time, and the fastest algorithm.
+//! algorithm selector (after the pattern-based selector paper). For every
+//! case it writes one CSV row: the product's features
+//! (`rusparse::plan::features::FEATURE_NAMES`, as the planner computes
+//! them), the median time of every CPU algorithm forced in turn, the
+//! automatic choice and its time, and the fastest algorithm.
 //!
 //! A case is a matrix spec (C = A·A, or A·Aᵀ with `--aat`) or two specs
 //! joined by `@` (C = A·B, e.g. `stencil2d_5pt:256@rmat:16:4`, both with

@@ -770,22 +770,22 @@ fn non_null_scalars(alpha: *const c_void, beta: *const c_void) -> Result<()> {
 }
 
 /// Predicts nnz(C) of `op(A) * op(B)` without computing C (rusparse
-/// extension; seed 000 with a stratified sample of rows): no buffer, no
-/// SpGEMM descriptor, no matC. A and B are checked as in work estimation;
-/// the cost is their check, one pass counting each row's products, and the
-/// sampled rows (about 1/256 of the products, more on small matrices with
-/// long rows; products of up to 2^14 scalar products are counted exactly).
-/// Deterministic. Measured error: 0.09 % mean on large generated matrices,
-/// 1.1 % mean and 4.3 % worst on small real ones; the sample costs 0.1 to
-/// 0.6 % of the SpGEMM above 10^6 products (`docs/benchmarks.md`).
-/// Device arrays (a CUDA or HIP handle, or an AUTO handle given device
-/// pointers) are predicted on the GPU, on the handle's stream, with the
-/// same stratified sample: the device counts each row's products and
-/// shape (its entries and longest merged row of B; 16 bytes a row read
-/// back) and the exact nnz of the sampled rows (the symbolic kernels); the
-/// host picks the rows and combines. It returns what the CPU returns for
-/// the same operands (checked on an emulated GPU), so the errors above
-/// hold. Its cost on a GPU is not measured yet.
+/// extension; the sampling predictor's ratio over a stratified sample of
+/// rows): no buffer, no SpGEMM descriptor, no matC. A and B are checked as
+/// in work estimation; the cost is their check, one pass counting each
+/// row's products, and the sampled rows (about 1/256 of the products, more
+/// on small matrices with long rows; products of up to 2^14 scalar products
+/// are counted exactly). Deterministic. Measured error: 0.09 % mean on
+/// large generated matrices, 1.1 % mean and 4.3 % worst on small real ones;
+/// the sample costs 0.1 to 0.6 % of the SpGEMM above 10^6 products
+/// (`docs/benchmarks.md`). Device arrays (a CUDA or HIP handle, or an AUTO
+/// handle given device pointers) are predicted on the GPU, on the handle's
+/// stream, with the same stratified sample: the device counts each row's
+/// products and shape (its entries and longest merged row of B; 16 bytes a
+/// row read back) and the exact nnz of the sampled rows (the symbolic
+/// kernels); the host picks the rows and combines. It returns what the CPU
+/// returns for the same operands (checked on an emulated GPU), so the
+/// errors above hold. Its cost on a GPU is not measured yet.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpGEMM_predictNnz(
     handle: rusparseHandle_t,

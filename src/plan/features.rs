@@ -1,8 +1,9 @@
 //! Cheap features of a product `op(A) * op(B)` for the algorithm selector
-//! (seed 001): sizes, row-length statistics of A and B, the distribution of
-//! the work per row, the predicted compression ratio, how close A's entries
-//! lie to its diagonal, a coarse density image of A, how a dense
-//! accumulator's adds fall on cache lines, and BRMerge's merge passes.
+//! (after the pattern-based selector paper): sizes, row-length statistics
+//! of A and B, the distribution of the work per row, the predicted
+//! compression ratio, how close A's entries lie to its diagonal, a coarse
+//! density image of A, how a dense accumulator's adds fall on cache lines,
+//! and BRMerge's merge passes.
 //!
 //! Everything is read from what planning has already computed (the row
 //! patterns, [`RowWork`] and its strata, the [`NnzPrediction`]) plus one

@@ -1,5 +1,5 @@
 //! Row bins and kernel configurations of the GPU pipeline, derived from the
-//! device's properties (seed 002, OpSparse §5.6; seed 004 for the
+//! device's properties (OpSparse §5.6; the DCU study for the
 //! refinements), shared by the CUDA and HIP back ends.
 //!
 //! OpSparse tuned its tables for a V100 (96 KiB of shared memory and 2,048
@@ -25,7 +25,7 @@
 //! Tables are powers of two so probing uses a mask; every table size, block
 //! size and byte count here is checked against the device's limits by the
 //! tests below for a V100, an A100, an H100, a 64-wide AMD MI50 and a Hygon
-//! DCU (48 KiB per block), the last compared with seed 004's tables.
+//! DCU (48 KiB per block), the last compared with the DCU study's tables.
 
 /// The device properties the bins are derived from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -99,7 +99,7 @@ impl DeviceLimits {
         shared_per_sm: 64 << 10,
         reserved_shared_per_block: 0,
     };
-    /// Hygon DCU as seed 004 describes it (gfx906-like): 64-wide
+    /// Hygon DCU as the DCU study describes it (gfx906-like): 64-wide
     /// wavefronts, 64 KiB of LDS per CU, 48 KiB per block.
     pub const HYGON_DCU: DeviceLimits = DeviceLimits {
         warp: 64,
@@ -320,7 +320,7 @@ pub fn bin_bounds(bins: &[KernelBin]) -> Vec<i64> {
     bins.iter().map(|b| b.max_size).collect()
 }
 
-/// Threads that share one row of B (seed 004): about eight entries each of
+/// Threads that share one row of B (the DCU study): about eight entries each of
 /// a typical long row, a power of two from 2 to the warp width. The
 /// "typical long row" is B's longest row, but never more than four times
 /// its mean, so a few very long rows (power-law graphs) do not leave most
@@ -443,15 +443,16 @@ mod tests {
     }
 
     #[test]
-    fn dcu_follows_seed_004_configuration() {
-        // Seed 004, Tables 2 and 3 (Hygon DeviceLimits::HYGON_DCU, 4-byte indices, f64): the
-        // symbolic shared tables go up to 12,288 entries (48 KiB / 4 B), the
-        // numeric ones up to 4,096 (48 KiB / 12 B); rows beyond go to
-        // global-memory kernels; short rows are packed several to a block
-        // (thread groups of 8); the other kernels take a row per warp or
-        // per block of up to 1,024 threads. rusparse keeps tables powers of
-        // two (masked probing) and 16 bytes of counters beside them, so its
-        // largest tables are the powers of two below the paper's.
+    fn dcu_follows_the_dcu_study_configuration() {
+        // The DCU study, Tables 2 and 3 (Hygon DeviceLimits::HYGON_DCU,
+        // 4-byte indices, f64): the symbolic shared tables go up to 12,288
+        // entries (48 KiB / 4 B), the numeric ones up to 4,096 (48 KiB / 12
+        // B); rows beyond go to global-memory kernels; short rows are packed
+        // several to a block (thread groups of 8); the other kernels take a
+        // row per warp or per block of up to 1,024 threads. rusparse keeps
+        // tables powers of two (masked probing) and 16 bytes of counters
+        // beside them, so its largest tables are the powers of two below the
+        // paper's.
         let g = gpu_bins(&DeviceLimits::HYGON_DCU, 4, 8);
         for b in g.symbolic.iter().chain(&g.numeric) {
             assert_eq!(b.block % 64, 0, "whole wavefronts: {b:?}");

@@ -1,4 +1,4 @@
-//! Sampling the output rows of a product (seed 000).
+//! Sampling the output rows of a product (the sampling predictor).
 //!
 //! [`predict_nnz`] estimates nnz(C) without computing C. The paper's idea:
 //! the errors of a sample's nprod and nnz are correlated, so the sampled

@@ -895,7 +895,7 @@ fn every_bin_of_the_h100_table_list() {
 
 #[test]
 fn every_bin_of_the_dcu_table_list() {
-    // The bins the planner derives for a Hygon DCU (seed 004's device:
+    // The bins the planner derives for a Hygon DCU (the DCU study's device:
     // wavefronts of 64, 48 KiB of LDS per block), on the 64-wide variants.
     struct T(usize);
     impl HashVisitor for T {

@@ -1,4 +1,4 @@
-//! BRMerge row kernels (seed 003, Algorithm 1).
+//! BRMerge row kernels (the BRMerge paper, Algorithm 1).
 //!
 //! For one output row, the multiply phase writes every scaled row of B it
 //! needs, `a_ik * B[k, :]`, one after the other into a "ping" buffer: each
@@ -305,10 +305,10 @@ pub(super) fn make_room<X>(v: &mut Vec<X>, extra: usize, bound: usize) -> Result
 /// BRMerge-Upper, symbolic phase of one chunk: merges every row into a
 /// temporary C and records the exact row sizes in `counts`. The temporary C
 /// starts at the chunk's predicted size (nprod over the predicted
-/// compression `ratio`, seed 000) rather than its nprod (the upper bound
-/// BRMerge-Upper is named after), and grows when the prediction was low;
-/// it never exceeds nprod. Rows with more than [`MERGE_MAX_LISTS`] lists go
-/// through a dense accumulator instead when `dense_ok`.
+/// compression `ratio`, the sampling predictor) rather than its nprod (the
+/// upper bound BRMerge-Upper is named after), and grows when the prediction
+/// was low; it never exceeds nprod. Rows with more than [`MERGE_MAX_LISTS`]
+/// lists go through a dense accumulator instead when `dense_ok`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,

@@ -121,7 +121,7 @@ impl CpuBackend<'_> {
 
     /// BRMerge-Upper's symbolic phase: every chunk merges its rows into a
     /// temporary C, first sized by the predicted compression `ratio`
-    /// (nprod / nnz(C), seed 000; 1 for the upper bound nprod);
+    /// (nprod / nnz(C), the sampling predictor; 1 for the upper bound nprod);
     /// `counts[i]` receives the size of row `i`.
     ///
     /// # Errors

@@ -45,7 +45,7 @@ pub(crate) fn too_many_columns(row: usize, limit: usize) -> Error {
 
 /// When row `i` of `a` has exactly one entry `a_ik`, returns `k`'s position
 /// in `a`: C's row is then row `a.col(k)` of B scaled by `a_ik`, already
-/// sorted when B's rows are canonical (seed 004's direct path).
+/// sorted when B's rows are canonical (the DCU study's direct path).
 #[inline(always)]
 pub(crate) fn single_entry<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,

@@ -1,4 +1,5 @@
-//! The output-size prediction (seed 000) for operands in GPU memory.
+//! The output-size prediction (the sampling predictor) for operands in GPU
+//! memory.
 //!
 //! The device counts what the prediction reads of every row: its products
 //! (the pipeline's work estimation, which also validates A and B and

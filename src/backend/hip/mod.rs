@@ -1,5 +1,5 @@
-//! The HIP back end (AMD GPUs, Hygon DCUs; seed 004), behind the `hip`
-//! feature.
+//! The HIP back end (AMD GPUs, Hygon DCUs; after the DCU study), behind the
+//! `hip` feature.
 //!
 //! - [`loader`]: the HIP runtime and hiprtc, loaded at run time;
 //! - [`compile`]: the kernels' single source (`kernels/`, the same text the
