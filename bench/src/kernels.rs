@@ -5,14 +5,13 @@
 //! `auto` asks the first GPU). `scripts/gpu-check.sh` runs it on the GPU
 //! machine; `tests/nvrtc_kernels.rs` checks sm_80 and sm_90 in CI.
 
-use clap::Parser;
+use clap::Args;
 use rusparse::backend::cuda::compile::{nvrtc_supported_archs, KernelTypes};
 use rusparse::backend::cuda::resources::{kernel_max_block, kernel_resources};
 
 /// Kernel resources per instantiation (needs NVRTC).
-#[derive(Parser, Debug)]
-#[command(name = "rusparse-bench kernels")]
-struct Args {
+#[derive(Args, Debug)]
+pub struct KernelsCli {
     /// The target: `auto` (the first GPU's, else 90) or a number such as 90
     /// for sm_90.
     #[arg(long = "device-arch", default_value = "auto")]
@@ -26,8 +25,7 @@ struct Args {
 ///
 /// # Errors
 /// NVRTC missing or failing, or a kernel that cannot launch at its block.
-pub fn main(args: impl Iterator<Item = String>) -> Result<(), String> {
-    let a = Args::try_parse_from(args).map_err(|e| e.to_string())?;
+pub fn run(a: KernelsCli) -> Result<(), String> {
     let arch = match a.arch.as_str() {
         "auto" => device_arch().unwrap_or(90),
         s => s

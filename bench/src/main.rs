@@ -45,7 +45,7 @@ mod soak;
 mod sparse;
 mod timing;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use generate::Spec;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use report::{Machine, Report, Row, TOOL};
@@ -162,8 +162,17 @@ fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
 /// Benchmark rusparse SpGEMM (C = A·A, A·B or A·Aᵀ) on generated or
 /// Matrix Market matrices.
 #[derive(Parser, Debug)]
-#[command(name = "rusparse-bench", version, after_help = AFTER_HELP)]
+#[command(
+    name = "rusparse-bench",
+    version,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
+    /// Another measurement than the timing of products (without one, the
+    /// MATRIX arguments are timed).
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Matrices A: generator specs (uniform_rK:N, stencil2d_5pt:S,
     /// stencil3d_7pt:S, fem27_3dof:S, rmat:SCALE:EDGEFACTOR, delaunay:N,
     /// band_rR:N) or paths ending in .mtx / .mtx.gz.
@@ -652,18 +661,31 @@ fn run(cli: &Cli) -> Result<(), String> {
     Ok(())
 }
 
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Output-size prediction: the error and cost of each way of sampling
+    /// rows, per matrix (C = A·A or A·Aᵀ).
+    Predict(predict::PredictCli),
+    /// The selector's features and every CPU algorithm's time per case, as
+    /// CSV rows for training the selector.
+    SelectorData(selector_data::SelectorDataCli),
+    /// Random products of every type, base, op and algorithm checked
+    /// against the reference implementation.
+    Soak(soak::SoakCli),
+    /// Registers, shared memory and spills of every kernel instantiation,
+    /// compiled by NVRTC (no GPU needed).
+    Kernels(kernels::KernelsCli),
+}
+
 fn main() -> ExitCode {
-    let subcommand = std::env::args().nth(1);
-    // A subcommand sees its own name as the program name, then its arguments.
-    let sub_args = |name: &str| {
-        std::iter::once(format!("rusparse-bench {name}")).chain(std::env::args().skip(2))
-    };
-    let result = match subcommand.as_deref() {
-        Some("predict") => predict::main(sub_args("predict")),
-        Some("selector-data") => selector_data::main(sub_args("selector-data")),
-        Some("soak") => soak::main(sub_args("soak")),
-        Some("kernels") => kernels::main(sub_args("kernels")),
-        _ => run(&Cli::parse()),
+    let mut cli = Cli::parse();
+    let result = match cli.command.take() {
+        Some(Command::Predict(c)) => predict::run(c),
+        Some(Command::SelectorData(c)) => selector_data::run(c),
+        Some(Command::Soak(c)) => soak::run(c),
+        Some(Command::Kernels(c)) => kernels::run(c),
+        None => run(&cli),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -677,6 +699,7 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn cli_parses_the_documented_options() {
@@ -712,6 +735,38 @@ mod tests {
         assert_eq!(cli.matrices, ["stencil2d_5pt:4", "x.mtx"]);
         assert!(Cli::try_parse_from(["rusparse-bench", "--runs", "0", "m"]).is_err());
         assert!(Cli::try_parse_from(["rusparse-bench", "--value", "f16", "m"]).is_err());
+    }
+
+    #[test]
+    fn subcommands_are_parsed_and_listed_in_help() {
+        let help = Cli::command().render_long_help().to_string();
+        for name in ["predict", "selector-data", "soak", "kernels"] {
+            assert!(help.contains(name), "--help does not list {name}:\n{help}");
+        }
+        let parsed = cli(&["predict", "--runs", "2", "stencil2d_5pt:4"]);
+        assert!(
+            matches!(&parsed.command, Some(Command::Predict(_))),
+            "{parsed:?}"
+        );
+        assert!(parsed.matrices.is_empty());
+        let parsed = cli(&["soak", "--cases", "3"]);
+        assert!(
+            matches!(&parsed.command, Some(Command::Soak(_))),
+            "{parsed:?}"
+        );
+        let parsed = cli(&["selector-data", "--csv", "x.csv", "uniform_r4:10"]);
+        assert!(matches!(&parsed.command, Some(Command::SelectorData(_))));
+        let parsed = cli(&["kernels", "--all"]);
+        assert!(matches!(&parsed.command, Some(Command::Kernels(_))));
+        // Without a subcommand, the arguments are matrices to time.
+        let parsed = cli(&["--runs", "2", "uniform_r4:10"]);
+        assert!(parsed.command.is_none());
+        assert_eq!(parsed.matrices, ["uniform_r4:10"]);
+        // After the timing's own options a subcommand's name is a matrix
+        // (its options are never silently dropped).
+        let parsed = cli(&["--runs", "2", "soak"]);
+        assert!(parsed.command.is_none());
+        assert_eq!(parsed.matrices, ["soak"]);
     }
 
     fn cli(args: &[&str]) -> Cli {

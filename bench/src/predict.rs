@@ -14,7 +14,7 @@
 use crate::cases::{CaseArgs, SelfProduct};
 use crate::sparse::{BenchScalar, SparseMatrix};
 use crate::timing::median_seconds;
-use clap::Parser;
+use clap::Args;
 use rusparse::plan::predict::{predict_nnz, NnzPrediction, Sampling};
 use rusparse::plan::{OperandPattern, RowWork};
 use rusparse::{Complex, Context, CsrMatrix, Op, SpgemmOptions, SpgemmPlan};
@@ -22,8 +22,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// Prediction accuracy and cost per matrix (C = A·A or A·Aᵀ).
-#[derive(Parser, Debug)]
-#[command(name = "rusparse-bench predict")]
+#[derive(Args, Debug)]
 pub struct PredictCli {
     #[command(flatten)]
     cases: CaseArgs,
@@ -210,9 +209,8 @@ fn table(results: &[CaseResult]) -> String {
     out
 }
 
-/// Runs `rusparse-bench predict` with the arguments after `predict`.
-pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
-    let cli = PredictCli::parse_from(args);
+/// Runs `rusparse-bench predict`.
+pub fn run(cli: PredictCli) -> Result<(), String> {
     let ctx = cli.cases.context()?;
     let mut results = Vec::new();
     for spec in &cli.cases.matrices {

@@ -16,7 +16,7 @@
 use crate::cases::{CaseArgs, SelfProduct};
 use crate::sparse::{BenchScalar, SparseMatrix};
 use crate::timing::interleaved_medians;
-use clap::Parser;
+use clap::Args;
 use rusparse::plan::features::{planning_features, FEATURE_NAMES};
 use rusparse::plan::{OperandPattern, RowWork};
 use rusparse::{Algorithm, Complex, Context, CsrMatrix, Op, SpgemmOptions, SpgemmPlan};
@@ -24,8 +24,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 /// Features and per-algorithm times for training the selector.
-#[derive(Parser, Debug)]
-#[command(name = "rusparse-bench selector-data")]
+#[derive(Args, Debug)]
 pub struct SelectorDataCli {
     #[command(flatten)]
     cases: CaseArgs,
@@ -140,9 +139,8 @@ fn row<T: BenchScalar>(
     Ok(fields.join(","))
 }
 
-/// Runs `rusparse-bench selector-data` with the arguments after its name.
-pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
-    let cli = SelectorDataCli::parse_from(args);
+/// Runs `rusparse-bench selector-data`.
+pub fn run(cli: SelectorDataCli) -> Result<(), String> {
     let ctx = cli.cases.context()?;
     let fresh = !cli.csv.exists();
     let mut out = std::fs::OpenOptions::new()

@@ -35,7 +35,7 @@ mod devices;
 
 use crate::sparse::BenchScalar;
 use c_abi::{Call, Memory};
-use clap::Parser;
+use clap::Args;
 use devices::{GpuChoice, Gpus};
 use rusparse::backend::gpu::{KernelTypes, ValueKind};
 use rusparse::{
@@ -52,8 +52,7 @@ use std::time::Instant;
 const SMALL_PRODUCTS: u64 = rusparse::plan::select::SMALL_PRODUCTS;
 
 /// Random products checked against the reference implementation.
-#[derive(Parser, Debug)]
-#[command(name = "rusparse-bench soak")]
+#[derive(Args, Debug)]
 pub struct SoakCli {
     /// Number of cases.
     #[arg(long, default_value_t = 10_000)]
@@ -709,7 +708,7 @@ struct Settings<'g> {
 }
 
 /// Runs case `k`: its number of products, or the failure's description.
-fn run(ctx: &Context, settings: &Settings<'_>, k: u64) -> (Case, Result<u64, String>) {
+fn run_numbered(ctx: &Context, settings: &Settings<'_>, k: u64) -> (Case, Result<u64, String>) {
     let (gpus, share) = (settings.gpus, settings.gpu_share);
     let mut case = Case::draw(
         settings.seed,
@@ -744,9 +743,8 @@ fn run(ctx: &Context, settings: &Settings<'_>, k: u64) -> (Case, Result<u64, Str
     (case, result)
 }
 
-/// Runs `rusparse-bench soak` with the arguments after its name.
-pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
-    let cli = SoakCli::parse_from(args);
+/// Runs `rusparse-bench soak`.
+pub fn run(cli: SoakCli) -> Result<(), String> {
     let gpus = Gpus::open(cli.gpu)?;
     let settings = Settings {
         seed: cli.seed,
@@ -760,67 +758,65 @@ pub fn main(args: impl IntoIterator<Item = String>) -> Result<(), String> {
     let counts: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
     let failures: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let passed = AtomicU64::new(0);
-    std::thread::scope(|s| -> Result<(), String> {
-        let mut workers = Vec::new();
-        for _ in 0..cli.workers.max(1) {
-            workers.push(s.spawn(|| -> Result<(), String> {
-                let mut ctx = Context::new(BackendKind::Cpu).map_err(|e| e.to_string())?;
-                ctx.set_num_threads(1).map_err(|e| e.to_string())?;
-                let mut local: BTreeMap<String, u64> = BTreeMap::new();
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    if k >= end {
-                        break;
-                    }
-                    let (case, result) = run(&ctx, &settings, k);
-                    for c in case.categories() {
-                        *local.entry(c).or_default() += 1;
-                    }
-                    match result {
-                        Ok(nprod) => {
-                            passed.fetch_add(1, Ordering::Relaxed);
-                            let class = if nprod > SMALL_PRODUCTS {
-                                "products > 2^16 (trained choice, sampled prediction)"
-                            } else {
-                                "products <= 2^16"
-                            };
-                            *local.entry(class.to_string()).or_default() += 1;
-                        }
-                        Err(e) => {
-                            let detail = if cli.verbose {
-                                format!("\n    {case:?}")
-                            } else {
-                                String::new()
-                            };
-                            let gpu = match cli.gpu {
-                                GpuChoice::Off => String::new(),
-                                choice => format!(
-                                    " --gpu {} --gpu-share {}",
-                                    format!("{choice:?}").to_lowercase(),
-                                    cli.gpu_share
-                                ),
-                            };
-                            failures.lock().unwrap().push(format!(
-                                "case {k}: {e}{detail}\n    rerun: rusparse-bench soak --seed {} \
-                                 --first {k} --cases 1 --max-dim {}{gpu} --verbose",
-                                cli.seed, cli.max_dim
-                            ));
-                        }
-                    }
+    // One rayon worker per soak worker, each with its own one-thread
+    // context, taking cases from a shared counter.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cli.workers.max(1))
+        .thread_name(|i| format!("soak-{i}"))
+        .build()
+        .map_err(|e| format!("soak workers: {e}"))?;
+    let outcomes = pool.broadcast(|_| -> Result<(), String> {
+        let mut ctx = Context::new(BackendKind::Cpu).map_err(|e| e.to_string())?;
+        ctx.set_num_threads(1).map_err(|e| e.to_string())?;
+        let mut local: BTreeMap<String, u64> = BTreeMap::new();
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            if k >= end {
+                break;
+            }
+            let (case, result) = run_numbered(&ctx, &settings, k);
+            for c in case.categories() {
+                *local.entry(c).or_default() += 1;
+            }
+            match result {
+                Ok(nprod) => {
+                    passed.fetch_add(1, Ordering::Relaxed);
+                    let class = if nprod > SMALL_PRODUCTS {
+                        "products > 2^16 (trained choice, sampled prediction)"
+                    } else {
+                        "products <= 2^16"
+                    };
+                    *local.entry(class.to_string()).or_default() += 1;
                 }
-                let mut all = counts.lock().unwrap();
-                for (c, n) in local {
-                    *all.entry(c).or_default() += n;
+                Err(e) => {
+                    let detail = if cli.verbose {
+                        format!("\n    {case:?}")
+                    } else {
+                        String::new()
+                    };
+                    let gpu = match cli.gpu {
+                        GpuChoice::Off => String::new(),
+                        choice => format!(
+                            " --gpu {} --gpu-share {}",
+                            format!("{choice:?}").to_lowercase(),
+                            cli.gpu_share
+                        ),
+                    };
+                    failures.lock().unwrap().push(format!(
+                        "case {k}: {e}{detail}\n    rerun: rusparse-bench soak --seed {} \
+                         --first {k} --cases 1 --max-dim {}{gpu} --verbose",
+                        cli.seed, cli.max_dim
+                    ));
                 }
-                Ok(())
-            }));
+            }
         }
-        for w in workers {
-            w.join()
-                .map_err(|_| "a soak worker panicked".to_string())??;
+        let mut all = counts.lock().unwrap();
+        for (c, n) in local {
+            *all.entry(c).or_default() += n;
         }
         Ok(())
-    })?;
+    });
+    outcomes.into_iter().collect::<Result<(), String>>()?;
     let failures = failures.into_inner().unwrap();
     println!(
         "rusparse soak: seed {}, cases {}..{}, dimensions up to {}, {} workers, {:.1} s",
@@ -942,33 +938,35 @@ mod tests {
     #[cfg(feature = "emulated-gpu")]
     #[test]
     fn a_short_gpu_soak_passes() {
-        main(
-            [
-                "soak",
-                "--cases",
-                "16",
-                "--seed",
-                "4",
-                "--workers",
-                "1",
-                "--gpu",
-                "emulated",
-                "--gpu-share",
-                "100",
-            ]
-            .iter()
-            .map(|s| s.to_string()),
-        )
+        soak(&[
+            "--cases",
+            "16",
+            "--seed",
+            "4",
+            "--workers",
+            "1",
+            "--gpu",
+            "emulated",
+            "--gpu-share",
+            "100",
+        ])
         .unwrap();
     }
 
+    /// Runs the soak with `args` as its command line.
+    fn soak(args: &[&str]) -> Result<(), String> {
+        #[derive(clap::Parser)]
+        struct Soak {
+            #[command(flatten)]
+            cli: SoakCli,
+        }
+        let line = std::iter::once("soak").chain(args.iter().copied());
+        run(<Soak as clap::Parser>::try_parse_from(line).unwrap().cli)
+    }
+
+    /// Two workers of the pool share the cases.
     #[test]
     fn a_short_soak_passes() {
-        main(
-            ["soak", "--cases", "300", "--seed", "3", "--workers", "1"]
-                .iter()
-                .map(|s| s.to_string()),
-        )
-        .unwrap();
+        soak(&["--cases", "300", "--seed", "3", "--workers", "2"]).unwrap();
     }
 }
