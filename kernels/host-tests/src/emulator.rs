@@ -1,160 +1,67 @@
 //! The emulator's self-test kernels in
 //! `kernels/testing/launch_emulator.cpp` (checked by `tests/emulator.rs`).
 
-use crate::{Launch, Variant};
+use crate::Launch;
 
-/// The raw host entry points of `launch_emulator.cpp`.
-///
-/// # Safety
-/// Every pointer must be valid for all the kernel reads and writes (the
-/// safe functions of this module check the lengths), and the launch
-/// geometry must be what the kernel expects.
-#[allow(clippy::too_many_arguments, clippy::missing_safety_doc, missing_docs)]
-pub trait Emulator: Variant {
-    unsafe fn raw_test_ids(l: Launch, out: *mut i64);
-    unsafe fn raw_test_shuffles(l: Launch, out: *mut i64);
-    unsafe fn raw_test_ballot(l: Launch, pred: *const i32, out: *mut u64);
-    unsafe fn raw_test_atomics(
-        l: Launch,
-        reps: i32,
-        counters: *mut i64,
-        fsum: *mut f32,
-        dsum: *mut f64,
-        olds: *mut u64,
-        block_out: *mut i64,
-    );
-    unsafe fn raw_test_barrier(
-        l: Launch,
-        rounds: i32,
-        garbage: *mut u64,
-        sum: *mut i64,
-        addr: *mut u64,
-    );
-    unsafe fn raw_test_values(
-        l: Launch,
-        out: *mut Self::Value,
-        flags: *mut i32,
-        acc: *mut Self::Value,
-    );
-    unsafe fn raw_test_condense_team(
-        l: Launch,
-        keys: *mut Self::Index,
-        vals: *mut Self::Value,
-        size: u32,
-        team: i32,
-        planted: i32,
-        counts: *mut i64,
-    );
-    unsafe fn raw_test_divergent_sync(l: Launch);
-}
-
-macro_rules! impl_emulator {
-    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
-        impl Emulator for crate::$name {
-            unsafe fn raw_test_ids(l: Launch, out: *mut i64) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_test_ids_", $sfx)]
-                    fn f(grid: i64, block: i64, out: *mut i64);
-                }
-                unsafe { f(l.grid, l.block, out) }
-            }
-            unsafe fn raw_test_shuffles(l: Launch, out: *mut i64) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_test_shuffles_", $sfx)]
-                    fn f(grid: i64, block: i64, out: *mut i64);
-                }
-                unsafe { f(l.grid, l.block, out) }
-            }
-            unsafe fn raw_test_ballot(l: Launch, pred: *const i32, out: *mut u64) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_test_ballot_", $sfx)]
-                    fn f(grid: i64, block: i64, pred: *const i32, out: *mut u64);
-                }
-                unsafe { f(l.grid, l.block, pred, out) }
-            }
-            unsafe fn raw_test_atomics(
-                l: Launch,
+/// The entry points of this launcher file after the launch geometry
+/// `(grid, block)`, with `$V` for the variant: the one list that
+/// [`Emulator`] and its implementation for every variant are made from
+/// (`raw_x = x`: the method `raw_x` calls `rs_host_x_<suffix>`).
+macro_rules! emulator_launchers {
+    ($then:ident { $($head:tt)* } $V:ty) => {
+        $then! {
+            $($head)*
+            raw_test_ids = test_ids(out: *mut i64);
+            raw_test_shuffles = test_shuffles(out: *mut i64);
+            raw_test_ballot = test_ballot(pred: *const i32, out: *mut u64);
+            raw_test_atomics = test_atomics(
                 reps: i32,
                 counters: *mut i64,
                 fsum: *mut f32,
                 dsum: *mut f64,
                 olds: *mut u64,
                 block_out: *mut i64,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_test_atomics_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        reps: i32,
-                        counters: *mut i64,
-                        fsum: *mut f32,
-                        dsum: *mut f64,
-                        olds: *mut u64,
-                        block_out: *mut i64,
-                    );
-                }
-                unsafe { f(l.grid, l.block, reps, counters, fsum, dsum, olds, block_out) }
-            }
-            unsafe fn raw_test_barrier(
-                l: Launch,
+            );
+            raw_test_barrier = test_barrier(
                 rounds: i32,
                 garbage: *mut u64,
                 sum: *mut i64,
                 addr: *mut u64,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_test_barrier_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        rounds: i32,
-                        garbage: *mut u64,
-                        sum: *mut i64,
-                        addr: *mut u64,
-                    );
-                }
-                unsafe { f(l.grid, l.block, rounds, garbage, sum, addr) }
-            }
-            unsafe fn raw_test_values(l: Launch, out: *mut $v, flags: *mut i32, acc: *mut $v) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_test_values_", $sfx)]
-                    fn f(grid: i64, block: i64, out: *mut $v, flags: *mut i32, acc: *mut $v);
-                }
-                unsafe { f(l.grid, l.block, out, flags, acc) }
-            }
-            unsafe fn raw_test_condense_team(
-                l: Launch,
-                keys: *mut $i,
-                vals: *mut $v,
+            );
+            raw_test_values = test_values(
+                out: *mut crate::ValueOf<$V>,
+                flags: *mut i32,
+                acc: *mut crate::ValueOf<$V>,
+            );
+            raw_test_condense_team = test_condense_team(
+                keys: *mut crate::IndexOf<$V>,
+                vals: *mut crate::ValueOf<$V>,
                 size: u32,
                 team: i32,
                 planted: i32,
                 counts: *mut i64,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_test_condense_team_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        keys: *mut $i,
-                        vals: *mut $v,
-                        size: u32,
-                        team: i32,
-                        planted: i32,
-                        counts: *mut i64,
-                    );
-                }
-                unsafe { f(l.grid, l.block, keys, vals, size, team, planted, counts) }
-            }
-            unsafe fn raw_test_divergent_sync(l: Launch) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_test_divergent_sync_", $sfx)]
-                    fn f(grid: i64, block: i64);
-                }
-                unsafe { f(l.grid, l.block) }
-            }
+            );
+            raw_test_divergent_sync = test_divergent_sync();
         }
+    };
+}
+
+emulator_launchers!(launcher_trait {
+    /// The raw host entry points of `launch_emulator.cpp`.
+    ///
+    /// # Safety
+    /// Every pointer must be valid for all the kernel reads and writes (the
+    /// safe functions of this module check the lengths), and the launch
+    /// geometry must be what the kernel expects.
+    pub trait Emulator(grid, block);
+} Self);
+
+macro_rules! impl_emulator {
+    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
+        emulator_launchers!(
+            launcher_impl { Emulator for crate::$name, $sfx (grid, block); }
+            crate::$name
+        );
     };
 }
 for_each_variant!(impl_emulator);

@@ -11,168 +11,34 @@ use crate::scan_binning;
 use crate::{need, KernelCsr, Kernels, Launch, TestValue, Variant};
 use rusparse::{CsrView, Index, IndexBase};
 
-/// `KernelCsr` in a variant's types.
-pub type Csr<'a, V> =
-    KernelCsr<'a, <V as Variant>::Offset, <V as Variant>::Index, <V as Variant>::Value>;
+pub use crate::Csr;
 
-/// The raw host entry points of `launch_hash.cpp`, one per kernel, with the
-/// kernel's parameters (kernels/README.md, "Launch contract") after the
-/// launch geometry. Pointers are host pointers.
-///
-/// # Safety
-/// Every function runs a kernel that reads and writes through its pointers
-/// as the launch contract says: the arrays must be as long as the contract
-/// requires, the matrices must have passed `rs_setup` / `rs_validate`
-/// (except for those two), and row lists must name rows of A.
-/// [`hash_spgemm`], [`setup`] and [`validate`] are the safe ways in.
-#[allow(clippy::too_many_arguments, clippy::missing_safety_doc, missing_docs)]
-pub trait HashKernels: Variant {
-    unsafe fn raw_setup(l: Launch, a: Csr<Self>, b: Csr<Self>, row_size: *mut i64, error: *mut u64);
-    unsafe fn raw_validate(
-        l: Launch,
-        x: Csr<Self>,
-        code_offsets: i32,
-        code_cols: i32,
-        error: *mut u64,
-        flags: *mut i64,
-    );
-    unsafe fn raw_symbolic_shared(
-        l: Launch,
-        rows: *const u32,
-        count: i64,
-        a: Csr<Self>,
-        b: Csr<Self>,
-        row_size: *mut i64,
-        table_size: i64,
-        team: i32,
-        group: i32,
-        spill_limit: i64,
-        spill_rows: *mut u32,
-        spill_count: *mut i64,
-    );
-    unsafe fn raw_symbolic_global(
-        l: Launch,
-        rows: *const u32,
-        count: i64,
-        a: Csr<Self>,
-        b: Csr<Self>,
-        row_size: *mut i64,
-        table_offsets: *const i64,
-        tables: *mut Self::Index,
-    );
-    unsafe fn raw_numeric_shared(
-        l: Launch,
-        rows: *const u32,
-        count: i64,
-        a: Csr<Self>,
-        b: Csr<Self>,
-        alpha: *const Self::Value,
-        beta: *const Self::Value,
-        c_offsets: *const i64,
-        c_cols: *mut Self::Index,
-        c_vals: *mut Self::Value,
-        c_base: i32,
-        table_size: i64,
-        team: i32,
-        group: i32,
-        deterministic: i32,
-    );
-    unsafe fn raw_numeric_global(
-        l: Launch,
-        rows: *const u32,
-        count: i64,
-        a: Csr<Self>,
-        b: Csr<Self>,
-        alpha: *const Self::Value,
-        beta: *const Self::Value,
-        c_offsets: *const i64,
-        c_cols: *mut Self::Index,
-        c_vals: *mut Self::Value,
-        c_base: i32,
-        table_offsets: *const i64,
-        key_tables: *mut Self::Index,
-        val_tables: *mut Self::Value,
-        deterministic: i32,
-    );
-    unsafe fn raw_numeric_single(
-        l: Launch,
-        rows: *const u32,
-        count: i64,
-        a: Csr<Self>,
-        b: Csr<Self>,
-        alpha: *const Self::Value,
-        beta: *const Self::Value,
-        c_offsets: *const i64,
-        c_cols: *mut Self::Index,
-        c_vals: *mut Self::Value,
-        c_base: i32,
-    );
-}
-
-macro_rules! impl_hash {
-    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
-        impl HashKernels for crate::$name {
-            unsafe fn raw_setup(
-                l: Launch,
-                a: Csr<Self>,
-                b: Csr<Self>,
+/// The entry points of this launcher file after the launch geometry
+/// `(grid, block, shared)`, with `$V` for the variant: the one list that
+/// [`HashKernels`] and its implementation for every variant are made from
+/// (`raw_x = x`: the method `raw_x` calls `rs_host_x_<suffix>`).
+macro_rules! hash_launchers {
+    ($then:ident { $($head:tt)* } $V:ty) => {
+        $then! {
+            $($head)*
+            raw_setup = setup(
+                a: crate::Csr<$V>,
+                b: crate::Csr<$V>,
                 row_size: *mut i64,
                 error: *mut u64,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_setup_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        a: KernelCsr<'_, $o, $i, $v>,
-                        b: KernelCsr<'_, $o, $i, $v>,
-                        row_size: *mut i64,
-                        error: *mut u64,
-                    );
-                }
-                unsafe { f(l.grid, l.block, l.shared, a, b, row_size, error) }
-            }
-            unsafe fn raw_validate(
-                l: Launch,
-                x: Csr<Self>,
+            );
+            raw_validate = validate(
+                x: crate::Csr<$V>,
                 code_offsets: i32,
                 code_cols: i32,
                 error: *mut u64,
                 flags: *mut i64,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_validate_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        x: KernelCsr<'_, $o, $i, $v>,
-                        code_offsets: i32,
-                        code_cols: i32,
-                        error: *mut u64,
-                        flags: *mut i64,
-                    );
-                }
-                unsafe {
-                    f(
-                        l.grid,
-                        l.block,
-                        l.shared,
-                        x,
-                        code_offsets,
-                        code_cols,
-                        error,
-                        flags,
-                    )
-                }
-            }
-            unsafe fn raw_symbolic_shared(
-                l: Launch,
+            );
+            raw_symbolic_shared = symbolic_shared(
                 rows: *const u32,
                 count: i64,
-                a: Csr<Self>,
-                b: Csr<Self>,
+                a: crate::Csr<$V>,
+                b: crate::Csr<$V>,
                 row_size: *mut i64,
                 table_size: i64,
                 team: i32,
@@ -180,246 +46,84 @@ macro_rules! impl_hash {
                 spill_limit: i64,
                 spill_rows: *mut u32,
                 spill_count: *mut i64,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_symbolic_shared_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        rows: *const u32,
-                        count: i64,
-                        a: KernelCsr<'_, $o, $i, $v>,
-                        b: KernelCsr<'_, $o, $i, $v>,
-                        row_size: *mut i64,
-                        table_size: i64,
-                        team: i32,
-                        group: i32,
-                        spill_limit: i64,
-                        spill_rows: *mut u32,
-                        spill_count: *mut i64,
-                    );
-                }
-                unsafe {
-                    f(
-                        l.grid,
-                        l.block,
-                        l.shared,
-                        rows,
-                        count,
-                        a,
-                        b,
-                        row_size,
-                        table_size,
-                        team,
-                        group,
-                        spill_limit,
-                        spill_rows,
-                        spill_count,
-                    )
-                }
-            }
-            unsafe fn raw_symbolic_global(
-                l: Launch,
+            );
+            raw_symbolic_global = symbolic_global(
                 rows: *const u32,
                 count: i64,
-                a: Csr<Self>,
-                b: Csr<Self>,
+                a: crate::Csr<$V>,
+                b: crate::Csr<$V>,
                 row_size: *mut i64,
                 table_offsets: *const i64,
-                tables: *mut $i,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_symbolic_global_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        rows: *const u32,
-                        count: i64,
-                        a: KernelCsr<'_, $o, $i, $v>,
-                        b: KernelCsr<'_, $o, $i, $v>,
-                        row_size: *mut i64,
-                        table_offsets: *const i64,
-                        tables: *mut $i,
-                    );
-                }
-                unsafe {
-                    f(
-                        l.grid,
-                        l.block,
-                        l.shared,
-                        rows,
-                        count,
-                        a,
-                        b,
-                        row_size,
-                        table_offsets,
-                        tables,
-                    )
-                }
-            }
-            unsafe fn raw_numeric_shared(
-                l: Launch,
+                tables: *mut crate::IndexOf<$V>,
+            );
+            raw_numeric_shared = numeric_shared(
                 rows: *const u32,
                 count: i64,
-                a: Csr<Self>,
-                b: Csr<Self>,
-                alpha: *const $v,
-                beta: *const $v,
+                a: crate::Csr<$V>,
+                b: crate::Csr<$V>,
+                alpha: *const crate::ValueOf<$V>,
+                beta: *const crate::ValueOf<$V>,
                 c_offsets: *const i64,
-                c_cols: *mut $i,
-                c_vals: *mut $v,
+                c_cols: *mut crate::IndexOf<$V>,
+                c_vals: *mut crate::ValueOf<$V>,
                 c_base: i32,
                 table_size: i64,
                 team: i32,
                 group: i32,
                 deterministic: i32,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_numeric_shared_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        rows: *const u32,
-                        count: i64,
-                        a: KernelCsr<'_, $o, $i, $v>,
-                        b: KernelCsr<'_, $o, $i, $v>,
-                        alpha: *const $v,
-                        beta: *const $v,
-                        c_offsets: *const i64,
-                        c_cols: *mut $i,
-                        c_vals: *mut $v,
-                        c_base: i32,
-                        table_size: i64,
-                        team: i32,
-                        group: i32,
-                        deterministic: i32,
-                    );
-                }
-                unsafe {
-                    f(
-                        l.grid,
-                        l.block,
-                        l.shared,
-                        rows,
-                        count,
-                        a,
-                        b,
-                        alpha,
-                        beta,
-                        c_offsets,
-                        c_cols,
-                        c_vals,
-                        c_base,
-                        table_size,
-                        team,
-                        group,
-                        deterministic,
-                    )
-                }
-            }
-            unsafe fn raw_numeric_global(
-                l: Launch,
+            );
+            raw_numeric_global = numeric_global(
                 rows: *const u32,
                 count: i64,
-                a: Csr<Self>,
-                b: Csr<Self>,
-                alpha: *const $v,
-                beta: *const $v,
+                a: crate::Csr<$V>,
+                b: crate::Csr<$V>,
+                alpha: *const crate::ValueOf<$V>,
+                beta: *const crate::ValueOf<$V>,
                 c_offsets: *const i64,
-                c_cols: *mut $i,
-                c_vals: *mut $v,
+                c_cols: *mut crate::IndexOf<$V>,
+                c_vals: *mut crate::ValueOf<$V>,
                 c_base: i32,
                 table_offsets: *const i64,
-                key_tables: *mut $i,
-                val_tables: *mut $v,
+                key_tables: *mut crate::IndexOf<$V>,
+                val_tables: *mut crate::ValueOf<$V>,
                 deterministic: i32,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_numeric_global_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        rows: *const u32,
-                        count: i64,
-                        a: KernelCsr<'_, $o, $i, $v>,
-                        b: KernelCsr<'_, $o, $i, $v>,
-                        alpha: *const $v,
-                        beta: *const $v,
-                        c_offsets: *const i64,
-                        c_cols: *mut $i,
-                        c_vals: *mut $v,
-                        c_base: i32,
-                        table_offsets: *const i64,
-                        key_tables: *mut $i,
-                        val_tables: *mut $v,
-                        deterministic: i32,
-                    );
-                }
-                unsafe {
-                    f(
-                        l.grid,
-                        l.block,
-                        l.shared,
-                        rows,
-                        count,
-                        a,
-                        b,
-                        alpha,
-                        beta,
-                        c_offsets,
-                        c_cols,
-                        c_vals,
-                        c_base,
-                        table_offsets,
-                        key_tables,
-                        val_tables,
-                        deterministic,
-                    )
-                }
-            }
-            unsafe fn raw_numeric_single(
-                l: Launch,
+            );
+            raw_numeric_single = numeric_single(
                 rows: *const u32,
                 count: i64,
-                a: Csr<Self>,
-                b: Csr<Self>,
-                alpha: *const $v,
-                beta: *const $v,
+                a: crate::Csr<$V>,
+                b: crate::Csr<$V>,
+                alpha: *const crate::ValueOf<$V>,
+                beta: *const crate::ValueOf<$V>,
                 c_offsets: *const i64,
-                c_cols: *mut $i,
-                c_vals: *mut $v,
+                c_cols: *mut crate::IndexOf<$V>,
+                c_vals: *mut crate::ValueOf<$V>,
                 c_base: i32,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_numeric_single_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        rows: *const u32,
-                        count: i64,
-                        a: KernelCsr<'_, $o, $i, $v>,
-                        b: KernelCsr<'_, $o, $i, $v>,
-                        alpha: *const $v,
-                        beta: *const $v,
-                        c_offsets: *const i64,
-                        c_cols: *mut $i,
-                        c_vals: *mut $v,
-                        c_base: i32,
-                    );
-                }
-                unsafe {
-                    f(
-                        l.grid, l.block, l.shared, rows, count, a, b, alpha, beta, c_offsets,
-                        c_cols, c_vals, c_base,
-                    )
-                }
-            }
+            );
         }
+    };
+}
+
+hash_launchers!(launcher_trait {
+    /// The raw host entry points of `launch_hash.cpp`, one per kernel, with the
+    /// kernel's parameters (kernels/README.md, "Launch contract") after the
+    /// launch geometry. Pointers are host pointers.
+    ///
+    /// # Safety
+    /// Every function runs a kernel that reads and writes through its pointers
+    /// as the launch contract says: the arrays must be as long as the contract
+    /// requires, the matrices must have passed `rs_setup` / `rs_validate`
+    /// (except for those two), and row lists must name rows of A.
+    /// [`hash_spgemm`], [`setup`] and [`validate`] are the safe ways in.
+    pub trait HashKernels(grid, block, shared);
+} Self);
+
+macro_rules! impl_hash {
+    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
+        hash_launchers!(
+            launcher_impl { HashKernels for crate::$name, $sfx (grid, block, shared); }
+            crate::$name
+        );
     };
 }
 for_each_variant!(impl_hash);

@@ -41,12 +41,16 @@
 //! where `RS_HOST_FN(rs_host_x)` expands to `rs_host_x_<suffix>`. `build.rs`
 //! compiles every launcher for every variant, in one translation unit per
 //! variant after `portability.h` and all `kernels/*.cu`. On the Rust side a
-//! module per launcher (here [`scan_binning`], [`emulator`]) declares a
-//! trait with one `unsafe fn` per entry point, implements it for every
-//! variant with a `macro_rules!` callback of `for_each_variant!` (the
-//! `#[link_name]` is `concat!("rs_host_x_", suffix)`), and wraps the entry
-//! points in safe functions generic over the variant. Adding a launcher:
-//! write the `.cpp`, add such a module, and add its trait to [`Kernels`].
+//! module per launcher (here [`scan_binning`], [`emulator`], [`hash`],
+//! [`transpose`]) lists its entry points once, in a `macro_rules!` list
+//! (`raw_x = x(parameters after the launch geometry);`, types written with
+//! `$V` for the variant). `launcher_trait!` makes the trait from that list
+//! (one `unsafe fn raw_x(l: Launch, ...)` each) and `launcher_impl!`, called
+//! per variant by `for_each_variant!`, implements it: each method declares
+//! `rs_host_x_<suffix>` and forwards the geometry and its arguments. The
+//! module then wraps the entry points in safe functions generic over the
+//! variant. Adding a launcher: write the `.cpp`, add such a module, and add
+//! its trait to [`Kernels`].
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
@@ -68,6 +72,53 @@ macro_rules! for_each_variant {
         $m!(C64I64I64W64, "c64_i64_i64_w64", $crate::C64, i64, i64, 64);
         $m!(C32I32I64W32, "c32_i32_i64_w32", $crate::C32, i32, i64, 32);
     };
+}
+
+/// A launcher trait from a list of entry points (see the module docs,
+/// "Launchers"): `pub trait Name(geometry);` then `raw_x = x(params);`
+/// per entry point; one `unsafe fn raw_x(l: Launch, params)` each.
+macro_rules! launcher_trait {
+    (
+        $(#[$attr:meta])*
+        pub trait $trait:ident $geometry:tt;
+        $( $method:ident = $c:ident ($($arg:ident : $ty:ty),* $(,)?); )*
+    ) => {
+        $(#[$attr])*
+        #[allow(clippy::too_many_arguments, clippy::missing_safety_doc, missing_docs)]
+        pub trait $trait: $crate::Variant {
+            $( unsafe fn $method(l: $crate::Launch, $($arg: $ty),*); )*
+        }
+    };
+}
+
+/// The implementation of a launcher trait for one variant, from the same
+/// list as [`launcher_trait`]: each method declares the C entry point
+/// `rs_host_<x>_<suffix>` (the launch geometry's fields, then the
+/// parameters) and forwards to it.
+macro_rules! launcher_impl {
+    (
+        $trait:ident for $variant:ty, $sfx:literal $geometry:tt;
+        $( $method:ident = $c:ident ($($arg:ident : $ty:ty),* $(,)?); )*
+    ) => {
+        impl $trait for $variant {
+            $(
+                unsafe fn $method(l: $crate::Launch, $($arg: $ty),*) {
+                    launcher_call!(l $geometry $c $sfx; $($arg: $ty),*)
+                }
+            )*
+        }
+    };
+}
+
+/// The body of one [`launcher_impl`] method.
+macro_rules! launcher_call {
+    ($l:ident ($($g:ident),*) $c:ident $sfx:literal; $($arg:ident : $ty:ty),*) => {{
+        extern "C" {
+            #[link_name = concat!("rs_host_", stringify!($c), "_", $sfx)]
+            fn f($($g: i64,)* $($arg: $ty),*);
+        }
+        unsafe { f($($l.$g,)* $($arg),*) }
+    }};
 }
 
 pub mod device;
@@ -119,6 +170,15 @@ impl TestValue for Complex<f64> {
         (self.re, self.im)
     }
 }
+
+/// `KernelCsr` in a variant's types.
+pub type Csr<'a, V> = KernelCsr<'a, OffsetOf<V>, IndexOf<V>, ValueOf<V>>;
+/// A variant's `value_t`.
+pub type ValueOf<V> = <V as Variant>::Value;
+/// A variant's `offset_t`.
+pub type OffsetOf<V> = <V as Variant>::Offset;
+/// A variant's `index_t`.
+pub type IndexOf<V> = <V as Variant>::Index;
 
 /// One compilation of the kernels: its types and warp width.
 pub trait Variant: Send + Sync + 'static {

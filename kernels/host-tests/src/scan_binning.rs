@@ -1,247 +1,82 @@
 //! `kernels/scan.cu` and `kernels/binning.cu` through
 //! `kernels/testing/launch_scan_binning.cpp`.
 
-use crate::{need, Launch, Variant};
+use crate::{need, Launch};
 use rusparse::Index;
 
-/// The raw host entry points of `launch_scan_binning.cpp`, one per kernel.
-///
-/// # Safety
-/// Every pointer must be valid for all the kernel reads and writes (the
-/// safe functions of this module check the lengths), and the launch
-/// geometry must be what the kernel expects.
-#[allow(clippy::too_many_arguments, clippy::missing_safety_doc, missing_docs)]
-pub trait ScanBinning: Variant {
-    unsafe fn raw_scan_blocks(l: Launch, n: i64, data: *mut i64, block_sums: *mut i64);
-    unsafe fn raw_scan_sums(l: Launch, nblocks: i64, block_sums: *mut i64);
-    unsafe fn raw_scan_add(l: Launch, n: i64, data: *mut i64, block_sums: *const i64);
-    unsafe fn raw_write_offsets(
-        l: Launch,
-        m: i64,
-        offsets: *const i64,
-        c_rows: *mut Self::Offset,
-        base: i32,
-        error: *mut u64,
-    );
-    unsafe fn raw_write_offsets_wide(
-        l: Launch,
-        m: i64,
-        offsets: *const i64,
-        c_rows: *mut i64,
-        base: i32,
-        error: *mut u64,
-    );
-    unsafe fn raw_write_offsets_narrow(
-        l: Launch,
-        m: i64,
-        offsets: *const i64,
-        c_rows: *mut i32,
-        base: i32,
-        error: *mut u64,
-    );
-    unsafe fn raw_bin_count(
-        l: Launch,
-        m: i64,
-        row_size: *const i64,
-        a_rows: *const Self::Offset,
-        a_base: i32,
-        bounds: *const i64,
-        nb: i32,
-        bin_size: *mut i64,
-        max_size: *mut i64,
-    );
-    unsafe fn raw_bin_fill(
-        l: Launch,
-        m: i64,
-        row_size: *const i64,
-        a_rows: *const Self::Offset,
-        a_base: i32,
-        bounds: *const i64,
-        nb: i32,
-        bin_offset: *const i64,
-        bin_cursor: *mut i64,
-        bins: *mut u32,
-    );
-}
-
-macro_rules! impl_scan_binning {
-    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
-        impl ScanBinning for crate::$name {
-            unsafe fn raw_scan_blocks(l: Launch, n: i64, data: *mut i64, block_sums: *mut i64) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_scan_blocks_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        n: i64,
-                        data: *mut i64,
-                        sums: *mut i64,
-                    );
-                }
-                unsafe { f(l.grid, l.block, l.shared, n, data, block_sums) }
-            }
-            unsafe fn raw_scan_sums(l: Launch, nblocks: i64, block_sums: *mut i64) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_scan_sums_", $sfx)]
-                    fn f(grid: i64, block: i64, shared: i64, nblocks: i64, sums: *mut i64);
-                }
-                unsafe { f(l.grid, l.block, l.shared, nblocks, block_sums) }
-            }
-            unsafe fn raw_scan_add(l: Launch, n: i64, data: *mut i64, block_sums: *const i64) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_scan_add_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        n: i64,
-                        data: *mut i64,
-                        sums: *const i64,
-                    );
-                }
-                unsafe { f(l.grid, l.block, l.shared, n, data, block_sums) }
-            }
-            unsafe fn raw_write_offsets(
-                l: Launch,
+/// The entry points of this launcher file after the launch geometry
+/// `(grid, block, shared)`, with `$V` for the variant: the one list that
+/// [`ScanBinning`] and its implementation for every variant are made from
+/// (`raw_x = x`: the method `raw_x` calls `rs_host_x_<suffix>`).
+macro_rules! scan_binning_launchers {
+    ($then:ident { $($head:tt)* } $V:ty) => {
+        $then! {
+            $($head)*
+            raw_scan_blocks = scan_blocks(n: i64, data: *mut i64, block_sums: *mut i64);
+            raw_scan_sums = scan_sums(nblocks: i64, block_sums: *mut i64);
+            raw_scan_add = scan_add(n: i64, data: *mut i64, block_sums: *const i64);
+            raw_write_offsets = write_offsets(
                 m: i64,
                 offsets: *const i64,
-                c_rows: *mut $o,
+                c_rows: *mut crate::OffsetOf<$V>,
                 base: i32,
                 error: *mut u64,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_write_offsets_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        m: i64,
-                        offsets: *const i64,
-                        c_rows: *mut $o,
-                        base: i32,
-                        error: *mut u64,
-                    );
-                }
-                unsafe { f(l.grid, l.block, l.shared, m, offsets, c_rows, base, error) }
-            }
-            unsafe fn raw_write_offsets_wide(
-                l: Launch,
+            );
+            raw_write_offsets_wide = write_offsets_wide(
                 m: i64,
                 offsets: *const i64,
                 c_rows: *mut i64,
                 base: i32,
                 error: *mut u64,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_write_offsets_wide_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        m: i64,
-                        offsets: *const i64,
-                        c_rows: *mut i64,
-                        base: i32,
-                        error: *mut u64,
-                    );
-                }
-                unsafe { f(l.grid, l.block, l.shared, m, offsets, c_rows, base, error) }
-            }
-            unsafe fn raw_write_offsets_narrow(
-                l: Launch,
+            );
+            raw_write_offsets_narrow = write_offsets_narrow(
                 m: i64,
                 offsets: *const i64,
                 c_rows: *mut i32,
                 base: i32,
                 error: *mut u64,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_write_offsets_narrow_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        m: i64,
-                        offsets: *const i64,
-                        c_rows: *mut i32,
-                        base: i32,
-                        error: *mut u64,
-                    );
-                }
-                unsafe { f(l.grid, l.block, l.shared, m, offsets, c_rows, base, error) }
-            }
-            unsafe fn raw_bin_count(
-                l: Launch,
+            );
+            raw_bin_count = bin_count(
                 m: i64,
                 row_size: *const i64,
-                a_rows: *const $o,
+                a_rows: *const crate::OffsetOf<$V>,
                 a_base: i32,
                 bounds: *const i64,
                 nb: i32,
                 bin_size: *mut i64,
                 max_size: *mut i64,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_bin_count_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        m: i64,
-                        row_size: *const i64,
-                        a_rows: *const $o,
-                        a_base: i32,
-                        bounds: *const i64,
-                        nb: i32,
-                        bin_size: *mut i64,
-                        max_size: *mut i64,
-                    );
-                }
-                unsafe {
-                    f(
-                        l.grid, l.block, l.shared, m, row_size, a_rows, a_base, bounds, nb,
-                        bin_size, max_size,
-                    )
-                }
-            }
-            unsafe fn raw_bin_fill(
-                l: Launch,
+            );
+            raw_bin_fill = bin_fill(
                 m: i64,
                 row_size: *const i64,
-                a_rows: *const $o,
+                a_rows: *const crate::OffsetOf<$V>,
                 a_base: i32,
                 bounds: *const i64,
                 nb: i32,
                 bin_offset: *const i64,
                 bin_cursor: *mut i64,
                 bins: *mut u32,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_bin_fill_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        m: i64,
-                        row_size: *const i64,
-                        a_rows: *const $o,
-                        a_base: i32,
-                        bounds: *const i64,
-                        nb: i32,
-                        bin_offset: *const i64,
-                        bin_cursor: *mut i64,
-                        bins: *mut u32,
-                    );
-                }
-                unsafe {
-                    f(
-                        l.grid, l.block, l.shared, m, row_size, a_rows, a_base, bounds, nb,
-                        bin_offset, bin_cursor, bins,
-                    )
-                }
-            }
+            );
         }
+    };
+}
+
+scan_binning_launchers!(launcher_trait {
+    /// The raw host entry points of `launch_scan_binning.cpp`, one per kernel.
+    ///
+    /// # Safety
+    /// Every pointer must be valid for all the kernel reads and writes (the
+    /// safe functions of this module check the lengths), and the launch
+    /// geometry must be what the kernel expects.
+    pub trait ScanBinning(grid, block, shared);
+} Self);
+
+macro_rules! impl_scan_binning {
+    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
+        scan_binning_launchers!(
+            launcher_impl { ScanBinning for crate::$name, $sfx (grid, block, shared); }
+            crate::$name
+        );
     };
 }
 for_each_variant!(impl_scan_binning);

@@ -4,142 +4,65 @@
 //! for the tests in `tests/transpose.rs`.
 
 use crate::scan_binning;
-use crate::{need, KernelCsr, Kernels, Launch, Variant};
+use crate::{need, Kernels, Launch, Variant};
 use rusparse::Index;
 
-/// `KernelCsr` in a variant's types.
-pub type Csr<'a, V> =
-    KernelCsr<'a, <V as Variant>::Offset, <V as Variant>::Index, <V as Variant>::Value>;
+pub use crate::Csr;
 
-/// The raw host entry points of `launch_transpose.cpp`, one per kernel,
-/// with the kernel's parameters after the launch geometry. Pointers are
-/// host pointers.
-///
-/// # Safety
-/// Every function runs a kernel that reads and writes through its pointers
-/// as kernels/README.md ("Transposes") says: `counts`/`cursor` hold
-/// `ncols + 1` words, `t_cols`/`perm`/`dst` hold nnz entries, `rows` is a
-/// valid row pointer of `nrows + 1` entries. [`transpose`] is the safe way
-/// in.
-#[allow(clippy::too_many_arguments, clippy::missing_safety_doc, missing_docs)]
-pub trait TransposeKernels: Variant {
-    unsafe fn raw_transpose_count(l: Launch, x: Csr<Self>, counts: *mut i64);
-    unsafe fn raw_transpose_scatter(
-        l: Launch,
-        x: Csr<Self>,
-        cursor: *mut i64,
-        t_cols: *mut Self::Index,
-        perm: *mut Self::Offset,
-    );
-    unsafe fn raw_transpose_sort_rows(
-        l: Launch,
-        nrows: i64,
-        rows: *const Self::Offset,
-        base: i32,
-        perm: *mut Self::Offset,
-        cols: *mut Self::Index,
-        long_rows: i32,
-    );
-    unsafe fn raw_transpose_gather(
-        l: Launch,
-        nnz: i64,
-        perm: *const Self::Offset,
-        src: *const Self::Value,
-        dst: *mut Self::Value,
-        conjugate: i32,
-    );
+/// The entry points of this launcher file after the launch geometry
+/// `(grid, block, shared)`, with `$V` for the variant: the one list that
+/// [`TransposeKernels`] and its implementation for every variant are made from
+/// (`raw_x = x`: the method `raw_x` calls `rs_host_x_<suffix>`).
+macro_rules! transpose_launchers {
+    ($then:ident { $($head:tt)* } $V:ty) => {
+        $then! {
+            $($head)*
+            raw_transpose_count = transpose_count(x: crate::Csr<$V>, counts: *mut i64);
+            raw_transpose_scatter = transpose_scatter(
+                x: crate::Csr<$V>,
+                cursor: *mut i64,
+                t_cols: *mut crate::IndexOf<$V>,
+                perm: *mut crate::OffsetOf<$V>,
+            );
+            raw_transpose_sort_rows = transpose_sort_rows(
+                nrows: i64,
+                rows: *const crate::OffsetOf<$V>,
+                base: i32,
+                perm: *mut crate::OffsetOf<$V>,
+                cols: *mut crate::IndexOf<$V>,
+                long_rows: i32,
+            );
+            raw_transpose_gather = transpose_gather(
+                nnz: i64,
+                perm: *const crate::OffsetOf<$V>,
+                src: *const crate::ValueOf<$V>,
+                dst: *mut crate::ValueOf<$V>,
+                conjugate: i32,
+            );
+        }
+    };
 }
+
+transpose_launchers!(launcher_trait {
+    /// The raw host entry points of `launch_transpose.cpp`, one per kernel,
+    /// with the kernel's parameters after the launch geometry. Pointers are
+    /// host pointers.
+    ///
+    /// # Safety
+    /// Every function runs a kernel that reads and writes through its pointers
+    /// as kernels/README.md ("Transposes") says: `counts`/`cursor` hold
+    /// `ncols + 1` words, `t_cols`/`perm`/`dst` hold nnz entries, `rows` is a
+    /// valid row pointer of `nrows + 1` entries. [`transpose`] is the safe way
+    /// in.
+    pub trait TransposeKernels(grid, block, shared);
+} Self);
 
 macro_rules! impl_transpose {
     ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
-        impl TransposeKernels for crate::$name {
-            unsafe fn raw_transpose_count(l: Launch, x: Csr<Self>, counts: *mut i64) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_transpose_count_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        x: KernelCsr<'_, $o, $i, $v>,
-                        counts: *mut i64,
-                    );
-                }
-                unsafe { f(l.grid, l.block, l.shared, x, counts) }
-            }
-            unsafe fn raw_transpose_scatter(
-                l: Launch,
-                x: Csr<Self>,
-                cursor: *mut i64,
-                t_cols: *mut $i,
-                perm: *mut $o,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_transpose_scatter_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        x: KernelCsr<'_, $o, $i, $v>,
-                        cursor: *mut i64,
-                        t_cols: *mut $i,
-                        perm: *mut $o,
-                    );
-                }
-                unsafe { f(l.grid, l.block, l.shared, x, cursor, t_cols, perm) }
-            }
-            unsafe fn raw_transpose_sort_rows(
-                l: Launch,
-                nrows: i64,
-                rows: *const $o,
-                base: i32,
-                perm: *mut $o,
-                cols: *mut $i,
-                long_rows: i32,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_transpose_sort_rows_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        nrows: i64,
-                        rows: *const $o,
-                        base: i32,
-                        perm: *mut $o,
-                        cols: *mut $i,
-                        long_rows: i32,
-                    );
-                }
-                unsafe {
-                    f(
-                        l.grid, l.block, l.shared, nrows, rows, base, perm, cols, long_rows,
-                    )
-                }
-            }
-            unsafe fn raw_transpose_gather(
-                l: Launch,
-                nnz: i64,
-                perm: *const $o,
-                src: *const $v,
-                dst: *mut $v,
-                conjugate: i32,
-            ) {
-                extern "C" {
-                    #[link_name = concat!("rs_host_transpose_gather_", $sfx)]
-                    fn f(
-                        grid: i64,
-                        block: i64,
-                        shared: i64,
-                        nnz: i64,
-                        perm: *const $o,
-                        src: *const $v,
-                        dst: *mut $v,
-                        conjugate: i32,
-                    );
-                }
-                unsafe { f(l.grid, l.block, l.shared, nnz, perm, src, dst, conjugate) }
-            }
-        }
+        transpose_launchers!(
+            launcher_impl { TransposeKernels for crate::$name, $sfx (grid, block, shared); }
+            crate::$name
+        );
     };
 }
 for_each_variant!(impl_transpose);
