@@ -56,15 +56,12 @@ emulator_launchers!(launcher_trait {
     pub trait Emulator(grid, block);
 } Self);
 
-macro_rules! impl_emulator {
-    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
-        emulator_launchers!(
-            launcher_impl { Emulator for crate::$name, $sfx (grid, block); }
-            crate::$name
-        );
-    };
-}
-for_each_variant!(impl_emulator);
+for_each_variant!(
+    launchers_for_variant,
+    emulator_launchers,
+    Emulator,
+    (grid, block)
+);
 
 fn threads(l: Launch) -> usize {
     (l.grid * l.block) as usize

@@ -118,15 +118,12 @@ hash_launchers!(launcher_trait {
     pub trait HashKernels(grid, block, shared);
 } Self);
 
-macro_rules! impl_hash {
-    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
-        hash_launchers!(
-            launcher_impl { HashKernels for crate::$name, $sfx (grid, block, shared); }
-            crate::$name
-        );
-    };
-}
-for_each_variant!(impl_hash);
+for_each_variant!(
+    launchers_for_variant,
+    hash_launchers,
+    HashKernels,
+    (grid, block, shared)
+);
 
 /// What the hash tests run: every launcher of the crate plus this one.
 pub trait HashVariant: Kernels + HashKernels {}

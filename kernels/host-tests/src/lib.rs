@@ -46,8 +46,9 @@
 //! (`raw_x = x(parameters after the launch geometry);`, types written with
 //! `$V` for the variant). `launcher_trait!` makes the trait from that list
 //! (one `unsafe fn raw_x(l: Launch, ...)` each) and `launcher_impl!`, called
-//! per variant by `for_each_variant!`, implements it: each method declares
-//! `rs_host_x_<suffix>` and forwards the geometry and its arguments. The
+//! per variant by `for_each_variant!(launchers_for_variant, ...)`,
+//! implements it: each method declares `rs_host_x_<suffix>` and forwards
+//! the geometry and its arguments. The
 //! module then wraps the entry points in safe functions generic over the
 //! variant. Adding a launcher: write the `.cpp`, add such a module, and add
 //! its trait to [`Kernels`].
@@ -63,14 +64,15 @@ pub type C64 = Complex<f64>;
 pub type C32 = Complex<f32>;
 
 /// Calls `$m!(Type, "suffix", value, offset, index, warp)` for every
-/// variant. Keep in step with `VARIANTS` in `build.rs`.
+/// variant (`$m!(extra..., Type, ...)` with extra arguments). Keep in step
+/// with `VARIANTS` in `build.rs`.
 macro_rules! for_each_variant {
-    ($m:ident) => {
-        $m!(F64I32I32W32, "f64_i32_i32_w32", f64, i32, i32, 32);
-        $m!(F64I32I32W64, "f64_i32_i32_w64", f64, i32, i32, 64);
-        $m!(F32I64I32W32, "f32_i64_i32_w32", f32, i64, i32, 32);
-        $m!(C64I64I64W64, "c64_i64_i64_w64", $crate::C64, i64, i64, 64);
-        $m!(C32I32I64W32, "c32_i32_i64_w32", $crate::C32, i32, i64, 32);
+    ($m:ident $(, $extra:tt)*) => {
+        $m!($($extra,)* F64I32I32W32, "f64_i32_i32_w32", f64, i32, i32, 32);
+        $m!($($extra,)* F64I32I32W64, "f64_i32_i32_w64", f64, i32, i32, 64);
+        $m!($($extra,)* F32I64I32W32, "f32_i64_i32_w32", f32, i64, i32, 32);
+        $m!($($extra,)* C64I64I64W64, "c64_i64_i64_w64", $crate::C64, i64, i64, 64);
+        $m!($($extra,)* C32I32I64W32, "c32_i32_i64_w32", $crate::C32, i32, i64, 32);
     };
 }
 
@@ -107,6 +109,15 @@ macro_rules! launcher_impl {
                 }
             )*
         }
+    };
+}
+
+/// Implements launcher trait `$trait`, listed by `$list` with launch
+/// geometry `$geometry`, for one variant (a `for_each_variant!` callback:
+/// `for_each_variant!(launchers_for_variant, list, Trait, (grid, ...))`).
+macro_rules! launchers_for_variant {
+    ($list:ident, $trait:ident, $geometry:tt, $name:ident, $sfx:literal, $($types:tt)*) => {
+        $list!(launcher_impl { $trait for crate::$name, $sfx $geometry; } crate::$name);
     };
 }
 

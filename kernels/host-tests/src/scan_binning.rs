@@ -71,15 +71,12 @@ scan_binning_launchers!(launcher_trait {
     pub trait ScanBinning(grid, block, shared);
 } Self);
 
-macro_rules! impl_scan_binning {
-    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
-        scan_binning_launchers!(
-            launcher_impl { ScanBinning for crate::$name, $sfx (grid, block, shared); }
-            crate::$name
-        );
-    };
-}
-for_each_variant!(impl_scan_binning);
+for_each_variant!(
+    launchers_for_variant,
+    scan_binning_launchers,
+    ScanBinning,
+    (grid, block, shared)
+);
 
 /// Largest `nb` the binning kernels take (`RS_BIN_MAX - 1` in binning.cu).
 pub const MAX_BINS: usize = 31;

@@ -57,15 +57,12 @@ transpose_launchers!(launcher_trait {
     pub trait TransposeKernels(grid, block, shared);
 } Self);
 
-macro_rules! impl_transpose {
-    ($name:ident, $sfx:literal, $v:ty, $o:ty, $i:ty, $w:literal) => {
-        transpose_launchers!(
-            launcher_impl { TransposeKernels for crate::$name, $sfx (grid, block, shared); }
-            crate::$name
-        );
-    };
-}
-for_each_variant!(impl_transpose);
+for_each_variant!(
+    launchers_for_variant,
+    transpose_launchers,
+    TransposeKernels,
+    (grid, block, shared)
+);
 
 /// What the transpose tests run: every launcher of the crate plus this one.
 pub trait TransposeVariant: Kernels + TransposeKernels {}
