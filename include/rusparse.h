@@ -587,23 +587,6 @@ rusparseStatus_t rusparseSpGEMM_createDescr(rusparseSpGEMMDescr_t *descr);
 rusparseStatus_t rusparseSpGEMM_destroyDescr(rusparseSpGEMMDescr_t descr);
 
 /**
- * Sets the order of C's columns within each row that
- * `rusparseSpGEMM_copy` writes (a rusparse extension: cuSPARSE always
- * sorts). `RUSPARSE_COLUMN_ORDER_ANY` lets the CPU back end skip sorting
- * each row of C: every row holds the same entries as with
- * `RUSPARSE_COLUMN_ORDER_SORTED` (the default), in an order that is the
- * same for the same inputs and thread count (so `beta != 0` adds to the
- * right entries), but not sorted. For callers that do not need sorted rows
- * (an SpMV next, graph analytics). The reuse flow (`reuse_copy`,
- * `reuse_compute`) and the GPU back ends always write sorted rows, which
- * any order admits. May be called at any time before `rusparseSpGEMM_copy`;
- * INVALID_VALUE for a NULL descriptor or an `order` that is not a
- * `rusparseColumnOrder_t`.
- */
-rusparseStatus_t rusparseSpGEMM_setColumnOrder(rusparseSpGEMMDescr_t spgemmDescr,
-                                               rusparseColumnOrder_t order);
-
-/**
  * Phase 1 of `C = alpha op(A) op(B) + beta C`. With `externalBuffer1 ==
  * NULL` it only writes `*bufferSize1`; with a buffer of at least that size
  * it checks A and B completely (offsets, column ranges) and counts the
@@ -623,100 +606,6 @@ rusparseStatus_t rusparseSpGEMM_workEstimation(rusparseHandle_t handle,
                                                rusparseSpGEMMDescr_t spgemmDescr,
                                                size_t *bufferSize1,
                                                void *externalBuffer1);
-
-/**
- * Predicts nnz(C) of `op(A) * op(B)` without computing C (rusparse
- * extension; the sampling predictor's ratio over a stratified sample of
- * rows): no buffer, no SpGEMM descriptor, no matC. A and B are checked as
- * in work estimation; the cost is their check, one pass counting each
- * row's products, and the sampled rows (about 1/256 of the products, more
- * on small matrices with long rows; products of up to 2^14 scalar products
- * are counted exactly). Deterministic. Measured error: 0.09 % mean on
- * large generated matrices, 1.1 % mean and 4.3 % worst on small real ones;
- * the sample costs 0.1 to 0.6 % of the SpGEMM above 10^6 products
- * (`docs/benchmarks.md`). Device arrays (a CUDA or HIP handle, or an AUTO
- * handle given device pointers) are predicted on the GPU, on the handle's
- * stream, with the same stratified sample: the device counts each row's
- * products and shape (its entries and longest merged row of B; 16 bytes a
- * row read back) and the exact nnz of the sampled rows (the symbolic
- * kernels); the host picks the rows and combines. It returns what the CPU
- * returns for the same operands (checked on an emulated GPU), so the
- * errors above hold. Its cost on a GPU is not measured yet.
- */
-rusparseStatus_t rusparseSpGEMM_predictNnz(rusparseHandle_t handle,
-                                           rusparseOperation_t opA,
-                                           rusparseOperation_t opB,
-                                           rusparseConstSpMatDescr_t matA,
-                                           rusparseConstSpMatDescr_t matB,
-                                           int64_t *nnz);
-
-/**
- * The number of scalar products of the planned product (after work estimation).
- */
-rusparseStatus_t rusparseSpGEMM_getNumProducts(rusparseSpGEMMDescr_t spgemmDescr,
-                                               int64_t *num_prods);
-
-/**
- * What a product planned on `spgemmDescr` runs (rusparse extension): the
- * back end (`RUSPARSE_BACKEND_CPU`, `_CUDA` or `_HIP`, also for AUTO handles), the
- * algorithm (on the CPU the concrete one the planner chose,
- * `RUSPARSE_SPGEMM_CPU_*`; on a GPU `RUSPARSE_SPGEMM_CSR_ALG_DETERMINISTIC`
- * or `_NONDETERMINISTIC`), the number of products, and nnz(C) (-1 before
- * `compute` / `reuse_nnz`). Any output pointer may be NULL. INVALID_VALUE
- * before work estimation.
- */
-rusparseStatus_t rusparseSpGEMM_getPlanInfo(rusparseSpGEMMDescr_t spgemmDescr,
-                                            rusparseBackend_t *backend,
-                                            rusparseSpGEMMAlg_t *algorithm,
-                                            int64_t *numProducts,
-                                            int64_t *nnzC);
-
-/**
- * Rows per bin of a planned product (rusparse extension): how the GPU
- * back end grouped the rows of C for `which` phase, so users and
- * benchmarks can see what ran. The symbolic bins are the shared-memory
- * hash kernels from the smallest table up, then the direct bin (rows of
- * A with one entry) last; the numeric bins the same, with the global-memory
- * bin second to last. The bins are known once the symbolic phase ran
- * (`compute` with a NULL buffer, or `reuse_nnz`); before that, and always
- * on the CPU back end (which does not bin rows: its choice is the
- * algorithm `getPlanInfo` reports), `*numBins` is 0. Writes the first
- * `min(capacity, *numBins)` counts to `rowsPerBin` (which may be NULL when
- * `capacity` is 0, to ask for `*numBins`). INVALID_VALUE before work
- * estimation, for a `which` that is not a `rusparseSpGEMMBins_t`, a
- * negative capacity or a NULL `numBins`.
- */
-rusparseStatus_t rusparseSpGEMM_getBinCounts(rusparseSpGEMMDescr_t spgemmDescr,
-                                             rusparseSpGEMMBins_t which,
-                                             int64_t *rowsPerBin,
-                                             int32_t capacity,
-                                             int32_t *numBins);
-
-/**
- * ALG3's memory estimate, between work estimation and compute. With
- * `externalBuffer3 == NULL` it writes `*bufferSize3`; with a buffer it
- * writes the size `compute` will ask for into `*bufferSize2`.
- * `chunk_fraction` must be in (0, 1]. On the CPU the product is already
- * memory-bounded (metadata O(rows), no copy of C), so the estimate is the
- * small fixed buffer size. On a GPU the row metadata is O(rows) too; the
- * hash tables of rows too long for shared memory are then built at most
- * `chunk_fraction` of them at a time (at least one row's table).
- */
-rusparseStatus_t rusparseSpGEMM_estimateMemory(rusparseHandle_t handle,
-                                               rusparseOperation_t opA,
-                                               rusparseOperation_t opB,
-                                               const void *alpha,
-                                               rusparseConstSpMatDescr_t matA,
-                                               rusparseConstSpMatDescr_t matB,
-                                               const void *beta,
-                                               rusparseSpMatDescr_t matC,
-                                               rusparseDataType_t computeType,
-                                               rusparseSpGEMMAlg_t alg,
-                                               rusparseSpGEMMDescr_t spgemmDescr,
-                                               float chunk_fraction,
-                                               size_t *bufferSize3,
-                                               void *externalBuffer3,
-                                               size_t *bufferSize2);
 
 /**
  * Phase 2: the symbolic product. With `externalBuffer2 == NULL` it only
@@ -829,6 +718,117 @@ rusparseStatus_t rusparseSpGEMMreuse_compute(rusparseHandle_t handle,
                                              rusparseDataType_t computeType,
                                              rusparseSpGEMMAlg_t alg,
                                              rusparseSpGEMMDescr_t spgemmDescr);
+
+/**
+ * Sets the order of C's columns within each row that
+ * `rusparseSpGEMM_copy` writes (a rusparse extension: cuSPARSE always
+ * sorts). `RUSPARSE_COLUMN_ORDER_ANY` lets the CPU back end skip sorting
+ * each row of C: every row holds the same entries as with
+ * `RUSPARSE_COLUMN_ORDER_SORTED` (the default), in an order that is the
+ * same for the same inputs and thread count (so `beta != 0` adds to the
+ * right entries), but not sorted. For callers that do not need sorted rows
+ * (an SpMV next, graph analytics). The reuse flow (`reuse_copy`,
+ * `reuse_compute`) and the GPU back ends always write sorted rows, which
+ * any order admits. May be called at any time before `rusparseSpGEMM_copy`;
+ * INVALID_VALUE for a NULL descriptor or an `order` that is not a
+ * `rusparseColumnOrder_t`.
+ */
+rusparseStatus_t rusparseSpGEMM_setColumnOrder(rusparseSpGEMMDescr_t spgemmDescr,
+                                               rusparseColumnOrder_t order);
+
+/**
+ * Predicts nnz(C) of `op(A) * op(B)` without computing C (rusparse
+ * extension; the sampling predictor's ratio over a stratified sample of
+ * rows): no buffer, no SpGEMM descriptor, no matC. A and B are checked as
+ * in work estimation; the cost is their check, one pass counting each
+ * row's products, and the sampled rows (about 1/256 of the products, more
+ * on small matrices with long rows; products of up to 2^14 scalar products
+ * are counted exactly). Deterministic. Measured error: 0.09 % mean on
+ * large generated matrices, 1.1 % mean and 4.3 % worst on small real ones;
+ * the sample costs 0.1 to 0.6 % of the SpGEMM above 10^6 products
+ * (`docs/benchmarks.md`). Device arrays (a CUDA or HIP handle, or an AUTO
+ * handle given device pointers) are predicted on the GPU, on the handle's
+ * stream, with the same stratified sample: the device counts each row's
+ * products and shape (its entries and longest merged row of B; 16 bytes a
+ * row read back) and the exact nnz of the sampled rows (the symbolic
+ * kernels); the host picks the rows and combines. It returns what the CPU
+ * returns for the same operands (checked on an emulated GPU), so the
+ * errors above hold. Its cost on a GPU is not measured yet.
+ */
+rusparseStatus_t rusparseSpGEMM_predictNnz(rusparseHandle_t handle,
+                                           rusparseOperation_t opA,
+                                           rusparseOperation_t opB,
+                                           rusparseConstSpMatDescr_t matA,
+                                           rusparseConstSpMatDescr_t matB,
+                                           int64_t *nnz);
+
+/**
+ * The number of scalar products of the planned product (after work estimation).
+ */
+rusparseStatus_t rusparseSpGEMM_getNumProducts(rusparseSpGEMMDescr_t spgemmDescr,
+                                               int64_t *num_prods);
+
+/**
+ * What a product planned on `spgemmDescr` runs (rusparse extension): the
+ * back end (`RUSPARSE_BACKEND_CPU`, `_CUDA` or `_HIP`, also for AUTO handles), the
+ * algorithm (on the CPU the concrete one the planner chose,
+ * `RUSPARSE_SPGEMM_CPU_*`; on a GPU `RUSPARSE_SPGEMM_CSR_ALG_DETERMINISTIC`
+ * or `_NONDETERMINISTIC`), the number of products, and nnz(C) (-1 before
+ * `compute` / `reuse_nnz`). Any output pointer may be NULL. INVALID_VALUE
+ * before work estimation.
+ */
+rusparseStatus_t rusparseSpGEMM_getPlanInfo(rusparseSpGEMMDescr_t spgemmDescr,
+                                            rusparseBackend_t *backend,
+                                            rusparseSpGEMMAlg_t *algorithm,
+                                            int64_t *numProducts,
+                                            int64_t *nnzC);
+
+/**
+ * Rows per bin of a planned product (rusparse extension): how the GPU
+ * back end grouped the rows of C for `which` phase, so users and
+ * benchmarks can see what ran. The symbolic bins are the shared-memory
+ * hash kernels from the smallest table up, then the direct bin (rows of
+ * A with one entry) last; the numeric bins the same, with the global-memory
+ * bin second to last. The bins are known once the symbolic phase ran
+ * (`compute` with a NULL buffer, or `reuse_nnz`); before that, and always
+ * on the CPU back end (which does not bin rows: its choice is the
+ * algorithm `getPlanInfo` reports), `*numBins` is 0. Writes the first
+ * `min(capacity, *numBins)` counts to `rowsPerBin` (which may be NULL when
+ * `capacity` is 0, to ask for `*numBins`). INVALID_VALUE before work
+ * estimation, for a `which` that is not a `rusparseSpGEMMBins_t`, a
+ * negative capacity or a NULL `numBins`.
+ */
+rusparseStatus_t rusparseSpGEMM_getBinCounts(rusparseSpGEMMDescr_t spgemmDescr,
+                                             rusparseSpGEMMBins_t which,
+                                             int64_t *rowsPerBin,
+                                             int32_t capacity,
+                                             int32_t *numBins);
+
+/**
+ * ALG3's memory estimate, between work estimation and compute. With
+ * `externalBuffer3 == NULL` it writes `*bufferSize3`; with a buffer it
+ * writes the size `compute` will ask for into `*bufferSize2`.
+ * `chunk_fraction` must be in (0, 1]. On the CPU the product is already
+ * memory-bounded (metadata O(rows), no copy of C), so the estimate is the
+ * small fixed buffer size. On a GPU the row metadata is O(rows) too; the
+ * hash tables of rows too long for shared memory are then built at most
+ * `chunk_fraction` of them at a time (at least one row's table).
+ */
+rusparseStatus_t rusparseSpGEMM_estimateMemory(rusparseHandle_t handle,
+                                               rusparseOperation_t opA,
+                                               rusparseOperation_t opB,
+                                               const void *alpha,
+                                               rusparseConstSpMatDescr_t matA,
+                                               rusparseConstSpMatDescr_t matB,
+                                               const void *beta,
+                                               rusparseSpMatDescr_t matC,
+                                               rusparseDataType_t computeType,
+                                               rusparseSpGEMMAlg_t alg,
+                                               rusparseSpGEMMDescr_t spgemmDescr,
+                                               float chunk_fraction,
+                                               size_t *bufferSize3,
+                                               void *externalBuffer3,
+                                               size_t *bufferSize2);
 
 #ifdef __cplusplus
 }  // extern "C"

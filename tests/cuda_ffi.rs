@@ -16,6 +16,7 @@ use rusparse::ffi::errors::rusparseGetLastErrorMessage;
 use rusparse::ffi::handle::*;
 use rusparse::ffi::matrix::*;
 use rusparse::ffi::spgemm::*;
+use rusparse::ffi::spgemm_ext::*;
 use rusparse::ffi::*;
 use std::ffi::{c_void, CStr};
 use std::ptr::null_mut;

@@ -7,7 +7,7 @@
 use rusparse::ffi::errors::rusparseGetLastErrorMessage;
 use rusparse::ffi::handle::{rusparseCreateWithBackend, rusparseDestroy};
 use rusparse::ffi::matrix::{rusparseCreateCsr, rusparseDestroySpMat};
-use rusparse::ffi::spgemm::rusparseSpGEMM_predictNnz;
+use rusparse::ffi::spgemm_ext::rusparseSpGEMM_predictNnz;
 use rusparse::ffi::types::{rusparseHandle_t, rusparseSpMatDescr_t};
 use rusparse::{memory_limit, set_memory_limit, Context, CsrMatrix, Error, IndexBase, Op};
 use rusparse::{SpgemmOptions, MEMORY_LIMIT_ENV};

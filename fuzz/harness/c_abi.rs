@@ -37,6 +37,7 @@ use rusparse::ffi::errors::{
 use rusparse::ffi::handle::*;
 use rusparse::ffi::matrix::*;
 use rusparse::ffi::spgemm::*;
+use rusparse::ffi::spgemm_ext::*;
 use rusparse::ffi::types::*;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;

@@ -29,6 +29,7 @@ pub mod handle;
 pub mod matrix;
 mod placement;
 pub mod spgemm;
+pub mod spgemm_ext;
 mod spgemm_gpu;
 pub mod types;
 

@@ -12,6 +12,10 @@
 //! descriptor (freed by `rusparseSpGEMM_destroyDescr`) and never stores C
 //! twice; the external buffers are requested at a small fixed size
 //! ([`CPU_BUFFER_BYTES`]) so the cuSPARSE call sequence works unchanged.
+//!
+//! The rusparse extensions (C's column order, the output-size prediction,
+//! the plan's report) are in [`super::spgemm_ext`]; the GPU phases in
+//! `spgemm_gpu.rs`.
 
 use super::boundary::{boundary, out_ref, Claim, Opaque};
 use super::handle::Handle;
@@ -23,8 +27,7 @@ use crate::plan::fingerprint::pattern_fingerprint;
 use crate::spgemm::{check_nnz_fits, same_pattern_arrays};
 use crate::types::{Algorithm, ColumnOrder, DataType, IndexType, Op};
 use crate::{
-    validate_structure, Complex, CsrOutput, CsrView, Error, Index, Result, Scalar, SpgemmOptions,
-    SpgemmPlan,
+    validate_structure, Complex, CsrOutput, CsrView, Error, Index, Result, Scalar, SpgemmPlan,
 };
 use std::any::Any;
 use std::ffi::c_void;
@@ -34,13 +37,13 @@ use std::ffi::c_void;
 pub(crate) const CPU_BUFFER_BYTES: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Flow {
+pub(super) enum Flow {
     Compute,
     Reuse,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Phase {
+pub(super) enum Phase {
     WorkEstimated,
     Sized,
     Copied,
@@ -57,21 +60,21 @@ struct Call {
     c: *const SpMat,
 }
 
-struct Planned {
+pub(super) struct Planned {
     flow: Flow,
     phase: Phase,
     call: Call,
-    num_products: u64,
+    pub(super) num_products: u64,
     /// Where the product runs (decided by work estimation).
-    placement: Placement,
+    pub(super) placement: Placement,
     /// The algorithm that runs: a concrete CPU algorithm, or on the GPU
     /// `Deterministic` / `NonDeterministic`.
-    selected: Algorithm,
+    pub(super) selected: Algorithm,
     /// nnz(C) once the symbolic phase ran.
-    nnz: Option<i64>,
+    pub(super) nnz: Option<i64>,
     /// A `SpgemmPlan<I, J>` for the index types of A and B (CPU), or a
     /// `GpuProduct` (CUDA).
-    plan: Box<dyn Any + Send>,
+    pub(super) plan: Box<dyn Any + Send>,
     /// Fingerprint of C's structure after `reuse_copy`.
     c_fingerprint: Option<u64>,
 }
@@ -79,9 +82,9 @@ struct Planned {
 /// What a `rusparseSpGEMMDescr_t` points to.
 #[derive(Default)]
 pub(crate) struct SpgemmDescr {
-    planned: Option<Planned>,
+    pub(super) planned: Option<Planned>,
     /// C's column order for `rusparseSpGEMM_copy` (rusparse extension).
-    column_order: ColumnOrder,
+    pub(super) column_order: ColumnOrder,
 }
 
 impl Opaque for rusparseSpGEMMDescr {
@@ -95,7 +98,7 @@ impl Opaque for rusparseSpGEMMDescr {
 }
 
 /// The checked arguments of one phase call.
-struct Args<'a> {
+pub(super) struct Args<'a> {
     h: &'a Handle,
     call: Call,
     a: &'a SpMat,
@@ -125,7 +128,7 @@ fn dims(m: &SpMat, op: Op) -> (i64, i64) {
 
 /// Checks what A and B must share (value and index types, the inner
 /// dimension); returns the shape of op(A) * op(B).
-fn check_operands(a: &SpMat, op_a: Op, b: &SpMat, op_b: Op) -> Result<(i64, i64)> {
+pub(super) fn check_operands(a: &SpMat, op_a: Op, b: &SpMat, op_b: Op) -> Result<(i64, i64)> {
     if b.value_type != a.value_type {
         return Err(Error::NotSupported(format!(
             "matA and matB must have the same value type (got {} and {})",
@@ -154,7 +157,7 @@ fn check_operands(a: &SpMat, op_a: Op, b: &SpMat, op_b: Op) -> Result<(i64, i64)
 
 /// Checks the handle, the descriptors, their types and shapes.
 #[allow(clippy::too_many_arguments)]
-fn args<'a>(
+pub(super) fn args<'a>(
     handle: rusparseHandle_t,
     op_a: OperationArg,
     op_b: OperationArg,
@@ -243,7 +246,7 @@ fn args<'a>(
 
 /// Runs `f` on the plan of an earlier phase, checked for flow, order and
 /// arguments. The plan stays in the descriptor whatever `f` returns.
-fn with_planned<R>(
+pub(super) fn with_planned<R>(
     x: &mut Args<'_>,
     flow: Flow,
     after: Phase,
@@ -280,7 +283,7 @@ fn with_planned<R>(
 /// cuSPARSE's buffer protocol: a NULL buffer asks for the size; otherwise
 /// the given size must be at least what was asked for. Returns whether the
 /// call must do the work.
-fn buffer_protocol(size: *mut usize, buffer: *mut c_void, name: &str) -> Result<bool> {
+pub(super) fn buffer_protocol(size: *mut usize, buffer: *mut c_void, name: &str) -> Result<bool> {
     // SAFETY: NULL or a writable size slot.
     let size = unsafe { out_ref(size, name) }?;
     if buffer.is_null() {
@@ -324,6 +327,7 @@ macro_rules! dispatch {
         }
     };
 }
+pub(super) use dispatch;
 
 fn plan_mut<I: Index, J: Index>(plan: &mut (dyn Any + Send)) -> Result<&mut SpgemmPlan<I, J>> {
     plan.downcast_mut().ok_or_else(|| {
@@ -339,7 +343,7 @@ type Operands<'m, T, I, J> = (CsrView<'m, T, I, J>, CsrView<'m, T, I, J>);
 
 /// Views of A's and B's host arrays, their structure checked completely
 /// (offsets, column ranges) in the handle's thread pool.
-fn validated_views<'m, T: Scalar, I: Index, J: Index>(
+pub(super) fn validated_views<'m, T: Scalar, I: Index, J: Index>(
     h: &Handle,
     a: &'m SpMat,
     b: &'m SpMat,
@@ -584,7 +588,9 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
     Ok(())
 }
 
-fn gpu_product(plan: &mut (dyn Any + Send)) -> Result<&mut super::spgemm_gpu::GpuProduct> {
+pub(super) fn gpu_product(
+    plan: &mut (dyn Any + Send),
+) -> Result<&mut super::spgemm_gpu::GpuProduct> {
     plan.downcast_mut()
         .ok_or_else(|| Error::InternalError("GPU product of the wrong kind".into()))
 }
@@ -651,7 +657,7 @@ fn fill_output(
 }
 
 /// The SpGEMM descriptor, claimed for the call (the claim first).
-fn descr_ref<'a>(descr: rusparseSpGEMMDescr_t) -> Result<(Claim, &'a SpgemmDescr)> {
+pub(super) fn descr_ref<'a>(descr: rusparseSpGEMMDescr_t) -> Result<(Claim, &'a SpgemmDescr)> {
     // SAFETY: NULL or a live descriptor; claimed, so no other call uses it.
     let claim = unsafe { rusparseSpGEMMDescr::claim(descr) }?;
     Ok((claim, unsafe { rusparseSpGEMMDescr::get(descr) }?))
@@ -679,42 +685,6 @@ pub unsafe extern "C" fn rusparseSpGEMM_destroyDescr(
     // SAFETY: NULL or a descriptor from rusparseSpGEMM_createDescr, destroyed once.
     boundary("rusparseSpGEMM_destroyDescr", || unsafe {
         rusparseSpGEMMDescr::free(descr)
-    })
-}
-
-/// Sets the order of C's columns within each row that
-/// `rusparseSpGEMM_copy` writes (a rusparse extension: cuSPARSE always
-/// sorts). `RUSPARSE_COLUMN_ORDER_ANY` lets the CPU back end skip sorting
-/// each row of C: every row holds the same entries as with
-/// `RUSPARSE_COLUMN_ORDER_SORTED` (the default), in an order that is the
-/// same for the same inputs and thread count (so `beta != 0` adds to the
-/// right entries), but not sorted. For callers that do not need sorted rows
-/// (an SpMV next, graph analytics). The reuse flow (`reuse_copy`,
-/// `reuse_compute`) and the GPU back ends always write sorted rows, which
-/// any order admits. May be called at any time before `rusparseSpGEMM_copy`;
-/// INVALID_VALUE for a NULL descriptor or an `order` that is not a
-/// `rusparseColumnOrder_t`.
-#[no_mangle]
-pub unsafe extern "C" fn rusparseSpGEMM_setColumnOrder(
-    spgemmDescr: rusparseSpGEMMDescr_t,
-    order: ColumnOrderArg,
-) -> rusparseStatus_t {
-    boundary("rusparseSpGEMM_setColumnOrder", || {
-        let order = match order {
-            0 => ColumnOrder::Sorted,
-            1 => ColumnOrder::Any,
-            _ => {
-                return Err(Error::InvalidValue(format!(
-                    "order = {order} is not a rusparseColumnOrder_t"
-                )))
-            }
-        };
-        // SAFETY: NULL or a live descriptor; claimed first, so no other
-        // call holds a reference to it.
-        let _claim = unsafe { rusparseSpGEMMDescr::claim(spgemmDescr) }?;
-        let d = unsafe { rusparseSpGEMMDescr::get_mut(spgemmDescr) }?;
-        d.column_order = order;
-        Ok(())
     })
 }
 
@@ -759,7 +729,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_workEstimation(
     })
 }
 
-fn non_null_scalars(alpha: *const c_void, beta: *const c_void) -> Result<()> {
+pub(super) fn non_null_scalars(alpha: *const c_void, beta: *const c_void) -> Result<()> {
     if alpha.is_null() {
         return Err(Error::InvalidValue("alpha is NULL".into()));
     }
@@ -767,274 +737,6 @@ fn non_null_scalars(alpha: *const c_void, beta: *const c_void) -> Result<()> {
         return Err(Error::InvalidValue("beta is NULL".into()));
     }
     Ok(())
-}
-
-/// Predicts nnz(C) of `op(A) * op(B)` without computing C (rusparse
-/// extension; the sampling predictor's ratio over a stratified sample of
-/// rows): no buffer, no SpGEMM descriptor, no matC. A and B are checked as
-/// in work estimation; the cost is their check, one pass counting each
-/// row's products, and the sampled rows (about 1/256 of the products, more
-/// on small matrices with long rows; products of up to 2^14 scalar products
-/// are counted exactly). Deterministic. Measured error: 0.09 % mean on
-/// large generated matrices, 1.1 % mean and 4.3 % worst on small real ones;
-/// the sample costs 0.1 to 0.6 % of the SpGEMM above 10^6 products
-/// (`docs/benchmarks.md`). Device arrays (a CUDA or HIP handle, or an AUTO
-/// handle given device pointers) are predicted on the GPU, on the handle's
-/// stream, with the same stratified sample: the device counts each row's
-/// products and shape (its entries and longest merged row of B; 16 bytes a
-/// row read back) and the exact nnz of the sampled rows (the symbolic
-/// kernels); the host picks the rows and combines. It returns what the CPU
-/// returns for the same operands (checked on an emulated GPU), so the
-/// errors above hold. Its cost on a GPU is not measured yet.
-#[no_mangle]
-pub unsafe extern "C" fn rusparseSpGEMM_predictNnz(
-    handle: rusparseHandle_t,
-    opA: OperationArg,
-    opB: OperationArg,
-    matA: rusparseConstSpMatDescr_t,
-    matB: rusparseConstSpMatDescr_t,
-    nnz: *mut i64,
-) -> rusparseStatus_t {
-    boundary("rusparseSpGEMM_predictNnz", || {
-        // SAFETY: each pointer is NULL or a live object of its type; the
-        // handle is claimed for the call.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
-        let h = unsafe { rusparseContext::get(handle) }?;
-        let op_a = operation(opA, "opA")?;
-        let op_b = operation(opB, "opB")?;
-        let a = unsafe { rusparseSpMatDescr::get(matA) }.map_err(|e| e.context("matA"))?;
-        let b = unsafe { rusparseSpMatDescr::get(matB) }.map_err(|e| e.context("matB"))?;
-        let out = unsafe { out_ref(nnz, "nnz") }?;
-        check_operands(a, op_a, b, op_b)?;
-        let predicted = match place(&h.ctx, a, b, &[])? {
-            // Host arrays on a GPU handle: the same prediction as the
-            // device's, without copying them.
-            Placement::Cpu | Placement::StagedGpu(_) => dispatch!(
-                a.value_type,
-                (a.offset_type, a.col_type),
-                predict(h, a, op_a, b, op_b)
-            )?,
-            Placement::Gpu(dev) => super::spgemm_gpu::predict_nnz(dev, h.stream, op_a, op_b, a, b)?,
-        };
-        *out = predicted;
-        Ok(())
-    })
-}
-
-fn predict<T: Scalar, I: Index, J: Index>(
-    h: &Handle,
-    a: &SpMat,
-    op_a: Op,
-    b: &SpMat,
-    op_b: Op,
-) -> Result<i64> {
-    let (a, b) = validated_views::<T, I, J>(h, a, b)?;
-    let opts = SpgemmOptions {
-        op_a,
-        op_b,
-        ..SpgemmOptions::default()
-    };
-    let p = h.ctx.predict_nnz(&a, &b, &opts)?;
-    Ok(i64::try_from(p.nnz).unwrap_or(i64::MAX))
-}
-
-/// The number of scalar products of the planned product (after work estimation).
-#[no_mangle]
-pub unsafe extern "C" fn rusparseSpGEMM_getNumProducts(
-    spgemmDescr: rusparseSpGEMMDescr_t,
-    num_prods: *mut i64,
-) -> rusparseStatus_t {
-    boundary("rusparseSpGEMM_getNumProducts", || {
-        let (_claim, d) = descr_ref(spgemmDescr)?;
-        let p = d.planned.as_ref().ok_or_else(|| {
-            Error::InvalidValue(
-                "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
-            )
-        })?;
-        *unsafe { out_ref(num_prods, "num_prods") }? =
-            i64::try_from(p.num_products).unwrap_or(i64::MAX);
-        Ok(())
-    })
-}
-
-/// What a product planned on `spgemmDescr` runs (rusparse extension): the
-/// back end (`RUSPARSE_BACKEND_CPU`, `_CUDA` or `_HIP`, also for AUTO handles), the
-/// algorithm (on the CPU the concrete one the planner chose,
-/// `RUSPARSE_SPGEMM_CPU_*`; on a GPU `RUSPARSE_SPGEMM_CSR_ALG_DETERMINISTIC`
-/// or `_NONDETERMINISTIC`), the number of products, and nnz(C) (-1 before
-/// `compute` / `reuse_nnz`). Any output pointer may be NULL. INVALID_VALUE
-/// before work estimation.
-#[no_mangle]
-pub unsafe extern "C" fn rusparseSpGEMM_getPlanInfo(
-    spgemmDescr: rusparseSpGEMMDescr_t,
-    backend: *mut BackendArg,
-    algorithm: *mut SpGEMMAlgArg,
-    numProducts: *mut i64,
-    nnzC: *mut i64,
-) -> rusparseStatus_t {
-    boundary("rusparseSpGEMM_getPlanInfo", || {
-        let (_claim, d) = descr_ref(spgemmDescr)?;
-        let p = d.planned.as_ref().ok_or_else(|| {
-            Error::InvalidValue(
-                "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
-            )
-        })?;
-        // SAFETY: each is NULL (skipped) or a writable slot.
-        unsafe {
-            if !backend.is_null() {
-                *backend = backend_number(p.placement.backend());
-            }
-            if !algorithm.is_null() {
-                *algorithm = p.selected.c_number();
-            }
-            if !numProducts.is_null() {
-                *numProducts = i64::try_from(p.num_products).unwrap_or(i64::MAX);
-            }
-            if !nnzC.is_null() {
-                *nnzC = p.nnz.unwrap_or(-1);
-            }
-        }
-        Ok(())
-    })
-}
-
-/// Rows per bin of a planned product (rusparse extension): how the GPU
-/// back end grouped the rows of C for `which` phase, so users and
-/// benchmarks can see what ran. The symbolic bins are the shared-memory
-/// hash kernels from the smallest table up, then the direct bin (rows of
-/// A with one entry) last; the numeric bins the same, with the global-memory
-/// bin second to last. The bins are known once the symbolic phase ran
-/// (`compute` with a NULL buffer, or `reuse_nnz`); before that, and always
-/// on the CPU back end (which does not bin rows: its choice is the
-/// algorithm `getPlanInfo` reports), `*numBins` is 0. Writes the first
-/// `min(capacity, *numBins)` counts to `rowsPerBin` (which may be NULL when
-/// `capacity` is 0, to ask for `*numBins`). INVALID_VALUE before work
-/// estimation, for a `which` that is not a `rusparseSpGEMMBins_t`, a
-/// negative capacity or a NULL `numBins`.
-#[no_mangle]
-pub unsafe extern "C" fn rusparseSpGEMM_getBinCounts(
-    spgemmDescr: rusparseSpGEMMDescr_t,
-    which: SpGEMMBinsArg,
-    rowsPerBin: *mut i64,
-    capacity: i32,
-    numBins: *mut i32,
-) -> rusparseStatus_t {
-    boundary("rusparseSpGEMM_getBinCounts", || {
-        let (_claim, d) = descr_ref(spgemmDescr)?;
-        let numeric = match which {
-            0 => false,
-            1 => true,
-            _ => {
-                return Err(Error::InvalidValue(format!(
-                    "which = {which} is not a rusparseSpGEMMBins_t"
-                )))
-            }
-        };
-        let capacity = usize::try_from(capacity)
-            .map_err(|_| Error::InvalidValue(format!("capacity = {capacity} is negative")))?;
-        if numBins.is_null() {
-            return Err(Error::InvalidValue("numBins is NULL".into()));
-        }
-        if capacity > 0 && rowsPerBin.is_null() {
-            return Err(Error::InvalidValue(format!(
-                "rowsPerBin is NULL with capacity = {capacity}"
-            )));
-        }
-        let p = d.planned.as_ref().ok_or_else(|| {
-            Error::InvalidValue(
-                "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
-            )
-        })?;
-        let bins: Vec<i64> = match &p.placement {
-            Placement::Cpu => Vec::new(),
-            Placement::Gpu(_) | Placement::StagedGpu(_) => {
-                let g: &super::spgemm_gpu::GpuProduct = p
-                    .plan
-                    .downcast_ref()
-                    .ok_or_else(|| Error::InternalError("GPU product of the wrong kind".into()))?;
-                let info = g.info();
-                if numeric {
-                    info.numeric_rows
-                } else {
-                    info.symbolic_rows
-                }
-            }
-        };
-        let n = i32::try_from(bins.len())
-            .map_err(|_| Error::InternalError("more bins than an int32_t counts".into()))?;
-        // SAFETY: `numBins` is non-NULL and writable; `rowsPerBin` holds
-        // `capacity` writable slots when capacity > 0 (checked above).
-        unsafe {
-            *numBins = n;
-            for (k, &rows) in bins.iter().take(capacity).enumerate() {
-                *rowsPerBin.add(k) = rows;
-            }
-        }
-        Ok(())
-    })
-}
-
-/// ALG3's memory estimate, between work estimation and compute. With
-/// `externalBuffer3 == NULL` it writes `*bufferSize3`; with a buffer it
-/// writes the size `compute` will ask for into `*bufferSize2`.
-/// `chunk_fraction` must be in (0, 1]. On the CPU the product is already
-/// memory-bounded (metadata O(rows), no copy of C), so the estimate is the
-/// small fixed buffer size. On a GPU the row metadata is O(rows) too; the
-/// hash tables of rows too long for shared memory are then built at most
-/// `chunk_fraction` of them at a time (at least one row's table).
-#[no_mangle]
-pub unsafe extern "C" fn rusparseSpGEMM_estimateMemory(
-    handle: rusparseHandle_t,
-    opA: OperationArg,
-    opB: OperationArg,
-    alpha: *const c_void,
-    matA: rusparseConstSpMatDescr_t,
-    matB: rusparseConstSpMatDescr_t,
-    beta: *const c_void,
-    matC: rusparseSpMatDescr_t,
-    computeType: DataTypeArg,
-    alg: SpGEMMAlgArg,
-    spgemmDescr: rusparseSpGEMMDescr_t,
-    chunk_fraction: f32,
-    bufferSize3: *mut usize,
-    externalBuffer3: *mut c_void,
-    bufferSize2: *mut usize,
-) -> rusparseStatus_t {
-    boundary("rusparseSpGEMM_estimateMemory", || {
-        let mut x = args(
-            handle,
-            opA,
-            opB,
-            matA,
-            matB,
-            matC,
-            Some(computeType),
-            alg,
-            spgemmDescr,
-        )?;
-        non_null_scalars(alpha, beta)?;
-        if !(chunk_fraction > 0.0 && chunk_fraction <= 1.0) {
-            return Err(Error::InvalidValue(format!(
-                "chunk_fraction = {chunk_fraction} is not in (0, 1]"
-            )));
-        }
-        with_planned(
-            &mut x,
-            Flow::Compute,
-            Phase::WorkEstimated,
-            "rusparseSpGEMM_estimateMemory",
-            |_, p| {
-                if !matches!(p.placement, Placement::Cpu) {
-                    gpu_product(p.plan.as_mut())?.set_chunk_fraction(chunk_fraction);
-                }
-                if buffer_protocol(bufferSize3, externalBuffer3, "bufferSize3")? {
-                    // SAFETY: NULL or a writable size slot.
-                    *unsafe { out_ref(bufferSize2, "bufferSize2") }? = CPU_BUFFER_BYTES;
-                }
-                Ok(())
-            },
-        )
-    })
 }
 
 /// Phase 2: the symbolic product. With `externalBuffer2 == NULL` it only

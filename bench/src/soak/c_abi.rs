@@ -20,10 +20,10 @@ use rusparse::ffi::matrix::{
 };
 use rusparse::ffi::spgemm::{
     rusparseSpGEMM_compute, rusparseSpGEMM_copy, rusparseSpGEMM_createDescr,
-    rusparseSpGEMM_destroyDescr, rusparseSpGEMM_estimateMemory, rusparseSpGEMM_getPlanInfo,
-    rusparseSpGEMM_workEstimation, rusparseSpGEMMreuse_compute, rusparseSpGEMMreuse_copy,
-    rusparseSpGEMMreuse_nnz, rusparseSpGEMMreuse_workEstimation,
+    rusparseSpGEMM_destroyDescr, rusparseSpGEMM_workEstimation, rusparseSpGEMMreuse_compute,
+    rusparseSpGEMMreuse_copy, rusparseSpGEMMreuse_nnz, rusparseSpGEMMreuse_workEstimation,
 };
+use rusparse::ffi::spgemm_ext::{rusparseSpGEMM_estimateMemory, rusparseSpGEMM_getPlanInfo};
 use rusparse::ffi::types::{
     rusparseHandle_t, rusparseSpGEMMDescr_t, rusparseSpMatDescr_t, rusparseStatus_t,
 };

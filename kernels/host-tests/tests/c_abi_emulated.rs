@@ -11,6 +11,7 @@ use rusparse::ffi::errors::rusparseGetLastErrorMessage;
 use rusparse::ffi::handle::*;
 use rusparse::ffi::matrix::*;
 use rusparse::ffi::spgemm::*;
+use rusparse::ffi::spgemm_ext::*;
 use rusparse::ffi::*;
 use rusparse::plan::gpu_bins::DeviceLimits;
 use rusparse::{BackendKind, CsrView, IndexBase, Op};
