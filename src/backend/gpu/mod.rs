@@ -7,7 +7,8 @@
 //!   host-emulated kernels.
 //! * [`launch`]: the launch contract of `kernels/README.md` as data
 //!   (every kernel's parameter sizes, checked at every launch).
-//! * [`spgemm`]: [`GpuSpgemm`], one product, phase by phase.
+//! * [`spgemm`]: [`GpuSpgemm`], one product, phase by phase, with its
+//!   resources, transposes, per-row counts and diagnostics in submodules.
 //! * [`predict`]: the output-size prediction for operands in GPU memory.
 //! * [`host_arrays`]: device copies of host arrays, and a whole product of
 //!   host matrices on a GPU (the Rust API's CUDA and HIP contexts).
