@@ -1,10 +1,13 @@
 //! Back ends execute a plan made by [`crate::plan`]; they never decide it.
 //!
-//! The [`Backend`] trait is the whole contract between the shared planning
-//! and an executor: a symbolic phase that counts (or lists) the columns of
-//! every output row, and a numeric phase that writes the values straight
-//! into the caller's arrays. The CPU back end (`cpu/`) is always built; GPU
-//! back ends implement the same trait behind their cargo features.
+//! The `Backend` trait is the contract between the shared planning and the
+//! CPU executor (`cpu/`, always built): a symbolic phase that counts (or
+//! lists) the columns of every output row, and a numeric phase that writes
+//! the values straight into the caller's arrays. Only the CPU back end
+//! implements it. The GPU back ends do not: CUDA (`cuda/`) and HIP (`hip/`)
+//! implement [`gpu::device::GpuDevice`], the runtime services of the one GPU
+//! pipeline in `gpu/` ([`gpu::GpuSpgemm`]), which the C ABI and
+//! `Context::spgemm` drive phase by phase.
 
 pub(crate) mod caller_binding;
 pub mod cpu;
