@@ -14,9 +14,11 @@
 //! except in the tolerance and determinism properties, which use random
 //! non-integer values.
 
+mod support;
+
 use proptest::prelude::*;
 use proptest::sample::Index as Pick;
-use proptest::test_runner::{RngSeed, TestCaseError};
+use proptest::test_runner::TestCaseError;
 use rusparse::plan::operand::{renumbers_inner, RENUMBER_INNER_FROM};
 use rusparse::{
     reference, validate_structure, Algorithm, ColumnOrder, Complex, Context, CsrMatrix, CsrOutput,
@@ -30,25 +32,10 @@ type TestResult = Result<(), TestCaseError>;
 /// Largest dimension of a generated operand.
 const MAX_DIM: usize = 40;
 
-/// The configuration of the property `name`: `cases` cases from a seed fixed
-/// per property, so a run is reproducible (set `PROPTEST_RNG_SEED` to another
-/// number to explore other inputs), with no regression files written.
+/// A property's configuration: its own cases from a fixed seed (see
+/// `support::proptest_config`).
 fn config(cases: u32, name: &str) -> ProptestConfig {
-    let base_seed = std::env::var("PROPTEST_RNG_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or(0x5EED_C0DE_2026);
-    // FNV-1a of the name, so every property and type combination differs.
-    let name_hash = name.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01B3)
-    });
-    ProptestConfig {
-        cases,
-        rng_seed: RngSeed::Fixed(base_seed ^ name_hash),
-        // Keep the working tree clean: a failure prints its minimal case.
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    support::proptest_config(cases, 0x5EED_C0DE_2026, name)
 }
 
 // ---------------------------------------------------------------------------

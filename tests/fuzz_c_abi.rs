@@ -6,6 +6,7 @@
 
 #[path = "../fuzz/harness/c_abi.rs"]
 mod harness;
+mod support;
 
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
@@ -88,18 +89,9 @@ fn mutated_seed() -> impl Strategy<Value = Vec<u8>> {
 
 /// 1,500 cases from a fixed seed, so every CI run replays the same
 /// programs (a red run is reproducible); set `PROPTEST_RNG_SEED` to explore
-/// others. Open-ended exploration is `cargo fuzz run c_abi` (fuzz/README.md).
+/// others (`PROPTEST_CASES` to run more). Open-ended exploration is `cargo fuzz run c_abi` (fuzz/README.md).
 fn config() -> ProptestConfig {
-    let seed = std::env::var("PROPTEST_RNG_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or(0xC0FF_EE00_2026);
-    ProptestConfig {
-        cases: 1500,
-        rng_seed: prop::test_runner::RngSeed::Fixed(seed),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    support::proptest_config(1500, 0xC0FF_EE00_2026, "")
 }
 
 proptest! {

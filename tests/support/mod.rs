@@ -10,6 +10,10 @@
 //!   runner's output capture), also appended to the file named by
 //!   `RUSPARSE_SKIP_LOG` when it is set (`scripts/test.sh` prints those
 //!   lines as a summary at the end of the suite).
+//!
+//! It also holds the proptest configuration every property and fuzz test
+//! uses ([`proptest_config`]). The kernel host tests include this file too
+//! (`#[path]`).
 
 #![allow(dead_code)] // each test file uses part of it
 
@@ -72,5 +76,36 @@ pub fn skipped(why: &str) {
         {
             let _ = f.write_all(line.as_bytes());
         }
+    }
+}
+
+/// The proptest configuration of rusparse's property and fuzz tests:
+/// `default_cases` cases (`PROPTEST_CASES` overrides), from a fixed seed
+/// (`PROPTEST_RNG_SEED` overrides `default_seed`) mixed with `name` when it
+/// is not empty (an FNV-1a hash, so each property and type combination
+/// draws its own cases), so every CI run replays the same cases and a red
+/// run is reproducible. No persistence files: a failure prints its minimal
+/// case, and the working tree stays clean.
+pub fn proptest_config(
+    default_cases: u32,
+    default_seed: u64,
+    name: &str,
+) -> proptest::test_runner::Config {
+    fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
+        std::env::var(name).ok().and_then(|s| s.trim().parse().ok())
+    }
+    let seed = var("PROPTEST_RNG_SEED").unwrap_or(default_seed);
+    let name_hash = if name.is_empty() {
+        0
+    } else {
+        name.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01B3)
+        })
+    };
+    proptest::test_runner::Config {
+        cases: var("PROPTEST_CASES").unwrap_or(default_cases),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(seed ^ name_hash),
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
     }
 }

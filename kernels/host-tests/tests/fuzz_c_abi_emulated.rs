@@ -16,6 +16,10 @@
 #[allow(dead_code)]
 mod harness;
 
+/// The test support of rusparse's own tests (the proptest configuration).
+#[path = "../../../tests/support/mod.rs"]
+mod support;
+
 use harness::HostVisibleMemory;
 use proptest::prelude::*;
 use rusparse::backend::gpu::{register_device, unregister_device, GpuDevice};
@@ -118,20 +122,7 @@ fn mutated_seed() -> impl Strategy<Value = Vec<u8>> {
 /// A fixed seed, so that every CI run replays the same programs; set
 /// `PROPTEST_RNG_SEED` (and `PROPTEST_CASES`) to explore others.
 fn config() -> ProptestConfig {
-    let seed = std::env::var("PROPTEST_RNG_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or(0x060D_2026);
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok())
-        .unwrap_or(60);
-    ProptestConfig {
-        cases,
-        rng_seed: prop::test_runner::RngSeed::Fixed(seed),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    support::proptest_config(60, 0x060D_2026, "")
 }
 
 proptest! {
