@@ -30,6 +30,8 @@ mod error;
 pub mod ffi;
 /// cbindgen:ignore
 pub mod plan;
+/// cbindgen:ignore
+mod product;
 pub mod reference;
 mod spgemm;
 mod system_memory;
@@ -42,7 +44,8 @@ pub use error::failure_injection;
 pub use error::{Error, Result};
 pub use num_complex::Complex;
 pub use plan::predict::NnzPrediction;
-pub use spgemm::{predict_nnz, spgemm, SpgemmOptions, SpgemmPlan};
+pub use product::SpgemmPlan;
+pub use spgemm::{predict_nnz, spgemm, SpgemmOptions};
 pub use system_memory::{
     advise_huge_pages, memory_limit, resize_in_parallel, set_memory_limit, HUGE_PAGES_ENV,
     HUGE_PAGES_FROM_BYTES, MEMORY_LIMIT_ENV,

@@ -1293,7 +1293,7 @@ fn prop_changed_pattern<T: TestScalar, I: Index, J: Index>(
     // nnz. Then the numeric phase refuses the changed operands, and on the
     // planned ones it refuses or gives their exact product, never the
     // changed one's (BRMerge-Upper's temporary C included).
-    let mut unsymbolic = plan.clone();
+    let mut unsymbolic = plan_for(ctx, &a, &b, p)?;
     let r = unsymbolic.symbolic(ctx, &a2.view(), &b2.view());
     let same_nnz = (a2.nnz(), b2.nnz()) == (a.nnz(), b.nnz()) && !change_shape(change);
     if !same_nnz || r.is_err() {

@@ -27,10 +27,8 @@ mod boundary;
 pub mod errors;
 pub mod handle;
 pub mod matrix;
-mod placement;
 pub mod spgemm;
 pub mod spgemm_ext;
-mod spgemm_gpu;
 pub mod types;
 
 pub use types::*;

@@ -1,35 +1,32 @@
 //! The SpGEMM phases of the C ABI (cuSPARSE 12's parameter lists) and the
-//! reuse API.
+//! reuse API: each call checks its arguments and the protocol (phases in
+//! order, the same operands and options, cuSPARSE's buffer-size queries)
+//! and calls the product ([`crate::product::Product`]) kept in the SpGEMM
+//! descriptor.
 //!
-//! Phase map onto the Rust plan ([`crate::SpgemmPlan`]):
-//! `workEstimation` validates A and B and counts the work per row;
-//! `compute` (or `reuse_nnz`) runs the symbolic phase and sets nnz(C) in
-//! matC; `copy` runs the numeric phase straight into C's arrays;
+//! Phase map onto the product: `workEstimation` places it (CPU, GPU or
+//! host arrays staged on a GPU), validates A and B and counts the work per
+//! row; `compute` (or `reuse_nnz`) runs the symbolic phase and sets nnz(C)
+//! in matC; `copy` runs the numeric phase straight into C's arrays;
 //! `reuse_copy` writes C's structure and `reuse_compute` its values (again
 //! and again with new values of A and B).
 //!
-//! Memory: the CPU back end keeps its O(rows) metadata in the SpGEMM
-//! descriptor (freed by `rusparseSpGEMM_destroyDescr`) and never stores C
-//! twice; the external buffers are requested at a small fixed size
+//! Memory: the product keeps its O(rows) metadata in the SpGEMM descriptor
+//! (freed by `rusparseSpGEMM_destroyDescr`) and never stores C twice; the
+//! external buffers are requested at a small fixed size
 //! ([`CPU_BUFFER_BYTES`]) so the cuSPARSE call sequence works unchanged.
 //!
 //! The rusparse extensions (C's column order, the output-size prediction,
-//! the plan's report) are in [`super::spgemm_ext`]; the GPU phases in
-//! `spgemm_gpu.rs`.
+//! the plan's report) are in [`super::spgemm_ext`].
 
 use super::boundary::{boundary, out_ref, Claim, Opaque};
 use super::handle::Handle;
-use super::matrix::{slice_at_mut, SpMat};
-use super::placement::{arrays, check_same, place, Placement};
 use super::types::*;
-use crate::csr::validate_and_fingerprint;
-use crate::plan::fingerprint::pattern_fingerprint;
-use crate::spgemm::{check_nnz_fits, same_pattern_arrays};
-use crate::types::{Algorithm, ColumnOrder, DataType, IndexType, Op};
-use crate::{
-    validate_structure, Complex, CsrOutput, CsrView, Error, Index, Result, Scalar, SpgemmPlan,
-};
-use std::any::Any;
+use crate::product::placement::{arrays, check_same, place};
+use crate::product::{Fill, MatrixArrays, NumericJob, Operation, Product};
+use crate::spgemm::check_nnz_fits;
+use crate::types::{ColumnOrder, Op};
+use crate::{Error, Result};
 use std::ffi::c_void;
 
 /// Bytes each external buffer is asked for on the CPU back end (never 0,
@@ -52,29 +49,20 @@ pub(super) enum Phase {
 /// The arguments that must stay the same across the phases of one product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Call {
-    op_a: Op,
-    op_b: Op,
-    alg: Algorithm,
-    a: *const SpMat,
-    b: *const SpMat,
-    c: *const SpMat,
+    operation: Operation,
+    a: *const MatrixArrays,
+    b: *const MatrixArrays,
+    c: *const MatrixArrays,
 }
 
 pub(super) struct Planned {
     flow: Flow,
     phase: Phase,
     call: Call,
-    pub(super) num_products: u64,
-    /// Where the product runs (decided by work estimation).
-    pub(super) placement: Placement,
-    /// The algorithm that runs: a concrete CPU algorithm, or on the GPU
-    /// `Deterministic` / `NonDeterministic`.
-    pub(super) selected: Algorithm,
+    /// The product, made by work estimation.
+    pub(super) product: Product,
     /// nnz(C) once the symbolic phase ran.
     pub(super) nnz: Option<i64>,
-    /// A `SpgemmPlan<I, J>` for the index types of A and B (CPU), or a
-    /// `GpuProduct` (CUDA).
-    pub(super) plan: Box<dyn Any + Send>,
     /// Fingerprint of C's structure after `reuse_copy`.
     c_fingerprint: Option<u64>,
 }
@@ -101,24 +89,15 @@ impl Opaque for rusparseSpGEMMDescr {
 pub(super) struct Args<'a> {
     h: &'a Handle,
     call: Call,
-    a: &'a SpMat,
-    b: &'a SpMat,
-    c: &'a mut SpMat,
+    a: &'a MatrixArrays,
+    b: &'a MatrixArrays,
+    c: &'a mut MatrixArrays,
     descr: &'a mut SpgemmDescr,
     /// The handle, the SpGEMM descriptor and matC, claimed for the call.
     _claims: [Claim; 3],
 }
 
-impl Args<'_> {
-    fn value_type(&self) -> DataType {
-        self.a.value_type
-    }
-    fn index_types(&self) -> (IndexType, IndexType) {
-        (self.a.offset_type, self.a.col_type)
-    }
-}
-
-fn dims(m: &SpMat, op: Op) -> (i64, i64) {
+fn dims(m: &MatrixArrays, op: Op) -> (i64, i64) {
     if op.transposes() {
         (m.cols, m.rows)
     } else {
@@ -128,7 +107,12 @@ fn dims(m: &SpMat, op: Op) -> (i64, i64) {
 
 /// Checks what A and B must share (value and index types, the inner
 /// dimension); returns the shape of op(A) * op(B).
-pub(super) fn check_operands(a: &SpMat, op_a: Op, b: &SpMat, op_b: Op) -> Result<(i64, i64)> {
+pub(super) fn check_operands(
+    a: &MatrixArrays,
+    op_a: Op,
+    b: &MatrixArrays,
+    op_b: Op,
+) -> Result<(i64, i64)> {
     if b.value_type != a.value_type {
         return Err(Error::NotSupported(format!(
             "matA and matB must have the same value type (got {} and {})",
@@ -226,9 +210,11 @@ pub(super) fn args<'a>(
         )));
     }
     let call = Call {
-        op_a,
-        op_b,
-        alg,
+        operation: Operation {
+            op_a,
+            op_b,
+            algorithm: alg,
+        },
         a,
         b,
         c: &*c,
@@ -299,250 +285,6 @@ pub(super) fn buffer_protocol(size: *mut usize, buffer: *mut c_void, name: &str)
     Ok(true)
 }
 
-/// Reads a scalar argument.
-fn scalar<T: Scalar>(p: *const c_void, name: &str) -> Result<T> {
-    if p.is_null() {
-        return Err(Error::InvalidValue(format!("{name} is NULL")));
-    }
-    // SAFETY: non-NULL and, per the API, points to one value of the compute type.
-    Ok(unsafe { p.cast::<T>().read_unaligned() })
-}
-
-/// Calls `$f::<T, I, J>($args)` for the value type and index types given.
-macro_rules! dispatch {
-    ($dt:expr, $it:expr, $f:ident($($arg:expr),*)) => {
-        match $dt {
-            DataType::R32F => dispatch!(@index f32, $it, $f($($arg),*)),
-            DataType::R64F => dispatch!(@index f64, $it, $f($($arg),*)),
-            DataType::C32F => dispatch!(@index Complex<f32>, $it, $f($($arg),*)),
-            DataType::C64F => dispatch!(@index Complex<f64>, $it, $f($($arg),*)),
-        }
-    };
-    (@index $t:ty, $it:expr, $f:ident($($arg:expr),*)) => {
-        match $it {
-            (IndexType::I32, IndexType::I32) => $f::<$t, i32, i32>($($arg),*),
-            (IndexType::I32, IndexType::I64) => $f::<$t, i32, i64>($($arg),*),
-            (IndexType::I64, IndexType::I32) => $f::<$t, i64, i32>($($arg),*),
-            (IndexType::I64, IndexType::I64) => $f::<$t, i64, i64>($($arg),*),
-        }
-    };
-}
-pub(super) use dispatch;
-
-fn plan_mut<I: Index, J: Index>(plan: &mut (dyn Any + Send)) -> Result<&mut SpgemmPlan<I, J>> {
-    plan.downcast_mut().ok_or_else(|| {
-        Error::InvalidValue("the index types of matA or matB changed since work estimation".into())
-    })
-}
-
-/// Fingerprints of A's and B's patterns.
-type PatternPrints = (u64, u64);
-
-/// Views of A and B.
-type Operands<'m, T, I, J> = (CsrView<'m, T, I, J>, CsrView<'m, T, I, J>);
-
-/// Views of A's and B's host arrays, their structure checked completely
-/// (offsets, column ranges) in the handle's thread pool.
-pub(super) fn validated_views<'m, T: Scalar, I: Index, J: Index>(
-    h: &Handle,
-    a: &'m SpMat,
-    b: &'m SpMat,
-) -> Result<Operands<'m, T, I, J>> {
-    scanned_views(h, a, b, false).map(|(views, _)| views)
-}
-
-/// [`validated_views`]; with `fingerprint`, also A's and B's pattern
-/// fingerprints, made in the same pass as the checks (once when A and B are
-/// the same arrays).
-fn scanned_views<'m, T: Scalar, I: Index, J: Index>(
-    h: &Handle,
-    a: &'m SpMat,
-    b: &'m SpMat,
-    fingerprint: bool,
-) -> Result<(Operands<'m, T, I, J>, PatternPrints)> {
-    // SAFETY: the descriptors' arrays hold the sizes they state (API
-    // contract). Values are not read before the numeric phase.
-    let a = unsafe { a.view::<T, I, J>("matA", false) }?;
-    let b = unsafe { b.view::<T, I, J>("matB", false) }?;
-    let scan = |m: &CsrView<'m, T, I, J>, name: &str| {
-        let (rows, cols) = (m.nrows(), m.ncols());
-        let (offsets, indices) = (m.row_offsets(), m.col_indices());
-        if fingerprint {
-            validate_and_fingerprint(rows, cols, offsets, indices, m.base())
-        } else {
-            validate_structure(rows, cols, offsets, indices, m.base()).map(|()| 0)
-        }
-        .map_err(|e| e.context(name))
-    };
-    let prints = h.ctx.run(|| {
-        let fa = scan(&a, "matA")?;
-        let fb = if same_pattern_arrays(&a, &b) && a.base() == b.base() {
-            fa
-        } else {
-            scan(&b, "matB")?
-        };
-        Ok::<(u64, u64), Error>((fa, fb))
-    })?;
-    Ok(((a, b), prints))
-}
-
-/// Work estimation: validates A and B fully and plans the product.
-fn plan_new<T: Scalar, I: Index, J: Index>(
-    x: &Args<'_>,
-) -> Result<(Box<dyn Any + Send>, u64, Algorithm)> {
-    let ((a, b), prints) = scanned_views::<T, I, J>(x.h, x.a, x.b, true)?;
-    let plan = SpgemmPlan::with_fingerprints(
-        &x.h.ctx,
-        (&a, x.call.op_a),
-        (&b, x.call.op_b),
-        x.call.alg,
-        prints,
-    )?;
-    // A C that cannot fit matC's row offsets is refused now, from the lower
-    // bound of nnz(C), not after compute has counted every product.
-    check_nnz_fits(
-        plan.nnz_lower_bound(),
-        x.c.base,
-        x.c.offset_type,
-        "at least ",
-    )?;
-    let (n, selected) = (plan.num_products(), plan.selected_algorithm());
-    Ok((Box::new(plan), n, selected))
-}
-
-/// Symbolic phase: returns nnz(C).
-fn symbolic<T: Scalar, I: Index, J: Index>(
-    x: &Args<'_>,
-    plan: &mut (dyn Any + Send),
-) -> Result<usize> {
-    // SAFETY: as in `plan_new`; the plan checks the patterns' fingerprints.
-    // The symbolic phase reads values only to keep BRMerge-Upper's
-    // temporary C, which it skips when they are NULL.
-    let a = unsafe { x.a.view::<T, I, J>("matA", false) }?;
-    let b = unsafe { x.b.view::<T, I, J>("matB", false) }?;
-    plan_mut::<I, J>(plan)?.symbolic(&x.h.ctx, &a, &b)
-}
-
-/// Which of C's arrays a numeric call writes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Fill {
-    /// `copy`: row offsets, columns and values.
-    All,
-    /// `reuse_copy`: row offsets and columns.
-    Structure,
-    /// `reuse_compute`: values on the structure `reuse_copy` wrote.
-    Values,
-}
-
-struct Numeric {
-    fill: Fill,
-    alpha: *const c_void,
-    beta: *const c_void,
-    /// For `Values`: the fingerprint of C's structure written by `reuse_copy`.
-    c_fingerprint: Option<u64>,
-}
-
-/// Numeric phases into C's arrays; returns the fingerprint of C's structure.
-fn numeric<T: Scalar, I: Index, J: Index>(
-    x: &mut Args<'_>,
-    plan: &mut (dyn Any + Send),
-    job: &Numeric,
-) -> Result<u64> {
-    match x.c.offset_type {
-        IndexType::I32 => numeric_into::<T, I, J, i32>(x, plan, job),
-        IndexType::I64 => numeric_into::<T, I, J, i64>(x, plan, job),
-    }
-}
-
-fn numeric_into<T: Scalar, I: Index, J: Index, IC: Index>(
-    x: &mut Args<'_>,
-    plan: &mut (dyn Any + Send),
-    job: &Numeric,
-) -> Result<u64> {
-    let plan = plan_mut::<I, J>(plan)?;
-    let (alpha, beta) = if job.fill == Fill::Structure {
-        (T::one(), T::zero())
-    } else {
-        (
-            scalar::<T>(job.alpha, "alpha")?,
-            scalar::<T>(job.beta, "beta")?,
-        )
-    };
-    // SAFETY: as in `plan_new`. `reuse_copy` reads no values.
-    let values = job.fill != Fill::Structure;
-    let a = unsafe { x.a.view::<T, I, J>("matA", values) }?;
-    let b = unsafe { x.b.view::<T, I, J>("matB", values) }?;
-    let c = &*x.c;
-    let (rows, nnz) = (c.nrows(), c.nnz_usize());
-    // SAFETY: C's arrays were set by the caller for nnz(C) entries and are
-    // not accessed by anything else during the call.
-    let offsets = unsafe { slice_at_mut::<IC>(c.offsets, rows + 1, "matC rowOffsets") }?;
-    let cols = unsafe { slice_at_mut::<J>(c.col_ind, nnz, "matC colInd") }?;
-    let fingerprint = |o: &[IC], k: &[J]| pattern_fingerprint(rows, c.ncols(), o, k);
-    match job.fill {
-        Fill::All => {
-            let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
-            let out = CsrOutput::full(&mut *offsets, &mut *cols, values, c.base)
-                .with_column_order(x.descr.column_order);
-            plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out)?;
-            Ok(0)
-        }
-        Fill::Structure => {
-            plan.write_structure(&x.h.ctx, &a, &b, offsets, cols, c.base)?;
-            Ok(fingerprint(offsets, cols))
-        }
-        Fill::Values => {
-            let now = fingerprint(offsets, cols);
-            if Some(now) != job.c_fingerprint {
-                return Err(Error::InvalidValue(
-                    "matC's row offsets or column indices changed since rusparseSpGEMMreuse_copy wrote them".into(),
-                ));
-            }
-            let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
-            let out = CsrOutput::<T, IC, J>::values_on_pattern(values, cols, c.base);
-            plan.numeric(&x.h.ctx, &a, &b, alpha, beta, out)?;
-            Ok(now)
-        }
-    }
-}
-
-/// A numeric phase on the GPU. `reuse_copy` (structure) runs the whole
-/// numeric phase with alpha = 1, beta = 0 (its values are overwritten by
-/// `reuse_compute`), so C's value array must be set by then.
-fn numeric_gpu<T: Scalar>(
-    x: &mut Args<'_>,
-    g: &mut super::spgemm_gpu::GpuProduct,
-    job: &Numeric,
-) -> Result<()> {
-    use super::spgemm_gpu::Scalars;
-    use crate::backend::gpu::host_arrays::scalar_bytes as bytes;
-    let (alpha, beta) = match job.fill {
-        Fill::Structure => (T::one(), T::zero()),
-        // A staged product's arrays are all host memory: so are alpha and
-        // beta, in either pointer mode.
-        _ if x.h.device_pointers && !g.staged() => {
-            if job.alpha.is_null() || job.beta.is_null() {
-                return Err(Error::InvalidValue("alpha or beta is NULL".into()));
-            }
-            let scalars = Scalars::Device {
-                alpha: job.alpha,
-                beta: job.beta,
-            };
-            return g.numeric(x.h.stream, x.a, x.b, x.c, scalars);
-        }
-        _ => (
-            scalar::<T>(job.alpha, "alpha")?,
-            scalar::<T>(job.beta, "beta")?,
-        ),
-    };
-    let scalars = Scalars::Host {
-        alpha: bytes(&alpha),
-        beta: bytes(&beta),
-        beta_is_zero: beta == T::zero(),
-    };
-    g.numeric(x.h.stream, x.a, x.b, x.c, scalars)
-}
-
 /// Runs work estimation for `flow` and stores the plan in the descriptor.
 /// `buffer` is the external buffer of the call (it must live where the
 /// product runs).
@@ -551,61 +293,38 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
     let mut others = vec![(x.c.offsets.cast_const(), "matC's rowOffsets".to_string())];
     others.push((buffer.cast_const(), "externalBuffer1".to_string()));
     let placement = place(&x.h.ctx, x.a, x.b, &others)?;
-    let (plan, num_products, selected) = match &placement {
-        Placement::Cpu => dispatch!(x.value_type(), x.index_types(), plan_new(x))?,
-        Placement::Gpu(dev) | Placement::StagedGpu(dev) => {
-            let (g, n) = super::spgemm_gpu::GpuProduct::new(
-                dev.clone(),
-                matches!(placement, Placement::StagedGpu(_)),
-                x.h.stream,
-                x.call.op_a,
-                x.call.op_b,
-                x.call.alg,
-                x.a,
-                x.b,
-                x.c,
-            )?;
-            let selected = if matches!(x.call.alg, Algorithm::Deterministic | Algorithm::Alg1) {
-                Algorithm::Deterministic
-            } else {
-                Algorithm::NonDeterministic
-            };
-            (Box::new(g) as Box<dyn Any + Send>, n, selected)
-        }
-    };
+    // SAFETY: the descriptors' arrays hold the sizes they state (the C
+    // API's contract).
+    let product = unsafe {
+        Product::work_estimation(
+            &x.h.ctx,
+            &placement,
+            x.h.stream,
+            x.call.operation,
+            (x.a, x.b, x.c),
+        )
+    }?;
     x.h.last_placed.set(Some(placement.backend()));
     x.descr.planned = Some(Planned {
         flow,
         phase: Phase::WorkEstimated,
         call: x.call,
-        num_products,
-        placement,
-        selected,
+        product,
         nnz: None,
-        plan,
         c_fingerprint: None,
     });
     Ok(())
 }
 
-pub(super) fn gpu_product(
-    plan: &mut (dyn Any + Send),
-) -> Result<&mut super::spgemm_gpu::GpuProduct> {
-    plan.downcast_mut()
-        .ok_or_else(|| Error::InternalError("GPU product of the wrong kind".into()))
-}
-
 /// Runs the symbolic phase and publishes nnz(C) in matC.
 fn size_output(x: &mut Args<'_>, flow: Flow, what: &str) -> Result<()> {
-    let (dt, it) = (x.value_type(), x.index_types());
     with_planned(x, flow, Phase::WorkEstimated, what, |x, p| {
-        check_same(&p.placement, &arrays(x.c, "matC")[..1])?;
-        let nnz = match &p.placement {
-            Placement::Cpu => dispatch!(dt, it, symbolic(x, p.plan.as_mut()))?,
-            Placement::Gpu(_) | Placement::StagedGpu(_) => {
-                gpu_product(p.plan.as_mut())?.symbolic(x.h.stream, x.a, x.b, x.c)?
-            }
-        };
+        check_same(&p.product.placement(), &arrays(x.c, "matC")[..1])?;
+        // SAFETY: as in `estimate_work`.
+        let nnz = unsafe {
+            p.product
+                .symbolic(&x.h.ctx, x.h.stream, (x.a, x.b), x.c.offset_type)
+        }?;
         check_nnz_fits(nnz as u64, x.c.base, x.c.offset_type, "")?;
         x.c.nnz = nnz as i64;
         p.nnz = Some(nnz as i64);
@@ -621,38 +340,45 @@ fn fill_output(
     flow: Flow,
     after: Phase,
     what: &str,
-    mut job: Numeric,
+    (fill, alpha, beta): (Fill, *const c_void, *const c_void),
 ) -> Result<()> {
-    let (dt, it) = (x.value_type(), x.index_types());
     with_planned(x, flow, after, what, |x, p| {
         if x.c.nnz < 0 || p.phase < Phase::Sized {
             return Err(Error::InternalError("plan without nnz(C)".into()));
         }
-        job.c_fingerprint = p.c_fingerprint;
-        let mut pointers: Vec<_> = arrays(x.c, "matC").into();
-        if x.h.device_pointers && job.fill != Fill::Structure {
-            pointers.push((job.alpha, "alpha".to_string()));
-            pointers.push((job.beta, "beta".to_string()));
-        }
-        check_same(&p.placement, &pointers)?;
-        let print = match &p.placement {
-            Placement::Cpu => dispatch!(dt, it, numeric(x, p.plan.as_mut(), &job))?,
-            Placement::Gpu(_) | Placement::StagedGpu(_) => {
-                let g = gpu_product(p.plan.as_mut())?;
-                match dt {
-                    DataType::R32F => numeric_gpu::<f32>(x, g, &job),
-                    DataType::R64F => numeric_gpu::<f64>(x, g, &job),
-                    DataType::C32F => numeric_gpu::<Complex<f32>>(x, g, &job),
-                    DataType::C64F => numeric_gpu::<Complex<f64>>(x, g, &job),
-                }?;
-                0
-            }
+        let job = NumericJob {
+            fill,
+            alpha,
+            beta,
+            device_scalars: x.h.device_pointers,
+            c_fingerprint: p.c_fingerprint,
+            column_order: x.descr.column_order,
         };
-        if job.fill == Fill::Structure {
+        let mut pointers: Vec<_> = arrays(x.c, "matC").into();
+        if x.h.device_pointers && fill != Fill::Structure {
+            pointers.push((alpha, "alpha".to_string()));
+            pointers.push((beta, "beta".to_string()));
+        }
+        check_same(&p.product.placement(), &pointers)?;
+        // SAFETY: as in `estimate_work`; matC is claimed for the call.
+        let print = unsafe {
+            p.product
+                .numeric(&x.h.ctx, x.h.stream, (x.a, x.b, &*x.c), &job)
+        }?;
+        if fill == Fill::Structure {
             p.c_fingerprint = Some(print);
         }
         p.phase = Phase::Copied;
         Ok(())
+    })
+}
+
+/// The product planned on a descriptor.
+pub(super) fn planned(d: &SpgemmDescr) -> Result<&Planned> {
+    d.planned.as_ref().ok_or_else(|| {
+        Error::InvalidValue(
+            "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
+        )
     })
 }
 
@@ -741,7 +467,7 @@ pub(super) fn non_null_scalars(alpha: *const c_void, beta: *const c_void) -> Res
 
 /// Phase 2: the symbolic product. With `externalBuffer2 == NULL` it only
 /// writes `*bufferSize2`; with the buffer it finds the exact size of every
-/// row of C and sets nnz(C) in matC (read it with `rusparseSpMatGetSize`).
+/// row of C and sets nnz(C) in matC (read it with `rusparseMatrixArraysGetSize`).
 /// Only C's row metadata is kept. INVALID_VALUE when nnz(C) does not fit
 /// matC's row offset type, or when A's or B's shape or nnz changed since
 /// work estimation (a pattern changed with the same nnz is refused by
@@ -822,18 +548,12 @@ pub unsafe extern "C" fn rusparseSpGEMM_copy(
             alg,
             spgemmDescr,
         )?;
-        let job = Numeric {
-            fill: Fill::All,
-            alpha,
-            beta,
-            c_fingerprint: None,
-        };
         fill_output(
             &mut x,
             Flow::Compute,
             Phase::Sized,
             "rusparseSpGEMM_copy",
-            job,
+            (Fill::All, alpha, beta),
         )
     })
 }
@@ -939,18 +659,13 @@ pub unsafe extern "C" fn rusparseSpGEMMreuse_copy(
         if !buffer_protocol(bufferSize5, externalBuffer5, "bufferSize5")? {
             return Ok(());
         }
-        let job = Numeric {
-            fill: Fill::Structure,
-            alpha: std::ptr::null(),
-            beta: std::ptr::null(),
-            c_fingerprint: None,
-        };
+        let none = std::ptr::null();
         fill_output(
             &mut x,
             Flow::Reuse,
             Phase::Sized,
             "rusparseSpGEMMreuse_copy",
-            job,
+            (Fill::Structure, none, none),
         )
     })
 }
@@ -985,18 +700,12 @@ pub unsafe extern "C" fn rusparseSpGEMMreuse_compute(
             alg,
             spgemmDescr,
         )?;
-        let job = Numeric {
-            fill: Fill::Values,
-            alpha,
-            beta,
-            c_fingerprint: None,
-        };
         fill_output(
             &mut x,
             Flow::Reuse,
             Phase::Copied,
             "rusparseSpGEMMreuse_compute",
-            job,
+            (Fill::Values, alpha, beta),
         )
     })
 }

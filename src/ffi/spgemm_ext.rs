@@ -4,12 +4,12 @@
 
 use super::boundary::{boundary, out_ref, Opaque};
 use super::handle::Handle;
-use super::matrix::SpMat;
-use super::placement::{place, Placement};
 use super::spgemm::*;
 use super::types::*;
-use crate::types::{ColumnOrder, DataType, IndexType, Op};
-use crate::{Complex, Error, Index, Result, Scalar, SpgemmOptions};
+use crate::product::placement::place;
+use crate::product::{dispatch, predict_nnz_on_device, validated_views, MatrixArrays, Placement};
+use crate::types::{ColumnOrder, Op};
+use crate::{Error, Index, Result, Scalar, SpgemmOptions};
 use std::ffi::c_void;
 
 /// Sets the order of C's columns within each row that
@@ -93,7 +93,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_predictNnz(
                 (a.offset_type, a.col_type),
                 predict(h, a, op_a, b, op_b)
             )?,
-            Placement::Gpu(dev) => super::spgemm_gpu::predict_nnz(dev, h.stream, op_a, op_b, a, b)?,
+            Placement::Gpu(dev) => predict_nnz_on_device(&dev, h.stream, (op_a, op_b), a, b)?,
         };
         *out = predicted;
         Ok(())
@@ -102,12 +102,14 @@ pub unsafe extern "C" fn rusparseSpGEMM_predictNnz(
 
 fn predict<T: Scalar, I: Index, J: Index>(
     h: &Handle,
-    a: &SpMat,
+    a: &MatrixArrays,
     op_a: Op,
-    b: &SpMat,
+    b: &MatrixArrays,
     op_b: Op,
 ) -> Result<i64> {
-    let (a, b) = validated_views::<T, I, J>(h, a, b)?;
+    // SAFETY: the descriptors' arrays hold the sizes they state (the C
+    // API's contract).
+    let (a, b) = unsafe { validated_views::<T, I, J>(&h.ctx, a, b) }?;
     let opts = SpgemmOptions {
         op_a,
         op_b,
@@ -125,13 +127,9 @@ pub unsafe extern "C" fn rusparseSpGEMM_getNumProducts(
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_getNumProducts", || {
         let (_claim, d) = descr_ref(spgemmDescr)?;
-        let p = d.planned.as_ref().ok_or_else(|| {
-            Error::InvalidValue(
-                "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
-            )
-        })?;
+        let p = planned(d)?;
         *unsafe { out_ref(num_prods, "num_prods") }? =
-            i64::try_from(p.num_products).unwrap_or(i64::MAX);
+            i64::try_from(p.product.num_products()).unwrap_or(i64::MAX);
         Ok(())
     })
 }
@@ -153,21 +151,17 @@ pub unsafe extern "C" fn rusparseSpGEMM_getPlanInfo(
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_getPlanInfo", || {
         let (_claim, d) = descr_ref(spgemmDescr)?;
-        let p = d.planned.as_ref().ok_or_else(|| {
-            Error::InvalidValue(
-                "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
-            )
-        })?;
+        let p = planned(d)?;
         // SAFETY: each is NULL (skipped) or a writable slot.
         unsafe {
             if !backend.is_null() {
-                *backend = backend_number(p.placement.backend());
+                *backend = backend_number(p.product.placement().backend());
             }
             if !algorithm.is_null() {
-                *algorithm = p.selected.c_number();
+                *algorithm = p.product.selected_algorithm().c_number();
             }
             if !numProducts.is_null() {
-                *numProducts = i64::try_from(p.num_products).unwrap_or(i64::MAX);
+                *numProducts = i64::try_from(p.product.num_products()).unwrap_or(i64::MAX);
             }
             if !nnzC.is_null() {
                 *nnzC = p.nnz.unwrap_or(-1);
@@ -219,25 +213,11 @@ pub unsafe extern "C" fn rusparseSpGEMM_getBinCounts(
                 "rowsPerBin is NULL with capacity = {capacity}"
             )));
         }
-        let p = d.planned.as_ref().ok_or_else(|| {
-            Error::InvalidValue(
-                "called before rusparseSpGEMM_workEstimation on this spgemmDescr".into(),
-            )
-        })?;
-        let bins: Vec<i64> = match &p.placement {
-            Placement::Cpu => Vec::new(),
-            Placement::Gpu(_) | Placement::StagedGpu(_) => {
-                let g: &super::spgemm_gpu::GpuProduct = p
-                    .plan
-                    .downcast_ref()
-                    .ok_or_else(|| Error::InternalError("GPU product of the wrong kind".into()))?;
-                let info = g.info();
-                if numeric {
-                    info.numeric_rows
-                } else {
-                    info.symbolic_rows
-                }
-            }
+        let p = planned(d)?;
+        let bins: Vec<i64> = match p.product.gpu_info() {
+            None => Vec::new(),
+            Some(info) if numeric => info.numeric_rows,
+            Some(info) => info.symbolic_rows,
         };
         let n = i32::try_from(bins.len())
             .map_err(|_| Error::InternalError("more bins than an int32_t counts".into()))?;
@@ -303,9 +283,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_estimateMemory(
             Phase::WorkEstimated,
             "rusparseSpGEMM_estimateMemory",
             |_, p| {
-                if !matches!(p.placement, Placement::Cpu) {
-                    gpu_product(p.plan.as_mut())?.set_chunk_fraction(chunk_fraction);
-                }
+                p.product.set_chunk_fraction(chunk_fraction);
                 if buffer_protocol(bufferSize3, externalBuffer3, "bufferSize3")? {
                     // SAFETY: NULL or a writable size slot.
                     *unsafe { out_ref(bufferSize2, "bufferSize2") }? = CPU_BUFFER_BYTES;

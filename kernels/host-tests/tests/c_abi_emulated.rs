@@ -1,7 +1,7 @@
 //! The C ABI's GPU path on the emulated device: an AUTO handle finds the
 //! emulated device's arrays (the device is registered with
 //! `rusparse::backend::gpu::register_device`) and runs the product through
-//! `src/ffi/spgemm_gpu.rs` and the shared pipeline, as a C program on a GPU
+//! `src/product/gpu.rs` and the shared pipeline, as a C program on a GPU
 //! would: the three phases, the reuse flow with new values, alpha and beta
 //! in host and in device memory, plan info and bins, mixed placements, and
 //! no device memory left once the descriptors and the handle are destroyed.

@@ -1,7 +1,7 @@
 //! The C ABI fuzz harness (`fuzz/harness/c_abi.rs`) on the emulated GPU:
 //! every array a program hands to the library lies in the emulated
 //! device's memory, which is registered for AUTO placement, so the AUTO
-//! handles of the programs run the GPU path (`src/ffi/spgemm_gpu.rs`, the
+//! handles of the programs run the GPU path (`src/product/gpu.rs`, the
 //! pipeline and the host-emulated kernels) on arbitrary sizes, offsets,
 //! indices, types, NULLs and call orders, with the harness's checks: no
 //! crash, a valid status with a message, no success on a malformed

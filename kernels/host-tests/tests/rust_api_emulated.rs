@@ -4,8 +4,10 @@
 //! then `Context::spgemm` on host matrices. Each product is compared
 //! exactly with `rusparse::reference` (integer-valued entries), the
 //! device must have run kernels for it, and every device allocation must
-//! be given back, also when one fails. `SpgemmPlan` (a CPU plan) and the
-//! CPU algorithms are refused on such a context, naming the device.
+//! be given back, also when one fails. An `SpgemmPlan` on such a context
+//! runs there too (symbolic, numeric with beta, new values, the reuse
+//! flow's structure and values); the CPU algorithms are refused, naming
+//! the device.
 
 use rusparse::backend::gpu::GpuDevice;
 use rusparse::{
@@ -117,7 +119,7 @@ fn context_spgemm_on_a_gpu_context_runs_on_the_gpu_and_matches_the_reference() {
 type V = rusparse_kernel_host_tests::F64I32I32W32;
 
 #[test]
-fn cpu_plans_and_cpu_algorithms_are_refused_naming_the_device() {
+fn a_plan_on_a_gpu_context_runs_every_phase_there() {
     let dev = EmulatedDevice::for_variant::<V>();
     let ctx = Context::on_device(dev.clone()).unwrap();
     assert_eq!(
@@ -125,15 +127,94 @@ fn cpu_plans_and_cpu_algorithms_are_refused_naming_the_device() {
         format!("Cuda device {}: emulated H100", dev.ordinal())
     );
     let mut rng = variant_rng::<V>(3);
+    for (base, op_a) in [(0, Op::N), (1, Op::T)] {
+        let a = messy::<V>(&mut rng, 23, 23, base);
+        let b = messy::<V>(&mut rng, 23, 23, base);
+        let (alpha, beta) = (2.0, -1.0);
+        let want = reference::spgemm(&a.view(), op_a, &b.view(), Op::N, alpha).unwrap();
+        let mut plan = SpgemmPlan::new(
+            &ctx,
+            &a.view(),
+            op_a,
+            &b.view(),
+            Op::N,
+            Algorithm::Deterministic,
+        )
+        .unwrap();
+        assert_eq!(plan.selected_algorithm(), Algorithm::Deterministic);
+        assert_eq!(plan.shape(), (want.nrows(), want.ncols()));
+        assert!(plan.num_products() > 0 && plan.gpu_info().is_some());
+        let e = plan.execute(&ctx, &a.view(), &b.view(), alpha).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidValue(m) if m.contains("symbolic phase has not run")),
+            "{e}"
+        );
+        let launches = dev.launches();
+        let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+        assert_eq!((nnz, plan.nnz()), (want.col_indices().len(), Some(nnz)));
+        assert_eq!(
+            plan.execute(&ctx, &a.view(), &b.view(), alpha).unwrap(),
+            want
+        );
+        assert!(dev.launches() > launches, "no kernel ran on the device");
+
+        // beta reads C's old values: C = alpha AB + beta (alpha AB).
+        let (mut offsets, mut cols) = (vec![0i32; want.nrows() + 1], vec![0i32; nnz]);
+        let mut values = want.values().to_vec();
+        let out = rusparse::CsrOutput::full(&mut offsets, &mut cols, &mut values, a.view().base());
+        plan.numeric(&ctx, &a.view(), &b.view(), alpha, beta, out)
+            .unwrap();
+        let scaled: Vec<f64> = want.values().iter().map(|v| v * (1.0 + beta)).collect();
+        assert_eq!(
+            (&offsets[..], &cols[..], &values[..]),
+            (want.row_offsets(), want.col_indices(), &scaled[..])
+        );
+
+        // New values of A (same pattern): the plan copies them again.
+        let mut a2 = a.clone();
+        a2.vals.iter_mut().for_each(|v| *v *= 3.0);
+        let want2 = reference::spgemm(&a2.view(), op_a, &b.view(), Op::N, alpha).unwrap();
+        assert_eq!(
+            plan.execute(&ctx, &a2.view(), &b.view(), alpha).unwrap(),
+            want2
+        );
+
+        // The reuse flow: the structure, then the values on it.
+        let (mut offsets, mut cols) = (vec![0i64; want.nrows() + 1], vec![0i32; nnz]);
+        plan.write_structure(
+            &ctx,
+            &a.view(),
+            &b.view(),
+            &mut offsets,
+            &mut cols,
+            a.view().base(),
+        )
+        .unwrap();
+        let wide: Vec<i64> = want.row_offsets().iter().map(|&o| i64::from(o)).collect();
+        assert_eq!((&offsets[..], &cols[..]), (&wide[..], want.col_indices()));
+        let mut values = vec![0.0; nnz];
+        let out = rusparse::CsrOutput::<f64, i64, i32>::values_only(&mut values, a.view().base());
+        plan.numeric(&ctx, &a2.view(), &b.view(), alpha, 0.0, out)
+            .unwrap();
+        assert_eq!(values, want2.values());
+        let e = plan
+            .write_row_offsets(&mut offsets, IndexBase::Zero)
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::NotSupported(m) if m.contains("device memory")),
+            "{e}"
+        );
+        drop(plan);
+        assert!(dev.live_allocations().is_empty(), "device memory left");
+    }
+}
+
+#[test]
+fn cpu_algorithms_are_refused_naming_the_device() {
+    let dev = EmulatedDevice::for_variant::<V>();
+    let ctx = Context::on_device(dev.clone()).unwrap();
+    let mut rng = variant_rng::<V>(3);
     let a = messy::<V>(&mut rng, 8, 8, 0);
-    let e = SpgemmPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, Algorithm::Default)
-        .expect_err("a CPU plan on a CUDA context");
-    assert!(
-        matches!(&e, Error::NotSupported(m)
-            if m.contains("SpgemmPlan runs on the CPU") && m.contains("emulated H100")
-                && m.contains("Context::spgemm")),
-        "{e}"
-    );
     for algorithm in [
         Algorithm::Hash,
         Algorithm::BrmergePrecise,
@@ -146,6 +227,12 @@ fn cpu_plans_and_cpu_algorithms_are_refused_naming_the_device() {
         assert!(
             matches!(&e, Error::NotSupported(m)
                 if m.contains("CPU algorithm") && m.contains("emulated H100")),
+            "{e}"
+        );
+        let e = SpgemmPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, algorithm)
+            .expect_err("a CPU algorithm in a plan on a CUDA context");
+        assert!(
+            matches!(&e, Error::NotSupported(m) if m.contains("CPU algorithm")),
             "{e}"
         );
     }

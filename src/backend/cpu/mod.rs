@@ -32,12 +32,53 @@ pub(crate) use brmerge::UpperChunk;
 pub(crate) use rows::Scale;
 pub use scratch::ScratchPool;
 
-use crate::backend::{Backend, NumericOutput, SymbolicOutput};
 use crate::error::Result;
 use crate::plan::select::DENSE_MAX_BYTES;
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Algorithm, Index, Scalar};
 use rayon::prelude::*;
+
+/// Where the symbolic phase puts its result.
+#[derive(Debug)]
+pub enum SymbolicOutput<'a, J> {
+    /// `counts[i]` receives nnz of output row `i`.
+    Counts(&'a mut [usize]),
+    /// Each row's sorted, distinct columns (plus `base`) go to
+    /// `cols[offsets[i]..offsets[i + 1]]` (zero-based `offsets`).
+    Columns {
+        /// Exact zero-based row offsets of C from an earlier counting pass.
+        offsets: &'a [usize],
+        /// C's column array.
+        cols: &'a mut [J],
+        /// C's index base.
+        base: usize,
+    },
+}
+
+/// The numeric phase's target: `values = alpha * op(A) op(B) + beta * values`
+/// on the pattern given by `offsets`, columns sorted within each row.
+#[derive(Debug)]
+pub struct NumericOutput<'a, T, J> {
+    /// Exact zero-based row offsets of C.
+    pub offsets: &'a [usize],
+    /// When present, receives C's sorted column indices (plus `base`).
+    pub cols: Option<&'a mut [J]>,
+    /// False: with `cols` present, each row may be written in any
+    /// deterministic order (no sort). Ignored without `cols`.
+    pub sorted: bool,
+    /// C's values; read first when `beta != 0`.
+    pub values: &'a mut [T],
+    /// For a values-only output (`cols` is `None`): C's columns as an
+    /// earlier structure phase wrote them (with `base`), so the products
+    /// can be added into known positions. `None`: find the columns again.
+    pub pattern: Option<&'a [J]>,
+    /// C's index base.
+    pub base: usize,
+    /// Scales the product.
+    pub alpha: T,
+    /// Scales the values already in `values` (0 means they are not read).
+    pub beta: T,
+}
 
 /// The widest op(B) whose symbolic pass uses a bit map (`ncols / 8` bytes
 /// per chunk: 1 MiB here, which stays in L2/L3); wider ones hash.
@@ -176,8 +217,17 @@ impl CpuBackend<'_> {
     }
 }
 
-impl Backend for CpuBackend<'_> {
-    fn symbolic<I: Index, J: Index>(
+/// The two phases of a planned product, over row access to op(A) and
+/// op(B). Output is sorted with duplicates summed and deterministic; a row
+/// whose size differs from the plan's is an error, never a write out of
+/// bounds.
+impl CpuBackend<'_> {
+    /// Symbolic phase: exact nnz, or the sorted columns, of every output row.
+    ///
+    /// # Errors
+    /// [`crate::Error::AllocFailed`]; [`crate::Error::InvalidValue`] when a
+    /// row does not match the given offsets.
+    pub fn symbolic<I: Index, J: Index>(
         &self,
         a: &RowPattern<'_, I, J>,
         b: &RowPattern<'_, I, J>,
@@ -216,7 +266,11 @@ impl Backend for CpuBackend<'_> {
         }
     }
 
-    fn numeric<T: Scalar, I: Index, J: Index>(
+    /// Numeric phase, straight into C's arrays.
+    ///
+    /// # Errors
+    /// As [`CpuBackend::symbolic`].
+    pub fn numeric<T: Scalar, I: Index, J: Index>(
         &self,
         a: &RowPattern<'_, I, J>,
         a_vals: &[T],

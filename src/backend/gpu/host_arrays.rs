@@ -1,14 +1,11 @@
 //! Host arrays on a GPU: device copies of a matrix's three arrays
-//! ([`DeviceArrays`]), and a whole product of host matrices run on a GPU
-//! ([`spgemm_on_device`]), for the Rust API's CUDA and HIP contexts. The C
-//! ABI stages a GPU handle's host arrays with the same copies
-//! (`ffi::spgemm_gpu`).
+//! ([`DeviceArrays`]), with which a product staged on a GPU (the Rust
+//! API's on a CUDA or HIP context, the C ABI's of host arrays on a GPU
+//! handle; `product::gpu`) copies A and B there and C back.
 
-use super::{DeviceCsr, GpuDevice, GpuSpgemm, KernelTypes, RawStream};
-use crate::csr::{CsrMatrix, CsrView};
+use super::{GpuDevice, RawStream};
 use crate::error::{Error, Result};
-use crate::spgemm::{check_nnz_fits, SpgemmOptions};
-use crate::types::{Algorithm, Index, Scalar};
+use crate::types::Scalar;
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -179,135 +176,4 @@ impl Drop for DeviceArrays {
             }
         }
     }
-}
-
-/// Device copies of `x`'s arrays and the pipeline's view of them.
-fn upload_matrix<T: Scalar, I: Index, J: Index>(
-    dev: &Arc<dyn GpuDevice>,
-    stream: RawStream,
-    x: &CsrView<'_, T, I, J>,
-) -> Result<(DeviceArrays, DeviceCsr)> {
-    let nnz = x.col_indices().len();
-    let sizes = [
-        std::mem::size_of::<I>(),
-        std::mem::size_of::<J>(),
-        std::mem::size_of::<T>(),
-    ];
-    let copy = DeviceArrays::new(dev, DeviceArrays::sizes(x.nrows(), nnz, sizes)?)?;
-    // SAFETY: each slice holds the bytes `sizes` computed from its length
-    // (a view's offsets hold rows + 1 entries).
-    unsafe {
-        copy.upload(
-            stream,
-            [
-                x.row_offsets().as_ptr().cast(),
-                x.col_indices().as_ptr().cast(),
-                x.values().as_ptr().cast(),
-            ],
-        )
-    }?;
-    let csr = DeviceCsr {
-        rows: copy.ptrs[0],
-        cols: copy.ptrs[1],
-        vals: copy.ptrs[2],
-        nrows: x.nrows() as i64,
-        ncols: x.ncols() as i64,
-        nnz: nnz as i64,
-        base: x.base().offset() as i32,
-    };
-    Ok((copy, csr))
-}
-
-/// `C = alpha * op(A) * op(B)` of host matrices on `dev` (the Rust API's
-/// [`crate::Context::spgemm`] on a CUDA or HIP context): A and B are
-/// copied to the device, the GPU pipeline runs its three phases on the
-/// device's default stream, and C is copied back; every device allocation
-/// is freed before it returns. C has A's index base, sorted columns and no
-/// duplicates. [`Algorithm::Deterministic`] and [`Algorithm::Alg1`] give
-/// bitwise-identical results run to run.
-///
-/// # Errors
-/// [`Error::NotSupported`] for a CPU algorithm (hash, BRMerge, dense) or
-/// without the device's kernel compiler; [`Error::InvalidValue`] for
-/// mismatched shapes or an nnz(C) that does not fit `I`;
-/// [`Error::InsufficientResources`] when device memory runs out;
-/// [`Error::AllocFailed`] when host memory for C does.
-pub fn spgemm_on_device<T: Scalar, I: Index, J: Index>(
-    dev: &Arc<dyn GpuDevice>,
-    a: &CsrView<'_, T, I, J>,
-    b: &CsrView<'_, T, I, J>,
-    opts: &SpgemmOptions<T>,
-) -> Result<CsrMatrix<T, I, J>> {
-    if opts.algorithm.is_concrete() {
-        return Err(Error::NotSupported(format!(
-            "{} is a CPU algorithm but the context runs on {} ({:?}); use a CPU context",
-            opts.algorithm.name(),
-            dev.name(),
-            dev.backend()
-        )));
-    }
-    // Declared first, dropped last: the caller's binding comes back after
-    // every device allocation of the product is freed.
-    let _binding = crate::backend::caller_binding::CallerBinding::save();
-    let stream: RawStream = std::ptr::null_mut();
-    let types = KernelTypes::new(T::DATA_TYPE, I::INDEX_TYPE, J::INDEX_TYPE);
-    let deterministic = matches!(opts.algorithm, Algorithm::Deterministic | Algorithm::Alg1);
-    let (_a_copy, da) = upload_matrix(dev, stream, a)?;
-    let (_b_copy, db) = upload_matrix(dev, stream, b)?;
-    let mut plan = GpuSpgemm::work_estimation(
-        dev,
-        stream,
-        opts.op_a,
-        &da,
-        opts.op_b,
-        &db,
-        types,
-        deterministic,
-    )?;
-    plan.set_c_offsets64(types.offset64);
-    let nnz = plan.symbolic(stream, &da, &db)?.max(0) as usize;
-    check_nnz_fits(nnz as u64, a.base(), I::INDEX_TYPE, "")?;
-    let (m, n) = (plan.nrows(), plan.ncols());
-    let rows = usize::try_from(m).unwrap_or(usize::MAX);
-    let sizes = [
-        std::mem::size_of::<I>(),
-        std::mem::size_of::<J>(),
-        std::mem::size_of::<T>(),
-    ];
-    let c_copy = DeviceArrays::new(dev, DeviceArrays::sizes(rows, nnz, sizes)?)?;
-    let dc = DeviceCsr {
-        rows: c_copy.ptrs[0],
-        cols: c_copy.ptrs[1],
-        vals: c_copy.ptrs[2],
-        nrows: m,
-        ncols: n,
-        nnz: nnz as i64,
-        base: a.base().offset() as i32,
-    };
-    // beta is zero and not read.
-    let scalars = DeviceArrays::scalars(dev)?;
-    let at = scalars.set_scalars(stream, scalar_bytes(&opts.alpha), &[])?;
-    plan.numeric(stream, &da, &db, &dc, at, at + 16, true)?;
-    let mut row_offsets = crate::error::try_vec(rows + 1, I::default(), "C's row offsets")?;
-    let mut col_indices = crate::error::try_vec(nnz, J::default(), "C's column indices")?;
-    let mut values = crate::error::try_vec(nnz, T::zero(), "C's values")?;
-    // SAFETY: the vectors hold the sizes `c_copy` was made with.
-    unsafe {
-        c_copy.download(
-            stream,
-            [
-                row_offsets.as_mut_ptr().cast(),
-                col_indices.as_mut_ptr().cast(),
-                values.as_mut_ptr().cast(),
-            ],
-        )
-    }?;
-    Ok(CsrMatrix::from_parts_unchecked(
-        rows,
-        usize::try_from(n).unwrap_or(usize::MAX),
-        row_offsets,
-        col_indices,
-        values,
-        a.base(),
-    ))
 }

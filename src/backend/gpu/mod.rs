@@ -29,7 +29,7 @@ pub mod spgemm;
 
 pub use crate::backend::kernel_source::{KernelTypes, ValueKind};
 pub use device::{GpuDevice, GpuKernels, RawEvent, RawStream};
-pub use host_arrays::{spgemm_on_device, DeviceArrays};
+pub use host_arrays::DeviceArrays;
 pub use launch::{kernel_params, KERNEL_PARAMS};
 pub use predict::predict_nnz;
 pub use registry::{register_device, unregister_device};

@@ -8,7 +8,7 @@
 //! (`cuPointerGetAttribute`, `hipPointerGetAttributes`); memory no device
 //! knows, and everything in a build without GPU back ends, is host memory.
 
-use super::matrix::SpMat;
+use super::arrays::MatrixArrays;
 use crate::backend::gpu::GpuDevice;
 use crate::types::BackendKind;
 use crate::{Context, Error, Result};
@@ -108,7 +108,7 @@ fn open_device(kind: BackendKind, ordinal: usize) -> Result<Arc<dyn GpuDevice>> 
 }
 
 /// The arrays of a matrix descriptor, named for messages.
-pub(crate) fn arrays(m: &SpMat, name: &str) -> [(*const c_void, String); 3] {
+pub(crate) fn arrays(m: &MatrixArrays, name: &str) -> [(*const c_void, String); 3] {
     [
         (m.offsets.cast_const(), format!("{name}'s rowOffsets")),
         (m.col_ind.cast_const(), format!("{name}'s colInd")),
@@ -146,8 +146,8 @@ fn expect_space(pointers: &[(*const c_void, String)], want: Space, why: &str) ->
 ///   buffers) lives.
 pub(crate) fn place(
     ctx: &Context,
-    a: &SpMat,
-    b: &SpMat,
+    a: &MatrixArrays,
+    b: &MatrixArrays,
     others: &[(*const c_void, String)],
 ) -> Result<Placement> {
     let mut all: Vec<(*const c_void, String)> = arrays(a, "matA").into();

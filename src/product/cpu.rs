@@ -1,0 +1,852 @@
+//! The CPU arm of a product ([`CpuPlan`]): planning on the host, the
+//! symbolic and numeric phases on [`CpuBackend`]'s kernels, and the
+//! [`Backend`] phases over arrays by pointer that the C ABI calls.
+
+use super::arrays::{slice_at_mut, MatrixArrays};
+use super::{Backend, Fill, NumericJob, Operation};
+use crate::backend::cpu::{CpuBackend, NumericOutput, SymbolicOutput, UpperChunk};
+use crate::context::Context;
+use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView};
+use crate::error::{invalid, try_vec, Error, Result};
+use crate::plan::features::planning_features;
+use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
+use crate::plan::predict::{self, NnzPrediction, PLANNING_SAMPLING};
+use crate::plan::select::{select, ProductShape};
+use crate::plan::{OperandPattern, RowWork};
+use crate::spgemm::{check_nnz_fits, operands};
+use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, Scalar};
+use crate::validate_structure;
+use std::any::Any;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// A product planned on the CPU (the CPU arm of [`CpuPlan`]): the row
+/// access to op(A) and op(B), the products of every row, the chosen CPU
+/// algorithm, and after the symbolic phase C's row offsets. Every phase
+/// checks A's and B's shapes and nnz against the plan's; the phases that
+/// write C (numeric, structure) also check that the patterns are the ones
+/// the plan was made for (a parallel hash of the index arrays, O(nnz)).
+/// The symbolic phase does not hash them (but for BRMerge-Upper, whose
+/// temporary C the numeric phase copies): its kernels refuse a pattern
+/// that does not fit the plan's row work, and a changed pattern they miss
+/// makes only C's row sizes wrong: the numeric phase then refuses the
+/// changed operands (hash), and on the planned ones it refuses a row whose
+/// size differs or computes their exact product. So a product (plan,
+/// symbolic, numeric) reads the patterns for checking twice, not three
+/// times.
+#[derive(Debug)]
+pub(crate) struct CpuPlan<I, J> {
+    algorithm: Algorithm,
+    selected: Algorithm,
+    b_canonical: bool,
+    a: OperandPattern<I, J>,
+    b: OperandPattern<I, J>,
+    /// The fingerprints of A's and B's patterns, which every later phase
+    /// checks; `None` for the plan of one [`Context::spgemm`] call, whose
+    /// phases run back to back on borrowed arrays that cannot change.
+    fingerprints: Option<(u64, u64)>,
+    /// nnz of A and B as planned, checked by every phase (O(1)).
+    nnz: (usize, usize),
+    work: RowWork,
+    /// C's zero-based row offsets, once the symbolic phase ran.
+    c_offsets: Option<Vec<usize>>,
+    /// BRMerge-Upper's temporary C, made by the symbolic phase.
+    upper: Option<UpperStore>,
+    /// The output-size prediction, when the automatic choice or
+    /// BRMerge-Upper needed it.
+    prediction: Option<NnzPrediction>,
+}
+
+/// BRMerge-Upper's temporary C (a `Vec<UpperChunk<T, J>>`) with the
+/// fingerprints of the values it was computed from: a numeric phase copies
+/// it only when A's and B's values are still the same, and recomputes
+/// otherwise (the reuse API changes values in place).
+struct UpperStore {
+    chunks: Arc<dyn Any + Send + Sync>,
+    /// Fingerprints of A's and B's values.
+    values: (u64, u64),
+    bytes: usize,
+}
+
+impl std::fmt::Debug for UpperStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UpperStore {{ {} bytes }}", self.bytes)
+    }
+}
+
+fn fingerprint<T: Scalar, I: Index, J: Index>(x: &CsrView<'_, T, I, J>) -> u64 {
+    pattern_fingerprint(x.nrows(), x.ncols(), x.row_offsets(), x.col_indices())
+}
+
+/// True when A and B are the same arrays (C = A * A, A * Aᵀ).
+pub(crate) fn same_pattern_arrays<T: Scalar, I: Index, J: Index>(
+    a: &CsrView<'_, T, I, J>,
+    b: &CsrView<'_, T, I, J>,
+) -> bool {
+    a.nrows() == b.nrows()
+        && a.ncols() == b.ncols()
+        && std::ptr::eq(a.row_offsets(), b.row_offsets())
+        && std::ptr::eq(a.col_indices(), b.col_indices())
+}
+
+/// Fingerprints of A's and B's patterns, hashing once when both are the
+/// same arrays.
+fn fingerprints<T: Scalar, I: Index, J: Index>(
+    a: &CsrView<'_, T, I, J>,
+    b: &CsrView<'_, T, I, J>,
+) -> (u64, u64) {
+    let fa = fingerprint(a);
+    (
+        fa,
+        if same_pattern_arrays(a, b) {
+            fa
+        } else {
+            fingerprint(b)
+        },
+    )
+}
+
+/// Fingerprints of A's and B's values, hashing once when both are the
+/// same arrays.
+fn value_fingerprints<T: Scalar, I: Index, J: Index>(
+    a: &CsrView<'_, T, I, J>,
+    b: &CsrView<'_, T, I, J>,
+) -> (u64, u64) {
+    let fa = values_fingerprint(a.values());
+    let same = std::ptr::eq(a.values(), b.values());
+    (
+        fa,
+        if same {
+            fa
+        } else {
+            values_fingerprint(b.values())
+        },
+    )
+}
+
+impl<I: Index, J: Index> CpuPlan<I, J> {
+    /// Plans `op(A) * op(B)` on the CPU (see [`SpgemmPlan::new`]), with
+    /// A's and B's pattern fingerprints.
+    pub(crate) fn new<T: Scalar>(
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        op_a: Op,
+        b: &CsrView<'_, T, I, J>,
+        op_b: Op,
+        algorithm: Algorithm,
+    ) -> Result<Self> {
+        Self::planned(ctx, (a, op_a), (b, op_b), algorithm, || {
+            Some(fingerprints(a, b))
+        })
+    }
+
+    /// [`CpuPlan::new`] with A's and B's pattern fingerprints already
+    /// made (by the C ABI's work estimation, in its validation pass).
+    pub(crate) fn with_fingerprints<T: Scalar>(
+        ctx: &Context,
+        (a, op_a): (&CsrView<'_, T, I, J>, Op),
+        (b, op_b): (&CsrView<'_, T, I, J>, Op),
+        algorithm: Algorithm,
+        prints: (u64, u64),
+    ) -> Result<Self> {
+        Self::planned(ctx, (a, op_a), (b, op_b), algorithm, || Some(prints))
+    }
+
+    /// [`CpuPlan::new`], with the patterns' fingerprints from `prints`
+    /// (run in the context's pool). `None`, for phases that all run inside
+    /// one call on the same borrowed arrays: the patterns and values are
+    /// not fingerprinted (nothing can change them in between).
+    pub(crate) fn planned<T: Scalar>(
+        ctx: &Context,
+        (a, op_a): (&CsrView<'_, T, I, J>, Op),
+        (b, op_b): (&CsrView<'_, T, I, J>, Op),
+        algorithm: Algorithm,
+        prints: impl FnOnce() -> Option<(u64, u64)> + Send,
+    ) -> Result<Self> {
+        ctx.run(|| {
+            let (pa, pb) = operands(a, op_a, b, op_b)?;
+            let (ra, rb) = (pa.rows(a), pb.rows(b));
+            let b_canonical = rb.rows_canonical();
+            let chunks = CpuBackend::chunks_for(ctx.num_threads());
+            let work = RowWork::new(&ra, &rb, chunks)?;
+            let shape = ProductShape {
+                products: work.total(),
+                b_cols: pb.ncols(),
+                value_bytes: std::mem::size_of::<T>(),
+                b_canonical,
+                entry_bytes: std::mem::size_of::<T>() + std::mem::size_of::<J>(),
+                nnz_lower_bound: work.nnz_lower_bound(b_canonical),
+            };
+            // The prediction (the sampling predictor) feeds the automatic
+            // choice and sizes BRMerge-Upper's temporary C; it is made only
+            // when needed.
+            let mut prediction = None;
+            let selected = select(algorithm, &shape, || {
+                let (p, f) = planning_features(&ra, &rb, &work);
+                prediction = Some(p);
+                f
+            });
+            if selected == Algorithm::BrmergeUpper && prediction.is_none() {
+                prediction = Some(predict::predict_nnz(&ra, &rb, &work, PLANNING_SAMPLING));
+            }
+            Ok(CpuPlan {
+                algorithm,
+                selected,
+                b_canonical,
+                upper: None,
+                prediction,
+                fingerprints: prints(),
+                nnz: (a.col_indices().len(), b.col_indices().len()),
+                a: pa,
+                b: pb,
+                work,
+                c_offsets: None,
+            })
+        })
+    }
+
+    /// A lower bound of nnz(C), known after planning (no symbolic phase):
+    /// the sum over the rows of op(A) of the longest row of op(B) each one
+    /// merges (all of that row's columns are in C) when op(B)'s rows hold
+    /// no duplicate columns; otherwise the number of rows with products
+    /// (each holds at least one entry). [`Context::spgemm`] refuses a C
+    /// that cannot fit its index type or memory from it in O(1).
+    pub(crate) fn nnz_lower_bound(&self) -> u64 {
+        self.work.nnz_lower_bound(self.b_canonical)
+    }
+
+    /// The algorithm asked for.
+    pub(crate) fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+    /// The concrete algorithm that runs ([`Algorithm::Hash`],
+    /// [`Algorithm::BrmergePrecise`], [`Algorithm::BrmergeUpper`] or
+    /// [`Algorithm::Dense`]): the one asked for, or the planner's choice.
+    pub(crate) fn selected_algorithm(&self) -> Algorithm {
+        self.selected
+    }
+
+    fn backend<'c>(&self, ctx: &'c Context) -> CpuBackend<'c> {
+        CpuBackend {
+            threads: ctx.num_threads(),
+            algorithm: self.selected,
+            b_canonical: self.b_canonical,
+            scratch: ctx.scratch(),
+        }
+    }
+    /// `(rows, cols)` of C.
+    pub(crate) fn shape(&self) -> (usize, usize) {
+        (self.a.nrows(), self.b.ncols())
+    }
+    /// Total number of scalar products (nprod).
+    pub(crate) fn num_products(&self) -> u64 {
+        self.work.total()
+    }
+    /// The output-size prediction made while planning (the automatic
+    /// choice and BRMerge-Upper use it), if one was needed.
+    pub(crate) fn prediction(&self) -> Option<NnzPrediction> {
+        self.prediction
+    }
+    /// nnz(C), once [`CpuPlan::symbolic`] ran.
+    pub(crate) fn nnz(&self) -> Option<usize> {
+        self.c_offsets.as_ref().map(|o| o[o.len() - 1])
+    }
+    /// Bytes of metadata the plan holds (row work, C's row offsets,
+    /// transposed patterns); never a copy of C.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let rows = self.work.nrows() + 1;
+        rows * 8
+            + self.c_offsets.as_ref().map_or(0, |o| o.len() * 8)
+            + self.upper.as_ref().map_or(0, |u| u.bytes)
+            + self.a.memory_bytes()
+            + self.b.memory_bytes()
+    }
+
+    /// Checks A's and B's shapes and nnz against the plan's (O(1)) and,
+    /// with `patterns`, their fingerprints (O(nnz)).
+    fn check_inputs<T: Scalar>(
+        &self,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        patterns: bool,
+    ) -> Result<()> {
+        let (ar, ac) = OperandPattern::shape(a, self.a.op());
+        let (br, bc) = OperandPattern::shape(b, self.b.op());
+        if (ar, ac, br, bc)
+            != (
+                self.a.nrows(),
+                self.a.ncols(),
+                self.b.nrows(),
+                self.b.ncols(),
+            )
+        {
+            invalid!("the shapes of A or B changed since the plan was made");
+        }
+        for (name, x, planned) in [("A", a, self.nnz.0), ("B", b, self.nnz.1)] {
+            let nnz = x.col_indices().len();
+            if nnz != planned {
+                invalid!(
+                    "the pattern of {name} changed since the plan was made (nnz {nnz}, planned \
+                     {planned}; only values may change)"
+                );
+            }
+        }
+        let Some((a_fingerprint, b_fingerprint)) = self.fingerprints.filter(|_| patterns) else {
+            return Ok(());
+        };
+        let (fa, fb) = fingerprints(a, b);
+        if fa != a_fingerprint {
+            invalid!("the pattern of A changed since the plan was made (only values may change)");
+        }
+        if fb != b_fingerprint {
+            invalid!("the pattern of B changed since the plan was made (only values may change)");
+        }
+        Ok(())
+    }
+
+    fn offsets(&self) -> Result<&[usize]> {
+        match &self.c_offsets {
+            Some(o) => Ok(o),
+            None => invalid!("the symbolic phase has not run yet"),
+        }
+    }
+
+    /// Symbolic phase: finds the exact size of every row of C and returns
+    /// nnz(C). Cost: O(nprod), parallel; memory O(rows) plus one hash table
+    /// per chunk.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when A's or B's shape or nnz differs from the
+    /// planned one, or the kernels find a row that does not fit the plan
+    /// (the patterns are not hashed here; see [`CpuPlan`]);
+    /// [`Error::AllocFailed`].
+    pub(crate) fn symbolic<T: Scalar>(
+        &mut self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+    ) -> Result<usize> {
+        self.upper = None;
+        let (offsets, upper) = ctx.run(|| -> Result<(Vec<usize>, Option<UpperStore>)> {
+            // BRMerge-Upper keeps a temporary C that the numeric phase copies,
+            // so its plan must see the planned patterns now.
+            self.check_inputs(a, b, self.selected == Algorithm::BrmergeUpper)?;
+            let m = self.work.nrows();
+            let mut counts = try_vec(m + 1, 0usize, "C's row sizes")?;
+            let (ra, rb) = (self.a.rows(a), self.b.rows(b));
+            let backend = self.backend(ctx);
+            // BRMerge-Upper keeps a temporary C with values; without values
+            // (a structure-only caller) only the counts are made and the
+            // numeric phase computes from scratch.
+            let has_values = |x: &CsrView<'_, T, I, J>| x.values().len() == x.col_indices().len();
+            let upper =
+                if self.selected == Algorithm::BrmergeUpper && has_values(a) && has_values(b) {
+                    let (mut sa, mut sb) = (Vec::new(), Vec::new());
+                    let av = self.a.values(a, &mut sa)?;
+                    let bv = self.b.values(b, &mut sb)?;
+                    let ratio = self.prediction.map_or(1.0, |p| p.ratio);
+                    let chunks = backend.upper_symbolic(
+                        (&ra, av),
+                        (&rb, bv),
+                        &self.work,
+                        ratio,
+                        &mut counts[1..],
+                    )?;
+                    let entries: usize = counts[1..].iter().sum();
+                    Some(UpperStore {
+                        chunks: Arc::new(chunks),
+                        values: self.value_fingerprints(a, b),
+                        bytes: entries * (std::mem::size_of::<T>() + std::mem::size_of::<J>()),
+                    })
+                } else {
+                    backend.symbolic(
+                        &ra,
+                        &rb,
+                        &self.work,
+                        SymbolicOutput::Counts(&mut counts[1..]),
+                    )?;
+                    None
+                };
+            for i in 0..m {
+                counts[i + 1] += counts[i];
+            }
+            Ok((counts, upper))
+        })?;
+        let nnz = offsets[offsets.len() - 1];
+        self.c_offsets = Some(offsets);
+        self.upper = upper;
+        Ok(nnz)
+    }
+
+    /// BRMerge-Upper's temporary C, when it was computed from the values
+    /// `a` and `b` hold now.
+    fn fresh_upper<T: Scalar>(
+        &self,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+    ) -> Option<&Vec<UpperChunk<T, J>>> {
+        let u = self.upper.as_ref()?;
+        let chunks = u.chunks.downcast_ref::<Vec<UpperChunk<T, J>>>()?;
+        (u.values == self.value_fingerprints(a, b)).then_some(chunks)
+    }
+
+    /// Fingerprints of A's and B's values; `(0, 0)` for the plan of one
+    /// call, whose values cannot change.
+    fn value_fingerprints<T: Scalar>(
+        &self,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+    ) -> (u64, u64) {
+        if self.fingerprints.is_some() {
+            value_fingerprints(a, b)
+        } else {
+            (0, 0)
+        }
+    }
+
+    /// Writes C's row offsets (with `base`) into `out` (`rows + 1` entries).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] before the symbolic phase, on a wrong length,
+    /// or when nnz(C) + base does not fit `IC`.
+    pub(crate) fn write_row_offsets<IC: Index>(
+        &self,
+        out: &mut [IC],
+        base: IndexBase,
+    ) -> Result<()> {
+        let offsets = self.offsets()?;
+        if out.len() != offsets.len() {
+            invalid!(
+                "C's row offsets hold {} entries, expected rows + 1 = {}",
+                out.len(),
+                offsets.len()
+            );
+        }
+        check_nnz_fits(offsets[offsets.len() - 1] as u64, base, IC::INDEX_TYPE, "")?;
+        let b = base.offset();
+        for (d, &o) in out.iter_mut().zip(offsets) {
+            *d = IC::from_usize_unchecked(o + b);
+        }
+        Ok(())
+    }
+
+    /// Writes C's structure (row offsets and sorted columns) without values
+    /// (cuSPARSE's `reuse_copy`). Cost: O(nprod), parallel.
+    ///
+    /// # Errors
+    /// As [`CpuPlan::numeric`].
+    pub(crate) fn write_structure<T: Scalar, IC: Index>(
+        &self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        row_offsets: &mut [IC],
+        col_indices: &mut [J],
+        base: IndexBase,
+    ) -> Result<()> {
+        self.check_output_sizes(Some(row_offsets.len()), Some(col_indices.len()), None)?;
+        ctx.run(|| {
+            self.check_inputs(a, b, true)?;
+            self.write_row_offsets(row_offsets, base)?;
+            let offsets = self.offsets()?;
+            self.backend(ctx).symbolic(
+                &self.a.rows(a),
+                &self.b.rows(b),
+                &self.work,
+                SymbolicOutput::Columns {
+                    offsets,
+                    cols: col_indices,
+                    base: base.offset(),
+                },
+            )
+        })
+    }
+
+    fn check_output_sizes(
+        &self,
+        offsets: Option<usize>,
+        cols: Option<usize>,
+        vals: Option<usize>,
+    ) -> Result<()> {
+        let o = self.offsets()?;
+        let nnz = o[o.len() - 1];
+        if let Some(n) = offsets {
+            if n != o.len() {
+                invalid!(
+                    "C's row offsets hold {n} entries, expected rows + 1 = {}",
+                    o.len()
+                );
+            }
+        }
+        if let Some(n) = cols {
+            if n != nnz {
+                invalid!("C's column indices hold {n} entries, expected nnz(C) = {nnz}");
+            }
+        }
+        if let Some(n) = vals {
+            if n != nnz {
+                invalid!("C's values hold {n} entries, expected nnz(C) = {nnz}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Numeric phase: `C.values = alpha * op(A) op(B) + beta * C.values` on
+    /// the planned pattern, written straight into `out` (the old values are
+    /// read only when `beta != 0`). Each array of `out` that is present is
+    /// written: row offsets, sorted columns, values. Cost: O(nprod +
+    /// nnz(C) log(row length)), parallel, with no copy of C.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] before the symbolic phase, when an output
+    /// array has the wrong length, when nnz(C) does not fit C's offset type,
+    /// or when A's or B's pattern changed; [`Error::AllocFailed`].
+    pub(crate) fn numeric<T: Scalar, IC: Index>(
+        &self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        alpha: T,
+        beta: T,
+        out: CsrOutput<'_, T, IC, J>,
+    ) -> Result<()> {
+        let CsrOutput {
+            row_offsets,
+            col_indices,
+            mut values,
+            base,
+            pattern,
+            column_order,
+        } = out;
+        // The back end sorts anyway when the columns are not written.
+        let sorted = column_order == ColumnOrder::Sorted;
+        self.check_output_sizes(
+            row_offsets.as_ref().map(|x| x.len()),
+            col_indices.as_ref().map(|x| x.len()),
+            values.as_ref().map(|x| x.len()),
+        )?;
+        // The known structure only serves a values-only output.
+        let pattern = match (&col_indices, pattern) {
+            (None, Some(p)) => {
+                self.check_output_sizes(None, Some(p.len()), None)?;
+                Some(p)
+            }
+            _ => None,
+        };
+        ctx.run(|| {
+            self.check_inputs(a, b, true)?;
+            if let Some(ro) = row_offsets {
+                self.write_row_offsets(ro, base)?;
+            }
+            let offsets = self.offsets()?;
+            let backend = self.backend(ctx);
+            if let (Some(values), Some(chunks)) = (values.as_deref_mut(), self.fresh_upper(a, b)) {
+                return backend.upper_numeric(
+                    chunks,
+                    &self.work,
+                    NumericOutput {
+                        offsets,
+                        cols: col_indices,
+                        sorted,
+                        values,
+                        base: base.offset(),
+                        alpha,
+                        beta,
+                        pattern: None,
+                    },
+                );
+            }
+            let (mut sa, mut sb) = (Vec::new(), Vec::new());
+            let av = self.a.values(a, &mut sa)?;
+            let bv = self.b.values(b, &mut sb)?;
+            match values {
+                Some(values) => backend.numeric(
+                    &self.a.rows(a),
+                    av,
+                    &self.b.rows(b),
+                    bv,
+                    &self.work,
+                    NumericOutput {
+                        offsets,
+                        cols: col_indices,
+                        sorted,
+                        values,
+                        base: base.offset(),
+                        alpha,
+                        beta,
+                        pattern,
+                    },
+                ),
+                None => match col_indices {
+                    Some(cols) => backend.symbolic(
+                        &self.a.rows(a),
+                        &self.b.rows(b),
+                        &self.work,
+                        SymbolicOutput::Columns {
+                            offsets,
+                            cols,
+                            base: base.offset(),
+                        },
+                    ),
+                    None => Ok(()),
+                },
+            }
+        })
+    }
+}
+
+/// Fingerprints of A's and B's patterns.
+type PatternPrints = (u64, u64);
+
+/// Views of A and B.
+type Operands<'m, T, I, J> = (CsrView<'m, T, I, J>, CsrView<'m, T, I, J>);
+
+/// Views of A's and B's host arrays, their structure checked completely
+/// (offsets, column ranges) in `ctx`'s thread pool.
+///
+/// # Safety
+/// The arrays hold the sizes they state.
+pub(crate) unsafe fn validated_views<'m, T: Scalar, I: Index, J: Index>(
+    ctx: &Context,
+    a: &'m MatrixArrays,
+    b: &'m MatrixArrays,
+) -> Result<Operands<'m, T, I, J>> {
+    scanned_views(ctx, a, b, false).map(|(views, _)| views)
+}
+
+/// [`validated_views`]; with `fingerprint`, also A's and B's pattern
+/// fingerprints, made in the same pass as the checks (once when A and B are
+/// the same arrays).
+unsafe fn scanned_views<'m, T: Scalar, I: Index, J: Index>(
+    ctx: &Context,
+    a: &'m MatrixArrays,
+    b: &'m MatrixArrays,
+    fingerprint: bool,
+) -> Result<(Operands<'m, T, I, J>, PatternPrints)> {
+    // SAFETY: by the caller's contract. Values are not read before the
+    // numeric phase.
+    let a = unsafe { a.view::<T, I, J>("matA", false) }?;
+    let b = unsafe { b.view::<T, I, J>("matB", false) }?;
+    let scan = |m: &CsrView<'m, T, I, J>, name: &str| {
+        let (rows, cols) = (m.nrows(), m.ncols());
+        let (offsets, indices) = (m.row_offsets(), m.col_indices());
+        if fingerprint {
+            validate_and_fingerprint(rows, cols, offsets, indices, m.base())
+        } else {
+            validate_structure(rows, cols, offsets, indices, m.base()).map(|()| 0)
+        }
+        .map_err(|e| e.context(name))
+    };
+    let prints = ctx.run(|| {
+        let fa = scan(&a, "matA")?;
+        let fb = if same_pattern_arrays(&a, &b) && a.base() == b.base() {
+            fa
+        } else {
+            scan(&b, "matB")?
+        };
+        Ok::<(u64, u64), Error>((fa, fb))
+    })?;
+    Ok(((a, b), prints))
+}
+
+/// Reads a scalar argument of type `T`.
+pub(crate) fn read_scalar<T: Scalar>(p: *const c_void, name: &str) -> Result<T> {
+    if p.is_null() {
+        return Err(Error::InvalidValue(format!("{name} is NULL")));
+    }
+    // SAFETY: non-NULL and, per the API, points to one value of the compute type.
+    Ok(unsafe { p.cast::<T>().read_unaligned() })
+}
+
+impl<I: Index, J: Index> CpuPlan<I, J> {
+    /// Work estimation over arrays by pointer: validates A and B fully
+    /// (offsets, column ranges) while fingerprinting their patterns, plans
+    /// the product, and refuses a C that cannot fit `c`'s row offsets
+    /// from the lower bound of nnz(C), before the symbolic phase counts
+    /// every product.
+    ///
+    /// # Safety
+    /// The arrays hold the sizes they state.
+    pub(crate) unsafe fn from_arrays<T: Scalar>(
+        ctx: &Context,
+        operation: Operation,
+        (a, b): (&MatrixArrays, &MatrixArrays),
+        c: &MatrixArrays,
+    ) -> Result<Self> {
+        let ((a, b), prints) = unsafe { scanned_views::<T, I, J>(ctx, a, b, true) }?;
+        let plan = CpuPlan::with_fingerprints(
+            ctx,
+            (&a, operation.op_a),
+            (&b, operation.op_b),
+            operation.algorithm,
+            prints,
+        )?;
+        check_nnz_fits(plan.nnz_lower_bound(), c.base, c.offset_type, "at least ")?;
+        Ok(plan)
+    }
+
+    unsafe fn symbolic_arrays<T: Scalar>(
+        &mut self,
+        ctx: &Context,
+        (a, b): (&MatrixArrays, &MatrixArrays),
+    ) -> Result<usize> {
+        // SAFETY: by the caller's contract; the plan checks the shapes and
+        // nnz. The symbolic phase reads values only to keep BRMerge-Upper's
+        // temporary C, which it skips when they are NULL.
+        let a = unsafe { a.view::<T, I, J>("matA", false) }?;
+        let b = unsafe { b.view::<T, I, J>("matB", false) }?;
+        CpuPlan::symbolic(self, ctx, &a, &b)
+    }
+
+    unsafe fn numeric_arrays<T: Scalar, IC: Index>(
+        &mut self,
+        ctx: &Context,
+        (a, b, c): (&MatrixArrays, &MatrixArrays, &MatrixArrays),
+        job: &NumericJob,
+    ) -> Result<u64> {
+        let (alpha, beta) = if job.fill == Fill::Structure {
+            (T::one(), T::zero())
+        } else {
+            (
+                read_scalar::<T>(job.alpha, "alpha")?,
+                read_scalar::<T>(job.beta, "beta")?,
+            )
+        };
+        // SAFETY: by the caller's contract. `reuse_copy` reads no values.
+        let values = job.fill != Fill::Structure;
+        let a = unsafe { a.view::<T, I, J>("matA", values) }?;
+        let b = unsafe { b.view::<T, I, J>("matB", values) }?;
+        let (rows, nnz) = (c.nrows(), c.nnz_usize());
+        // SAFETY: C's arrays were set by the caller for nnz(C) entries and
+        // are not accessed by anything else during the call.
+        let offsets = unsafe { slice_at_mut::<IC>(c.offsets, rows + 1, "matC rowOffsets") }?;
+        let cols = unsafe { slice_at_mut::<J>(c.col_ind, nnz, "matC colInd") }?;
+        let fingerprint = |o: &[IC], k: &[J]| pattern_fingerprint(rows, c.ncols(), o, k);
+        match job.fill {
+            Fill::All => {
+                let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
+                let out = CsrOutput::full(&mut *offsets, &mut *cols, values, c.base)
+                    .with_column_order(job.column_order);
+                CpuPlan::numeric(self, ctx, &a, &b, alpha, beta, out)?;
+                Ok(0)
+            }
+            Fill::Structure => {
+                self.write_structure(ctx, &a, &b, offsets, cols, c.base)?;
+                Ok(fingerprint(offsets, cols))
+            }
+            Fill::Values => {
+                let now = fingerprint(offsets, cols);
+                if Some(now) != job.c_fingerprint {
+                    return Err(Error::InvalidValue(
+                        "matC's row offsets or column indices changed since rusparseSpGEMMreuse_copy wrote them".into(),
+                    ));
+                }
+                let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
+                let out = CsrOutput::<T, IC, J>::values_on_pattern(values, cols, c.base);
+                CpuPlan::numeric(self, ctx, &a, &b, alpha, beta, out)?;
+                Ok(now)
+            }
+        }
+    }
+
+    unsafe fn numeric_of<T: Scalar>(
+        &mut self,
+        ctx: &Context,
+        arrays: (&MatrixArrays, &MatrixArrays, &MatrixArrays),
+        job: &NumericJob,
+    ) -> Result<u64> {
+        match arrays.2.offset_type {
+            IndexType::I32 => unsafe { self.numeric_arrays::<T, i32>(ctx, arrays, job) },
+            IndexType::I64 => unsafe { self.numeric_arrays::<T, i64>(ctx, arrays, job) },
+        }
+    }
+}
+
+impl<I: Index, J: Index> Backend for CpuPlan<I, J> {
+    unsafe fn symbolic(
+        &mut self,
+        ctx: &Context,
+        _stream: *mut c_void,
+        arrays: (&MatrixArrays, &MatrixArrays),
+        _c_offsets: IndexType,
+    ) -> Result<usize> {
+        with_value_type!(arrays.0.value_type, T => unsafe {
+            self.symbolic_arrays::<T>(ctx, arrays)
+        })
+    }
+
+    unsafe fn numeric(
+        &mut self,
+        ctx: &Context,
+        _stream: *mut c_void,
+        arrays: (&MatrixArrays, &MatrixArrays, &MatrixArrays),
+        job: &NumericJob,
+    ) -> Result<u64> {
+        with_value_type!(arrays.0.value_type, T => unsafe {
+            self.numeric_of::<T>(ctx, arrays, job)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CsrMatrix, Error, SpgemmPlan};
+
+    fn one_by_one() -> CsrMatrix<f64, i64, i32> {
+        CsrMatrix::from_triplets(1, 1, &[(0, 0, 2.0)], IndexBase::Zero).unwrap()
+    }
+
+    #[test]
+    fn nnz_that_does_not_fit_the_offset_type_is_refused() {
+        let ctx = Context::cpu().unwrap();
+        let a = one_by_one();
+        let mut plan =
+            CpuPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, Algorithm::Default).unwrap();
+        plan.symbolic(&ctx, &a.view(), &a.view()).unwrap();
+        // Pretend the only row of C holds 3e9 entries (too many to build in a test).
+        plan.c_offsets = Some(vec![0, 3_000_000_000]);
+        let mut narrow = [0i32; 2];
+        let err = plan
+            .write_row_offsets(&mut narrow, IndexBase::Zero)
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidValue(m) if m.contains("does not fit") && m.contains("64-bit")),
+            "{err}"
+        );
+        let mut wide = [0i64; 2];
+        plan.write_row_offsets(&mut wide, IndexBase::One).unwrap();
+        assert_eq!(wide, [1, 3_000_000_001]);
+    }
+
+    #[test]
+    fn numeric_before_symbolic_is_refused() {
+        let ctx = Context::cpu().unwrap();
+        let a = one_by_one();
+        let plan =
+            SpgemmPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, Algorithm::Default).unwrap();
+        let err = plan.execute(&ctx, &a.view(), &a.view(), 1.0).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidValue(m) if m.contains("symbolic phase has not run")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn output_arrays_of_the_wrong_length_are_refused() {
+        let ctx = Context::cpu().unwrap();
+        let a = one_by_one();
+        let mut plan =
+            SpgemmPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, Algorithm::Default).unwrap();
+        plan.symbolic(&ctx, &a.view(), &a.view()).unwrap();
+        let (mut o, mut c, mut v) = ([0i64; 2], [0i32; 2], [0.0f64; 1]);
+        let out = CsrOutput::full(&mut o[..], &mut c[..], &mut v[..], IndexBase::Zero);
+        let err = plan
+            .numeric(&ctx, &a.view(), &a.view(), 1.0, 0.0, out)
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidValue(m) if m.contains("column indices hold 2 entries")),
+            "{err}"
+        );
+    }
+}
