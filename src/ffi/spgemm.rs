@@ -467,7 +467,7 @@ pub(super) fn non_null_scalars(alpha: *const c_void, beta: *const c_void) -> Res
 
 /// Phase 2: the symbolic product. With `externalBuffer2 == NULL` it only
 /// writes `*bufferSize2`; with the buffer it finds the exact size of every
-/// row of C and sets nnz(C) in matC (read it with `rusparseMatrixArraysGetSize`).
+/// row of C and sets nnz(C) in matC (read it with `rusparseSpMatGetSize`).
 /// Only C's row metadata is kept. INVALID_VALUE when nnz(C) does not fit
 /// matC's row offset type, or when A's or B's shape or nnz changed since
 /// work estimation (a pattern changed with the same nnz is refused by
