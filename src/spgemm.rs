@@ -4,6 +4,8 @@
 
 use crate::context::Context;
 use crate::csr::{CsrMatrix, CsrView};
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::{ensure_memory_for, invalid, try_reserve, Result};
 use crate::plan::predict::{self, NnzPrediction, Sampling};
 use crate::plan::{OperandPattern, RowWork};

@@ -1,10 +1,10 @@
-//! The C ABI fuzz harness (`fuzz/harness/c_abi.rs`) without libFuzzer:
+//! The C ABI fuzz harness (`fuzz/harness/c_abi/`) without libFuzzer:
 //! the shipped corpus and every regression input replayed, the seed
 //! programs checked to reach and verify real products, and random and
 //! mutated programs under proptest. `cargo fuzz run c_abi` runs the same
 //! harness coverage-guided (fuzz/README.md).
 
-#[path = "../fuzz/harness/c_abi.rs"]
+#[path = "../fuzz/harness/c_abi/mod.rs"]
 mod harness;
 mod support;
 

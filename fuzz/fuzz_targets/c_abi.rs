@@ -2,7 +2,7 @@
 //! against rusparse's C ABI (see that file for what it asserts).
 #![no_main]
 
-#[path = "../harness/c_abi.rs"]
+#[path = "../harness/c_abi/mod.rs"]
 #[allow(dead_code)] // the replay test reads what the fuzzer does not
 mod harness;
 

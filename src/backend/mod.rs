@@ -1,13 +1,13 @@
 //! The engines that execute a planned product; they never decide it
-//! ([`crate::plan`] does, and [`crate::product`] runs it).
+//! ([`crate::plan`] does, and `src/product/` runs it).
 //!
-//! - `cpu/`: the multi-core CPU kernels (rayon), [`cpu::CpuBackend`].
-//! - `gpu/`: the one GPU pipeline ([`gpu::GpuSpgemm`]) and the runtime
-//!   services it needs ([`gpu::GpuDevice`]), which `cuda/` (CUDA driver and
+//! - `cpu/`: the multi-core CPU kernels (rayon), [`crate::backend::cpu::CpuBackend`].
+//! - `gpu/`: the one GPU pipeline ([`crate::backend::gpu::GpuSpgemm`]) and the runtime
+//!   services it needs ([`crate::backend::gpu::GpuDevice`]), which `cuda/` (CUDA driver and
 //!   NVRTC) and `hip/` (HIP runtime and hiprtc) implement; kernels are
 //!   written once (`kernel_source`, `kernel_cache`).
 //!
-//! Both are behind one trait, [`crate::product::Backend`]: the phases of
+//! Both are behind one trait, `product::Backend`: the phases of
 //! one planned product over arrays by pointer, implemented by the CPU plan
 //! and the GPU product.
 

@@ -19,9 +19,9 @@ impl Opaque for rusparseSpMatDescr {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn create(
-    descr: *mut rusparseSpMatDescr_t,
+/// The arguments of `rusparseCreateCsr` after the descriptor slot, as the
+/// caller gave them.
+struct CsrArgs {
     rows: i64,
     cols: i64,
     nnz: i64,
@@ -32,8 +32,23 @@ fn create(
     col_type: IndexTypeArg,
     base: IndexBaseArg,
     value_type: DataTypeArg,
-    constant: bool,
-) -> Result<()> {
+}
+
+/// Checks `args` and writes a new descriptor of them into `descr`
+/// (`constant`: read-only, rusparseCreateConstCsr).
+fn create(descr: *mut rusparseSpMatDescr_t, args: CsrArgs, constant: bool) -> Result<()> {
+    let CsrArgs {
+        rows,
+        cols,
+        nnz,
+        offsets,
+        col_ind,
+        values,
+        offset_type,
+        col_type,
+        base,
+        value_type,
+    } = args;
     // SAFETY: NULL or a writable descriptor slot.
     let slot = unsafe { out_ref(descr, "spMatDescr") }?;
     *slot = std::ptr::null_mut();
@@ -117,20 +132,19 @@ pub unsafe extern "C" fn rusparseCreateCsr(
     valueType: DataTypeArg,
 ) -> rusparseStatus_t {
     boundary("rusparseCreateCsr", || {
-        create(
-            spMatDescr,
+        let args = CsrArgs {
             rows,
             cols,
             nnz,
-            csrRowOffsets,
-            csrColInd,
-            csrValues,
-            csrRowOffsetsType,
-            csrColIndType,
-            idxBase,
-            valueType,
-            false,
-        )
+            offsets: csrRowOffsets,
+            col_ind: csrColInd,
+            values: csrValues,
+            offset_type: csrRowOffsetsType,
+            col_type: csrColIndType,
+            base: idxBase,
+            value_type: valueType,
+        };
+        create(spMatDescr, args, false)
     })
 }
 
@@ -150,20 +164,19 @@ pub unsafe extern "C" fn rusparseCreateConstCsr(
     valueType: DataTypeArg,
 ) -> rusparseStatus_t {
     boundary("rusparseCreateConstCsr", || {
-        create(
-            spMatDescr.cast(),
+        let args = CsrArgs {
             rows,
             cols,
             nnz,
-            csrRowOffsets.cast_mut(),
-            csrColInd.cast_mut(),
-            csrValues.cast_mut(),
-            csrRowOffsetsType,
-            csrColIndType,
-            idxBase,
-            valueType,
-            true,
-        )
+            offsets: csrRowOffsets.cast_mut(),
+            col_ind: csrColInd.cast_mut(),
+            values: csrValues.cast_mut(),
+            offset_type: csrRowOffsetsType,
+            col_type: csrColIndType,
+            base: idxBase,
+            value_type: valueType,
+        };
+        create(spMatDescr.cast(), args, true)
     })
 }
 
@@ -202,9 +215,8 @@ pub unsafe extern "C" fn rusparseSpMatGetSize(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn csr_get(
-    descr: rusparseConstSpMatDescr_t,
+/// Where `rusparseCsrGet` writes what a descriptor records.
+struct CsrSlots {
     rows: *mut i64,
     cols: *mut i64,
     nnz: *mut i64,
@@ -215,7 +227,21 @@ fn csr_get(
     col_type: *mut IndexTypeArg,
     base: *mut IndexBaseArg,
     value_type: *mut DataTypeArg,
-) -> Result<()> {
+}
+
+fn csr_get(descr: rusparseConstSpMatDescr_t, slots: CsrSlots) -> Result<()> {
+    let CsrSlots {
+        rows,
+        cols,
+        nnz,
+        offsets,
+        col_ind,
+        values,
+        offset_type,
+        col_type,
+        base,
+        value_type,
+    } = slots;
     // SAFETY: NULL or live descriptor; NULL or writable slots.
     unsafe {
         let m = rusparseSpMatDescr::get(descr)?;
@@ -249,19 +275,19 @@ pub unsafe extern "C" fn rusparseCsrGet(
     valueType: *mut DataTypeArg,
 ) -> rusparseStatus_t {
     boundary("rusparseCsrGet", || {
-        csr_get(
-            spMatDescr,
+        let slots = CsrSlots {
             rows,
             cols,
             nnz,
-            csrRowOffsets,
-            csrColInd,
-            csrValues,
-            csrRowOffsetsType,
-            csrColIndType,
-            idxBase,
-            valueType,
-        )
+            offsets: csrRowOffsets,
+            col_ind: csrColInd,
+            values: csrValues,
+            offset_type: csrRowOffsetsType,
+            col_type: csrColIndType,
+            base: idxBase,
+            value_type: valueType,
+        };
+        csr_get(spMatDescr, slots)
     })
 }
 
@@ -281,19 +307,19 @@ pub unsafe extern "C" fn rusparseConstCsrGet(
     valueType: *mut DataTypeArg,
 ) -> rusparseStatus_t {
     boundary("rusparseConstCsrGet", || {
-        csr_get(
-            spMatDescr,
+        let slots = CsrSlots {
             rows,
             cols,
             nnz,
-            csrRowOffsets.cast(),
-            csrColInd.cast(),
-            csrValues.cast(),
-            csrRowOffsetsType,
-            csrColIndType,
-            idxBase,
-            valueType,
-        )
+            offsets: csrRowOffsets.cast(),
+            col_ind: csrColInd.cast(),
+            values: csrValues.cast(),
+            offset_type: csrRowOffsetsType,
+            col_type: csrColIndType,
+            base: idxBase,
+            value_type: valueType,
+        };
+        csr_get(spMatDescr, slots)
     })
 }
 

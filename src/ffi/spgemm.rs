@@ -1,7 +1,7 @@
 //! The SpGEMM phases of the C ABI (cuSPARSE 12's parameter lists) and the
 //! reuse API: each call checks its arguments and the protocol (phases in
 //! order, the same operands and options, cuSPARSE's buffer-size queries)
-//! and calls the product ([`crate::product::Product`]) kept in the SpGEMM
+//! and calls the product (`product::Product`) kept in the SpGEMM
 //! descriptor.
 //!
 //! Phase map onto the product: `workEstimation` places it (CPU, GPU or
@@ -139,18 +139,49 @@ pub(super) fn check_operands(
     Ok((ma, nb))
 }
 
+/// The raw arguments every SpGEMM phase call shares (cuSPARSE's order).
+#[derive(Clone, Copy)]
+pub(super) struct PhaseArgs {
+    pub(super) handle: rusparseHandle_t,
+    pub(super) op_a: OperationArg,
+    pub(super) op_b: OperationArg,
+    pub(super) mat_a: rusparseConstSpMatDescr_t,
+    pub(super) mat_b: rusparseConstSpMatDescr_t,
+    pub(super) mat_c: rusparseSpMatDescr_t,
+    /// `None` for the reuse phases, which take no compute type.
+    pub(super) compute_type: Option<DataTypeArg>,
+    pub(super) alg: SpGEMMAlgArg,
+    pub(super) descr: rusparseSpGEMMDescr_t,
+    /// alpha and beta, for the phases that require them non-NULL.
+    pub(super) scalars: Option<(*const c_void, *const c_void)>,
+}
+
+impl PhaseArgs {
+    /// Checks the handle, the descriptors, their types and shapes, then
+    /// the scalars.
+    pub(super) fn check<'a>(self) -> Result<Args<'a>> {
+        let x = args(self)?;
+        if let Some((alpha, beta)) = self.scalars {
+            non_null_scalars(alpha, beta)?;
+        }
+        Ok(x)
+    }
+}
+
 /// Checks the handle, the descriptors, their types and shapes.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn args<'a>(
-    handle: rusparseHandle_t,
-    op_a: OperationArg,
-    op_b: OperationArg,
-    mat_a: rusparseConstSpMatDescr_t,
-    mat_b: rusparseConstSpMatDescr_t,
-    mat_c: rusparseSpMatDescr_t,
-    compute_type: Option<DataTypeArg>,
-    alg: SpGEMMAlgArg,
-    descr: rusparseSpGEMMDescr_t,
+fn args<'a>(
+    PhaseArgs {
+        handle,
+        op_a,
+        op_b,
+        mat_a,
+        mat_b,
+        mat_c,
+        compute_type,
+        alg,
+        descr,
+        ..
+    }: PhaseArgs,
 ) -> Result<Args<'a>> {
     // SAFETY: each pointer is NULL or a live object of its type, and no
     // other reference to the mutable ones exists during the call (matC is
@@ -436,18 +467,19 @@ pub unsafe extern "C" fn rusparseSpGEMM_workEstimation(
     externalBuffer1: *mut c_void,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_workEstimation", || {
-        let mut x = args(
+        let mut x = PhaseArgs {
             handle,
-            opA,
-            opB,
-            matA,
-            matB,
-            matC,
-            Some(computeType),
+            op_a: opA,
+            op_b: opB,
+            mat_a: matA,
+            mat_b: matB,
+            mat_c: matC,
+            compute_type: Some(computeType),
             alg,
-            spgemmDescr,
-        )?;
-        non_null_scalars(alpha, beta)?;
+            descr: spgemmDescr,
+            scalars: Some((alpha, beta)),
+        }
+        .check()?;
         if !buffer_protocol(bufferSize1, externalBuffer1, "bufferSize1")? {
             return Ok(());
         }
@@ -490,18 +522,19 @@ pub unsafe extern "C" fn rusparseSpGEMM_compute(
     externalBuffer2: *mut c_void,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_compute", || {
-        let mut x = args(
+        let mut x = PhaseArgs {
             handle,
-            opA,
-            opB,
-            matA,
-            matB,
-            matC,
-            Some(computeType),
+            op_a: opA,
+            op_b: opB,
+            mat_a: matA,
+            mat_b: matB,
+            mat_c: matC,
+            compute_type: Some(computeType),
             alg,
-            spgemmDescr,
-        )?;
-        non_null_scalars(alpha, beta)?;
+            descr: spgemmDescr,
+            scalars: Some((alpha, beta)),
+        }
+        .check()?;
         with_planned(
             &mut x,
             Flow::Compute,
@@ -537,17 +570,19 @@ pub unsafe extern "C" fn rusparseSpGEMM_copy(
     spgemmDescr: rusparseSpGEMMDescr_t,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_copy", || {
-        let mut x = args(
+        let mut x = PhaseArgs {
             handle,
-            opA,
-            opB,
-            matA,
-            matB,
-            matC,
-            Some(computeType),
+            op_a: opA,
+            op_b: opB,
+            mat_a: matA,
+            mat_b: matB,
+            mat_c: matC,
+            compute_type: Some(computeType),
             alg,
-            spgemmDescr,
-        )?;
+            descr: spgemmDescr,
+            scalars: None,
+        }
+        .check()?;
         fill_output(
             &mut x,
             Flow::Compute,
@@ -573,7 +608,19 @@ pub unsafe extern "C" fn rusparseSpGEMMreuse_workEstimation(
     externalBuffer1: *mut c_void,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMMreuse_workEstimation", || {
-        let mut x = args(handle, opA, opB, matA, matB, matC, None, alg, spgemmDescr)?;
+        let mut x = PhaseArgs {
+            handle,
+            op_a: opA,
+            op_b: opB,
+            mat_a: matA,
+            mat_b: matB,
+            mat_c: matC,
+            compute_type: None,
+            alg,
+            descr: spgemmDescr,
+            scalars: None,
+        }
+        .check()?;
         if !buffer_protocol(bufferSize1, externalBuffer1, "bufferSize1")? {
             return Ok(());
         }
@@ -602,7 +649,19 @@ pub unsafe extern "C" fn rusparseSpGEMMreuse_nnz(
     externalBuffer4: *mut c_void,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMMreuse_nnz", || {
-        let mut x = args(handle, opA, opB, matA, matB, matC, None, alg, spgemmDescr)?;
+        let mut x = PhaseArgs {
+            handle,
+            op_a: opA,
+            op_b: opB,
+            mat_a: matA,
+            mat_b: matB,
+            mat_c: matC,
+            compute_type: None,
+            alg,
+            descr: spgemmDescr,
+            scalars: None,
+        }
+        .check()?;
         with_planned(
             &mut x,
             Flow::Reuse,
@@ -648,7 +707,19 @@ pub unsafe extern "C" fn rusparseSpGEMMreuse_copy(
     externalBuffer5: *mut c_void,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMMreuse_copy", || {
-        let mut x = args(handle, opA, opB, matA, matB, matC, None, alg, spgemmDescr)?;
+        let mut x = PhaseArgs {
+            handle,
+            op_a: opA,
+            op_b: opB,
+            mat_a: matA,
+            mat_b: matB,
+            mat_c: matC,
+            compute_type: None,
+            alg,
+            descr: spgemmDescr,
+            scalars: None,
+        }
+        .check()?;
         with_planned(
             &mut x,
             Flow::Reuse,
@@ -689,17 +760,19 @@ pub unsafe extern "C" fn rusparseSpGEMMreuse_compute(
     spgemmDescr: rusparseSpGEMMDescr_t,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMMreuse_compute", || {
-        let mut x = args(
+        let mut x = PhaseArgs {
             handle,
-            opA,
-            opB,
-            matA,
-            matB,
-            matC,
-            Some(computeType),
+            op_a: opA,
+            op_b: opB,
+            mat_a: matA,
+            mat_b: matB,
+            mat_c: matC,
+            compute_type: Some(computeType),
             alg,
-            spgemmDescr,
-        )?;
+            descr: spgemmDescr,
+            scalars: None,
+        }
+        .check()?;
         fill_output(
             &mut x,
             Flow::Reuse,

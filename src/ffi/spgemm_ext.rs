@@ -260,18 +260,19 @@ pub unsafe extern "C" fn rusparseSpGEMM_estimateMemory(
     bufferSize2: *mut usize,
 ) -> rusparseStatus_t {
     boundary("rusparseSpGEMM_estimateMemory", || {
-        let mut x = args(
+        let mut x = PhaseArgs {
             handle,
-            opA,
-            opB,
-            matA,
-            matB,
-            matC,
-            Some(computeType),
+            op_a: opA,
+            op_b: opB,
+            mat_a: matA,
+            mat_b: matB,
+            mat_c: matC,
+            compute_type: Some(computeType),
             alg,
-            spgemmDescr,
-        )?;
-        non_null_scalars(alpha, beta)?;
+            descr: spgemmDescr,
+            scalars: Some((alpha, beta)),
+        }
+        .check()?;
         if !(chunk_fraction > 0.0 && chunk_fraction <= 1.0) {
             return Err(Error::InvalidValue(format!(
                 "chunk_fraction = {chunk_fraction} is not in (0, 1]"

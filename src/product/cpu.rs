@@ -3,7 +3,9 @@
 //! [`Backend`] phases over arrays by pointer that the C ABI calls.
 
 use super::arrays::{slice_at_mut, MatrixArrays};
-use super::{Backend, Fill, NumericJob, Operation};
+#[cfg(doc)]
+use super::SpgemmPlan;
+use super::{check_output_lengths, Backend, Fill, NumericJob, Operation};
 use crate::backend::cpu::{CpuBackend, NumericOutput, SymbolicOutput, UpperChunk};
 use crate::context::Context;
 use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView};
@@ -205,23 +207,16 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         })
     }
 
-    /// A lower bound of nnz(C), known after planning (no symbolic phase):
-    /// the sum over the rows of op(A) of the longest row of op(B) each one
-    /// merges (all of that row's columns are in C) when op(B)'s rows hold
-    /// no duplicate columns; otherwise the number of rows with products
-    /// (each holds at least one entry). [`Context::spgemm`] refuses a C
-    /// that cannot fit its index type or memory from it in O(1).
+    /// [`SpgemmPlan::nnz_lower_bound`] on the CPU.
     pub(crate) fn nnz_lower_bound(&self) -> u64 {
         self.work.nnz_lower_bound(self.b_canonical)
     }
 
-    /// The algorithm asked for.
+    /// [`SpgemmPlan::algorithm`] on the CPU.
     pub(crate) fn algorithm(&self) -> Algorithm {
         self.algorithm
     }
-    /// The concrete algorithm that runs ([`Algorithm::Hash`],
-    /// [`Algorithm::BrmergePrecise`], [`Algorithm::BrmergeUpper`] or
-    /// [`Algorithm::Dense`]): the one asked for, or the planner's choice.
+    /// [`SpgemmPlan::selected_algorithm`] on the CPU.
     pub(crate) fn selected_algorithm(&self) -> Algorithm {
         self.selected
     }
@@ -234,25 +229,23 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             scratch: ctx.scratch(),
         }
     }
-    /// `(rows, cols)` of C.
+    /// [`SpgemmPlan::shape`] on the CPU.
     pub(crate) fn shape(&self) -> (usize, usize) {
         (self.a.nrows(), self.b.ncols())
     }
-    /// Total number of scalar products (nprod).
+    /// [`SpgemmPlan::num_products`] on the CPU.
     pub(crate) fn num_products(&self) -> u64 {
         self.work.total()
     }
-    /// The output-size prediction made while planning (the automatic
-    /// choice and BRMerge-Upper use it), if one was needed.
+    /// [`SpgemmPlan::prediction`] on the CPU.
     pub(crate) fn prediction(&self) -> Option<NnzPrediction> {
         self.prediction
     }
-    /// nnz(C), once [`CpuPlan::symbolic`] ran.
+    /// [`SpgemmPlan::nnz`] on the CPU.
     pub(crate) fn nnz(&self) -> Option<usize> {
         self.c_offsets.as_ref().map(|o| o[o.len() - 1])
     }
-    /// Bytes of metadata the plan holds (row work, C's row offsets,
-    /// transposed patterns); never a copy of C.
+    /// [`SpgemmPlan::memory_bytes`] on the CPU.
     pub(crate) fn memory_bytes(&self) -> usize {
         let rows = self.work.nrows() + 1;
         rows * 8
@@ -311,15 +304,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         }
     }
 
-    /// Symbolic phase: finds the exact size of every row of C and returns
-    /// nnz(C). Cost: O(nprod), parallel; memory O(rows) plus one hash table
-    /// per chunk.
-    ///
-    /// # Errors
-    /// [`Error::InvalidValue`] when A's or B's shape or nnz differs from the
-    /// planned one, or the kernels find a row that does not fit the plan
-    /// (the patterns are not hashed here; see [`CpuPlan`]);
-    /// [`Error::AllocFailed`].
+    /// [`SpgemmPlan::symbolic`] on the CPU.
     pub(crate) fn symbolic<T: Scalar>(
         &mut self,
         ctx: &Context,
@@ -404,11 +389,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         }
     }
 
-    /// Writes C's row offsets (with `base`) into `out` (`rows + 1` entries).
-    ///
-    /// # Errors
-    /// [`Error::InvalidValue`] before the symbolic phase, on a wrong length,
-    /// or when nnz(C) + base does not fit `IC`.
+    /// [`SpgemmPlan::write_row_offsets`] on the CPU.
     pub(crate) fn write_row_offsets<IC: Index>(
         &self,
         out: &mut [IC],
@@ -430,11 +411,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         Ok(())
     }
 
-    /// Writes C's structure (row offsets and sorted columns) without values
-    /// (cuSPARSE's `reuse_copy`). Cost: O(nprod), parallel.
-    ///
-    /// # Errors
-    /// As [`CpuPlan::numeric`].
+    /// [`SpgemmPlan::write_structure`] on the CPU.
     pub(crate) fn write_structure<T: Scalar, IC: Index>(
         &self,
         ctx: &Context,
@@ -469,38 +446,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         vals: Option<usize>,
     ) -> Result<()> {
         let o = self.offsets()?;
-        let nnz = o[o.len() - 1];
-        if let Some(n) = offsets {
-            if n != o.len() {
-                invalid!(
-                    "C's row offsets hold {n} entries, expected rows + 1 = {}",
-                    o.len()
-                );
-            }
-        }
-        if let Some(n) = cols {
-            if n != nnz {
-                invalid!("C's column indices hold {n} entries, expected nnz(C) = {nnz}");
-            }
-        }
-        if let Some(n) = vals {
-            if n != nnz {
-                invalid!("C's values hold {n} entries, expected nnz(C) = {nnz}");
-            }
-        }
-        Ok(())
+        check_output_lengths((offsets, cols, vals), o.len() - 1, o[o.len() - 1])
     }
 
-    /// Numeric phase: `C.values = alpha * op(A) op(B) + beta * C.values` on
-    /// the planned pattern, written straight into `out` (the old values are
-    /// read only when `beta != 0`). Each array of `out` that is present is
-    /// written: row offsets, sorted columns, values. Cost: O(nprod +
-    /// nnz(C) log(row length)), parallel, with no copy of C.
-    ///
-    /// # Errors
-    /// [`Error::InvalidValue`] before the symbolic phase, when an output
-    /// array has the wrong length, when nnz(C) does not fit C's offset type,
-    /// or when A's or B's pattern changed; [`Error::AllocFailed`].
+    /// [`SpgemmPlan::numeric`] on the CPU.
     pub(crate) fn numeric<T: Scalar, IC: Index>(
         &self,
         ctx: &Context,

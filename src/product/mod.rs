@@ -566,31 +566,15 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             invalid!("the symbolic phase has not run yet");
         };
         let (m, n) = self.shape();
-        let lengths = [
+        check_output_lengths(
             (
                 out.row_offsets.as_ref().map(|o| o.len()),
-                m + 1,
-                "row offsets",
-                "rows + 1",
-            ),
-            (
                 out.col_indices.as_ref().map(|c| c.len()),
-                nnz,
-                "column indices",
-                "nnz(C)",
-            ),
-            (
                 out.values.as_ref().map(|v| v.len()),
-                nnz,
-                "values",
-                "nnz(C)",
             ),
-        ];
-        for (len, want, what, name) in lengths {
-            if let Some(len) = len.filter(|&l| l != want) {
-                invalid!("C's {what} hold {len} entries, expected {name} = {want}");
-            }
-        }
+            m,
+            nnz,
+        )?;
         check_nnz_fits(nnz as u64, out.base, IC::INDEX_TYPE, "")?;
         let ptr = |p: Option<*mut c_void>| p.unwrap_or(std::ptr::null_mut());
         let c = MatrixArrays {
@@ -703,6 +687,28 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             a.base(),
         ))
     }
+}
+
+/// Checks the lengths of C's arrays that are given (row offsets, columns,
+/// values) against C's `rows` and `nnz`.
+pub(crate) fn check_output_lengths(
+    (offsets, cols, values): (Option<usize>, Option<usize>, Option<usize>),
+    rows: usize,
+    nnz: usize,
+) -> Result<()> {
+    if let Some(n) = offsets.filter(|&n| n != rows + 1) {
+        invalid!(
+            "C's row offsets hold {n} entries, expected rows + 1 = {}",
+            rows + 1
+        );
+    }
+    if let Some(n) = cols.filter(|&n| n != nnz) {
+        invalid!("C's column indices hold {n} entries, expected nnz(C) = {nnz}");
+    }
+    if let Some(n) = values.filter(|&n| n != nnz) {
+        invalid!("C's values hold {n} entries, expected nnz(C) = {nnz}");
+    }
+    Ok(())
 }
 
 /// The C ABI's product: the [`SpgemmPlan`] for the index types of its

@@ -20,6 +20,7 @@
 //! * [`EmulatedDevice::fail_allocation`] makes a chosen allocation fail
 //!   with [`Error::InsufficientResources`], for the pipeline's error paths.
 
+use rusparse::backend::gpu::launch::LaunchConfig;
 use rusparse::backend::gpu::{GpuDevice, GpuKernels, KernelTypes, RawEvent, RawStream, ValueKind};
 use rusparse::plan::gpu_bins::DeviceLimits;
 use rusparse::{BackendKind, Error, Result};
@@ -442,12 +443,15 @@ impl GpuKernels for EmulatedKernels {
     unsafe fn launch(
         &self,
         name: &str,
-        grid: u32,
-        block: u32,
-        shared: u32,
+        config: LaunchConfig,
         _stream: RawStream,
         args: &mut [*mut c_void],
     ) -> Result<()> {
+        let LaunchConfig {
+            grid,
+            block,
+            shared,
+        } = config;
         let l = &self.limits;
         let planner_sized = rusparse::backend::gpu::launch::planner_sized(name);
         if grid == 0

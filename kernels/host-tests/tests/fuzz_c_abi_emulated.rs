@@ -1,4 +1,4 @@
-//! The C ABI fuzz harness (`fuzz/harness/c_abi.rs`) on the emulated GPU:
+//! The C ABI fuzz harness (`fuzz/harness/c_abi/`) on the emulated GPU:
 //! every array a program hands to the library lies in the emulated
 //! device's memory, which is registered for AUTO placement, so the AUTO
 //! handles of the programs run the GPU path (`src/product/gpu.rs`, the
@@ -12,7 +12,7 @@
 //! replays the seed programs and a fixed set of mutated and random
 //! programs, far fewer than `tests/fuzz_c_abi.rs` on the CPU.
 
-#[path = "../../../fuzz/harness/c_abi.rs"]
+#[path = "../../../fuzz/harness/c_abi/mod.rs"]
 #[allow(dead_code)]
 mod harness;
 

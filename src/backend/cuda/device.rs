@@ -12,7 +12,7 @@ use super::compile::{
 use super::loader;
 use crate::backend::gpu::device::StreamOrderedAlloc;
 use crate::backend::gpu::launch::{
-    planner_sized, threads_for, KERNEL_PARAMS, LARGE_SHARED_KERNELS,
+    planner_sized, threads_for, LaunchConfig, KERNEL_PARAMS, LARGE_SHARED_KERNELS,
 };
 use crate::backend::gpu::{GpuDevice, GpuKernels, RawEvent, RawStream};
 use crate::error::{Error, Result};
@@ -103,12 +103,15 @@ impl GpuKernels for KernelModule {
     unsafe fn launch(
         &self,
         name: &str,
-        grid: u32,
-        block: u32,
-        shared: u32,
+        config: LaunchConfig,
         stream: RawStream,
         args: &mut [*mut c_void],
     ) -> Result<()> {
+        let LaunchConfig {
+            grid,
+            block,
+            shared,
+        } = config;
         let f = self.function(name)?;
         // SAFETY: the caller's contract (argument types and lifetimes).
         unsafe {

@@ -15,6 +15,7 @@
 //! that the bytes touched lie inside one allocation.
 
 use super::launch::kernel_params;
+use super::launch::LaunchConfig;
 use crate::backend::kernel_source::KernelTypes;
 use crate::error::{Error, Result};
 use crate::plan::gpu_bins::DeviceLimits;
@@ -197,8 +198,8 @@ pub trait GpuDevice: Send + Sync + Debug {
 /// The kernels of one compilation (one [`KernelTypes`]).
 pub trait GpuKernels: Send + Sync + Debug {
     /// Launches kernel `name` (one of [`super::launch::KERNEL_PARAMS`]) on
-    /// `grid` blocks of `block` threads with `shared` bytes of dynamic
-    /// shared memory, queued on `stream`. `args` point at the arguments,
+    /// `config.grid` blocks of `config.block` threads with `config.shared`
+    /// bytes of dynamic shared memory, queued on `stream`. `args` point at the arguments,
     /// as `cuLaunchKernel`'s `kernelParams`.
     ///
     /// # Errors
@@ -209,13 +210,10 @@ pub trait GpuKernels: Send + Sync + Debug {
     /// `args` point at values of exactly the kernel's parameter types,
     /// alive until this returns; device pointers among them are valid for
     /// the kernel's accesses in stream order.
-    #[allow(clippy::too_many_arguments)]
     unsafe fn launch(
         &self,
         name: &str,
-        grid: u32,
-        block: u32,
-        shared: u32,
+        config: LaunchConfig,
         stream: RawStream,
         args: &mut [*mut c_void],
     ) -> Result<()>;
@@ -244,12 +242,11 @@ pub trait GpuKernels: Send + Sync + Debug {
 pub(crate) unsafe fn checked_launch(
     kernels: &dyn GpuKernels,
     name: &str,
-    grid: u32,
-    block: u32,
-    shared: u32,
+    config: LaunchConfig,
     stream: RawStream,
     args: &[(*mut c_void, usize)],
 ) -> Result<()> {
+    let block = config.block;
     let sizes: Vec<usize> = args.iter().map(|&(_, s)| s).collect();
     if kernel_params(name) != Some(&sizes[..]) {
         return Err(Error::InternalError(format!(
@@ -267,7 +264,7 @@ pub(crate) unsafe fn checked_launch(
     }
     let mut ptrs: Vec<*mut c_void> = args.iter().map(|&(p, _)| p).collect();
     // SAFETY: the caller's contract; sizes checked above.
-    unsafe { kernels.launch(name, grid, block, shared, stream, &mut ptrs) }
+    unsafe { kernels.launch(name, config, stream, &mut ptrs) }
 }
 
 /// Whether a device still allocates in stream order (`cuMemAllocAsync`,

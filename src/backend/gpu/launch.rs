@@ -1,6 +1,18 @@
 //! The launch contract of `kernels/README.md` as data: every kernel with the
 //! size of each parameter, shared by every runtime.
 
+/// The shape of one kernel launch: `grid` blocks of `block` threads with
+/// `shared` bytes of dynamic shared memory each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks.
+    pub grid: u32,
+    /// Threads a block.
+    pub block: u32,
+    /// Bytes of dynamic shared memory a block.
+    pub shared: u32,
+}
+
 /// Every kernel of the launch contract (`kernels/README.md`) with the size
 /// in bytes of each parameter, in order: 56 for `rs_csr`, 8 for pointers
 /// and `long long`, 4 for `int`. Every launch is checked against it, and

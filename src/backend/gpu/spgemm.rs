@@ -11,6 +11,7 @@
 //! of the kernel tests.
 
 use super::device::{checked_launch, GpuDevice, GpuKernels, RawEvent, RawStream};
+use super::launch::LaunchConfig;
 use super::launch::{BIN_BLOCK, PLAIN_BLOCK, SETUP_BLOCK};
 use crate::backend::kernel_source::KernelTypes;
 use crate::error::{Error, Result};
@@ -771,6 +772,60 @@ impl GpuSpgemm {
         Ok(nnz)
     }
 
+    /// Launches the shared-memory symbolic kernel on the `count` rows of C
+    /// listed at `rows` with symbolic bin `j`'s table, team and block; rows
+    /// of the last bin that overflow its table go to `spill` (counted in
+    /// the header's spill word) for the global kernels.
+    ///
+    /// # Safety
+    /// `rows` holds `count` rows of C; `spill` holds `count` entries when
+    /// `j` is the last bin.
+    unsafe fn launch_symbolic_bin(
+        &self,
+        stream: RawStream,
+        j: usize,
+        (rows, count): (u64, i64),
+        (ka, kb): (KernelCsr, KernelCsr),
+        spill: &DeviceBuffer,
+    ) -> Result<()> {
+        let h = self.meta.ptr();
+        let row_size = h + self.layout.row_size;
+        let sym = &self.bins.symbolic;
+        let bin = &sym[j];
+        let table = i64::from(bin.table_size);
+        let (team, group) = (bin.team as i32, self.group.min(bin.team) as i32);
+        let spill_limit = if j == sym.len() - 1 {
+            i64::from(self.bins.spill_limit)
+        } else {
+            0
+        };
+        let (spill_rows, spill_count) = (spill.ptr(), h + 8 * H_SPILL as u64);
+        // SAFETY: the caller's contract; the other pointers are this
+        // plan's metadata.
+        unsafe {
+            self.launch(
+                "rs_symbolic_shared",
+                Self::rows_grid(count, bin),
+                bin.block,
+                bin.shared_bytes,
+                stream,
+                &args![
+                    rows,
+                    count,
+                    ka,
+                    kb,
+                    row_size,
+                    table,
+                    team,
+                    group,
+                    spill_limit,
+                    spill_rows,
+                    spill_count
+                ],
+            )
+        }
+    }
+
     fn run_symbolic(
         &self,
         stream: RawStream,
@@ -778,7 +833,6 @@ impl GpuSpgemm {
         b: &DeviceCsr,
     ) -> Result<SymbolicResult> {
         let h = self.meta.ptr();
-        let word = |w: usize| h + 8 * w as u64;
         let row_size = h + self.layout.row_size;
         let bins_ptr = h + self.layout.bins;
         let (ka, kb) = (KernelCsr::from(a), KernelCsr::from(b));
@@ -810,41 +864,17 @@ impl GpuSpgemm {
             let order: Vec<usize> = (0..nb).rev().filter(|&j| counts[j] > 0).collect();
             let fork = self.lanes.fork(stream, order.len().saturating_sub(1))?;
             for (lane, &j) in order.iter().enumerate() {
-                let bin = &sym[j];
                 let rows = bins_ptr + 4 * offsets[j] as u64;
-                let count = counts[j];
-                let table = i64::from(bin.table_size);
-                let (team, group) = (bin.team as i32, self.group.min(bin.team) as i32);
-                let spill_limit = if j == last {
-                    i64::from(self.bins.spill_limit)
-                } else {
-                    0
-                };
-                let (spill_rows, spill_count) = (spill.ptr(), word(H_SPILL));
-                let grid = Self::rows_grid(count, bin);
                 // SAFETY: see `estimate`.
                 unsafe {
-                    self.launch(
-                        "rs_symbolic_shared",
-                        grid,
-                        bin.block,
-                        bin.shared_bytes,
+                    self.launch_symbolic_bin(
                         fork.stream(lane),
-                        &args![
-                            rows,
-                            count,
-                            ka,
-                            kb,
-                            row_size,
-                            table,
-                            team,
-                            group,
-                            spill_limit,
-                            spill_rows,
-                            spill_count
-                        ],
-                    )?;
-                }
+                        j,
+                        (rows, counts[j]),
+                        (ka, kb),
+                        &spill,
+                    )
+                }?;
             }
             fork.join()?;
         }
@@ -1184,13 +1214,16 @@ impl GpuSpgemm {
         args: &[(*mut c_void, usize)],
     ) -> Result<()> {
         // SAFETY: the caller's contract.
-        unsafe { checked_launch(&*self.kernels, name, grid, block, shared, stream, args) }.map_err(
-            |e| {
-                e.context(&format!(
-                    "launching {name} (grid {grid}, block {block}, {shared} bytes of shared memory)"
-                ))
-            },
-        )
+        let config = LaunchConfig {
+            grid,
+            block,
+            shared,
+        };
+        unsafe { checked_launch(&*self.kernels, name, config, stream, args) }.map_err(|e| {
+            e.context(&format!(
+                "launching {name} (grid {grid}, block {block}, {shared} bytes of shared memory)"
+            ))
+        })
     }
 
     fn memset(&self, stream: RawStream, dst: u64, byte: u8, bytes: u64) -> Result<()> {

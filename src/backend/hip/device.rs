@@ -13,7 +13,7 @@
 use super::compile::{cached_code_object, wavefront_of_arch, HipKernelOptions};
 use super::loader::{c_text, runtime, HipError, HipHandle, HipRuntime};
 use crate::backend::gpu::device::StreamOrderedAlloc;
-use crate::backend::gpu::launch::{planner_sized, threads_for, KERNEL_PARAMS};
+use crate::backend::gpu::launch::{planner_sized, threads_for, LaunchConfig, KERNEL_PARAMS};
 use crate::backend::gpu::{GpuDevice, GpuKernels, RawEvent, RawStream};
 use crate::backend::kernel_cache::DiskCache;
 use crate::backend::kernel_source::{kernel_source, KernelTypes};
@@ -122,12 +122,15 @@ impl GpuKernels for HipModule {
     unsafe fn launch(
         &self,
         name: &str,
-        grid: u32,
-        block: u32,
-        shared: u32,
+        config: LaunchConfig,
         stream: RawStream,
         args: &mut [*mut c_void],
     ) -> Result<()> {
+        let LaunchConfig {
+            grid,
+            block,
+            shared,
+        } = config;
         let f = *self
             .functions
             .get(name)

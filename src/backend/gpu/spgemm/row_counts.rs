@@ -138,45 +138,17 @@ impl GpuSpgemm {
         let last = sym.len() - 1;
         let bounds = gpu_bins::bin_bounds(sym);
         let j = bounds.iter().position(|&bd| bd >= longest).unwrap_or(last);
-        let bin = &sym[j];
         let n = list.len() as u64;
         let rows_buf = DeviceBuffer::new(&self.dev, stream, n * 4, "the sampled rows")?;
         self.upload(stream, rows_buf.ptr(), list)?;
         let spill_cap = if j == last { n } else { 0 };
         let spill = DeviceBuffer::new(&self.dev, stream, spill_cap * 4, "the spilled rows")?;
         self.memset(stream, h + 8 * H_SPILL as u64, 0, 8)?;
-        let (rows_ptr, count) = (rows_buf.ptr(), n as i64);
-        let table = i64::from(bin.table_size);
-        let (team, group) = (bin.team as i32, self.group.min(bin.team) as i32);
-        let spill_limit = if j == last {
-            i64::from(self.bins.spill_limit)
-        } else {
-            0
-        };
-        let (spill_rows, spill_count) = (spill.ptr(), h + 8 * H_SPILL as u64);
-        // SAFETY: see `estimate`; the list holds `count` rows of C.
+        // SAFETY: see `estimate`; the list holds `n` rows of C, and the
+        // spill buffer room for them when `j` is the last bin.
         unsafe {
-            self.launch(
-                "rs_symbolic_shared",
-                Self::rows_grid(count, bin),
-                bin.block,
-                bin.shared_bytes,
-                stream,
-                &args![
-                    rows_ptr,
-                    count,
-                    ka,
-                    kb,
-                    row_size,
-                    table,
-                    team,
-                    group,
-                    spill_limit,
-                    spill_rows,
-                    spill_count
-                ],
-            )?;
-        }
+            self.launch_symbolic_bin(stream, j, (rows_buf.ptr(), n as i64), (ka, kb), &spill)
+        }?;
         if spill_cap > 0 {
             self.symbolic_spilled(stream, &spill, ka, kb)?;
         }
