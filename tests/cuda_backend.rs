@@ -18,7 +18,9 @@ mod support;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use rusparse::backend::cuda::{loader, CudaDevice};
-use rusparse::backend::gpu::{DeviceCsr, GpuDevice, GpuSpgemm, KernelTypes, RawStream, ValueKind};
+use rusparse::backend::gpu::{
+    DeviceCsr, DeviceScalars, GpuDevice, GpuSpgemm, KernelTypes, RawStream, ValueKind,
+};
 use rusparse::{reference, Complex, CsrMatrix, Error, Index, IndexBase, IndexType, Op, Scalar};
 use std::sync::Arc;
 
@@ -246,10 +248,8 @@ fn run_ops<T: TestValue, I: Index, J: Index>(
     let mut plan = GpuSpgemm::work_estimation(
         &as_gpu(dev),
         g.raw(),
-        op_a,
-        &da,
-        op_b,
-        &db,
+        (op_a, &da),
+        (op_b, &db),
         types,
         deterministic,
     )?;
@@ -285,7 +285,17 @@ fn run_ops<T: TestValue, I: Index, J: Index>(
         Some((v, _)) => (g.upload(&[v]), false),
         None => (0, true),
     };
-    plan.numeric(g.raw(), &da, &db, &dc, alpha_p, beta_p, beta_zero)?;
+    plan.numeric(
+        g.raw(),
+        &da,
+        &db,
+        &dc,
+        DeviceScalars {
+            alpha: alpha_p,
+            beta: beta_p,
+            beta_is_zero: beta_zero,
+        },
+    )?;
     g.stream.synchronize().unwrap();
     let rows: Vec<I> = g.download(rows_slot);
     let cols: Vec<J> = g.download(cols_slot);
@@ -513,7 +523,14 @@ fn estimate_raw(
         base,
     };
     let types = types_of::<f64, i32, i32>();
-    GpuSpgemm::work_estimation(&as_gpu(dev), g.raw(), Op::N, &x, Op::N, &x, types, false)
+    GpuSpgemm::work_estimation(
+        &as_gpu(dev),
+        g.raw(),
+        (Op::N, &x),
+        (Op::N, &x),
+        types,
+        false,
+    )
 }
 
 #[test]
@@ -562,12 +579,18 @@ fn phases_out_of_order_and_bad_sizes_are_refused() {
     let mut g = Gpu::new(&dev, false);
     let da = g.csr(&a);
     let types = types_of::<f32, i32, i32>();
-    let mut plan =
-        GpuSpgemm::work_estimation(&as_gpu(&dev), g.raw(), Op::N, &da, Op::N, &da, types, false)
-            .unwrap();
+    let mut plan = GpuSpgemm::work_estimation(
+        &as_gpu(&dev),
+        g.raw(),
+        (Op::N, &da),
+        (Op::N, &da),
+        types,
+        false,
+    )
+    .unwrap();
     let alpha = g.upload(&[1.0f32]);
     let e = plan
-        .numeric(g.raw(), &da, &da, &da, alpha, 0, true)
+        .numeric(g.raw(), &da, &da, &da, DeviceScalars::alpha_only(alpha))
         .unwrap_err();
     assert!(
         matches!(&e, Error::InvalidValue(m) if m.contains("before the symbolic")),
@@ -579,10 +602,8 @@ fn phases_out_of_order_and_bad_sizes_are_refused() {
         GpuSpgemm::work_estimation(
             &as_gpu(&dev),
             g.raw(),
-            Op::N,
-            &da,
-            Op::N,
-            &tall,
+            (Op::N, &da),
+            (Op::N, &tall),
             types,
             false
         ),
@@ -592,7 +613,7 @@ fn phases_out_of_order_and_bad_sizes_are_refused() {
     let mut c = da;
     c.nnz = nnz + 1;
     assert!(matches!(
-        plan.numeric(g.raw(), &da, &da, &c, alpha, 0, true),
+        plan.numeric(g.raw(), &da, &da, &c, DeviceScalars::alpha_only(alpha)),
         Err(Error::InvalidValue(_))
     ));
 }
@@ -683,9 +704,15 @@ fn numeric_again_regathers_the_transposed_values() {
     let mut g = Gpu::new(&dev, false);
     let (da, db) = (g.csr(&a), g.csr(&b));
     let types = types_of::<Complex<f64>, i32, i32>();
-    let mut plan =
-        GpuSpgemm::work_estimation(&as_gpu(&dev), g.raw(), Op::C, &da, Op::T, &db, types, false)
-            .unwrap();
+    let mut plan = GpuSpgemm::work_estimation(
+        &as_gpu(&dev),
+        g.raw(),
+        (Op::C, &da),
+        (Op::T, &db),
+        types,
+        false,
+    )
+    .unwrap();
     let nnz = plan.symbolic(g.raw(), &da, &db).unwrap();
     let alpha = Complex::<f64>::from_pair(1, 0);
     let want = reference::spgemm(&a.view(), Op::C, &b.view(), Op::T, alpha).unwrap();
@@ -718,7 +745,7 @@ fn numeric_again_regathers_the_transposed_values() {
     };
     let alpha_p = g.upload(&[alpha]);
     for (x, want) in [(&da, &want), (&da2, &want2), (&da, &want)] {
-        plan.numeric(g.raw(), x, &db, &dc, alpha_p, 0, true)
+        plan.numeric(g.raw(), x, &db, &dc, DeviceScalars::alpha_only(alpha_p))
             .unwrap();
         g.stream.synchronize().unwrap();
         let c = CsrMatrix::try_from_parts(
@@ -747,10 +774,8 @@ fn check_c_offset_width<I: Index, IC: Index>(dev: &Arc<CudaDevice>, seed: u64) {
     let mut plan = GpuSpgemm::work_estimation(
         &as_gpu(dev),
         g.raw(),
-        Op::N,
-        &da,
-        Op::N,
-        &db,
+        (Op::N, &da),
+        (Op::N, &db),
         types_of::<f64, I, i32>(),
         false,
     )
@@ -771,7 +796,7 @@ fn check_c_offset_width<I: Index, IC: Index>(dev: &Arc<CudaDevice>, seed: u64) {
         base: 1,
     };
     let alpha = g.upload(&[1.5f64]);
-    plan.numeric(g.raw(), &da, &db, &dc, alpha, 0, true)
+    plan.numeric(g.raw(), &da, &db, &dc, DeviceScalars::alpha_only(alpha))
         .unwrap();
     g.stream.synchronize().unwrap();
     let rows: Vec<i64> = g

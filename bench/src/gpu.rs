@@ -39,7 +39,9 @@ use cudarc::driver::sys::{self, CUdeviceptr, CUmemPool_attribute, CUstream};
 use cudarc::driver::DriverError;
 use rusparse::backend::cuda::device::describe_driver_error;
 use rusparse::backend::cuda::CudaDevice;
-use rusparse::backend::gpu::{DeviceCsr, GpuDevice, GpuSpgemm, KernelTypes, ValueKind};
+use rusparse::backend::gpu::{
+    DeviceCsr, DeviceScalars, GpuDevice, GpuSpgemm, KernelTypes, ValueKind,
+};
 use rusparse::{CsrMatrix, Index, IndexBase, IndexType, Op};
 use std::sync::Arc;
 use std::time::Instant;
@@ -319,7 +321,7 @@ impl GpuProduct<'_> {
         let s = stream.0 as rusparse::backend::gpu::RawStream;
         let dev: Arc<dyn GpuDevice> = self.dev.clone();
         let start = Instant::now();
-        let mut plan = GpuSpgemm::work_estimation(&dev, s, Op::N, a, Op::N, b, types, false)
+        let mut plan = GpuSpgemm::work_estimation(&dev, s, (Op::N, a), (Op::N, b), types, false)
             .map_err(lib("work estimation"))?;
         let nnz = plan.symbolic(s, a, b).map_err(lib("symbolic phase"))?;
         let nnz_u = usize::try_from(nnz).map_err(|_| format!("nnz(C) = {nnz}"))?;
@@ -337,7 +339,7 @@ impl GpuProduct<'_> {
             nnz,
             base: 0,
         };
-        plan.numeric(s, a, b, &c, alpha, 0, true)
+        plan.numeric(s, a, b, &c, DeviceScalars::alpha_only(alpha))
             .map_err(lib("numeric phase"))?;
         stream.sync()?;
         let mut seconds = start.elapsed().as_secs_f64();

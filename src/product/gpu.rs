@@ -18,7 +18,8 @@ use super::{Backend, Fill, NumericJob, Operation};
 use crate::backend::caller_binding::CallerBinding;
 use crate::backend::gpu::host_arrays::scalar_bytes;
 use crate::backend::gpu::{
-    DeviceArrays, DeviceCsr, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes, RawStream,
+    DeviceArrays, DeviceCsr, DeviceScalars, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes,
+    RawStream,
 };
 use crate::types::{Algorithm, IndexBase, IndexType, Op};
 use crate::{Context, Error, Result, Scalar};
@@ -281,10 +282,8 @@ impl GpuProduct {
         let mut spgemm = GpuSpgemm::work_estimation(
             &dev,
             stream,
-            operation.op_a,
-            &da,
-            operation.op_b,
-            &db,
+            (operation.op_a, &da),
+            (operation.op_b, &db),
             kernel_types(a),
             deterministic,
         )?;
@@ -362,13 +361,13 @@ impl GpuProduct {
         job: &NumericJob,
     ) -> Result<()> {
         let p = &mut *self.parts;
-        let (alpha, beta, beta_is_zero) = match job.fill {
+        let scalars = match job.fill {
             // `reuse_copy` runs the whole numeric phase with alpha = 1,
             // beta = 0 (its values are overwritten by `reuse_compute`), so
             // C's value array must be set by then.
             Fill::Structure => {
                 let at = p.upload_scalars(stream, scalar_bytes(&T::one()), &[])?;
-                (at, at + 16, true)
+                DeviceScalars::alpha_only(at)
             }
             // A staged product's arrays are all host memory: so are alpha
             // and beta, in either pointer mode.
@@ -376,13 +375,21 @@ impl GpuProduct {
                 if job.alpha.is_null() || job.beta.is_null() {
                     return Err(Error::InvalidValue("alpha or beta is NULL".into()));
                 }
-                (job.alpha as u64, job.beta as u64, false)
+                DeviceScalars {
+                    alpha: job.alpha as u64,
+                    beta: job.beta as u64,
+                    beta_is_zero: false,
+                }
             }
             _ => {
                 let alpha = super::read_scalar::<T>(job.alpha, "alpha")?;
                 let beta = super::read_scalar::<T>(job.beta, "beta")?;
                 let at = p.upload_scalars(stream, scalar_bytes(&alpha), scalar_bytes(&beta))?;
-                (at, at + 16, beta == T::zero())
+                DeviceScalars {
+                    alpha: at,
+                    beta: at + 16,
+                    beta_is_zero: beta == T::zero(),
+                }
             }
         };
         p.spgemm.set_c_offsets64(c.offset_type == IndexType::I64);
@@ -391,12 +398,11 @@ impl GpuProduct {
             None => device_csr(c),
             // C's old values go to the device only when beta reads them.
             Some(st) => {
-                let how = ([false, false, !beta_is_zero], false, st.whole_c);
+                let how = ([false, false, !scalars.beta_is_zero], false, st.whole_c);
                 stage(&p.dev, &mut st.c, stream, c, how)?
             }
         };
-        p.spgemm
-            .numeric(stream, &da, &db, &dc, alpha, beta, beta_is_zero)?;
+        p.spgemm.numeric(stream, &da, &db, &dc, scalars)?;
         if let Some(copy) = p.staging.as_ref().and_then(|st| st.c.as_ref()) {
             // SAFETY: the contract of every array description: C's non-NULL
             // arrays hold rows + 1 offsets and nnz columns and values, the
@@ -455,10 +461,8 @@ pub(crate) fn predict_nnz(
     let p = crate::backend::gpu::predict_nnz(
         dev,
         stream as RawStream,
-        op_a,
-        &device_csr(a),
-        op_b,
-        &device_csr(b),
+        (op_a, &device_csr(a)),
+        (op_b, &device_csr(b)),
         kernel_types(a),
         crate::plan::predict::Sampling::Stratified,
     )?;

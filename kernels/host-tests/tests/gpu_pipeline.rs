@@ -14,7 +14,8 @@
 //! failure at every allocation of a product.
 
 use rusparse::backend::gpu::{
-    predict_nnz, DeviceCsr, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes, RawStream, ValueKind,
+    predict_nnz, DeviceCsr, DeviceScalars, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes,
+    RawStream, ValueKind,
 };
 use rusparse::plan::predict::{self, Sampling};
 use rusparse::plan::row_work::{PackedRowShapes, PatternShapes, RowShapes};
@@ -224,10 +225,8 @@ fn run_inner<V: Variant>(
     let mut plan = GpuSpgemm::work_estimation(
         &gpu,
         stream,
-        job.op_a,
-        &da.csr,
-        job.op_b,
-        &db.csr,
+        (job.op_a, &da.csr),
+        (job.op_b, &db.csr),
         types::<V>(),
         job.deterministic,
     )?;
@@ -293,9 +292,11 @@ fn run_inner<V: Variant>(
             &da.csr,
             &db.csr,
             &c,
-            alpha.ptr,
-            beta.ptr,
-            job.beta.is_none(),
+            DeviceScalars {
+                alpha: alpha.ptr,
+                beta: beta.ptr,
+                beta_is_zero: job.beta.is_none(),
+            },
         )?;
     }
     let rows: Vec<i64> = if c64 {
@@ -717,10 +718,8 @@ fn gpu_prediction<V: Variant>(
         predict_nnz(
             &gpu,
             std::ptr::null_mut(),
-            op_a,
-            &da.csr,
-            op_b,
-            &db.csr,
+            (op_a, &da.csr),
+            (op_b, &db.csr),
             types::<V>(),
             sampling,
         )
@@ -767,10 +766,8 @@ fn row_shapes_on_the_device_match_the_patterns() {
                 let plan = GpuSpgemm::work_estimation(
                     &gpu,
                     std::ptr::null_mut(),
-                    op_a,
-                    &da.csr,
-                    Op::N,
-                    &db.csr,
+                    (op_a, &da.csr),
+                    (Op::N, &db.csr),
                     types::<V>(),
                     false,
                 )

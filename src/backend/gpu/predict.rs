@@ -33,18 +33,15 @@ use std::sync::Arc;
 /// # Errors
 /// As [`GpuSpgemm::work_estimation`] (malformed input is
 /// [`crate::Error::InvalidValue`] naming the entry).
-#[allow(clippy::too_many_arguments)]
 pub fn predict_nnz(
     dev: &Arc<dyn GpuDevice>,
     stream: RawStream,
-    op_a: Op,
-    a: &DeviceCsr,
-    op_b: Op,
-    b: &DeviceCsr,
+    (op_a, a): (Op, &DeviceCsr),
+    (op_b, b): (Op, &DeviceCsr),
     types: KernelTypes,
     sampling: Sampling,
 ) -> Result<NnzPrediction> {
-    let mut plan = GpuSpgemm::work_estimation(dev, stream, op_a, a, op_b, b, types, false)?;
+    let mut plan = GpuSpgemm::work_estimation(dev, stream, (op_a, a), (op_b, b), types, false)?;
     let products = plan.row_products(stream)?;
     let words = plan.row_shapes(stream, a, b)?;
     let shapes = PackedRowShapes(&words);

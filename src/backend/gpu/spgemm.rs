@@ -239,6 +239,29 @@ pub struct GpuPlanInfo {
     pub deterministic: bool,
 }
 
+/// alpha and beta of a numeric phase: device pointers to one value each,
+/// of C's type; with `beta_is_zero`, `beta` is not read (and may be 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceScalars {
+    /// alpha's address.
+    pub alpha: u64,
+    /// beta's address.
+    pub beta: u64,
+    /// C's old values are not read.
+    pub beta_is_zero: bool,
+}
+
+impl DeviceScalars {
+    /// `C = alpha * op(A) * op(B)`: C's old values are not read.
+    pub fn alpha_only(alpha: u64) -> DeviceScalars {
+        DeviceScalars {
+            alpha,
+            beta: 0,
+            beta_is_zero: true,
+        }
+    }
+}
+
 /// One product `A * B` on a GPU (CUDA, HIP or emulated): work estimation (validation and
 /// products per row), symbolic phase (nnz of every row of C) and numeric
 /// phase (C's arrays), each queued on the caller's stream.
@@ -421,14 +444,11 @@ impl GpuSpgemm {
     /// [`Error::NotSupported`] for more than 2^32 - 2 rows or without the
     /// device's kernel compiler (NVRTC, hiprtc); [`Error::InsufficientResources`] when device
     /// memory runs out (nothing is leaked).
-    #[allow(clippy::too_many_arguments)]
     pub fn work_estimation(
         dev: &Arc<dyn GpuDevice>,
         stream: RawStream,
-        op_a: Op,
-        a: &DeviceCsr,
-        op_b: Op,
-        b: &DeviceCsr,
+        (op_a, a): (Op, &DeviceCsr),
+        (op_b, b): (Op, &DeviceCsr),
         types: KernelTypes,
         deterministic: bool,
     ) -> Result<Self> {
@@ -980,8 +1000,8 @@ impl GpuSpgemm {
     ///
     /// `c` has `nnz` = the count [`GpuSpgemm::symbolic`] returned and its
     /// three arrays allocated by the caller (columns and values may be 0
-    /// when nnz(C) = 0). `alpha` and `beta` are device pointers to one value
-    /// each; with `beta_is_zero`, `beta` is not read (and may be 0). Queues
+    /// when nnz(C) = 0). `scalars` holds device pointers to alpha and beta
+    /// ([`DeviceScalars`]). Queues
     /// everything on `stream` without waiting; may be called again (with
     /// new values of A and B on the same pattern).
     ///
@@ -989,17 +1009,19 @@ impl GpuSpgemm {
     /// [`Error::InvalidValue`] before the symbolic phase, or for a C of the
     /// wrong size or NULL arrays; [`Error::InsufficientResources`] when the
     /// hash tables of very long rows do not fit in device memory.
-    #[allow(clippy::too_many_arguments)]
     pub fn numeric(
         &mut self,
         stream: RawStream,
         a: &DeviceCsr,
         b: &DeviceCsr,
         c: &DeviceCsr,
-        alpha: u64,
-        beta: u64,
-        beta_is_zero: bool,
+        scalars: DeviceScalars,
     ) -> Result<()> {
+        let DeviceScalars {
+            alpha,
+            beta,
+            beta_is_zero,
+        } = scalars;
         let Some(s) = self.symbolic.as_ref() else {
             return Err(Error::InvalidValue(
                 "the numeric phase (copy) was called before the symbolic phase (compute)".into(),
