@@ -11,6 +11,8 @@
 //! One test function: the injection counter is process-wide.
 #![cfg(feature = "failure-injection")]
 
+mod support;
+
 use rusparse::ffi::errors::rusparseGetLastErrorMessage;
 use rusparse::ffi::handle::{rusparseCreateWithBackend, rusparseDestroy, rusparseSetNumThreads};
 use rusparse::ffi::matrix::{
@@ -29,6 +31,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::{c_void, CStr};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicIsize, Ordering};
+use support::{csr_from_rows, random_rows, Rng, MESSY};
 
 /// The system allocator, counting the bytes alive.
 struct Counting;
@@ -68,21 +71,16 @@ type M = CsrMatrix<f64, i32, i32>;
 /// A `n x n` matrix with 1 to 8 entries per row and every 37th row long,
 /// small integer values (exact sums).
 fn matrix(n: usize, seed: u64) -> M {
-    let mut s = seed;
-    let mut next = |m: usize| {
-        s = s
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        ((s >> 33) % m as u64) as usize
-    };
-    let mut t = Vec::new();
-    for i in 0..n {
-        let len = if i % 37 == 0 { n / 3 } else { 1 + next(8) };
-        for _ in 0..len {
-            t.push((i, next(n), (next(5) as f64) - 2.0));
+    let len = |rng: &mut Rng, i| {
+        if i % 37 == 0 {
+            n / 3
+        } else {
+            1 + rng.below(8) as usize
         }
-    }
-    CsrMatrix::from_triplets(n, n, &t, IndexBase::Zero).unwrap()
+    };
+    let value = |rng: &mut Rng| rng.below(5) as f64 - 2.0;
+    let rows = random_rows(&mut Rng::new(seed), n, n, MESSY, len, value);
+    csr_from_rows(n, &rows, IndexBase::Zero)
 }
 
 /// What a flow returns: C's arrays, or the failure's status and message.

@@ -26,6 +26,7 @@ use rusparse::{
 };
 use std::fmt::Debug;
 use std::sync::OnceLock;
+use support::TestValue;
 
 type TestResult = Result<(), TestCaseError>;
 
@@ -42,73 +43,9 @@ fn config(cases: u32, name: &str) -> ProptestConfig {
 // Value types
 // ---------------------------------------------------------------------------
 
-/// What the tests need of a value type beyond [`Scalar`].
-trait TestScalar: Scalar {
-    /// Machine epsilon of the component type.
-    const EPS: f64;
-    /// Builds a value (the imaginary part is dropped for real types).
-    fn from_parts(re: f64, im: f64) -> Self;
-    /// The value as a `Complex<f64>` (exact).
-    fn to_c64(self) -> Complex<f64>;
-    /// The bit patterns of the components.
-    fn bits(self) -> (u64, u64);
-}
-
-impl TestScalar for f32 {
-    const EPS: f64 = f32::EPSILON as f64;
-    fn from_parts(re: f64, _im: f64) -> Self {
-        re as f32
-    }
-    fn to_c64(self) -> Complex<f64> {
-        Complex::new(self as f64, 0.0)
-    }
-    fn bits(self) -> (u64, u64) {
-        (self.to_bits() as u64, 0)
-    }
-}
-
-impl TestScalar for f64 {
-    const EPS: f64 = f64::EPSILON;
-    fn from_parts(re: f64, _im: f64) -> Self {
-        re
-    }
-    fn to_c64(self) -> Complex<f64> {
-        Complex::new(self, 0.0)
-    }
-    fn bits(self) -> (u64, u64) {
-        (self.to_bits(), 0)
-    }
-}
-
-impl TestScalar for Complex<f32> {
-    const EPS: f64 = f32::EPSILON as f64;
-    fn from_parts(re: f64, im: f64) -> Self {
-        Complex::new(re as f32, im as f32)
-    }
-    fn to_c64(self) -> Complex<f64> {
-        Complex::new(self.re as f64, self.im as f64)
-    }
-    fn bits(self) -> (u64, u64) {
-        (self.re.to_bits() as u64, self.im.to_bits() as u64)
-    }
-}
-
-impl TestScalar for Complex<f64> {
-    const EPS: f64 = f64::EPSILON;
-    fn from_parts(re: f64, im: f64) -> Self {
-        Complex::new(re, im)
-    }
-    fn to_c64(self) -> Complex<f64> {
-        self
-    }
-    fn bits(self) -> (u64, u64) {
-        (self.re.to_bits(), self.im.to_bits())
-    }
-}
-
 /// A generated value, independent of the value type under test.
 trait Val: Clone + Debug + 'static {
-    fn to<T: TestScalar>(&self) -> T;
+    fn to<T: TestValue>(&self) -> T;
 }
 
 /// A small integer-valued (complex) number: sums of products are exact.
@@ -117,13 +54,13 @@ type IntV = (i8, i8);
 type FltV = (f64, f64);
 
 impl Val for IntV {
-    fn to<T: TestScalar>(&self) -> T {
+    fn to<T: TestValue>(&self) -> T {
         T::from_parts(self.0 as f64, self.1 as f64)
     }
 }
 
 impl Val for FltV {
-    fn to<T: TestScalar>(&self) -> T {
+    fn to<T: TestValue>(&self) -> T {
         T::from_parts(self.0, self.1)
     }
 }
@@ -402,7 +339,7 @@ fn describe<X: Debug>(r: &rusparse::Result<X>) -> String {
     }
 }
 
-fn build<T: TestScalar, I: Index, J: Index, V: Val>(
+fn build<T: TestValue, I: Index, J: Index, V: Val>(
     p: &Pattern,
     vals: &[V],
     base: IndexBase,
@@ -417,7 +354,7 @@ fn build<T: TestScalar, I: Index, J: Index, V: Val>(
     CsrMatrix::from_triplets(p.nrows, p.ncols, &triplets, base).expect("generated triplets")
 }
 
-fn reference_product<T: TestScalar, I: Index, J: Index>(
+fn reference_product<T: TestValue, I: Index, J: Index>(
     a: &CsrMatrix<T, I, J>,
     op_a: Op,
     b: &CsrMatrix<T, I, J>,
@@ -434,7 +371,7 @@ fn other_base(b: IndexBase) -> IndexBase {
     }
 }
 
-fn conjugated<T: TestScalar, I: Index, J: Index>(x: &CsrMatrix<T, I, J>) -> CsrMatrix<T, I, J> {
+fn conjugated<T: TestValue, I: Index, J: Index>(x: &CsrMatrix<T, I, J>) -> CsrMatrix<T, I, J> {
     let mut y = x.clone();
     for v in y.values_mut() {
         *v = v.conj();
@@ -477,7 +414,7 @@ fn count_products<V>(p: &Problem<V>) -> u64 {
 
 /// Checks what every output must satisfy: shape, base, offsets starting at
 /// the base and ending at nnz + base, strictly increasing in-range columns.
-fn check_output<T: TestScalar, I: Index, J: Index>(
+fn check_output<T: TestValue, I: Index, J: Index>(
     c: &CsrMatrix<T, I, J>,
     m: usize,
     n: usize,
@@ -526,7 +463,7 @@ struct Dense {
 }
 
 /// `op(x)` as a dense matrix, conjugating explicitly for `Op::C`.
-fn dense_op<T: TestScalar, I: Index, J: Index>(x: &CsrMatrix<T, I, J>, op: Op) -> Dense {
+fn dense_op<T: TestValue, I: Index, J: Index>(x: &CsrMatrix<T, I, J>, op: Op) -> Dense {
     let (rows, cols) = stored(op, x.nrows(), x.ncols());
     let mut d = Dense {
         rows,
@@ -553,7 +490,7 @@ fn dense_op<T: TestScalar, I: Index, J: Index>(x: &CsrMatrix<T, I, J>, op: Op) -
     d
 }
 
-fn dense_of<T: TestScalar, I: Index, J: Index>(x: &CsrMatrix<T, I, J>) -> Dense {
+fn dense_of<T: TestValue, I: Index, J: Index>(x: &CsrMatrix<T, I, J>) -> Dense {
     dense_op(x, Op::N)
 }
 
@@ -588,7 +525,7 @@ fn dense_product(a: &Dense, b: &Dense, alpha: Complex<f64>) -> Dense {
 
 type Bits<I, J> = (Vec<I>, Vec<J>, Vec<(u64, u64)>);
 
-fn bits<T: TestScalar, I: Index, J: Index>(c: &CsrMatrix<T, I, J>) -> Bits<I, J> {
+fn bits<T: TestValue, I: Index, J: Index>(c: &CsrMatrix<T, I, J>) -> Bits<I, J> {
     (
         c.row_offsets().to_vec(),
         c.col_indices().to_vec(),
@@ -597,7 +534,7 @@ fn bits<T: TestScalar, I: Index, J: Index>(c: &CsrMatrix<T, I, J>) -> Bits<I, J>
 }
 
 /// Fresh output arrays for a plan with `nnz` entries.
-fn outputs<T: TestScalar, I: Index, J: Index>(m: usize, nnz: usize) -> (Vec<I>, Vec<J>, Vec<T>) {
+fn outputs<T: TestValue, I: Index, J: Index>(m: usize, nnz: usize) -> (Vec<I>, Vec<J>, Vec<T>) {
     (
         vec![I::default(); m + 1],
         vec![J::default(); nnz],
@@ -621,7 +558,7 @@ fn options_of<T: Scalar, V>(p: &Problem<V>, alpha: T) -> SpgemmOptions<T> {
 }
 
 /// The prediction counts products this small exactly.
-fn check_exact_prediction<T: TestScalar, I: Index, J: Index>(
+fn check_exact_prediction<T: TestValue, I: Index, J: Index>(
     a: &CsrMatrix<T, I, J>,
     b: &CsrMatrix<T, I, J>,
     opts: &SpgemmOptions<T>,
@@ -638,7 +575,7 @@ fn check_exact_prediction<T: TestScalar, I: Index, J: Index>(
 /// One-call `spgemm` with integer values: equal to the reference (structure,
 /// sorted columns, values), to an independent dense product with explicit
 /// conjugation, and `op = C` equal to `op = T` of the conjugated operand.
-fn prop_exact<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
+fn prop_exact<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
     let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
     let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
     let alpha: T = p.alpha.to();
@@ -703,7 +640,7 @@ fn widened<V: Clone>(p: &Problem<V>) -> Problem<V> {
 
 /// A wide, hypersparse inner dimension gives the narrow problem's C, its
 /// prediction and its plan (every phase, both value sets).
-fn prop_wide_inner<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
+fn prop_wide_inner<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
     let w = widened(p);
     let (a, b) = (
         build::<T, I, J, _>(&w.a, &w.a_vals, w.base),
@@ -728,7 +665,7 @@ fn prop_wide_inner<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> Test
 
 /// Non-integer values: identical structure to the reference and every value
 /// within `8 eps |alpha| sum_k |a_ik| |b_kj|` of it.
-fn prop_tolerance<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
+fn prop_tolerance<T: TestValue, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
     let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
     let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
     let alpha: T = p.alpha.to();
@@ -787,7 +724,7 @@ fn prop_tolerance<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestR
 /// `write_structure` followed by a values-only numeric (also into 64-bit
 /// offsets with the other base). Phases out of order and wrong output
 /// lengths are refused with `InvalidValue`.
-fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
+fn prop_plan<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
     let ctx = context_for(p);
     let a1 = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
     let b1 = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
@@ -983,7 +920,7 @@ fn prop_plan<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
 
 /// `values = alpha * op(A) op(B) + beta * values` with beta != 0 on known old
 /// values (twice in a row), and beta == 0 never reading the old values (NaN).
-fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
+fn prop_beta<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
     let ctx = context_for(p);
     let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
     let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
@@ -1055,7 +992,7 @@ fn prop_beta<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
 }
 
 /// Row `i` of `c` as (column, value bits) pairs sorted by column.
-fn sorted_row<T: TestScalar, I: Index, J: Index>(
+fn sorted_row<T: TestValue, I: Index, J: Index>(
     c: &CsrMatrix<T, I, J>,
     i: usize,
 ) -> Vec<(i64, (u64, u64))> {
@@ -1075,7 +1012,7 @@ fn sorted_row<T: TestScalar, I: Index, J: Index>(
 /// order of writing differs), in an order that repeats (a second product
 /// gives the same arrays), and a full numeric output with beta = 1 into
 /// that C adds to the right entries (C becomes 2 C, in the same order).
-fn prop_unsorted<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
+fn prop_unsorted<T: TestValue, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
     let ctx = context_for(p);
     let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
     let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
@@ -1129,7 +1066,7 @@ fn prop_unsorted<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestRe
 
 /// The same product on 1, 2, 3 and 7 threads (one call, and plans made,
 /// run symbolically and executed on different contexts) is bitwise identical.
-fn prop_deterministic<T: TestScalar, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
+fn prop_deterministic<T: TestValue, I: Index, J: Index>(p: &Problem<FltV>) -> TestResult {
     let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
     let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);
     let opts = SpgemmOptions {
@@ -1248,7 +1185,7 @@ fn apply_change(
 /// (write_structure, numeric and execute give InvalidValue, symbolic does
 /// when the shape or nnz changed; never a wrong result or a panic), and
 /// still works with the original.
-fn prop_changed_pattern<T: TestScalar, I: Index, J: Index>(
+fn prop_changed_pattern<T: TestValue, I: Index, J: Index>(
     p: &Problem<IntV>,
     change_b: bool,
     choice: Pick,
@@ -1356,7 +1293,7 @@ fn prop_changed_pattern<T: TestScalar, I: Index, J: Index>(
 
 /// Inner dimensions that differ are refused with InvalidValue by `spgemm`
 /// and `SpgemmPlan::new`.
-fn prop_mismatch<T: TestScalar, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
+fn prop_mismatch<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult {
     prop_assert!(p.ka != p.kb);
     let a = build::<T, I, J, _>(&p.a, &p.a_vals, p.base);
     let b = build::<T, I, J, _>(&p.b, &p.b_vals, p.base);

@@ -15,95 +15,51 @@
 #![cfg(feature = "cuda")]
 
 mod support;
+#[path = "support/gpu.rs"]
+mod support_gpu;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use rusparse::backend::cuda::{loader, CudaDevice};
+use rusparse::backend::cuda::CudaDevice;
 use rusparse::backend::gpu::{
     DeviceCsr, DeviceScalars, GpuDevice, GpuSpgemm, KernelTypes, RawStream, ValueKind,
 };
 use rusparse::{reference, Complex, CsrMatrix, Error, Index, IndexBase, IndexType, Op, Scalar};
 use std::sync::Arc;
-
-/// The first GPU, or `None` after reporting why the test is skipped
-/// (a failure with `RUSPARSE_REQUIRE_GPU=1`).
-fn gpu() -> Option<Arc<CudaDevice>> {
-    let dev = CudaDevice::get(0).and_then(|d| loader::nvrtc().map(|_| d));
-    support::available(dev, "CUDA GPU with NVRTC", support::REQUIRE_GPU)
-}
+use support::{csr_from_rows, random_rows, Rng, TestValue, CANONICAL, MESSY};
+use support_gpu::gpu;
 
 /// The device as the pipeline takes it.
 fn as_gpu(dev: &Arc<CudaDevice>) -> Arc<dyn GpuDevice> {
     dev.clone()
 }
 
-/// Value types built from small integer pairs, so sums are exact.
-trait TestValue: Scalar {
-    fn from_pair(re: i32, im: i32) -> Self;
-}
-impl TestValue for f32 {
-    fn from_pair(re: i32, _: i32) -> Self {
-        re as f32
-    }
-}
-impl TestValue for f64 {
-    fn from_pair(re: i32, _: i32) -> Self {
-        f64::from(re)
-    }
-}
-impl TestValue for Complex<f32> {
-    fn from_pair(re: i32, im: i32) -> Self {
-        Complex::new(re as f32, im as f32)
-    }
-}
-impl TestValue for Complex<f64> {
-    fn from_pair(re: i32, im: i32) -> Self {
-        Complex::new(f64::from(re), f64::from(im))
-    }
-}
-
-/// A small deterministic generator (64-bit LCG, high bits).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn value<T: TestValue>(&mut self) -> T {
-        T::from_pair(self.below(7) as i32 - 3, self.below(5) as i32 - 2)
-    }
+/// A small integer value (re in -3..=3, im in -2..=2, zeros included), so
+/// sums are exact.
+fn value<T: TestValue>(rng: &mut Rng) -> T {
+    T::from_parts(rng.below(7) as f64 - 3.0, rng.below(5) as f64 - 2.0)
 }
 
 /// A random `nrows x ncols` matrix: each row empty with probability 1/5,
 /// else up to `max_row` entries (sorted, distinct unless `messy`, when
-/// they are shuffled and may repeat).
+/// they are in random order and may repeat).
 fn random<T: TestValue, I: Index, J: Index>(
-    rng: &mut Lcg,
+    rng: &mut Rng,
     nrows: usize,
     ncols: usize,
     max_row: usize,
     messy: bool,
     base: IndexBase,
 ) -> CsrMatrix<T, I, J> {
-    let mut triplets = Vec::new();
-    for r in 0..nrows {
-        if ncols == 0 || rng.below(5) == 0 {
-            continue;
+    let len = |rng: &mut Rng, _| {
+        if rng.below(5) == 0 {
+            0
+        } else {
+            1 + rng.below(max_row as u64) as usize
         }
-        let len = 1 + rng.below(max_row as u64) as usize;
-        let mut cols: Vec<usize> = (0..len).map(|_| rng.below(ncols as u64) as usize).collect();
-        if !messy {
-            cols.sort_unstable();
-            cols.dedup();
-        }
-        triplets.extend(cols.into_iter().map(|c| (r, c, rng.value::<T>())));
-    }
-    CsrMatrix::from_triplets(nrows, ncols, &triplets, base).unwrap()
+    };
+    let cols = if messy { MESSY } else { CANONICAL };
+    let rows = random_rows(rng, nrows, ncols, cols, len, value::<T>);
+    csr_from_rows(ncols, &rows, base)
 }
 
 fn types_of<T: Scalar, I: Index, J: Index>() -> KernelTypes {
@@ -325,12 +281,12 @@ fn nprod<T: Scalar, I: Index, J: Index>(a: &CsrMatrix<T, I, J>, b: &CsrMatrix<T,
 }
 
 fn check_types<T: TestValue, I: Index, J: Index>(dev: &Arc<CudaDevice>, seed: u64) {
-    let mut rng = Lcg(seed);
+    let mut rng = Rng::new(seed);
     for base in [IndexBase::Zero, IndexBase::One] {
         for messy in [false, true] {
             let a = random::<T, I, J>(&mut rng, 57, 41, 9, false, base);
             let b = random::<T, I, J>(&mut rng, 41, 33, 12, messy, base);
-            let alpha = T::from_pair(2, 1);
+            let alpha = T::from_parts(2.0, 1.0);
             let (c, plan) = run(dev, &a, &b, false, alpha, None, false, false).unwrap();
             assert_eq!(
                 c,
@@ -363,23 +319,11 @@ fn every_value_and_index_type_matches_the_reference() {
 fn a_squared_with_empty_and_single_entry_rows() {
     let Some(dev) = gpu() else { return };
     // Rows with 0, 1 and many entries; B is A (same device arrays).
-    let mut rng = Lcg(11);
     let n = 300;
-    let mut triplets = Vec::new();
-    for r in 0..n {
-        let len = match r % 4 {
-            0 => 0,
-            1 => 1,
-            2 => 3,
-            _ => 40,
-        };
-        let mut cols: Vec<usize> = (0..len).map(|_| rng.below(n as u64) as usize).collect();
-        cols.sort_unstable();
-        cols.dedup();
-        triplets.extend(cols.into_iter().map(|c| (r, c, rng.value::<f64>())));
-    }
+    let len = |_: &mut Rng, r: usize| [0, 1, 3, 40][r % 4];
+    let rows = random_rows(&mut Rng::new(11), n, n, CANONICAL, len, value::<f64>);
     for base in [IndexBase::Zero, IndexBase::One] {
-        let a = CsrMatrix::<f64, i32>::from_triplets(n, n, &triplets, base).unwrap();
+        let a: CsrMatrix<f64, i32> = csr_from_rows(n, &rows, base);
         for own_stream in [false, true] {
             let (c, plan) = run(&dev, &a, &a, true, 1.0, None, false, own_stream).unwrap();
             assert_eq!(c, expected(&a, &a, 1.0));
@@ -463,7 +407,7 @@ fn rows_of_ten_thousand_columns_use_the_global_kernels() {
 #[test]
 fn deterministic_runs_are_bitwise_identical() {
     let Some(dev) = gpu() else { return };
-    let mut rng = Lcg(21);
+    let mut rng = Rng::new(21);
     for messy in [false, true] {
         let a = random::<f64, i32, i32>(&mut rng, 200, 150, 60, false, IndexBase::Zero);
         let mut b = random::<f64, i32, i32>(&mut rng, 150, 500, 80, messy, IndexBase::Zero);
@@ -488,7 +432,7 @@ fn deterministic_runs_are_bitwise_identical() {
 #[test]
 fn beta_adds_the_values_already_in_c() {
     let Some(dev) = gpu() else { return };
-    let mut rng = Lcg(31);
+    let mut rng = Rng::new(31);
     let a = random::<Complex<f64>, i32, i32>(&mut rng, 60, 50, 10, false, IndexBase::One);
     let b = random::<Complex<f64>, i32, i32>(&mut rng, 50, 70, 10, false, IndexBase::One);
     let alpha = Complex::new(1.0, -1.0);
@@ -619,7 +563,7 @@ fn phases_out_of_order_and_bad_sizes_are_refused() {
 }
 
 fn check_ops<T: TestValue, I: Index, J: Index>(dev: &Arc<CudaDevice>, seed: u64) {
-    let mut rng = Lcg(seed);
+    let mut rng = Rng::new(seed);
     let ops = [Op::N, Op::T, Op::C];
     for base in [IndexBase::Zero, IndexBase::One] {
         for op_a in ops {
@@ -637,7 +581,7 @@ fn check_ops<T: TestValue, I: Index, J: Index>(dev: &Arc<CudaDevice>, seed: u64)
                 };
                 let a = random::<T, I, J>(&mut rng, ar, ac, 9, false, base);
                 let b = random::<T, I, J>(&mut rng, br, bc, 12, false, base);
-                let alpha = T::from_pair(2, 1);
+                let alpha = T::from_parts(2.0, 1.0);
                 let det = rng.below(2) == 0;
                 let (c, plan) =
                     run_ops(dev, (op_a, op_b), &a, &b, false, alpha, None, det, false).unwrap();
@@ -672,20 +616,16 @@ fn transposed_operands_match_the_reference() {
 #[test]
 fn transpose_of_a_long_column() {
     let Some(dev) = gpu() else { return };
-    let mut rng = Lcg(31);
+    let mut rng = Rng::new(31);
     let mut triplets = Vec::new();
     for r in 0..5000usize {
-        triplets.push((
-            r,
-            0,
-            Complex::<f64>::from_pair(1 + (r % 7) as i32, -((r % 3) as i32)),
-        ));
+        triplets.push((r, 0, Complex::new((1 + r % 7) as f64, -((r % 3) as f64))));
         let c = 1 + rng.below(40) as usize;
-        triplets.push((r, c, Complex::<f64>::from_pair(2, 1)));
+        triplets.push((r, c, Complex::new(2.0, 1.0)));
     }
     let a =
         CsrMatrix::<Complex<f64>, i32>::from_triplets(5000, 41, &triplets, IndexBase::One).unwrap();
-    let alpha = Complex::<f64>::from_pair(1, 0);
+    let alpha = Complex::new(1.0, 0.0);
     for (op_a, op_b) in [(Op::C, Op::N), (Op::T, Op::N), (Op::N, Op::C)] {
         let (c, _) = run_ops(&dev, (op_a, op_b), &a, &a, true, alpha, None, true, false).unwrap();
         let want = reference::spgemm(&a.view(), op_a, &a.view(), op_b, alpha).unwrap();
@@ -698,7 +638,7 @@ fn transpose_of_a_long_column() {
 #[test]
 fn numeric_again_regathers_the_transposed_values() {
     let Some(dev) = gpu() else { return };
-    let mut rng = Lcg(41);
+    let mut rng = Rng::new(41);
     let a = random::<Complex<f64>, i32, i32>(&mut rng, 30, 40, 8, false, IndexBase::Zero);
     let b = random::<Complex<f64>, i32, i32>(&mut rng, 30, 20, 8, false, IndexBase::Zero);
     let mut g = Gpu::new(&dev, false);
@@ -714,7 +654,7 @@ fn numeric_again_regathers_the_transposed_values() {
     )
     .unwrap();
     let nnz = plan.symbolic(g.raw(), &da, &db).unwrap();
-    let alpha = Complex::<f64>::from_pair(1, 0);
+    let alpha = Complex::new(1.0, 0.0);
     let want = reference::spgemm(&a.view(), Op::C, &b.view(), Op::T, alpha).unwrap();
     assert_eq!(nnz as usize, want.nnz());
     // Second values of A: doubled, on the same pattern.
@@ -765,7 +705,7 @@ fn numeric_again_regathers_the_transposed_values() {
 /// with i32 C): `rs_write_offsets_wide` / `_narrow`; columns and values are
 /// those of the reference.
 fn check_c_offset_width<I: Index, IC: Index>(dev: &Arc<CudaDevice>, seed: u64) {
-    let mut rng = Lcg(seed);
+    let mut rng = Rng::new(seed);
     let a = random::<f64, I, i32>(&mut rng, 45, 38, 7, true, IndexBase::One);
     let b = random::<f64, I, i32>(&mut rng, 38, 27, 9, false, IndexBase::One);
     let want = expected(&a, &b, 1.5);

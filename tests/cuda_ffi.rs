@@ -9,23 +9,23 @@
 #![cfg(feature = "cuda")]
 
 mod support;
+#[path = "support/gpu.rs"]
+mod support_gpu;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use rusparse::backend::cuda::{loader, CudaDevice};
+use rusparse::backend::cuda::CudaDevice;
 use rusparse::ffi::errors::rusparseGetLastErrorMessage;
 use rusparse::ffi::handle::*;
 use rusparse::ffi::matrix::*;
 use rusparse::ffi::spgemm::*;
 use rusparse::ffi::spgemm_ext::*;
 use rusparse::ffi::*;
+use rusparse::IndexBase;
 use std::ffi::{c_void, CStr};
 use std::ptr::null_mut;
 use std::sync::Arc;
-
-fn gpu() -> Option<Arc<CudaDevice>> {
-    let dev = CudaDevice::get(0).and_then(|d| loader::nvrtc().map(|_| d));
-    support::available(dev, "CUDA GPU with NVRTC", support::REQUIRE_GPU)
-}
+use support::{csr_from_rows, random_rows, Rng, CANONICAL};
+use support_gpu::gpu;
 
 fn last_message() -> String {
     // SAFETY: the library returns a valid NUL-terminated string.
@@ -391,23 +391,10 @@ fn predict_nnz_runs_on_device_arrays() {
     // picks and counts the rows the CPU does, so the same prediction, for
     // op N and op T.
     let n = 4000usize;
-    let mut state = 5u64;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
-    let (mut rows, mut cols) = (vec![0i32], Vec::new());
-    for _ in 0..n {
-        let len = (600 / (next() % 300 + 1)).max(1);
-        let mut row: Vec<i32> = (0..len).map(|_| (next() % n) as i32).collect();
-        row.sort_unstable();
-        row.dedup();
-        cols.extend(row);
-        rows.push(cols.len() as i32);
-    }
-    let vals = vec![1.0f64; cols.len()];
+    // 600 / k draws for k uniform in 1..=300, canonical.
+    let power_law = |rng: &mut Rng, _| (600 / (rng.below(300) as usize + 1)).max(1);
+    let x = random_rows(&mut Rng::new(5), n, n, CANONICAL, power_law, |_| 1.0);
+    let (rows, cols, vals) = csr_from_rows::<f64, i32, i32>(n, &x, IndexBase::Zero).into_parts();
     let d = [g.upload(&rows), g.upload(&cols), g.upload(&vals)];
     let host = [rows.as_ptr(), cols.as_ptr().cast(), vals.as_ptr().cast()];
     // SAFETY: host and device arrays of the stated sizes.

@@ -1,21 +1,37 @@
-//! Shared by the integration tests that need hardware or a run-time
-//! library the machine may lack (a GPU, NVRTC, hiprtc): what happens when
-//! it is missing.
+//! The test support of rusparse's integration tests and of the kernel host
+//! tests (`kernels/host-tests`, whose library includes this file by
+//! `#[path]` as `rusparse_kernel_host_tests::support`):
 //!
-//! * With the test's `RUSPARSE_REQUIRE_*` variable set to `1` (for a GPU:
-//!   `RUSPARSE_REQUIRE_GPU=1`), a missing piece fails the test with the
-//!   loader's reason: a test that could not run never looks green.
-//! * Otherwise the test passes without running, and says so where a person
-//!   sees it: one `SKIPPED` line on the terminal (written past the test
-//!   runner's output capture), also appended to the file named by
-//!   `RUSPARSE_SKIP_LOG` when it is set (`scripts/test.sh` prints those
-//!   lines as a summary at the end of the suite).
-//!
-//! It also holds the proptest configuration every property and fuzz test
-//! uses ([`proptest_config`]). The kernel host tests include this file too
-//! (`#[path]`).
+//! * [`TestValue`] (`value.rs`): the value types as pairs of `f64` parts.
+//! * [`Rng`] and [`random_rows`] (`random.rs`): random test matrices, row
+//!   by row, with the row lengths, columns and values each test chooses;
+//!   [`csr_from_rows`] makes them a `CsrMatrix`.
+//! * [`proptest_config`]: the proptest configuration every property and
+//!   fuzz test uses.
+//! * What happens when a test needs hardware or a run-time library the
+//!   machine may lack (a GPU, NVRTC, hiprtc) and it is missing
+//!   ([`available`]); the CUDA tests' `gpu()` is in `gpu.rs`, which they
+//!   include beside this module (this file is also compiled where there is
+//!   no `cuda` feature):
+//!   - With the test's `RUSPARSE_REQUIRE_*` variable set to `1` (for a GPU:
+//!     `RUSPARSE_REQUIRE_GPU=1`), a missing piece fails the test with the
+//!     loader's reason: a test that could not run never looks green.
+//!   - Otherwise the test passes without running, and says so where a
+//!     person sees it: one `SKIPPED` line on the terminal (written past the
+//!     test runner's output capture), also appended to the file named by
+//!     `RUSPARSE_SKIP_LOG` when it is set (`scripts/test.sh` prints those
+//!     lines as a summary at the end of the suite).
 
 #![allow(dead_code)] // each test file uses part of it
+
+mod random;
+mod value;
+
+// Each test file uses some of these.
+#[allow(unused_imports)]
+pub use random::{csr_from_rows, random_rows, Order, Pick, Rng, CANONICAL, MESSY};
+#[allow(unused_imports)]
+pub use value::TestValue;
 
 use std::fmt::Display;
 use std::io::Write;

@@ -58,6 +58,14 @@ use std::marker::PhantomData;
 
 pub use rusparse::{Complex, Index, Scalar};
 
+/// The test support of rusparse's own tests (`tests/support`): the value
+/// types' [`TestValue`], the generator [`Rng`] and the random rows of test
+/// matrices, the proptest configuration and the skip reports.
+#[path = "../../../tests/support/mod.rs"]
+pub mod support;
+
+pub use support::{Rng, TestValue};
+
 /// `Complex<f64>` in one token (for `for_each_variant!`).
 pub type C64 = Complex<f64>;
 /// `Complex<f32>` in one token.
@@ -137,50 +145,6 @@ pub mod emulator;
 pub mod hash;
 pub mod scan_binning;
 pub mod transpose;
-
-/// Value types with exact conversions for tests.
-pub trait TestValue: Scalar {
-    /// `re + i·im` (`re` for real types).
-    fn from_parts(re: f64, im: f64) -> Self;
-    /// `(re, im)` (`im = 0` for real types).
-    fn parts(self) -> (f64, f64);
-}
-
-impl TestValue for f32 {
-    fn from_parts(re: f64, _im: f64) -> Self {
-        re as f32
-    }
-    fn parts(self) -> (f64, f64) {
-        (self as f64, 0.0)
-    }
-}
-
-impl TestValue for f64 {
-    fn from_parts(re: f64, _im: f64) -> Self {
-        re
-    }
-    fn parts(self) -> (f64, f64) {
-        (self, 0.0)
-    }
-}
-
-impl TestValue for Complex<f32> {
-    fn from_parts(re: f64, im: f64) -> Self {
-        Complex::new(re as f32, im as f32)
-    }
-    fn parts(self) -> (f64, f64) {
-        (self.re as f64, self.im as f64)
-    }
-}
-
-impl TestValue for Complex<f64> {
-    fn from_parts(re: f64, im: f64) -> Self {
-        Complex::new(re, im)
-    }
-    fn parts(self) -> (f64, f64) {
-        (self.re, self.im)
-    }
-}
 
 /// `KernelCsr` in a variant's types.
 pub type Csr<'a, V> = KernelCsr<'a, OffsetOf<V>, IndexOf<V>, ValueOf<V>>;
@@ -335,31 +299,6 @@ impl<'a, O: Index, I: Index, T> KernelCsr<'a, O, I, T> {
             pad_: 0,
             _borrow: PhantomData,
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64) for test data.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
 }
 

@@ -16,6 +16,7 @@ use rusparse::ffi::*;
 use rusparse::plan::gpu_bins::DeviceLimits;
 use rusparse::{BackendKind, CsrView, IndexBase, Op};
 use rusparse_kernel_host_tests::device::EmulatedDevice;
+use rusparse_kernel_host_tests::support::{csr_from_rows, random_rows, Rng, CANONICAL};
 use std::ffi::{c_void, CStr};
 use std::ptr::null_mut;
 use std::sync::Arc;
@@ -407,24 +408,12 @@ fn mixed_placements_name_the_pointer_and_predict_runs_on_the_device() {
 fn predict_nnz_on_device_arrays_equals_the_host_arrays_prediction() {
     let g = Registered::new();
     let n = 1500usize;
-    let mut state = 5u64;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
-    // Power-law rows, one-based.
-    let (mut rows, mut cols) = (vec![1i32], Vec::new());
-    for _ in 0..n {
-        let len = (400 / (next() % 200 + 1)).max(1);
-        let mut row: Vec<i32> = (0..len).map(|_| (next() % n) as i32 + 1).collect();
-        row.sort_unstable();
-        row.dedup();
-        cols.extend(row);
-        rows.push(cols.len() as i32 + 1);
-    }
-    let mut vals = vec![1.0f64; cols.len()];
+    // Power-law rows (400 / k draws for k uniform in 1..=200, canonical),
+    // one-based.
+    let power_law = |rng: &mut Rng, _| (400 / (rng.below(200) as usize + 1)).max(1);
+    let x = random_rows(&mut Rng::new(5), n, n, CANONICAL, power_law, |_| 1.0);
+    let (mut rows, mut cols, mut vals) =
+        csr_from_rows::<f64, i32, i32>(n, &x, IndexBase::One).into_parts();
     let dev = [g.ptr(&rows), g.ptr(&cols), g.ptr(&vals)];
     let host: [*mut c_void; 3] = [
         rows.as_mut_ptr().cast(),

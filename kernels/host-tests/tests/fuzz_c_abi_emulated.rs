@@ -16,16 +16,13 @@
 #[allow(dead_code)]
 mod harness;
 
-/// The test support of rusparse's own tests (the proptest configuration).
-#[path = "../../../tests/support/mod.rs"]
-mod support;
-
 use harness::HostVisibleMemory;
 use proptest::prelude::*;
 use rusparse::backend::gpu::{register_device, unregister_device, GpuDevice};
 use rusparse::plan::gpu_bins::DeviceLimits;
 use rusparse::BackendKind;
 use rusparse_kernel_host_tests::device::EmulatedDevice;
+use rusparse_kernel_host_tests::support;
 use std::rc::Rc;
 use std::sync::Arc;
 

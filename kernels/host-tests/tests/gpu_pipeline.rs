@@ -23,6 +23,7 @@ use rusparse::plan::{OperandPattern, RowPattern, RowWork};
 use rusparse::{Error, Index, Op};
 use rusparse_kernel_host_tests::device::EmulatedDevice;
 use rusparse_kernel_host_tests::hash::{visit_hash_variants, HashVariant, HashVisitor, HostCsr};
+use rusparse_kernel_host_tests::support::{random_rows, CANONICAL, MESSY};
 use rusparse_kernel_host_tests::{
     fractional_value as frac_val, small_int_value as int_val, variant_rng as seed, Rng, TestValue,
     Variant,
@@ -47,26 +48,18 @@ fn types<V: Variant>() -> KernelTypes {
 }
 
 /// `nrows x ncols` with row `i` of `len(i)` entries, columns random (with
-/// repeats and in random order when `messy`).
+/// repeats and in random order when `messy`, else sorted with the repeats
+/// removed), small integer values.
 fn random<V: Variant>(
     rng: &mut Rng,
     nrows: usize,
     ncols: usize,
     base: i32,
     messy: bool,
-    mut len: impl FnMut(&mut Rng, usize) -> usize,
+    len: impl FnMut(&mut Rng, usize) -> usize,
 ) -> HostCsr<V> {
-    let rows: Vec<Vec<(usize, Val<V>)>> = (0..nrows)
-        .map(|i| {
-            let n = if ncols == 0 { 0 } else { len(rng, i) };
-            let mut cols: Vec<usize> = (0..n).map(|_| rng.below(ncols as u64) as usize).collect();
-            if !messy {
-                cols.sort_unstable();
-                cols.dedup();
-            }
-            cols.into_iter().map(|c| (c, int_val::<V>(rng))).collect()
-        })
-        .collect();
+    let cols = if messy { MESSY } else { CANONICAL };
+    let rows = random_rows(rng, nrows, ncols, cols, len, int_val::<V>);
     HostCsr::from_rows(ncols, &rows, base)
 }
 

@@ -10,6 +10,7 @@ use rusparse_kernel_host_tests::hash::{
     hash_spgemm, setup, validate, visit_hash_variants, Bin, HashVariant, HashVisitor, HostCsr,
     PipelineConfig, PipelineStats, NO_ERROR,
 };
+use rusparse_kernel_host_tests::support::{self, Order, Pick};
 use rusparse_kernel_host_tests::{
     fractional_value as frac_val, small_int_value as int_val, variant_rng as seed, Launch, Rng,
     TestValue, Variant,
@@ -20,73 +21,40 @@ type Val<V> = <V as Variant>::Value;
 /// How random rows are drawn.
 #[derive(Clone, Copy)]
 struct Shape {
-    /// Columns may repeat within a row.
-    dups: bool,
-    /// Rows sorted by column.
-    sorted: bool,
+    /// A row's columns: with repeats, or distinct (`support::Pick`).
+    pick: Pick,
+    /// Rows sorted by column, or never in order.
+    order: Order,
     /// Index base.
     base: i32,
     /// Fractional values instead of integers.
     frac: bool,
 }
 
+/// Distinct columns (`len(i)` of them while that is at most half the
+/// columns, else `len(i)` draws without the repeats), sorted; base 0,
+/// integer values.
 const CANONICAL: Shape = Shape {
-    dups: false,
-    sorted: true,
+    pick: Pick::DistinctOrDeduped,
+    order: Order::Sorted,
     base: 0,
     frac: false,
 };
 
-/// Rows of `len(i)` entries over `ncols` columns (`cols_of` picks one).
+/// Rows of `len(i)` entries over `ncols` columns, drawn as `shape` says.
 fn random_rows<V: Variant>(
     rng: &mut Rng,
     nrows: usize,
     ncols: usize,
-    mut len: impl FnMut(&mut Rng, usize) -> usize,
+    len: impl FnMut(&mut Rng, usize) -> usize,
     shape: Shape,
 ) -> HostCsr<V> {
-    let rows: Vec<Vec<(usize, Val<V>)>> = (0..nrows)
-        .map(|i| {
-            let n = len(rng, i);
-            let mut cols: Vec<usize> = Vec::with_capacity(n);
-            if shape.dups || n * 2 > ncols {
-                cols.extend((0..n).map(|_| rng.below(ncols as u64) as usize));
-                if !shape.dups {
-                    cols.sort_unstable();
-                    cols.dedup();
-                }
-            } else {
-                let mut seen = std::collections::HashSet::new();
-                while cols.len() < n {
-                    let c = rng.below(ncols as u64) as usize;
-                    if seen.insert(c) {
-                        cols.push(c);
-                    }
-                }
-            }
-            if shape.sorted {
-                cols.sort_unstable();
-            } else {
-                // A random order, guaranteed unsorted when there are 2+.
-                for k in (1..cols.len()).rev() {
-                    cols.swap(k, rng.below(k as u64 + 1) as usize);
-                }
-                if cols.len() >= 2 && cols.windows(2).all(|w| w[0] <= w[1]) {
-                    cols.reverse();
-                }
-            }
-            cols.into_iter()
-                .map(|c| {
-                    let v = if shape.frac {
-                        frac_val::<V>(rng)
-                    } else {
-                        int_val::<V>(rng)
-                    };
-                    (c, v)
-                })
-                .collect()
-        })
-        .collect();
+    let value = if shape.frac {
+        frac_val::<V>
+    } else {
+        int_val::<V>
+    };
+    let rows = support::random_rows(rng, nrows, ncols, (shape.pick, shape.order), len, value);
     HostCsr::from_rows(ncols, &rows, shape.base)
 }
 
@@ -247,8 +215,8 @@ fn repeated_and_unsorted_columns_are_summed() {
             let mut rng = seed::<V>(2);
             let cfg = PipelineConfig::small(V::WARP);
             let messy = Shape {
-                dups: true,
-                sorted: false,
+                pick: Pick::Repeats,
+                order: Order::Unsorted,
                 ..CANONICAL
             };
             let a = random_rows::<V>(&mut rng, 50, 60, mixed_len, messy);
@@ -268,7 +236,7 @@ fn repeated_and_unsorted_columns_are_summed() {
                 300,
                 |r, i| 2 + mixed_len(r, i) / 2,
                 Shape {
-                    sorted: false,
+                    order: Order::Unsorted,
                     ..CANONICAL
                 },
             );
@@ -703,8 +671,8 @@ fn deterministic_mode_is_bitwise_reproducible() {
                 (
                     "B with repeats",
                     Shape {
-                        dups: true,
-                        sorted: false,
+                        pick: Pick::Repeats,
+                        order: Order::Unsorted,
                         ..frac
                     },
                 ),

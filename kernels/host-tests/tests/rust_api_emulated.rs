@@ -15,6 +15,7 @@ use rusparse::{
 };
 use rusparse_kernel_host_tests::device::EmulatedDevice;
 use rusparse_kernel_host_tests::hash::HostCsr;
+use rusparse_kernel_host_tests::support::{random_rows, MESSY};
 use rusparse_kernel_host_tests::{
     small_int_value, variant_rng, visit_variants, Kernels, Rng, TestValue, Variant, VariantVisitor,
 };
@@ -24,18 +25,14 @@ type Val<V> = <V as Variant>::Value;
 /// `nrows x ncols`, row `i` of 0 to 9 entries, with repeated columns and
 /// rows out of order, and one row long enough for a larger bin.
 fn messy<V: Variant>(rng: &mut Rng, nrows: usize, ncols: usize, base: i32) -> HostCsr<V> {
-    let rows: Vec<Vec<(usize, Val<V>)>> = (0..nrows)
-        .map(|i| {
-            let n = if i == 3 {
-                2 * ncols
-            } else {
-                rng.below(10) as usize
-            };
-            (0..n)
-                .map(|_| (rng.below(ncols as u64) as usize, small_int_value::<V>(rng)))
-                .collect()
-        })
-        .collect();
+    let len = |rng: &mut Rng, i| {
+        if i == 3 {
+            2 * ncols
+        } else {
+            rng.below(10) as usize
+        }
+    };
+    let rows = random_rows(rng, nrows, ncols, MESSY, len, small_int_value::<V>);
     HostCsr::from_rows(ncols, &rows, base)
 }
 

@@ -7,6 +7,7 @@
 //! for op C.
 
 use rusparse_kernel_host_tests::hash::HostCsr;
+use rusparse_kernel_host_tests::support::{random_rows, Order, Pick, MESSY};
 use rusparse_kernel_host_tests::transpose::{
     self, visit_transpose_variants, TransposeConfig, TransposeVariant, TransposeVisitor, Transposed,
 };
@@ -43,7 +44,7 @@ fn host_transpose<V: Variant>(x: &HostCsr<V>, conjugate: bool) -> Transposed<V> 
 
 /// Row lengths and columns: `len(rng, i)` entries in row `i`, columns
 /// below `ncols`, sorted and distinct unless `messy` (then unsorted, with
-/// repeats).
+/// repeats); integer values in -1000..1000 (both parts).
 fn random<V: Variant>(
     rng: &mut Rng,
     nrows: usize,
@@ -52,32 +53,16 @@ fn random<V: Variant>(
     messy: bool,
     len: impl Fn(&mut Rng, usize) -> usize,
 ) -> HostCsr<V> {
-    let rows: Vec<Vec<(usize, V::Value)>> = (0..nrows)
-        .map(|i| {
-            let n = len(rng, i).min(if messy { usize::MAX } else { ncols });
-            let mut cols: Vec<usize> = if messy {
-                (0..n).map(|_| rng.below(ncols as u64) as usize).collect()
-            } else {
-                let mut all: Vec<usize> = (0..ncols).collect();
-                for k in 0..n {
-                    let j = k + rng.below((ncols - k) as u64) as usize;
-                    all.swap(k, j);
-                }
-                all.truncate(n);
-                all
-            };
-            if !messy {
-                cols.sort_unstable();
-            }
-            cols.into_iter()
-                .map(|c| {
-                    let re = rng.below(2000) as f64 - 1000.0;
-                    let im = rng.below(2000) as f64 - 1000.0;
-                    (c, V::Value::from_parts(re, im))
-                })
-                .collect()
-        })
-        .collect();
+    let cols = if messy {
+        MESSY
+    } else {
+        (Pick::Distinct, Order::Sorted)
+    };
+    let rows = random_rows(rng, nrows, ncols, cols, len, |rng| {
+        let re = rng.below(2000) as f64 - 1000.0;
+        let im = rng.below(2000) as f64 - 1000.0;
+        V::Value::from_parts(re, im)
+    });
     HostCsr::from_rows(ncols, &rows, base)
 }
 
