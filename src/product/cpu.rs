@@ -4,7 +4,7 @@
 
 use super::arrays::{slice_at_mut, MatrixArrays};
 use super::{Backend, Fill, NumericJob, Operation};
-use crate::backend::cpu::{CpuBackend, NumericOutput, SymbolicOutput, UpperChunk};
+use crate::backend::cpu::{CpuBackend, NumericOutput, Operand, SymbolicOutput, UpperChunk};
 use crate::context::Context;
 use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView};
 use crate::error::{invalid, try_vec, Error, Result};
@@ -346,8 +346,14 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     let bv = self.b.values(b, &mut sb)?;
                     let ratio = self.prediction.map_or(1.0, |p| p.ratio);
                     let chunks = backend.upper_symbolic(
-                        (&ra, av),
-                        (&rb, bv),
+                        Operand {
+                            pattern: &ra,
+                            values: av,
+                        },
+                        Operand {
+                            pattern: &rb,
+                            values: bv,
+                        },
                         &self.work,
                         ratio,
                         &mut counts[1..],

@@ -24,12 +24,12 @@
 use super::brmerge::make_room;
 use super::rows::{
     copy_cols, copy_scaled_row, prefetch_rows_of_b, repeats_previous, row_mismatch, single_entry,
-    too_many_columns, Scale, PREFETCH_AHEAD,
+    too_many_columns, Chunk, ColumnsPiece, NumericPiece, Operand, Scale, PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use super::sort_columns::ColumnSorter;
 use crate::error::{try_vec, Result};
-use crate::plan::{RowPattern, RowWork};
+use crate::plan::RowPattern;
 use crate::types::{Index, Scalar};
 use std::ops::Range;
 
@@ -74,14 +74,13 @@ fn span_words(lo: usize, hi: usize) -> usize {
 /// Sets the bits of row `i` for canonical rows of B whose columns cluster:
 /// the bits of consecutive columns in one word are gathered in a register
 /// and stored once, so neighbouring columns do not wait on each other's
-/// read-modify-write of the same word. With values, also adds the products
-/// into `sums`.
+/// read-modify-write of the same word. With `values` (those of A and B),
+/// also adds the products into `sums`.
 #[inline(always)]
 fn mark_clustered<T: Scalar, I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
-    a_vals: Option<&[T]>,
     b: &RowPattern<'_, I, J>,
-    b_vals: Option<&[T]>,
+    values: Option<(&[T], &[T])>,
     i: usize,
     bits: &mut [u64],
     sums: &mut [T],
@@ -94,8 +93,8 @@ fn mark_clustered<T: Scalar, I: Index, J: Index>(
         let cols = &b.cols[r.clone()];
         let mut word = (cols[0].as_usize() - b.base) >> 6;
         let mut acc = 0u64;
-        match (a_vals, b_vals) {
-            (Some(av), Some(bv)) => {
+        match values {
+            Some((av, bv)) => {
                 let f = av[k];
                 for (&c, &v) in cols.iter().zip(&bv[r]) {
                     let j = c.as_usize() - b.base;
@@ -108,7 +107,7 @@ fn mark_clustered<T: Scalar, I: Index, J: Index>(
                     sums[j] += f * v;
                 }
             }
-            _ => {
+            None => {
                 for &c in cols {
                     let j = c.as_usize() - b.base;
                     if j >> 6 != word {
@@ -155,17 +154,20 @@ impl Stamps {
     }
 }
 
-/// Counts the distinct columns of each row of `rows`: long clustered rows
+/// Counts the distinct columns of each row of the chunk: long clustered rows
 /// with a bit map and a popcount, others with column stamps.
 pub(super) fn count_rows<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
-    b_canonical: bool,
-    work: &RowWork,
-    rows: Range<usize>,
+    chunk: Chunk<'_>,
     counts: &mut [usize],
-    scratch: &ScratchPool,
 ) -> Result<()> {
+    let Chunk {
+        rows,
+        work,
+        scratch,
+        b_canonical,
+    } = chunk;
     let mut ws = Workspace::<f32>::take(scratch, b.ncols, 0, false)?;
     let Workspace { bits, stamps, .. } = &mut ws;
     let first = rows.start;
@@ -190,7 +192,7 @@ pub(super) fn count_rows<I: Index, J: Index>(
         if b_canonical && nprod >= LONG_ROW_PRODUCTS {
             let (lo, hi) = row_span(a, b, i);
             if span_words(lo, hi) as u64 <= nprod {
-                mark_clustered::<f32, I, J>(a, None, b, None, i, bits, &mut []);
+                mark_clustered::<f32, I, J>(a, b, None, i, bits, &mut []);
                 let span = &mut bits[lo >> 6..=hi >> 6];
                 *count = span.iter().map(|w| w.count_ones() as usize).sum();
                 span.fill(0);
@@ -292,19 +294,17 @@ impl<T: Scalar> Workspace<T> {
         })
     }
 
-    /// Accumulates row `i` (values only when `a_vals` / `b_vals` are given).
-    /// At most `limit` new columns are recorded; the return value is the
-    /// number of distinct columns (more than `limit` means a stale plan)
-    /// and, when the row went into the bit map, its column span (otherwise
-    /// its columns are in `list`, unsorted).
+    /// Accumulates row `i` (its values only when `values`, those of A and
+    /// B, are given). At most `limit` new columns are recorded; the return
+    /// value is the number of distinct columns (more than `limit` means a
+    /// stale plan) and, when the row went into the bit map, its column span
+    /// (otherwise its columns are in `list`, unsorted).
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn accumulate<I: Index, J: Index>(
         &mut self,
         a: &RowPattern<'_, I, J>,
-        a_vals: Option<&[T]>,
         b: &RowPattern<'_, I, J>,
-        b_vals: Option<&[T]>,
+        values: Option<(&[T], &[T])>,
         b_canonical: bool,
         i: usize,
         limit: usize,
@@ -314,7 +314,7 @@ impl<T: Scalar> Workspace<T> {
             let (lo, hi) = row_span(a, b, i);
             let words = span_words(lo, hi);
             if words > 0 && words < SCAN_WORDS_PER_ENTRY * limit {
-                mark_clustered(a, a_vals, b, b_vals, i, bits, sums);
+                mark_clustered(a, b, values, i, bits, sums);
                 let n = bits[lo >> 6..=hi >> 6]
                     .iter()
                     .map(|w| w.count_ones() as usize)
@@ -331,8 +331,8 @@ impl<T: Scalar> Workspace<T> {
         let stamps = &mut self.stamps.stamps[..width];
         let list = &mut list[..=limit];
         let mut n = 0usize;
-        match (a_vals, b_vals) {
-            (Some(av), Some(bv)) => {
+        match values {
+            Some((av, bv)) => {
                 let sums = &mut sums[..width];
                 for k in a.range(i) {
                     let r = b.range(a.col(k));
@@ -349,7 +349,7 @@ impl<T: Scalar> Workspace<T> {
                     }
                 }
             }
-            _ => {
+            None => {
                 for k in a.range(i) {
                     for &c in &b.cols[b.range(a.col(k))] {
                         let j = c.as_usize() - b.base;
@@ -488,13 +488,10 @@ impl<T: Scalar> UnsizedRows<T> {
     /// # Errors
     /// [`crate::Error::AllocFailed`] when the vectors cannot grow; a row
     /// longer than `limit`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn append_row<I: Index, J: Index>(
         &mut self,
-        a: &RowPattern<'_, I, J>,
-        a_vals: &[T],
-        b: &RowPattern<'_, I, J>,
-        b_vals: &[T],
+        a: Operand<'_, T, I, J>,
+        b: Operand<'_, T, I, J>,
         b_canonical: bool,
         (first, i): (usize, usize),
         limit: usize,
@@ -509,13 +506,11 @@ impl<T: Scalar> UnsizedRows<T> {
         // A row of A with the pattern of the one before (FEM's rows of one
         // node): the same columns, so no bit map and no sort.
         let n = self.ws.previous.len();
-        if repeats_previous(a, first, i) && n > 0 {
+        if repeats_previous(a.pattern, first, i) && n > 0 {
             let at = open_slots(cols, vals, n, bound, i)?;
             accumulate_repeated_row(
                 a,
-                a_vals,
                 b,
-                b_vals,
                 i,
                 &mut self.ws,
                 &unscaled,
@@ -524,9 +519,14 @@ impl<T: Scalar> UnsizedRows<T> {
             );
             return Ok(n);
         }
-        let (n, span) = self
-            .ws
-            .accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, limit);
+        let (n, span) = self.ws.accumulate(
+            a.pattern,
+            b.pattern,
+            Some((a.values, b.values)),
+            b_canonical,
+            i,
+            limit,
+        );
         if n > limit {
             self.ws.reset();
             let room = bound - cols.len().min(bound);
@@ -588,19 +588,25 @@ fn longest(offsets: &[usize], rows: &Range<usize>) -> usize {
         .unwrap_or(0)
 }
 
-/// Writes the sorted distinct columns (plus `base`) of each row of `rows`
-/// into `cols`, which starts at row `rows.start` of the zero-based `offsets`.
-#[allow(clippy::too_many_arguments)]
+/// Writes the sorted distinct columns (plus `base`) of each row of the
+/// chunk into its piece of C's columns.
 pub(super) fn list_rows<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
-    b_canonical: bool,
-    rows: Range<usize>,
-    offsets: &[usize],
-    base: usize,
-    cols: &mut [J],
-    scratch: &ScratchPool,
+    chunk: Chunk<'_>,
+    out: ColumnsPiece<'_, J>,
 ) -> Result<()> {
+    let Chunk {
+        rows,
+        scratch,
+        b_canonical,
+        ..
+    } = chunk;
+    let ColumnsPiece {
+        offsets,
+        cols,
+        base,
+    } = out;
     let mut ws = Workspace::<f32>::take(scratch, b.ncols, longest(offsets, &rows), false)?;
     let origin = offsets[rows.start];
     let first = rows.start;
@@ -625,7 +631,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
                 continue;
             }
         }
-        let (n, span) = ws.accumulate(a, None, b, None, b_canonical, i, out.len());
+        let (n, span) = ws.accumulate(a, b, None, b_canonical, i, out.len());
         if n != out.len() {
             ws.reset();
             return Err(row_mismatch(i, n, out.len()));
@@ -638,50 +644,57 @@ pub(super) fn list_rows<I: Index, J: Index>(
     Ok(())
 }
 
-/// Numeric phase for the rows `rows`: `vals = alpha * row + beta * vals`,
-/// columns into `cols` when given.
-#[allow(clippy::too_many_arguments)]
+/// Numeric phase for the chunk's rows: `vals = alpha * row + beta * vals`,
+/// columns into `out.cols` when given.
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    a_vals: &[T],
-    b: &RowPattern<'_, I, J>,
-    b_vals: &[T],
-    b_canonical: bool,
-    rows: Range<usize>,
-    offsets: &[usize],
-    scale: &Scale<T>,
-    sorted: bool,
-    mut cols: Option<&mut [J]>,
-    vals: &mut [T],
-    scratch: &ScratchPool,
+    a: Operand<'_, T, I, J>,
+    b: Operand<'_, T, I, J>,
+    chunk: Chunk<'_>,
+    out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
-    let mut ws = Workspace::<T>::take(scratch, b.ncols, longest(offsets, &rows), true)?;
+    let Chunk {
+        rows,
+        scratch,
+        b_canonical,
+        ..
+    } = chunk;
+    let NumericPiece {
+        offsets,
+        mut cols,
+        vals,
+        scale,
+        sorted,
+    } = out;
+    let mut ws = Workspace::<T>::take(scratch, b.pattern.ncols, longest(offsets, &rows), true)?;
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
-        prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
+        prefetch_rows_of_b(a.pattern, b.pattern, b.values, i + PREFETCH_AHEAD);
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         let len = out.len();
         let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
         let out_vals = &mut vals[out];
         if b_canonical {
-            if let Some(k) = single_entry(a, i) {
-                copy_scaled_row(b, b_vals, a.col(k), a_vals[k], i, scale, out_cols, out_vals)?;
+            if let Some(k) = single_entry(a.pattern, i) {
+                let (row_of_b, factor) = (a.pattern.col(k), a.values[k]);
+                copy_scaled_row(b, row_of_b, factor, i, scale, out_cols, out_vals)?;
                 ws.previous.clear();
                 continue;
             }
         }
-        if repeats_previous(a, first, i) && ws.previous.len() == len && len > 0 {
-            accumulate_repeated_row(a, a_vals, b, b_vals, i, &mut ws, scale, out_cols, out_vals);
+        if repeats_previous(a.pattern, first, i) && ws.previous.len() == len && len > 0 {
+            accumulate_repeated_row(a, b, i, &mut ws, scale, out_cols, out_vals);
             continue;
         }
-        let (n, span) = ws.accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, len);
+        let values = Some((a.values, b.values));
+        let (n, span) = ws.accumulate(a.pattern, b.pattern, values, b_canonical, i, len);
         if n != len {
             ws.reset();
             return Err(row_mismatch(i, n, len));
         }
         let sort = sorted
-            && !(span.is_none() && ws.take_shifted_previous(n, || first_column_shift(a, first, i)));
+            && !(span.is_none()
+                && ws.take_shifted_previous(n, || first_column_shift(a.pattern, first, i)));
         ws.emit(n, span, out_cols, Some((out_vals, scale)), scale.base, sort);
     }
     ws.keep(scratch);
@@ -709,19 +722,24 @@ fn first_column_shift<I: Index, J: Index>(
 /// Row `i` whose row of A has the pattern of row `i - 1`, whose sorted
 /// columns are `previous`: the products go into `sums` with no bit map,
 /// and the row is read back at `previous`.
-#[allow(clippy::too_many_arguments)]
 #[inline]
 fn accumulate_repeated_row<T: Scalar, I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    a_vals: &[T],
-    b: &RowPattern<'_, I, J>,
-    b_vals: &[T],
+    a: Operand<'_, T, I, J>,
+    b: Operand<'_, T, I, J>,
     i: usize,
     ws: &mut Workspace<T>,
     scale: &Scale<T>,
     out_cols: Option<&mut [J]>,
     out_vals: &mut [T],
 ) {
+    let Operand {
+        pattern: a,
+        values: a_vals,
+    } = a;
+    let Operand {
+        pattern: b,
+        values: b_vals,
+    } = b;
     let sums = &mut ws.sums;
     for k in a.range(i) {
         let r = b.range(a.col(k));
