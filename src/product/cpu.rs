@@ -346,12 +346,12 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     let bv = self.b.values(b, &mut sb)?;
                     let ratio = self.prediction.map_or(1.0, |p| p.ratio);
                     let chunks = backend.upper_symbolic(
-                        Operand {
-                            pattern: &ra,
+                        &Operand {
+                            pattern: ra,
                             values: av,
                         },
-                        Operand {
-                            pattern: &rb,
+                        &Operand {
+                            pattern: rb,
                             values: bv,
                         },
                         &self.work,

@@ -107,18 +107,12 @@ impl<T: Scalar, J: Index> Merger<T, J> {
     #[inline]
     pub(super) fn merge_row<I: Index>(
         &mut self,
-        a: Operand<'_, T, I, J>,
-        b: Operand<'_, T, I, J>,
+        a: &RowPattern<'_, I, J>,
+        a_vals: &[T],
+        b: &RowPattern<'_, I, J>,
+        b_vals: &[T],
         i: usize,
     ) -> Result<(&[J], &[T])> {
-        let Operand {
-            pattern: a,
-            values: a_vals,
-        } = a;
-        let Operand {
-            pattern: b,
-            values: b_vals,
-        } = b;
         // Multiply phase: one sorted list per entry of A's row.
         let cap = self.ping.cols.len();
         let (mut n, mut lists) = (0usize, 0usize);
@@ -239,8 +233,8 @@ fn store_row<T: Scalar, J: Index>(
 /// BRMerge-Precise numeric phase for the chunk's rows, straight into C
 /// (always sorted: `out.sorted` is not used). B's rows must be canonical.
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: Operand<'_, T, I, J>,
-    b: Operand<'_, T, I, J>,
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
     out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
@@ -257,17 +251,17 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         scale,
         ..
     } = out;
-    let mut merger = Merger::for_rows(a.pattern, work, &rows, scratch)?;
+    let mut merger = Merger::for_rows(&a.pattern, work, &rows, scratch)?;
     let origin = offsets[rows.start];
     for i in rows {
-        prefetch_rows_of_b(a.pattern, b.pattern, b.values, i + PREFETCH_AHEAD);
+        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
         let out = offsets[i] - origin..offsets[i + 1] - origin;
-        let row = merger.merge_row(a, b, i)?;
+        let row = merger.merge_row(&a.pattern, a.values, &b.pattern, b.values, i)?;
         if row.0.len() != out.len() {
             return Err(row_mismatch(i, row.0.len(), out.len()));
         }
         let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
-        store_row(row, scale, out_cols, &mut vals[out]);
+        store_row(row, &scale, out_cols, &mut vals[out]);
     }
     scratch.give(merger);
     Ok(())
@@ -323,8 +317,8 @@ pub(super) fn make_room<X>(v: &mut Vec<X>, extra: usize, bound: usize) -> Result
 /// lists go through a dense accumulator instead when `dense_ok`. B's rows
 /// must be canonical (`chunk.b_canonical` is not read).
 pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
-    a: Operand<'_, T, I, J>,
-    b: Operand<'_, T, I, J>,
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
     (dense_ok, ratio): (bool, f64),
     counts: &mut [usize],
@@ -341,26 +335,25 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     try_reserve(&mut cols, start, "BRMerge-Upper temporary C")?;
     try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
     let goes_dense = |i: usize| dense_ok && a.pattern.row_len(i) > MERGE_MAX_LISTS;
-    let mut merger = Merger::for_merged_rows(a.pattern, work, &rows, |i| !goes_dense(i), scratch)?;
+    let mut merger = Merger::for_merged_rows(&a.pattern, work, &rows, |i| !goes_dense(i), scratch)?;
     let mut dense: Option<UnsizedRows<T>> = None;
     let first = rows.start;
     // `cols` and `vals` always hold exactly the finished rows.
     for (i, count) in rows.zip(counts.iter_mut()) {
-        prefetch_rows_of_b(a.pattern, b.pattern, b.values, i + PREFETCH_AHEAD);
+        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
         let n = cols.len();
         if goes_dense(i) {
             if dense.is_none() {
                 let longest = usize::try_from(work.max_row()).unwrap_or(usize::MAX);
-                dense = Some(UnsizedRows::new(b.pattern.ncols, longest, scratch)?);
+                dense = Some(UnsizedRows::new(b.pattern.ncols, longest, true, scratch)?);
             }
             if let Some(d) = dense.as_mut() {
                 let nprod = usize::try_from(work.row(i)).unwrap_or(usize::MAX);
-                *count =
-                    d.append_row(a, b, true, (first, i), nprod, (&mut cols, &mut vals, bound))?;
+                *count = d.append_row(a, b, (first, i), nprod, (&mut cols, &mut vals, bound))?;
             }
             continue;
         }
-        let (rc, rv) = merger.merge_row(a, b, i)?;
+        let (rc, rv) = merger.merge_row(&a.pattern, a.values, &b.pattern, b.values, i)?;
         if n + rc.len() > bound {
             return Err(too_many_columns(i, bound));
         }
@@ -505,8 +498,8 @@ mod tests {
         for dense_ok in [false, true] {
             let run = |ratio: f64| {
                 let mut counts = vec![0usize; n];
-                let a = Operand {
-                    pattern: &a,
+                let a = &Operand {
+                    pattern: a,
                     values: &vals,
                 };
                 let scratch = super::ScratchPool::default();

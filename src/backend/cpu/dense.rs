@@ -74,13 +74,14 @@ fn span_words(lo: usize, hi: usize) -> usize {
 /// Sets the bits of row `i` for canonical rows of B whose columns cluster:
 /// the bits of consecutive columns in one word are gathered in a register
 /// and stored once, so neighbouring columns do not wait on each other's
-/// read-modify-write of the same word. With `values` (those of A and B),
-/// also adds the products into `sums`.
+/// read-modify-write of the same word. With values, also adds the products
+/// into `sums`.
 #[inline(always)]
 fn mark_clustered<T: Scalar, I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
+    a_vals: Option<&[T]>,
     b: &RowPattern<'_, I, J>,
-    values: Option<(&[T], &[T])>,
+    b_vals: Option<&[T]>,
     i: usize,
     bits: &mut [u64],
     sums: &mut [T],
@@ -93,8 +94,8 @@ fn mark_clustered<T: Scalar, I: Index, J: Index>(
         let cols = &b.cols[r.clone()];
         let mut word = (cols[0].as_usize() - b.base) >> 6;
         let mut acc = 0u64;
-        match values {
-            Some((av, bv)) => {
+        match (a_vals, b_vals) {
+            (Some(av), Some(bv)) => {
                 let f = av[k];
                 for (&c, &v) in cols.iter().zip(&bv[r]) {
                     let j = c.as_usize() - b.base;
@@ -107,7 +108,7 @@ fn mark_clustered<T: Scalar, I: Index, J: Index>(
                     sums[j] += f * v;
                 }
             }
-            None => {
+            _ => {
                 for &c in cols {
                     let j = c.as_usize() - b.base;
                     if j >> 6 != word {
@@ -168,7 +169,7 @@ pub(super) fn count_rows<I: Index, J: Index>(
         scratch,
         b_canonical,
     } = chunk;
-    let mut ws = Workspace::<f32>::take(scratch, b.ncols, 0, false)?;
+    let mut ws = Workspace::<f32>::take(scratch, b.ncols, 0, false, b_canonical)?;
     let Workspace { bits, stamps, .. } = &mut ws;
     let first = rows.start;
     for (c, i) in rows.enumerate() {
@@ -192,7 +193,7 @@ pub(super) fn count_rows<I: Index, J: Index>(
         if b_canonical && nprod >= LONG_ROW_PRODUCTS {
             let (lo, hi) = row_span(a, b, i);
             if span_words(lo, hi) as u64 <= nprod {
-                mark_clustered::<f32, I, J>(a, b, None, i, bits, &mut []);
+                mark_clustered::<f32, I, J>(a, None, b, None, i, bits, &mut []);
                 let span = &mut bits[lo >> 6..=hi >> 6];
                 *count = span.iter().map(|w| w.count_ones() as usize).sum();
                 span.fill(0);
@@ -227,6 +228,9 @@ struct Workspace<T> {
     previous: Vec<usize>,
     /// How rows read from `list` are sorted.
     sorter: ColumnSorter,
+    /// Whether the rows of op(B) the workspace is taken for are canonical:
+    /// only then may a row be read back from the bit map.
+    b_canonical: bool,
 }
 
 impl<T: Scalar> Scratch for Workspace<T> {
@@ -241,12 +245,14 @@ impl<T: Scalar> Scratch for Workspace<T> {
 
 impl<T: Scalar> Workspace<T> {
     /// A workspace kept in `scratch` that is wide enough (made when none
-    /// is), with room for rows of `longest_row` entries.
+    /// is), with room for rows of `longest_row` entries, for rows of op(B)
+    /// that are canonical or not (`b_canonical`).
     fn take(
         scratch: &ScratchPool,
         ncols: usize,
         longest_row: usize,
         with_sums: bool,
+        b_canonical: bool,
     ) -> Result<Self> {
         let fits = |w: &Self| {
             w.bits.len() >= words(ncols)
@@ -255,6 +261,7 @@ impl<T: Scalar> Workspace<T> {
         };
         let mut ws = scratch.take_or_make(fits, || Workspace::new(ncols, with_sums))?;
         ws.sorter = ColumnSorter::new(ncols);
+        ws.b_canonical = b_canonical;
         if ws.list.len() < longest_row + 1 {
             ws.list = try_vec(longest_row + 1, 0usize, "dense accumulator column list")?;
         }
@@ -291,30 +298,33 @@ impl<T: Scalar> Workspace<T> {
             list: Vec::new(),
             previous: Vec::new(),
             sorter: ColumnSorter::new(ncols),
+            b_canonical: false,
         })
     }
 
-    /// Accumulates row `i` (its values only when `values`, those of A and
-    /// B, are given). At most `limit` new columns are recorded; the return
-    /// value is the number of distinct columns (more than `limit` means a
-    /// stale plan) and, when the row went into the bit map, its column span
-    /// (otherwise its columns are in `list`, unsorted).
+    /// Accumulates row `i` (values only when `a_vals` / `b_vals` are given).
+    /// At most `limit` new columns are recorded; the return value is the
+    /// number of distinct columns (more than `limit` means a stale plan)
+    /// and, when the row went into the bit map, its column span (otherwise
+    /// its columns are in `list`, unsorted). The values are separate
+    /// arguments, not a pair: the compiler then knows that nothing else
+    /// writes them, which keeps one more register free in the loops.
     #[inline(always)]
     fn accumulate<I: Index, J: Index>(
         &mut self,
         a: &RowPattern<'_, I, J>,
+        a_vals: Option<&[T]>,
         b: &RowPattern<'_, I, J>,
-        values: Option<(&[T], &[T])>,
-        b_canonical: bool,
+        b_vals: Option<&[T]>,
         i: usize,
         limit: usize,
     ) -> (usize, Option<(usize, usize)>) {
         let (bits, sums, list) = (&mut self.bits, &mut self.sums, &mut self.list);
-        if b_canonical && limit as u64 >= LONG_ROW_PRODUCTS / 2 {
+        if self.b_canonical && limit as u64 >= LONG_ROW_PRODUCTS / 2 {
             let (lo, hi) = row_span(a, b, i);
             let words = span_words(lo, hi);
             if words > 0 && words < SCAN_WORDS_PER_ENTRY * limit {
-                mark_clustered(a, b, values, i, bits, sums);
+                mark_clustered(a, a_vals, b, b_vals, i, bits, sums);
                 let n = bits[lo >> 6..=hi >> 6]
                     .iter()
                     .map(|w| w.count_ones() as usize)
@@ -331,8 +341,8 @@ impl<T: Scalar> Workspace<T> {
         let stamps = &mut self.stamps.stamps[..width];
         let list = &mut list[..=limit];
         let mut n = 0usize;
-        match values {
-            Some((av, bv)) => {
+        match (a_vals, b_vals) {
+            (Some(av), Some(bv)) => {
                 let sums = &mut sums[..width];
                 for k in a.range(i) {
                     let r = b.range(a.col(k));
@@ -349,7 +359,7 @@ impl<T: Scalar> Workspace<T> {
                     }
                 }
             }
-            None => {
+            _ => {
                 for k in a.range(i) {
                     for &c in &b.cols[b.range(a.col(k))] {
                         let j = c.as_usize() - b.base;
@@ -462,11 +472,18 @@ pub(super) struct UnsizedRows<T> {
 }
 
 impl<T: Scalar> UnsizedRows<T> {
-    /// For rows of up to `longest_nprod` products over `ncols` columns
-    /// (a workspace kept in `scratch` when one fits).
-    pub(super) fn new(ncols: usize, longest_nprod: usize, scratch: &ScratchPool) -> Result<Self> {
+    /// For rows of up to `longest_nprod` products over `ncols` columns,
+    /// of a B whose rows are canonical or not (a workspace kept in
+    /// `scratch` when one fits).
+    pub(super) fn new(
+        ncols: usize,
+        longest_nprod: usize,
+        b_canonical: bool,
+        scratch: &ScratchPool,
+    ) -> Result<Self> {
+        let longest = longest_nprod.min(ncols);
         Ok(UnsizedRows {
-            ws: Workspace::take(scratch, ncols, longest_nprod.min(ncols), true)?,
+            ws: Workspace::take(scratch, ncols, longest, true, b_canonical)?,
             ncols,
         })
     }
@@ -490,9 +507,8 @@ impl<T: Scalar> UnsizedRows<T> {
     /// longer than `limit`.
     pub(super) fn append_row<I: Index, J: Index>(
         &mut self,
-        a: Operand<'_, T, I, J>,
-        b: Operand<'_, T, I, J>,
-        b_canonical: bool,
+        a: &Operand<'_, T, I, J>,
+        b: &Operand<'_, T, I, J>,
         (first, i): (usize, usize),
         limit: usize,
         (cols, vals, bound): (&mut Vec<J>, &mut Vec<T>, usize),
@@ -506,7 +522,7 @@ impl<T: Scalar> UnsizedRows<T> {
         // A row of A with the pattern of the one before (FEM's rows of one
         // node): the same columns, so no bit map and no sort.
         let n = self.ws.previous.len();
-        if repeats_previous(a.pattern, first, i) && n > 0 {
+        if repeats_previous(&a.pattern, first, i) && n > 0 {
             let at = open_slots(cols, vals, n, bound, i)?;
             accumulate_repeated_row(
                 a,
@@ -519,14 +535,10 @@ impl<T: Scalar> UnsizedRows<T> {
             );
             return Ok(n);
         }
-        let (n, span) = self.ws.accumulate(
-            a.pattern,
-            b.pattern,
-            Some((a.values, b.values)),
-            b_canonical,
-            i,
-            limit,
-        );
+        let (a_vals, b_vals) = (Some(a.values), Some(b.values));
+        let (n, span) = self
+            .ws
+            .accumulate(&a.pattern, a_vals, &b.pattern, b_vals, i, limit);
         if n > limit {
             self.ws.reset();
             let room = bound - cols.len().min(bound);
@@ -607,7 +619,8 @@ pub(super) fn list_rows<I: Index, J: Index>(
         cols,
         base,
     } = out;
-    let mut ws = Workspace::<f32>::take(scratch, b.ncols, longest(offsets, &rows), false)?;
+    let longest = longest(offsets, &rows);
+    let mut ws = Workspace::<f32>::take(scratch, b.ncols, longest, false, b_canonical)?;
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
@@ -631,7 +644,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
                 continue;
             }
         }
-        let (n, span) = ws.accumulate(a, b, None, b_canonical, i, out.len());
+        let (n, span) = ws.accumulate(a, None, b, None, i, out.len());
         if n != out.len() {
             ws.reset();
             return Err(row_mismatch(i, n, out.len()));
@@ -647,8 +660,8 @@ pub(super) fn list_rows<I: Index, J: Index>(
 /// Numeric phase for the chunk's rows: `vals = alpha * row + beta * vals`,
 /// columns into `out.cols` when given.
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: Operand<'_, T, I, J>,
-    b: Operand<'_, T, I, J>,
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
     out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
@@ -665,37 +678,45 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         scale,
         sorted,
     } = out;
-    let mut ws = Workspace::<T>::take(scratch, b.pattern.ncols, longest(offsets, &rows), true)?;
+    let longest = longest(offsets, &rows);
+    let mut ws = Workspace::<T>::take(scratch, b.pattern.ncols, longest, true, b_canonical)?;
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
-        prefetch_rows_of_b(a.pattern, b.pattern, b.values, i + PREFETCH_AHEAD);
+        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         let len = out.len();
         let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
         let out_vals = &mut vals[out];
         if b_canonical {
-            if let Some(k) = single_entry(a.pattern, i) {
+            if let Some(k) = single_entry(&a.pattern, i) {
                 let (row_of_b, factor) = (a.pattern.col(k), a.values[k]);
-                copy_scaled_row(b, row_of_b, factor, i, scale, out_cols, out_vals)?;
+                copy_scaled_row(b, row_of_b, factor, i, &scale, out_cols, out_vals)?;
                 ws.previous.clear();
                 continue;
             }
         }
-        if repeats_previous(a.pattern, first, i) && ws.previous.len() == len && len > 0 {
-            accumulate_repeated_row(a, b, i, &mut ws, scale, out_cols, out_vals);
+        if repeats_previous(&a.pattern, first, i) && ws.previous.len() == len && len > 0 {
+            accumulate_repeated_row(a, b, i, &mut ws, &scale, out_cols, out_vals);
             continue;
         }
-        let values = Some((a.values, b.values));
-        let (n, span) = ws.accumulate(a.pattern, b.pattern, values, b_canonical, i, len);
+        let (a_vals, b_vals) = (Some(a.values), Some(b.values));
+        let (n, span) = ws.accumulate(&a.pattern, a_vals, &b.pattern, b_vals, i, len);
         if n != len {
             ws.reset();
             return Err(row_mismatch(i, n, len));
         }
         let sort = sorted
             && !(span.is_none()
-                && ws.take_shifted_previous(n, || first_column_shift(a.pattern, first, i)));
-        ws.emit(n, span, out_cols, Some((out_vals, scale)), scale.base, sort);
+                && ws.take_shifted_previous(n, || first_column_shift(&a.pattern, first, i)));
+        ws.emit(
+            n,
+            span,
+            out_cols,
+            Some((out_vals, &scale)),
+            scale.base,
+            sort,
+        );
     }
     ws.keep(scratch);
     Ok(())
@@ -724,22 +745,16 @@ fn first_column_shift<I: Index, J: Index>(
 /// and the row is read back at `previous`.
 #[inline]
 fn accumulate_repeated_row<T: Scalar, I: Index, J: Index>(
-    a: Operand<'_, T, I, J>,
-    b: Operand<'_, T, I, J>,
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
     i: usize,
     ws: &mut Workspace<T>,
     scale: &Scale<T>,
     out_cols: Option<&mut [J]>,
     out_vals: &mut [T],
 ) {
-    let Operand {
-        pattern: a,
-        values: a_vals,
-    } = a;
-    let Operand {
-        pattern: b,
-        values: b_vals,
-    } = b;
+    let (a, a_vals) = (&a.pattern, a.values);
+    let (b, b_vals) = (&b.pattern, b.values);
     let sums = &mut ws.sums;
     for k in a.range(i) {
         let r = b.range(a.col(k));

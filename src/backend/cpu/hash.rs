@@ -208,8 +208,8 @@ pub(super) fn list_rows<I: Index, J: Index>(
 /// writes `alpha * sum + beta * old` into `out.vals` (and the columns into
 /// `out.cols`).
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: Operand<'_, T, I, J>,
-    b: Operand<'_, T, I, J>,
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
     out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
@@ -243,17 +243,17 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     try_reserve(&mut slots, longest + 1, "the row slot list")?;
     let origin = offsets[rows.start];
     for i in rows {
-        prefetch_rows_of_b(a.pattern, b.pattern, b.values, i + PREFETCH_AHEAD);
+        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         if b_canonical {
-            if let Some(k) = single_entry(a.pattern, i) {
+            if let Some(k) = single_entry(&a.pattern, i) {
                 let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
                 copy_scaled_row(
                     b,
                     a.pattern.col(k),
                     a.values[k],
                     i,
-                    scale,
+                    &scale,
                     out_cols,
                     &mut vals[out],
                 )?;
@@ -356,12 +356,12 @@ mod tests {
         };
         let ones = [1.0f64; 64];
         let e = accumulate_rows(
-            Operand {
-                pattern: &wide,
+            &Operand {
+                pattern: wide,
                 values: &ones,
             },
-            Operand {
-                pattern: &b,
+            &Operand {
+                pattern: b,
                 values: &ones,
             },
             chunk(),
@@ -369,7 +369,7 @@ mod tests {
                 offsets: &offsets,
                 cols: Some(&mut cols[..]),
                 vals: &mut vals,
-                scale: &scale,
+                scale,
                 sorted: true,
             },
         )

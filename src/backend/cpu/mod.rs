@@ -182,8 +182,8 @@ impl CpuBackend<'_> {
     /// stale plan.
     pub(crate) fn upper_symbolic<T: Scalar, I: Index, J: Index>(
         &self,
-        a: Operand<'_, T, I, J>,
-        b: Operand<'_, T, I, J>,
+        a: &Operand<'_, T, I, J>,
+        b: &Operand<'_, T, I, J>,
         work: &RowWork,
         ratio: f64,
         counts: &mut [usize],
@@ -302,12 +302,12 @@ impl CpuBackend<'_> {
         let sorted = out.sorted || out.cols.is_none();
         let (pieces, scale) = output_pieces(out, work.bounds());
         let (a, b) = (
-            Operand {
-                pattern: a,
+            &Operand {
+                pattern: *a,
                 values: a_vals,
             },
-            Operand {
-                pattern: b,
+            &Operand {
+                pattern: *b,
                 values: b_vals,
             },
         );
@@ -315,7 +315,7 @@ impl CpuBackend<'_> {
             offsets,
             cols,
             vals,
-            scale: &scale,
+            scale,
             sorted,
         };
         if let Some(pattern) = known {

@@ -43,20 +43,14 @@ impl Scratch for SlotTable {
 /// `out.vals` holds the values of these rows only, from
 /// `offsets[rows.start]`; `out.cols` and `out.sorted` are not used.
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: Operand<'_, T, I, J>,
-    b: Operand<'_, T, I, J>,
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
     pattern: &[J],
     out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
-    let Operand {
-        pattern: a,
-        values: a_vals,
-    } = a;
-    let Operand {
-        pattern: b,
-        values: b_vals,
-    } = b;
+    let (a, a_vals) = (&a.pattern, a.values);
+    let (b, b_vals) = (&b.pattern, b.values);
     let Chunk { rows, scratch, .. } = chunk;
     let NumericPiece {
         offsets,
@@ -176,16 +170,16 @@ mod tests {
             offsets,
             cols: None,
             vals,
-            scale: &scale(),
+            scale: scale(),
             sorted: true,
         };
         accumulate_rows(
-            Operand {
-                pattern: &a,
+            &Operand {
+                pattern: a,
                 values: &av,
             },
-            Operand {
-                pattern: &b,
+            &Operand {
+                pattern: b,
                 values: &bv,
             },
             chunk,
