@@ -261,7 +261,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
             return Err(row_mismatch(i, row.0.len(), out.len()));
         }
         let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
-        store_row(row, &scale, out_cols, &mut vals[out]);
+        store_row(row, scale, out_cols, &mut vals[out]);
     }
     scratch.give(merger);
     Ok(())

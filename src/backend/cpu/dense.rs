@@ -306,9 +306,9 @@ impl<T: Scalar> Workspace<T> {
     /// At most `limit` new columns are recorded; the return value is the
     /// number of distinct columns (more than `limit` means a stale plan)
     /// and, when the row went into the bit map, its column span (otherwise
-    /// its columns are in `list`, unsorted). The values are separate
-    /// arguments, not a pair: the compiler then knows that nothing else
-    /// writes them, which keeps one more register free in the loops.
+    /// its columns are in `list`, unsorted). The values are arguments of
+    /// their own, not a pair, so that the compiler knows nothing else
+    /// writes them (inlined, also in the caller's loops).
     #[inline(always)]
     fn accumulate<I: Index, J: Index>(
         &mut self,
@@ -691,13 +691,13 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         if b_canonical {
             if let Some(k) = single_entry(&a.pattern, i) {
                 let (row_of_b, factor) = (a.pattern.col(k), a.values[k]);
-                copy_scaled_row(b, row_of_b, factor, i, &scale, out_cols, out_vals)?;
+                copy_scaled_row(b, row_of_b, factor, i, scale, out_cols, out_vals)?;
                 ws.previous.clear();
                 continue;
             }
         }
         if repeats_previous(&a.pattern, first, i) && ws.previous.len() == len && len > 0 {
-            accumulate_repeated_row(a, b, i, &mut ws, &scale, out_cols, out_vals);
+            accumulate_repeated_row(a, b, i, &mut ws, scale, out_cols, out_vals);
             continue;
         }
         let (a_vals, b_vals) = (Some(a.values), Some(b.values));
@@ -709,14 +709,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         let sort = sorted
             && !(span.is_none()
                 && ws.take_shifted_previous(n, || first_column_shift(&a.pattern, first, i)));
-        ws.emit(
-            n,
-            span,
-            out_cols,
-            Some((out_vals, &scale)),
-            scale.base,
-            sort,
-        );
+        ws.emit(n, span, out_cols, Some((out_vals, scale)), scale.base, sort);
     }
     ws.keep(scratch);
     Ok(())

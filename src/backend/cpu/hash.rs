@@ -226,6 +226,9 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         scale,
         sorted: sorted_output,
     } = out;
+    // A copy: the loops store through `vals`, which the compiler cannot
+    // tell apart from `*scale`, so it would read α and β again after each.
+    let scale = *scale;
     let size = chunk_table_size(work, &rows, b.pattern.ncols);
     let mut kept = Table::<T>::take(scratch, size, true)?;
     let Table {
@@ -369,7 +372,7 @@ mod tests {
                 offsets: &offsets,
                 cols: Some(&mut cols[..]),
                 vals: &mut vals,
-                scale,
+                scale: &scale,
                 sorted: true,
             },
         )

@@ -315,7 +315,7 @@ impl CpuBackend<'_> {
             offsets,
             cols,
             vals,
-            scale,
+            scale: &scale,
             sorted,
         };
         if let Some(pattern) = known {

@@ -58,6 +58,9 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         scale,
         ..
     } = out;
+    // A copy: the loops store through `vals`, which the compiler cannot
+    // tell apart from `*scale`, so it would read α and β again after each.
+    let scale = *scale;
     let longest = rows
         .clone()
         .map(|i| offsets[i + 1] - offsets[i])
@@ -170,7 +173,7 @@ mod tests {
             offsets,
             cols: None,
             vals,
-            scale: scale(),
+            scale: &scale(),
             sorted: true,
         };
         accumulate_rows(
