@@ -6,7 +6,7 @@ use super::arrays::{slice_at_mut, MatrixArrays};
 #[cfg(doc)]
 use super::SpgemmPlan;
 use super::{check_output_lengths, Backend, Fill, NumericJob, Operation};
-use crate::backend::cpu::{CpuBackend, NumericOutput, SymbolicOutput, UpperChunk};
+use crate::backend::cpu::{CpuBackend, NumericOutput, Operand, SymbolicOutput, UpperChunk};
 use crate::context::Context;
 use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView};
 use crate::error::{invalid, try_vec, Error, Result};
@@ -22,7 +22,7 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-/// A product planned on the CPU (the CPU arm of [`CpuPlan`]): the row
+/// A product planned on the CPU (the CPU arm of [`SpgemmPlan`]): the row
 /// access to op(A) and op(B), the products of every row, the chosen CPU
 /// algorithm, and after the symbolic phase C's row offsets. Every phase
 /// checks A's and B's shapes and nnz against the plan's; the phases that
@@ -331,8 +331,14 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     let bv = self.b.values(b, &mut sb)?;
                     let ratio = self.prediction.map_or(1.0, |p| p.ratio);
                     let chunks = backend.upper_symbolic(
-                        (&ra, av),
-                        (&rb, bv),
+                        &Operand {
+                            pattern: ra,
+                            values: av,
+                        },
+                        &Operand {
+                            pattern: rb,
+                            values: bv,
+                        },
                         &self.work,
                         ratio,
                         &mut counts[1..],

@@ -21,7 +21,8 @@
 
 use super::dense::UnsizedRows;
 use super::rows::{
-    prefetch_rows_of_b, row_mismatch, shift_cols, too_many_columns, Scale, PREFETCH_AHEAD,
+    prefetch_rows_of_b, row_mismatch, shift_cols, too_many_columns, Chunk, NumericPiece, Operand,
+    Scale, PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use crate::error::{try_reserve, try_vec, Result};
@@ -229,28 +230,33 @@ fn store_row<T: Scalar, J: Index>(
     }
 }
 
-/// BRMerge-Precise numeric phase for the rows `rows`, straight into C.
-/// B's rows must be canonical.
-#[allow(clippy::too_many_arguments)]
+/// BRMerge-Precise numeric phase for the chunk's rows, straight into C
+/// (always sorted: `out.sorted` is not used). B's rows must be canonical.
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    a_vals: &[T],
-    b: &RowPattern<'_, I, J>,
-    b_vals: &[T],
-    work: &RowWork,
-    rows: Range<usize>,
-    offsets: &[usize],
-    scale: &Scale<T>,
-    mut cols: Option<&mut [J]>,
-    vals: &mut [T],
-    scratch: &ScratchPool,
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    chunk: Chunk<'_>,
+    out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
-    let mut merger = Merger::for_rows(a, work, &rows, scratch)?;
+    let Chunk {
+        rows,
+        work,
+        scratch,
+        ..
+    } = chunk;
+    let NumericPiece {
+        offsets,
+        mut cols,
+        vals,
+        scale,
+        ..
+    } = out;
+    let mut merger = Merger::for_rows(&a.pattern, work, &rows, scratch)?;
     let origin = offsets[rows.start];
     for i in rows {
-        prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
+        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
         let out = offsets[i] - origin..offsets[i + 1] - origin;
-        let row = merger.merge_row(a, a_vals, b, b_vals, i)?;
+        let row = merger.merge_row(&a.pattern, a.values, &b.pattern, b.values, i)?;
         if row.0.len() != out.len() {
             return Err(row_mismatch(i, row.0.len(), out.len()));
         }
@@ -308,53 +314,46 @@ pub(super) fn make_room<X>(v: &mut Vec<X>, extra: usize, bound: usize) -> Result
 /// compression `ratio`, the sampling predictor) rather than its nprod (the
 /// upper bound BRMerge-Upper is named after), and grows when the prediction
 /// was low; it never exceeds nprod. Rows with more than [`MERGE_MAX_LISTS`]
-/// lists go through a dense accumulator instead when `dense_ok`.
-#[allow(clippy::too_many_arguments)]
+/// lists go through a dense accumulator instead when `dense_ok`. B's rows
+/// must be canonical (`chunk.b_canonical` is not read).
 pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    a_vals: &[T],
-    b: &RowPattern<'_, I, J>,
-    b_vals: &[T],
-    work: &RowWork,
-    rows: Range<usize>,
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    chunk: Chunk<'_>,
     (dense_ok, ratio): (bool, f64),
     counts: &mut [usize],
-    scratch: &ScratchPool,
 ) -> Result<UpperChunk<T, J>> {
+    let Chunk {
+        rows,
+        work,
+        scratch,
+        ..
+    } = chunk;
     let bound = usize::try_from(work.rows(rows.clone())).unwrap_or(usize::MAX);
     let start = upper_initial_capacity(bound, ratio);
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     try_reserve(&mut cols, start, "BRMerge-Upper temporary C")?;
     try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
-    let goes_dense = |i: usize| dense_ok && a.row_len(i) > MERGE_MAX_LISTS;
-    let mut merger = Merger::for_merged_rows(a, work, &rows, |i| !goes_dense(i), scratch)?;
+    let goes_dense = |i: usize| dense_ok && a.pattern.row_len(i) > MERGE_MAX_LISTS;
+    let mut merger = Merger::for_merged_rows(&a.pattern, work, &rows, |i| !goes_dense(i), scratch)?;
     let mut dense: Option<UnsizedRows<T>> = None;
     let first = rows.start;
     // `cols` and `vals` always hold exactly the finished rows.
     for (i, count) in rows.zip(counts.iter_mut()) {
-        prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
+        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
         let n = cols.len();
         if goes_dense(i) {
             if dense.is_none() {
                 let longest = usize::try_from(work.max_row()).unwrap_or(usize::MAX);
-                dense = Some(UnsizedRows::new(b.ncols, longest, scratch)?);
+                dense = Some(UnsizedRows::new(b.pattern.ncols, longest, true, scratch)?);
             }
             if let Some(d) = dense.as_mut() {
                 let nprod = usize::try_from(work.row(i)).unwrap_or(usize::MAX);
-                *count = d.append_row(
-                    a,
-                    a_vals,
-                    b,
-                    b_vals,
-                    true,
-                    (first, i),
-                    nprod,
-                    (&mut cols, &mut vals, bound),
-                )?;
+                *count = d.append_row(a, b, (first, i), nprod, (&mut cols, &mut vals, bound))?;
             }
             continue;
         }
-        let (rc, rv) = merger.merge_row(a, a_vals, b, b_vals, i)?;
+        let (rc, rv) = merger.merge_row(&a.pattern, a.values, &b.pattern, b.values, i)?;
         if n + rc.len() > bound {
             return Err(too_many_columns(i, bound));
         }
@@ -480,6 +479,7 @@ mod tests {
     /// sizes must not change, merged or dense.
     #[test]
     fn upper_grows_past_a_low_prediction() {
+        use super::{Chunk, Operand};
         use crate::plan::{RowPattern, RowWork};
         let n = 600usize;
         let (mut off, mut cols, mut vals) = (vec![0i32], Vec::new(), Vec::new());
@@ -498,18 +498,18 @@ mod tests {
         for dense_ok in [false, true] {
             let run = |ratio: f64| {
                 let mut counts = vec![0usize; n];
-                let chunk = super::upper_chunk(
-                    &a,
-                    &vals,
-                    &a,
-                    &vals,
-                    &work,
-                    0..n,
-                    (dense_ok, ratio),
-                    &mut counts,
-                    &super::ScratchPool::default(),
-                )
-                .unwrap();
+                let a = &Operand {
+                    pattern: a,
+                    values: &vals,
+                };
+                let scratch = super::ScratchPool::default();
+                let job = Chunk {
+                    rows: 0..n,
+                    work: &work,
+                    scratch: &scratch,
+                    b_canonical: true,
+                };
+                let chunk = super::upper_chunk(a, a, job, (dense_ok, ratio), &mut counts).unwrap();
                 (chunk.cols, chunk.vals, counts)
             };
             let exact = run(1.0);

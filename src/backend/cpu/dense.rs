@@ -24,12 +24,12 @@
 use super::brmerge::make_room;
 use super::rows::{
     copy_cols, copy_scaled_row, prefetch_rows_of_b, repeats_previous, row_mismatch, single_entry,
-    too_many_columns, Scale, PREFETCH_AHEAD,
+    too_many_columns, Chunk, ColumnsPiece, NumericPiece, Operand, Scale, PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use super::sort_columns::ColumnSorter;
 use crate::error::{try_vec, Result};
-use crate::plan::{RowPattern, RowWork};
+use crate::plan::RowPattern;
 use crate::types::{Index, Scalar};
 use std::ops::Range;
 
@@ -155,18 +155,21 @@ impl Stamps {
     }
 }
 
-/// Counts the distinct columns of each row of `rows`: long clustered rows
+/// Counts the distinct columns of each row of the chunk: long clustered rows
 /// with a bit map and a popcount, others with column stamps.
 pub(super) fn count_rows<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
-    b_canonical: bool,
-    work: &RowWork,
-    rows: Range<usize>,
+    chunk: Chunk<'_>,
     counts: &mut [usize],
-    scratch: &ScratchPool,
 ) -> Result<()> {
-    let mut ws = Workspace::<f32>::take(scratch, b.ncols, 0, false)?;
+    let Chunk {
+        rows,
+        work,
+        scratch,
+        b_canonical,
+    } = chunk;
+    let mut ws = Workspace::<f32>::take(scratch, b.ncols, 0, false, b_canonical)?;
     let Workspace { bits, stamps, .. } = &mut ws;
     let first = rows.start;
     for (c, i) in rows.enumerate() {
@@ -225,6 +228,9 @@ struct Workspace<T> {
     previous: Vec<usize>,
     /// How rows read from `list` are sorted.
     sorter: ColumnSorter,
+    /// Whether the rows of op(B) the workspace is taken for are canonical:
+    /// only then may a row be read back from the bit map.
+    b_canonical: bool,
 }
 
 impl<T: Scalar> Scratch for Workspace<T> {
@@ -239,12 +245,14 @@ impl<T: Scalar> Scratch for Workspace<T> {
 
 impl<T: Scalar> Workspace<T> {
     /// A workspace kept in `scratch` that is wide enough (made when none
-    /// is), with room for rows of `longest_row` entries.
+    /// is), with room for rows of `longest_row` entries, for rows of op(B)
+    /// that are canonical or not (`b_canonical`).
     fn take(
         scratch: &ScratchPool,
         ncols: usize,
         longest_row: usize,
         with_sums: bool,
+        b_canonical: bool,
     ) -> Result<Self> {
         let fits = |w: &Self| {
             w.bits.len() >= words(ncols)
@@ -253,6 +261,7 @@ impl<T: Scalar> Workspace<T> {
         };
         let mut ws = scratch.take_or_make(fits, || Workspace::new(ncols, with_sums))?;
         ws.sorter = ColumnSorter::new(ncols);
+        ws.b_canonical = b_canonical;
         if ws.list.len() < longest_row + 1 {
             ws.list = try_vec(longest_row + 1, 0usize, "dense accumulator column list")?;
         }
@@ -289,6 +298,7 @@ impl<T: Scalar> Workspace<T> {
             list: Vec::new(),
             previous: Vec::new(),
             sorter: ColumnSorter::new(ncols),
+            b_canonical: false,
         })
     }
 
@@ -296,21 +306,21 @@ impl<T: Scalar> Workspace<T> {
     /// At most `limit` new columns are recorded; the return value is the
     /// number of distinct columns (more than `limit` means a stale plan)
     /// and, when the row went into the bit map, its column span (otherwise
-    /// its columns are in `list`, unsorted).
+    /// its columns are in `list`, unsorted). The values are arguments of
+    /// their own, not a pair, so that the compiler knows nothing else
+    /// writes them (inlined, also in the caller's loops).
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn accumulate<I: Index, J: Index>(
         &mut self,
         a: &RowPattern<'_, I, J>,
         a_vals: Option<&[T]>,
         b: &RowPattern<'_, I, J>,
         b_vals: Option<&[T]>,
-        b_canonical: bool,
         i: usize,
         limit: usize,
     ) -> (usize, Option<(usize, usize)>) {
         let (bits, sums, list) = (&mut self.bits, &mut self.sums, &mut self.list);
-        if b_canonical && limit as u64 >= LONG_ROW_PRODUCTS / 2 {
+        if self.b_canonical && limit as u64 >= LONG_ROW_PRODUCTS / 2 {
             let (lo, hi) = row_span(a, b, i);
             let words = span_words(lo, hi);
             if words > 0 && words < SCAN_WORDS_PER_ENTRY * limit {
@@ -462,11 +472,18 @@ pub(super) struct UnsizedRows<T> {
 }
 
 impl<T: Scalar> UnsizedRows<T> {
-    /// For rows of up to `longest_nprod` products over `ncols` columns
-    /// (a workspace kept in `scratch` when one fits).
-    pub(super) fn new(ncols: usize, longest_nprod: usize, scratch: &ScratchPool) -> Result<Self> {
+    /// For rows of up to `longest_nprod` products over `ncols` columns,
+    /// of a B whose rows are canonical or not (a workspace kept in
+    /// `scratch` when one fits).
+    pub(super) fn new(
+        ncols: usize,
+        longest_nprod: usize,
+        b_canonical: bool,
+        scratch: &ScratchPool,
+    ) -> Result<Self> {
+        let longest = longest_nprod.min(ncols);
         Ok(UnsizedRows {
-            ws: Workspace::take(scratch, ncols, longest_nprod.min(ncols), true)?,
+            ws: Workspace::take(scratch, ncols, longest, true, b_canonical)?,
             ncols,
         })
     }
@@ -488,14 +505,10 @@ impl<T: Scalar> UnsizedRows<T> {
     /// # Errors
     /// [`crate::Error::AllocFailed`] when the vectors cannot grow; a row
     /// longer than `limit`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn append_row<I: Index, J: Index>(
         &mut self,
-        a: &RowPattern<'_, I, J>,
-        a_vals: &[T],
-        b: &RowPattern<'_, I, J>,
-        b_vals: &[T],
-        b_canonical: bool,
+        a: &Operand<'_, T, I, J>,
+        b: &Operand<'_, T, I, J>,
         (first, i): (usize, usize),
         limit: usize,
         (cols, vals, bound): (&mut Vec<J>, &mut Vec<T>, usize),
@@ -509,13 +522,11 @@ impl<T: Scalar> UnsizedRows<T> {
         // A row of A with the pattern of the one before (FEM's rows of one
         // node): the same columns, so no bit map and no sort.
         let n = self.ws.previous.len();
-        if repeats_previous(a, first, i) && n > 0 {
+        if repeats_previous(&a.pattern, first, i) && n > 0 {
             let at = open_slots(cols, vals, n, bound, i)?;
             accumulate_repeated_row(
                 a,
-                a_vals,
                 b,
-                b_vals,
                 i,
                 &mut self.ws,
                 &unscaled,
@@ -524,9 +535,10 @@ impl<T: Scalar> UnsizedRows<T> {
             );
             return Ok(n);
         }
+        let (a_vals, b_vals) = (Some(a.values), Some(b.values));
         let (n, span) = self
             .ws
-            .accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, limit);
+            .accumulate(&a.pattern, a_vals, &b.pattern, b_vals, i, limit);
         if n > limit {
             self.ws.reset();
             let room = bound - cols.len().min(bound);
@@ -588,20 +600,27 @@ fn longest(offsets: &[usize], rows: &Range<usize>) -> usize {
         .unwrap_or(0)
 }
 
-/// Writes the sorted distinct columns (plus `base`) of each row of `rows`
-/// into `cols`, which starts at row `rows.start` of the zero-based `offsets`.
-#[allow(clippy::too_many_arguments)]
+/// Writes the sorted distinct columns (plus `base`) of each row of the
+/// chunk into its piece of C's columns.
 pub(super) fn list_rows<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
-    b_canonical: bool,
-    rows: Range<usize>,
-    offsets: &[usize],
-    base: usize,
-    cols: &mut [J],
-    scratch: &ScratchPool,
+    chunk: Chunk<'_>,
+    out: ColumnsPiece<'_, J>,
 ) -> Result<()> {
-    let mut ws = Workspace::<f32>::take(scratch, b.ncols, longest(offsets, &rows), false)?;
+    let Chunk {
+        rows,
+        scratch,
+        b_canonical,
+        ..
+    } = chunk;
+    let ColumnsPiece {
+        offsets,
+        cols,
+        base,
+    } = out;
+    let longest = longest(offsets, &rows);
+    let mut ws = Workspace::<f32>::take(scratch, b.ncols, longest, false, b_canonical)?;
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
@@ -625,7 +644,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
                 continue;
             }
         }
-        let (n, span) = ws.accumulate(a, None, b, None, b_canonical, i, out.len());
+        let (n, span) = ws.accumulate(a, None, b, None, i, out.len());
         if n != out.len() {
             ws.reset();
             return Err(row_mismatch(i, n, out.len()));
@@ -638,50 +657,58 @@ pub(super) fn list_rows<I: Index, J: Index>(
     Ok(())
 }
 
-/// Numeric phase for the rows `rows`: `vals = alpha * row + beta * vals`,
-/// columns into `cols` when given.
-#[allow(clippy::too_many_arguments)]
+/// Numeric phase for the chunk's rows: `vals = alpha * row + beta * vals`,
+/// columns into `out.cols` when given.
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    a_vals: &[T],
-    b: &RowPattern<'_, I, J>,
-    b_vals: &[T],
-    b_canonical: bool,
-    rows: Range<usize>,
-    offsets: &[usize],
-    scale: &Scale<T>,
-    sorted: bool,
-    mut cols: Option<&mut [J]>,
-    vals: &mut [T],
-    scratch: &ScratchPool,
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    chunk: Chunk<'_>,
+    out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
-    let mut ws = Workspace::<T>::take(scratch, b.ncols, longest(offsets, &rows), true)?;
+    let Chunk {
+        rows,
+        scratch,
+        b_canonical,
+        ..
+    } = chunk;
+    let NumericPiece {
+        offsets,
+        mut cols,
+        vals,
+        scale,
+        sorted,
+    } = out;
+    let longest = longest(offsets, &rows);
+    let mut ws = Workspace::<T>::take(scratch, b.pattern.ncols, longest, true, b_canonical)?;
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
-        prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
+        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         let len = out.len();
         let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
         let out_vals = &mut vals[out];
         if b_canonical {
-            if let Some(k) = single_entry(a, i) {
-                copy_scaled_row(b, b_vals, a.col(k), a_vals[k], i, scale, out_cols, out_vals)?;
+            if let Some(k) = single_entry(&a.pattern, i) {
+                let (row_of_b, factor) = (a.pattern.col(k), a.values[k]);
+                copy_scaled_row(b, row_of_b, factor, i, scale, out_cols, out_vals)?;
                 ws.previous.clear();
                 continue;
             }
         }
-        if repeats_previous(a, first, i) && ws.previous.len() == len && len > 0 {
-            accumulate_repeated_row(a, a_vals, b, b_vals, i, &mut ws, scale, out_cols, out_vals);
+        if repeats_previous(&a.pattern, first, i) && ws.previous.len() == len && len > 0 {
+            accumulate_repeated_row(a, b, i, &mut ws, scale, out_cols, out_vals);
             continue;
         }
-        let (n, span) = ws.accumulate(a, Some(a_vals), b, Some(b_vals), b_canonical, i, len);
+        let (a_vals, b_vals) = (Some(a.values), Some(b.values));
+        let (n, span) = ws.accumulate(&a.pattern, a_vals, &b.pattern, b_vals, i, len);
         if n != len {
             ws.reset();
             return Err(row_mismatch(i, n, len));
         }
         let sort = sorted
-            && !(span.is_none() && ws.take_shifted_previous(n, || first_column_shift(a, first, i)));
+            && !(span.is_none()
+                && ws.take_shifted_previous(n, || first_column_shift(&a.pattern, first, i)));
         ws.emit(n, span, out_cols, Some((out_vals, scale)), scale.base, sort);
     }
     ws.keep(scratch);
@@ -709,19 +736,18 @@ fn first_column_shift<I: Index, J: Index>(
 /// Row `i` whose row of A has the pattern of row `i - 1`, whose sorted
 /// columns are `previous`: the products go into `sums` with no bit map,
 /// and the row is read back at `previous`.
-#[allow(clippy::too_many_arguments)]
 #[inline]
 fn accumulate_repeated_row<T: Scalar, I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    a_vals: &[T],
-    b: &RowPattern<'_, I, J>,
-    b_vals: &[T],
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
     i: usize,
     ws: &mut Workspace<T>,
     scale: &Scale<T>,
     out_cols: Option<&mut [J]>,
     out_vals: &mut [T],
 ) {
+    let (a, a_vals) = (&a.pattern, a.values);
+    let (b, b_vals) = (&b.pattern, b.values);
     let sums = &mut ws.sums;
     for k in a.range(i) {
         let r = b.range(a.col(k));

@@ -8,7 +8,7 @@
 
 use super::rows::{
     copy_scaled_row, prefetch_rows_of_b, repeats_previous, row_mismatch, single_entry,
-    too_many_columns, Scale, PREFETCH_AHEAD,
+    too_many_columns, Chunk, ColumnsPiece, NumericPiece, Operand, PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use crate::error::{try_reserve, try_vec, Result};
@@ -124,15 +124,19 @@ fn insert_row<I: Index, J: Index>(
     Ok(distinct)
 }
 
-/// Counts the distinct columns of each row of `rows` into `counts`.
+/// Counts the distinct columns of each row of the chunk into `counts`.
 pub(super) fn count_rows<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
-    work: &RowWork,
-    rows: Range<usize>,
+    chunk: Chunk<'_>,
     counts: &mut [usize],
-    scratch: &ScratchPool,
 ) -> Result<()> {
+    let Chunk {
+        rows,
+        work,
+        scratch,
+        ..
+    } = chunk;
     let mut kept = Table::<f32>::take(scratch, chunk_table_size(work, &rows, b.ncols), false)?;
     let keys = &mut kept.keys;
     let first = rows.start;
@@ -154,19 +158,25 @@ pub(super) fn count_rows<I: Index, J: Index>(
     Ok(())
 }
 
-/// Writes the sorted distinct columns (plus `base`) of each row of `rows`
-/// into `cols`, which starts at row `rows.start` of the zero-based `offsets`.
-#[allow(clippy::too_many_arguments)]
+/// Writes the sorted distinct columns (plus `base`) of each row of the
+/// chunk into its piece of C's columns.
 pub(super) fn list_rows<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
-    work: &RowWork,
-    rows: Range<usize>,
-    offsets: &[usize],
-    base: usize,
-    cols: &mut [J],
-    scratch: &ScratchPool,
+    chunk: Chunk<'_>,
+    out: ColumnsPiece<'_, J>,
 ) -> Result<()> {
+    let Chunk {
+        rows,
+        work,
+        scratch,
+        ..
+    } = chunk;
+    let ColumnsPiece {
+        offsets,
+        cols,
+        base,
+    } = out;
     let mut kept = Table::<f32>::take(scratch, chunk_table_size(work, &rows, b.ncols), false)?;
     let keys = &mut kept.keys;
     let origin = offsets[rows.start];
@@ -192,27 +202,34 @@ pub(super) fn list_rows<I: Index, J: Index>(
     Ok(())
 }
 
-/// Numeric phase for the rows `rows`: accumulates each row in the table in
-/// stored product order, sorts it by column (unless `sorted_output` is false: then
-/// the row stays in the order its columns first appeared) and writes
-/// `alpha * sum + beta * old` into `vals` (and the columns into `cols`).
-#[allow(clippy::too_many_arguments)]
+/// Numeric phase for the chunk's rows: accumulates each row in the table
+/// in stored product order, sorts it by column (unless `out.sorted` is
+/// false: then the row stays in the order its columns first appeared) and
+/// writes `alpha * sum + beta * old` into `out.vals` (and the columns into
+/// `out.cols`).
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    a_vals: &[T],
-    b: &RowPattern<'_, I, J>,
-    b_vals: &[T],
-    work: &RowWork,
-    rows: Range<usize>,
-    offsets: &[usize],
-    b_canonical: bool,
-    scale: &Scale<T>,
-    sorted_output: bool,
-    mut cols: Option<&mut [J]>,
-    vals: &mut [T],
-    scratch: &ScratchPool,
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    chunk: Chunk<'_>,
+    out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
-    let size = chunk_table_size(work, &rows, b.ncols);
+    let Chunk {
+        rows,
+        work,
+        scratch,
+        b_canonical,
+    } = chunk;
+    let NumericPiece {
+        offsets,
+        mut cols,
+        vals,
+        scale,
+        sorted: sorted_output,
+    } = out;
+    // A copy: the loops store through `vals`, which the compiler cannot
+    // tell apart from `*scale`, so it would read α and β again after each.
+    let scale = *scale;
+    let size = chunk_table_size(work, &rows, b.pattern.ncols);
     let mut kept = Table::<T>::take(scratch, size, true)?;
     let Table {
         ref mut keys,
@@ -229,36 +246,35 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     try_reserve(&mut slots, longest + 1, "the row slot list")?;
     let origin = offsets[rows.start];
     for i in rows {
-        prefetch_rows_of_b(a, b, b_vals, i + PREFETCH_AHEAD);
+        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         if b_canonical {
-            if let Some(k) = single_entry(a, i) {
+            if let Some(k) = single_entry(&a.pattern, i) {
                 let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
                 copy_scaled_row(
                     b,
-                    b_vals,
-                    a.col(k),
-                    a_vals[k],
+                    a.pattern.col(k),
+                    a.values[k],
                     i,
-                    scale,
+                    &scale,
                     out_cols,
                     &mut vals[out],
                 )?;
                 continue;
             }
         }
-        let table_len = table_size(work.row(i), b.ncols);
+        let table_len = table_size(work.row(i), b.pattern.ncols);
         let (table, sums) = (&mut keys[..table_len], &mut acc[..table_len]);
         let mask = table_len - 1;
         // The slots in insertion order: collecting from them avoids scanning
         // (and clearing) the whole table.
         slots.clear();
-        'products: for k in a.range(i) {
-            let av = a_vals[k];
-            let r = a.col(k);
-            for kk in b.range(r) {
-                let (s, new) = insert(table, mask, b.col(kk));
-                let p = av * b_vals[kk];
+        'products: for k in a.pattern.range(i) {
+            let av = a.values[k];
+            let r = a.pattern.col(k);
+            for kk in b.pattern.range(r) {
+                let (s, new) = insert(table, mask, b.pattern.col(kk));
+                let p = av * b.values[kk];
                 if new {
                     sums[s] = p;
                     slots.push(s);
@@ -299,6 +315,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::cpu::rows::Scale;
     use crate::Error;
 
     fn pattern<'a>(offsets: &'a [i32], cols: &'a [i32], ncols: usize) -> RowPattern<'a, i32, i32> {
@@ -321,7 +338,13 @@ mod tests {
         let wide = pattern(&wide_off, &b_cols, 64);
         let mut counts = [0usize; 1];
         let scratch = ScratchPool::default();
-        let e = count_rows(&wide, &b, &work, 0..1, &mut counts, &scratch).unwrap_err();
+        let chunk = || Chunk {
+            rows: 0..1,
+            work: &work,
+            scratch: &scratch,
+            b_canonical: false,
+        };
+        let e = count_rows(&wide, &b, chunk(), &mut counts).unwrap_err();
         assert!(
             matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed")),
             "{e}"
@@ -336,26 +359,34 @@ mod tests {
         };
         let ones = [1.0f64; 64];
         let e = accumulate_rows(
-            &wide,
-            &ones,
-            &b,
-            &ones,
-            &work,
-            0..1,
-            &offsets,
-            false,
-            &scale,
-            true,
-            Some(&mut cols[..]),
-            &mut vals,
-            &scratch,
+            &Operand {
+                pattern: wide,
+                values: &ones,
+            },
+            &Operand {
+                pattern: b,
+                values: &ones,
+            },
+            chunk(),
+            NumericPiece {
+                offsets: &offsets,
+                cols: Some(&mut cols[..]),
+                vals: &mut vals,
+                scale: &scale,
+                sorted: true,
+            },
         )
         .unwrap_err();
         assert!(
             matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed")),
             "{e}"
         );
-        let e = list_rows(&wide, &b, &work, 0..1, &offsets, 0, &mut cols, &scratch).unwrap_err();
+        let out = ColumnsPiece {
+            offsets: &offsets,
+            cols: &mut cols,
+            base: 0,
+        };
+        let e = list_rows(&wide, &b, chunk(), out).unwrap_err();
         assert!(
             matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed")),
             "{e}"

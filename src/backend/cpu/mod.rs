@@ -29,8 +29,10 @@ pub mod scratch;
 mod sort_columns;
 
 pub(crate) use brmerge::UpperChunk;
-pub(crate) use rows::Scale;
+pub(crate) use rows::{Operand, Scale};
 pub use scratch::ScratchPool;
+
+use rows::{Chunk, ColumnsPiece, NumericPiece};
 
 use crate::error::Result;
 use crate::plan::select::DENSE_MAX_BYTES;
@@ -155,6 +157,16 @@ impl CpuBackend<'_> {
         threads.max(1) * CHUNKS_PER_THREAD
     }
 
+    /// The job of the chunk of `rows`, for any kernel.
+    fn chunk<'w>(&'w self, rows: std::ops::Range<usize>, work: &'w RowWork) -> Chunk<'w> {
+        Chunk {
+            rows,
+            work,
+            scratch: self.scratch,
+            b_canonical: self.b_canonical,
+        }
+    }
+
     /// Whether the symbolic pass counts with a bit map (else a hash table).
     fn counts_with_bitmap(&self, ncols: usize) -> bool {
         self.algorithm != Algorithm::Hash && ncols <= BITMAP_MAX_COLS
@@ -170,28 +182,19 @@ impl CpuBackend<'_> {
     /// stale plan.
     pub(crate) fn upper_symbolic<T: Scalar, I: Index, J: Index>(
         &self,
-        (a, a_vals): (&RowPattern<'_, I, J>, &[T]),
-        (b, b_vals): (&RowPattern<'_, I, J>, &[T]),
+        a: &Operand<'_, T, I, J>,
+        b: &Operand<'_, T, I, J>,
         work: &RowWork,
         ratio: f64,
         counts: &mut [usize],
     ) -> Result<Vec<UpperChunk<T, J>>> {
-        let dense_ok = b.ncols.saturating_mul(std::mem::size_of::<T>()) <= DENSE_MAX_BYTES;
+        let dense_ok = b.pattern.ncols.saturating_mul(std::mem::size_of::<T>()) <= DENSE_MAX_BYTES;
         split_by_chunks(counts, work.bounds(), |r| r)
             .into_par_iter()
             .zip(work.chunks().collect::<Vec<_>>())
             .map(|(counts, rows)| {
-                brmerge::upper_chunk(
-                    a,
-                    a_vals,
-                    b,
-                    b_vals,
-                    work,
-                    rows,
-                    (dense_ok, ratio),
-                    counts,
-                    self.scratch,
-                )
+                let chunk = self.chunk(rows, work);
+                brmerge::upper_chunk(a, b, chunk, (dense_ok, ratio), counts)
             })
             .collect()
     }
@@ -236,17 +239,16 @@ impl CpuBackend<'_> {
     ) -> Result<()> {
         let bounds = work.bounds();
         let bitmap = self.counts_with_bitmap(b.ncols);
-        let canonical = self.b_canonical;
-        let scratch = self.scratch;
         match out {
             SymbolicOutput::Counts(counts) => split_by_chunks(counts, bounds, |r| r)
                 .into_par_iter()
                 .zip(work.chunks().collect::<Vec<_>>())
                 .try_for_each(|(counts, rows)| {
+                    let chunk = self.chunk(rows, work);
                     if bitmap {
-                        dense::count_rows(a, b, canonical, work, rows, counts, scratch)
+                        dense::count_rows(a, b, chunk, counts)
                     } else {
-                        hash::count_rows(a, b, work, rows, counts, scratch)
+                        hash::count_rows(a, b, chunk, counts)
                     }
                 }),
             SymbolicOutput::Columns {
@@ -257,10 +259,16 @@ impl CpuBackend<'_> {
                 .into_par_iter()
                 .zip(work.chunks().collect::<Vec<_>>())
                 .try_for_each(|(cols, rows)| {
+                    let chunk = self.chunk(rows, work);
+                    let out = ColumnsPiece {
+                        offsets,
+                        cols,
+                        base,
+                    };
                     if bitmap {
-                        dense::list_rows(a, b, canonical, rows, offsets, base, cols, scratch)
+                        dense::list_rows(a, b, chunk, out)
                     } else {
-                        hash::list_rows(a, b, work, rows, offsets, base, cols, scratch)
+                        hash::list_rows(a, b, chunk, out)
                     }
                 }),
         }
@@ -293,47 +301,52 @@ impl CpuBackend<'_> {
         };
         let sorted = out.sorted || out.cols.is_none();
         let (pieces, scale) = output_pieces(out, work.bounds());
+        let (a, b) = (
+            &Operand {
+                pattern: *a,
+                values: a_vals,
+            },
+            &Operand {
+                pattern: *b,
+                values: b_vals,
+            },
+        );
+        let piece = |vals, cols| NumericPiece {
+            offsets,
+            cols,
+            vals,
+            scale: &scale,
+            sorted,
+        };
         if let Some(pattern) = known {
             return pieces
                 .into_par_iter()
                 .zip(work.chunks().collect::<Vec<_>>())
-                .try_for_each(|((vals, _), rows)| {
-                    pattern::accumulate_rows(
-                        a,
-                        a_vals,
-                        b,
-                        b_vals,
-                        rows,
-                        offsets,
-                        pattern,
-                        &scale,
-                        vals,
-                        self.scratch,
-                    )
+                .try_for_each(|((vals, cols), rows)| {
+                    let chunk = self.chunk(rows, work);
+                    pattern::accumulate_rows(a, b, chunk, pattern, piece(vals, cols))
                 });
         }
-        let (canonical, scratch) = (self.b_canonical, self.scratch);
         let algorithm = match self.algorithm {
             // Merging needs sorted rows without duplicates; the planner
             // never picks BRMerge otherwise, this is only a safety net.
-            Algorithm::BrmergePrecise | Algorithm::BrmergeUpper if !canonical => Algorithm::Hash,
+            Algorithm::BrmergePrecise | Algorithm::BrmergeUpper if !self.b_canonical => {
+                Algorithm::Hash
+            }
             other => other,
         };
         pieces
             .into_par_iter()
             .zip(work.chunks().collect::<Vec<_>>())
-            .try_for_each(|((vals, cols), rows)| match algorithm {
-                Algorithm::Dense => dense::accumulate_rows(
-                    a, a_vals, b, b_vals, canonical, rows, offsets, &scale, sorted, cols, vals,
-                    scratch,
-                ),
-                Algorithm::BrmergePrecise | Algorithm::BrmergeUpper => brmerge::accumulate_rows(
-                    a, a_vals, b, b_vals, work, rows, offsets, &scale, cols, vals, scratch,
-                ),
-                _ => hash::accumulate_rows(
-                    a, a_vals, b, b_vals, work, rows, offsets, canonical, &scale, sorted, cols,
-                    vals, scratch,
-                ),
+            .try_for_each(|((vals, cols), rows)| {
+                let (chunk, out) = (self.chunk(rows, work), piece(vals, cols));
+                match algorithm {
+                    Algorithm::Dense => dense::accumulate_rows(a, b, chunk, out),
+                    Algorithm::BrmergePrecise | Algorithm::BrmergeUpper => {
+                        brmerge::accumulate_rows(a, b, chunk, out)
+                    }
+                    _ => hash::accumulate_rows(a, b, chunk, out),
+                }
             })
     }
 }

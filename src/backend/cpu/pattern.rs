@@ -10,12 +10,10 @@
 //! the fingerprints let through only on a collision) is an error, never a
 //! write elsewhere.
 
-use super::rows::{too_many_columns, Scale};
-use super::scratch::{bytes_of, Scratch, ScratchPool};
+use super::rows::{too_many_columns, Chunk, NumericPiece, Operand};
+use super::scratch::{bytes_of, Scratch};
 use crate::error::{try_vec, Error, Result};
-use crate::plan::RowPattern;
 use crate::types::{Index, Scalar};
-use std::ops::Range;
 
 /// One table entry per column of op(B): the row tag that last claimed the
 /// column and the column's position in that row of C.
@@ -39,23 +37,30 @@ impl Scratch for SlotTable {
     }
 }
 
-/// Adds the products of `rows` into C's values at the known columns
-/// `pattern` (all of C's columns with C's index base `scale.base`; row `i`
-/// is `pattern[offsets[i]..offsets[i + 1]]`). `vals` holds the values of
-/// these rows only, from `offsets[rows.start]`.
-#[allow(clippy::too_many_arguments)]
+/// Adds the products of the chunk's rows into its values of C at the
+/// known columns `pattern` (all of C's columns with C's index base
+/// `out.scale.base`; row `i` is `pattern[offsets[i]..offsets[i + 1]]`).
+/// `out.vals` holds the values of these rows only, from
+/// `offsets[rows.start]`; `out.cols` and `out.sorted` are not used.
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    a_vals: &[T],
-    b: &RowPattern<'_, I, J>,
-    b_vals: &[T],
-    rows: Range<usize>,
-    offsets: &[usize],
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    chunk: Chunk<'_>,
     pattern: &[J],
-    scale: &Scale<T>,
-    vals: &mut [T],
-    scratch: &ScratchPool,
+    out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
+    let (a, a_vals) = (&a.pattern, a.values);
+    let (b, b_vals) = (&b.pattern, b.values);
+    let Chunk { rows, scratch, .. } = chunk;
+    let NumericPiece {
+        offsets,
+        vals,
+        scale,
+        ..
+    } = out;
+    // A copy: the loops store through `vals`, which the compiler cannot
+    // tell apart from `*scale`, so it would read α and β again after each.
+    let scale = *scale;
     let longest = rows
         .clone()
         .map(|i| offsets[i + 1] - offsets[i])
@@ -137,6 +142,9 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::cpu::rows::Scale;
+    use crate::backend::cpu::ScratchPool;
+    use crate::plan::{RowPattern, RowWork};
 
     fn scale() -> Scale<f64> {
         Scale {
@@ -154,17 +162,32 @@ mod tests {
         let a = RowPattern::zero_based(&ao, &ac, 2);
         let b = RowPattern::zero_based(&bo, &bc, 2);
         let scratch = ScratchPool::default();
-        accumulate_rows(
-            &a,
-            &av,
-            &b,
-            &bv,
-            0..2,
+        let work = RowWork::new(&a, &b, 1)?;
+        let chunk = Chunk {
+            rows: 0..2,
+            work: &work,
+            scratch: &scratch,
+            b_canonical: true,
+        };
+        let out = NumericPiece {
             offsets,
-            pattern,
-            &scale(),
+            cols: None,
             vals,
-            &scratch,
+            scale: &scale(),
+            sorted: true,
+        };
+        accumulate_rows(
+            &Operand {
+                pattern: a,
+                values: &av,
+            },
+            &Operand {
+                pattern: b,
+                values: &bv,
+            },
+            chunk,
+            pattern,
+            out,
         )
     }
 
