@@ -876,3 +876,16 @@ impl Product {
         each_plan!(self, p => p.with_backend(|b| unsafe { b.numeric(ctx, stream, arrays, job) }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_and_products_move_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<SpgemmPlan<i32, i64>>();
+        fn send<T: Send>() {}
+        send::<Product>();
+    }
+}
