@@ -45,7 +45,11 @@ struct Parts {
     dev: Arc<dyn GpuDevice>,
     /// The algorithm asked for.
     algorithm: Algorithm,
-    deterministic: bool,
+}
+
+/// Whether `algorithm` asks for the bitwise-reproducible numeric phase.
+fn deterministic(algorithm: Algorithm) -> bool {
+    matches!(algorithm, Algorithm::Deterministic | Algorithm::Alg1)
 }
 
 impl Drop for GpuProduct {
@@ -272,10 +276,6 @@ impl GpuProduct {
     ) -> Result<GpuProduct> {
         let _binding = CallerBinding::save();
         check_supported(operation.algorithm, &*dev)?;
-        let deterministic = matches!(
-            operation.algorithm,
-            Algorithm::Deterministic | Algorithm::Alg1
-        );
         let stream = stream as RawStream;
         // Values are not read before the numeric phase.
         let (da, db) = operands(&dev, staging.as_mut(), stream, (a, b), false)?;
@@ -285,7 +285,7 @@ impl GpuProduct {
             (operation.op_a, &da),
             (operation.op_b, &db),
             kernel_types(a),
-            deterministic,
+            deterministic(operation.algorithm),
         )?;
         spgemm.set_c_offsets64(c_offsets == IndexType::I64);
         let parts = Parts {
@@ -294,7 +294,6 @@ impl GpuProduct {
             staging,
             dev,
             algorithm: operation.algorithm,
-            deterministic,
         };
         Ok(GpuProduct {
             parts: ManuallyDrop::new(parts),
@@ -324,7 +323,7 @@ impl GpuProduct {
     /// The mode that runs: [`Algorithm::Deterministic`] or
     /// [`Algorithm::NonDeterministic`].
     pub(crate) fn selected_algorithm(&self) -> Algorithm {
-        if self.parts.deterministic {
+        if deterministic(self.parts.algorithm) {
             Algorithm::Deterministic
         } else {
             Algorithm::NonDeterministic

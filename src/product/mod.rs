@@ -508,7 +508,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     ) -> Result<()> {
         match &self.on {
             On::Cpu(p) => p.write_structure(ctx, a, b, row_offsets, col_indices, base),
-            On::Gpu(_) => {
+            On::Gpu(g) => {
                 let out = CsrOutput::<T, IC, J> {
                     row_offsets: Some(row_offsets),
                     col_indices: Some(col_indices),
@@ -517,7 +517,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                     pattern: None,
                     column_order: ColumnOrder::Sorted,
                 };
-                self.numeric_gpu(ctx, a, b, (T::one(), T::zero()), out, Fill::Structure)
+                Self::numeric_gpu(g, ctx, a, b, (T::one(), T::zero()), out, Fill::Structure)
             }
         }
     }
@@ -548,13 +548,13 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     ) -> Result<()> {
         match &self.on {
             On::Cpu(p) => p.numeric(ctx, a, b, alpha, beta, out),
-            On::Gpu(_) => self.numeric_gpu(ctx, a, b, (alpha, beta), out, Fill::All),
+            On::Gpu(g) => Self::numeric_gpu(g, ctx, a, b, (alpha, beta), out, Fill::All),
         }
     }
 
-    /// A numeric phase of a GPU plan into `out`'s host arrays.
+    /// A numeric phase of the GPU product `g` into `out`'s host arrays.
     fn numeric_gpu<T: Scalar, IC: Index>(
-        &self,
+        g: &Mutex<GpuProduct>,
         ctx: &Context,
         a: &CsrView<'_, T, I, J>,
         b: &CsrView<'_, T, I, J>,
@@ -562,10 +562,11 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         out: CsrOutput<'_, T, IC, J>,
         fill: Fill,
     ) -> Result<()> {
-        let Some(nnz) = self.nnz() else {
+        let mut g = lock(g)?;
+        let Some(nnz) = g.nnz() else {
             invalid!("the symbolic phase has not run yet");
         };
-        let (m, n) = self.shape();
+        let (m, n) = g.shape();
         check_output_lengths(
             (
                 out.row_offsets.as_ref().map(|o| o.len()),
@@ -601,12 +602,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         let arrays = (&host_arrays(a), &host_arrays(b), &c);
         // SAFETY: the arrays come from live slices, C's from exclusive ones
         // whose lengths were checked.
-        let On::Gpu(g) = &self.on else {
-            return Err(crate::Error::InternalError(
-                "a CPU plan in the GPU numeric phase".into(),
-            ));
-        };
-        unsafe { lock(g)?.numeric(ctx, std::ptr::null_mut(), arrays, &job) }?;
+        unsafe { g.numeric(ctx, std::ptr::null_mut(), arrays, &job) }?;
         Ok(())
     }
 
@@ -835,16 +831,12 @@ impl Product {
         each_plan!(self, p => p.gpu_info())
     }
 
-    /// ALG3's `chunk_fraction` on a GPU; returns whether the product runs
-    /// there.
-    pub(crate) fn set_chunk_fraction(&mut self, fraction: f32) -> bool {
-        each_plan!(self, p => match &p.on {
-            On::Gpu(g) => {
-                let mut g = g.lock().unwrap_or_else(|e| e.into_inner());
-                g.set_chunk_fraction(fraction);
-                true
+    /// ALG3's `chunk_fraction` on a GPU (the CPU has no such tables).
+    pub(crate) fn set_chunk_fraction(&mut self, fraction: f32) {
+        each_plan!(self, p => {
+            if let On::Gpu(g) = &p.on {
+                read(g).set_chunk_fraction(fraction);
             }
-            On::Cpu(_) => false,
         })
     }
 
