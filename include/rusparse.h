@@ -31,6 +31,85 @@
 #define RUSPARSE_MAX_THREADS 4096
 
 /**
+ * Side of the square density image of A (its cells are
+ * `IMAGE_SIDE x IMAGE_SIDE` blocks of rows and columns).
+ */
+#define IMAGE_SIDE 4
+
+/**
+ * Rows of A sampled, evenly spaced, for the diagonal and image features
+ * (4096 cost up to 4 % of a small product's time, from the image's
+ * per-entry divisions; 512 estimate the shares to a few per cent).
+ */
+#define BAND_SAMPLE_ROWS 512
+
+/**
+ * Windows of consecutive rows of A, evenly spaced by work, in which
+ * [`accumulator_locality`] follows the columns a dense accumulator touches.
+ */
+#define LOCALITY_WINDOWS 8
+
+/**
+ * Products followed per locality window: 4096 adds touch at most 4096
+ * cache lines (256 KiB), the scale of a core's L2 cache, so the share of
+ * new lines in a window approximates the accumulator's miss rate when it
+ * does not fit in cache.
+ */
+#define LOCALITY_WINDOW_PRODUCTS 4096
+
+/**
+ * Number of features.
+ */
+#define NUM_FEATURES ((20 + (IMAGE_SIDE * IMAGE_SIDE)) + 3)
+
+/**
+ * Bytes of shared memory a kernel keeps beside its tables (counters).
+ */
+#define KERNEL_SHARED_EXTRA 16
+
+/**
+ * An inner dimension at least this long is renumbered (see
+ * [`OperandPattern::pair`]) when it is also more than
+ * [`RENUMBER_INNER_RATIO`] times the operands' entries together.
+ */
+#define RENUMBER_INNER_FROM (1 << 16)
+
+/**
+ * See [`RENUMBER_INNER_FROM`].
+ */
+#define RENUMBER_INNER_RATIO 4
+
+/**
+ * Rows per entry of [`RowWork::block_magnitudes`] (a divisor of the
+ * counting grain).
+ */
+#define MAGNITUDE_BLOCK 256
+
+/**
+ * Number of groups in [`Strata`]: 64 magnitudes of nprod times
+ * [`ENTRY_CLASSES`] classes of row length.
+ */
+#define STRATA (64 * ENTRY_CLASSES)
+
+/**
+ * Classes of a row's entry count: 1, 2-3, 4-7, 8 or more.
+ */
+#define ENTRY_CLASSES 4
+
+/**
+ * The largest dense accumulator (`ncols(B) * size_of::<T>()` bytes) the
+ * automatic choice uses.
+ */
+#define DENSE_MAX_BYTES (8 << 20)
+
+/**
+ * Products of at most this many scalar products skip the tree (and the
+ * prediction and features it reads, which would cost a large share of
+ * them): the dense accumulator when it fits, else hash.
+ */
+#define SMALL_PRODUCTS (1 << 16)
+
+/**
  * Status returned by every function (same numbers as `cusparseStatus_t`).
  */
 typedef enum {
@@ -281,6 +360,16 @@ typedef enum {
 } rusparseColumnOrder_t;
 
 /**
+ * The device properties the bins are derived from.
+ */
+typedef struct DeviceLimits DeviceLimits;
+
+/**
+ * How [`predict_nnz`] picks the rows it computes.
+ */
+typedef struct Sampling Sampling;
+
+/**
  * Opaque library context (one per handle).
  */
 typedef struct rusparseContext rusparseContext;
@@ -314,6 +403,18 @@ typedef const rusparseSpMatDescr *rusparseConstSpMatDescr_t;
  * An SpGEMM descriptor.
  */
 typedef rusparseSpGEMMDescr *rusparseSpGEMMDescr_t;
+
+
+
+
+
+
+
+
+
+
+
+
 
 #ifdef __cplusplus
 extern "C" {

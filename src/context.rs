@@ -4,6 +4,7 @@ use crate::backend::cpu::ScratchPool;
 use crate::backend::gpu::GpuDevice;
 use crate::error::{Error, Result};
 use crate::types::BackendKind;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Name of the environment variable that sets the CPU thread count of every
@@ -14,6 +15,11 @@ pub const NUM_THREADS_ENV: &str = "RUSPARSE_NUM_THREADS";
 /// new context, in bytes (`4096`, `512M`, `1G`; overridden by
 /// [`Context::set_scratch_limit`]); `0` keeps no scratch between products.
 pub const SCRATCH_LIMIT_ENV: &str = "RUSPARSE_SCRATCH_LIMIT";
+
+/// Name of the environment variable that sets the memory budget of every
+/// new context, in bytes (`4096`, `512M`, `1G`; overridden by
+/// [`Context::set_memory_budget`]).
+pub const MEMORY_BUDGET_ENV: &str = "RUSPARSE_MEMORY_BUDGET";
 
 /// The most CPU threads one context may ask for (a guard against typos that
 /// would start a hundred thousand threads).
@@ -34,6 +40,8 @@ pub struct Context {
     backend: BackendKind,
     pool: Option<Arc<rayon::ThreadPool>>,
     scratch: Arc<ScratchPool>,
+    /// The memory budget in bytes, `u64::MAX` for none; shared by clones.
+    budget: Arc<AtomicU64>,
     /// The GPU of a CUDA or HIP context (AUTO contexts open devices per
     /// call).
     gpu: Option<Arc<dyn GpuDevice>>,
@@ -98,6 +106,7 @@ impl Context {
             backend,
             pool: None,
             scratch: Arc::new(ScratchPool::default()),
+            budget: Arc::new(AtomicU64::new(u64::MAX)),
             gpu,
         };
         if let Ok(v) = std::env::var(NUM_THREADS_ENV) {
@@ -122,6 +131,16 @@ impl Context {
                     ))
                 })?;
             ctx.set_scratch_limit(bytes);
+        }
+        if let Ok(v) = std::env::var(MEMORY_BUDGET_ENV) {
+            let bytes = crate::system_memory::parse_bytes(&v)
+                .and_then(|b| usize::try_from(b).ok())
+                .ok_or_else(|| {
+                    Error::InvalidValue(format!(
+                        "{MEMORY_BUDGET_ENV} = {v:?} is not a size in bytes (4096, 512M, 1G)"
+                    ))
+                })?;
+            ctx.set_memory_budget(Some(bytes));
         }
         Ok(ctx)
     }
@@ -217,6 +236,35 @@ impl Context {
     /// freed. The next product allocates what it needs again.
     pub fn trim_scratch(&self) -> usize {
         self.scratch.trim()
+    }
+
+    /// Sets the memory budget of the products planned from now on (`None`:
+    /// no budget): the peak of everything rusparse allocates for a product
+    /// beyond the caller's A, B and C (the plan, every phase's workspaces,
+    /// the scratch this context keeps) stays at most `bytes`. The planner
+    /// meets it by choosing the fastest configuration that fits (another
+    /// algorithm, fewer chunks of rows at once); when none fits, planning
+    /// fails with [`Error::AllocFailed`] before allocating, naming the
+    /// smallest budget that would work. Applies to every clone of this
+    /// context. See docs/memory.md.
+    ///
+    /// On a CUDA or HIP context products are refused with
+    /// [`Error::NotSupported`] while a budget is set: the GPU planner does
+    /// not honour one yet.
+    pub fn set_memory_budget(&self, bytes: Option<usize>) {
+        let v = bytes.map_or(u64::MAX, |b| (b as u64).min(u64::MAX - 1));
+        self.budget.store(v, Ordering::Relaxed);
+        // Scratch kept from before counts against the budget: keep at most
+        // half of it (each product trims further to what it leaves).
+        self.scratch.set_room(bytes.map(|b| b / 2));
+    }
+
+    /// The memory budget (see [`Context::set_memory_budget`]).
+    pub fn memory_budget(&self) -> Option<usize> {
+        match self.budget.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            b => Some(usize::try_from(b).unwrap_or(usize::MAX)),
+        }
     }
 
     /// Runs `f` inside this context's thread pool (rayon work started by

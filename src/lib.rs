@@ -29,6 +29,7 @@ mod csr;
 mod error;
 pub mod ffi;
 /// cbindgen:ignore
+pub mod memory_meter;
 pub mod plan;
 /// cbindgen:ignore
 mod product;
@@ -37,7 +38,7 @@ mod spgemm;
 mod system_memory;
 mod types;
 
-pub use context::{Context, MAX_THREADS, NUM_THREADS_ENV, SCRATCH_LIMIT_ENV};
+pub use context::{Context, MAX_THREADS, MEMORY_BUDGET_ENV, NUM_THREADS_ENV, SCRATCH_LIMIT_ENV};
 pub use csr::{validate_structure, CsrMatrix, CsrOutput, CsrView};
 #[cfg(feature = "failure-injection")]
 pub use error::failure_injection;

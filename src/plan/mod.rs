@@ -9,11 +9,13 @@
 //! fingerprint that lets later phases refuse a changed input
 //! ([`fingerprint`]), the features a trained selector reads
 //! ([`features`]), and the algorithm choice ([`select`], which walks the
-//! trained tree of [`selector_model`]).
+//! trained tree of [`selector_model`]), and the choice of the fastest
+//! configuration that fits a memory budget ([`memory`]).
 
 pub mod features;
 pub mod fingerprint;
 pub mod gpu_bins;
+pub mod memory;
 pub mod operand;
 pub mod predict;
 pub mod row_work;

@@ -304,6 +304,12 @@ impl<I: Index, J: Index> OperandPattern<I, J> {
         Ok(scratch)
     }
 
+    /// Values [`OperandPattern::values`] gathers for each numeric phase (0
+    /// when the caller's arrays are walked as they are).
+    pub fn gathered_values_len(&self) -> usize {
+        self.owned.as_ref().map_or(0, |t| t.source.len())
+    }
+
     /// Bytes held by this operand's internal pattern.
     pub fn memory_bytes(&self) -> usize {
         self.owned.as_ref().map_or(0, |t| {

@@ -166,6 +166,30 @@ fn runnable(pick: Algorithm, shape: &ProductShape) -> Algorithm {
     }
 }
 
+/// The algorithms a memory budget may fall back to, fastest first: the
+/// `selected` one, then (for an automatic choice only) the others that can
+/// run on `shape`: the dense accumulator, BRMerge-Precise, hash. Never
+/// BRMerge-Upper, whose temporary C is as large as C, unless it was
+/// selected. A concrete algorithm asked for is kept (only the number of
+/// chunks run at once may shrink).
+pub fn budget_fallbacks(
+    requested: Algorithm,
+    selected: Algorithm,
+    shape: &ProductShape,
+) -> Vec<Algorithm> {
+    let mut out = vec![selected];
+    if requested.is_concrete() && requested == selected {
+        return out;
+    }
+    for a in [Algorithm::Dense, Algorithm::BrmergePrecise, Algorithm::Hash] {
+        let a = runnable(a, shape);
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

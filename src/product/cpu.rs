@@ -6,14 +6,17 @@ use super::arrays::{slice_at_mut, MatrixArrays};
 #[cfg(doc)]
 use super::SpgemmPlan;
 use super::{check_output_lengths, Backend, Fill, NumericJob, Operation};
+use crate::backend::cpu::memory::RowBounds;
+use crate::backend::cpu::ScratchPool;
 use crate::backend::cpu::{CpuBackend, NumericOutput, Operand, SymbolicOutput, UpperChunk};
 use crate::context::Context;
 use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView};
 use crate::error::{invalid, try_vec, Error, Result};
 use crate::plan::features::planning_features;
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
+use crate::plan::memory::{self, concurrency_levels, scratch_room, MemoryNeed};
 use crate::plan::predict::{self, NnzPrediction, PLANNING_SAMPLING};
-use crate::plan::select::{select, ProductShape};
+use crate::plan::select::{budget_fallbacks, select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
 use crate::spgemm::{check_nnz_fits, operands};
 use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, Scalar};
@@ -57,6 +60,169 @@ pub(crate) struct CpuPlan<I, J> {
     /// The output-size prediction, when the automatic choice or
     /// BRMerge-Upper needed it.
     prediction: Option<NnzPrediction>,
+    /// The memory budget the plan was made under.
+    budget: Option<u64>,
+    /// The planner's upper bound of the product's peak beyond A, B and C.
+    peak_bound: u64,
+    /// Chunks of rows the phases work on at once: the context's threads,
+    /// or fewer when the budget asks for it.
+    concurrency: usize,
+}
+
+/// Bytes of slack in every bound for the phases' small bookkeeping (the
+/// per-chunk slices of C, rayon's jobs), plus [`SLACK_PER_CHUNK`] per chunk.
+const SLACK_BYTES: u64 = 16 << 10;
+/// See [`SLACK_BYTES`].
+const SLACK_PER_CHUNK: u64 = 256;
+
+/// What the memory bounds of a CPU plan read (see [`Footprint::need`]).
+struct Footprint {
+    /// Held by the plan from its start: row work and transposed patterns.
+    plan: u64,
+    /// Bytes of values a numeric phase gathers (transposed operands).
+    gathered: u64,
+    /// Bytes of one value and one entry (value and column index) of C.
+    value_bytes: u64,
+    entry_bytes: u64,
+    rows: RowBounds,
+    m: usize,
+    chunks: usize,
+    products: u64,
+    /// The most products of one chunk (BRMerge-Upper's temporary C grows
+    /// to it).
+    chunk_products: u64,
+    b_canonical: bool,
+}
+
+impl Footprint {
+    /// The memory of `algorithm` run `concurrency` chunks at a time (the
+    /// kernels' bounds of [`CpuBackend`], for values of `T`).
+    fn need<T: Scalar, J: Index>(
+        &self,
+        algorithm: Algorithm,
+        concurrency: usize,
+        scratch: &ScratchPool,
+    ) -> MemoryNeed {
+        let backend = CpuBackend {
+            threads: concurrency,
+            algorithm,
+            b_canonical: self.b_canonical,
+            scratch,
+        };
+        let c = concurrency.min(self.chunks).max(1) as u64;
+        let upper = algorithm == Algorithm::BrmergeUpper;
+        let offsets = (self.m as u64 + 1) * 8;
+        let temporary_c = if upper {
+            self.products.saturating_mul(self.entry_bytes)
+        } else {
+            0
+        };
+        let kept = self
+            .plan
+            .saturating_add(offsets)
+            .saturating_add(temporary_c)
+            .saturating_add(EXTERNAL_BUFFER_BYTES);
+        let mut symbolic = c.saturating_mul(backend.symbolic_chunk_bytes(&self.rows, false));
+        if upper {
+            // Each chunk's temporary C may be copied once as it grows.
+            let chunk = backend
+                .upper_chunk_bytes::<T, J>(&self.rows)
+                .saturating_add(self.chunk_products.saturating_mul(self.entry_bytes));
+            symbolic = symbolic.max(c.saturating_mul(chunk).saturating_add(self.gathered));
+        }
+        let numeric = c
+            .saturating_mul(backend.numeric_chunk_bytes::<T, J>(&self.rows))
+            .saturating_add(self.gathered);
+        let slack = SLACK_BYTES + self.chunks as u64 * SLACK_PER_CHUNK;
+        debug_assert_eq!(self.value_bytes, std::mem::size_of::<T>() as u64);
+        MemoryNeed {
+            kept,
+            transient: symbolic.max(numeric).saturating_add(slack),
+        }
+    }
+}
+
+/// The fastest configuration (algorithm, chunks at once) whose peak fits
+/// the budget (`budget, planning`: the budget and planning's own bound),
+/// fastest first: the selected algorithm on every thread, then its
+/// fallbacks (an automatic choice only), then the same on half the
+/// threads, and so on. Without a budget, the selected algorithm on every
+/// thread, unless its peak is large and would not fit in the memory the
+/// system has left while a fallback would. Returns the configuration and
+/// its peak.
+///
+/// # Errors
+/// [`Error::AllocFailed`] naming the smallest budget when none fits.
+fn fit_budget<T: Scalar, J: Index>(
+    ctx: &Context,
+    (requested, selected): (Algorithm, Algorithm),
+    shape: &ProductShape,
+    footprint: &Footprint,
+    (budget, planning): (Option<u64>, u64),
+) -> Result<(Algorithm, usize, u64)> {
+    let threads = ctx.num_threads().max(1);
+    let peak = |alg, c| {
+        footprint
+            .need::<T, J>(alg, c, ctx.scratch())
+            .peak()
+            .max(planning)
+    };
+    let first = peak(selected, threads);
+    let limit = match budget {
+        Some(b) => b,
+        None if first < crate::system_memory::CHECKED_FROM_BYTES => {
+            return Ok((selected, threads, first))
+        }
+        None => match crate::system_memory::available_bytes() {
+            Some(left) if first > left => left,
+            _ => return Ok((selected, threads, first)),
+        },
+    };
+    let algorithms = budget_fallbacks(requested, selected, shape);
+    let candidates: Vec<((Algorithm, usize), u64)> = concurrency_levels(threads)
+        .into_iter()
+        .flat_map(|c| algorithms.iter().map(move |&alg| (alg, c)))
+        .map(|(alg, c)| ((alg, c), peak(alg, c)))
+        .collect();
+    match (memory::fastest_fitting(Some(limit), &candidates), budget) {
+        (Ok(((alg, c), p)), _) => Ok((alg, c, p)),
+        (Err(smallest), Some(b)) => Err(memory::too_small(
+            b,
+            smallest.unwrap_or(first),
+            "this product",
+        )),
+        // Over the memory left but no budget: run as selected, and let the
+        // allocations say what did not fit.
+        (Err(_), None) => Ok((selected, threads, first)),
+    }
+}
+
+/// The bytes the C ABI's external buffers are asked for, all three.
+const EXTERNAL_BUFFER_BYTES: u64 = 3 * crate::ffi::spgemm::CPU_BUFFER_BYTES as u64;
+
+/// An upper bound of the bytes planning `op(A) * op(B)` takes, from the
+/// shapes alone: the operands' patterns, the row work, and the samples of
+/// the prediction and the selector's features (a column set per thread,
+/// row lists).
+fn planning_bound<T: Scalar, I: Index, J: Index>(
+    (a, op_a): (&CsrView<'_, T, I, J>, Op),
+    (b, op_b): (&CsrView<'_, T, I, J>, Op),
+    threads: usize,
+    chunks: usize,
+) -> u64 {
+    let (m, _) = OperandPattern::shape(a, op_a);
+    let (_, n) = OperandPattern::shape(b, op_b);
+    let (m, n, t) = (m as u64, n as u64, threads.max(1) as u64);
+    let samples = m
+        .saturating_add(1)
+        .saturating_mul(16)
+        .saturating_add(t.saturating_mul(n.saturating_add(4096)))
+        .saturating_add(n / 16)
+        .saturating_add(1 << 16);
+    OperandPattern::pair_bytes_needed(a, op_a, b, op_b)
+        .saturating_add(RowWork::bytes_needed(m as usize))
+        .saturating_add((chunks as u64 + 1) * 8)
+        .saturating_add(samples)
 }
 
 /// BRMerge-Upper's temporary C (a `Vec<UpperChunk<T, J>>`) with the
@@ -165,11 +331,18 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         algorithm: Algorithm,
         prints: impl FnOnce() -> Option<(u64, u64)> + Send,
     ) -> Result<Self> {
+        let budget = ctx.memory_budget().map(|b| b as u64);
+        let chunks = CpuBackend::chunks_for(ctx.num_threads());
+        let planning = planning_bound((a, op_a), (b, op_b), ctx.num_threads(), chunks);
+        if let Some(b) = budget.filter(|&b| planning > b) {
+            return Err(memory::too_small_to_plan(b, planning));
+        }
+        ctx.scratch()
+            .set_room(budget.map(|b| scratch_room(b, planning)));
         ctx.run(|| {
             let (pa, pb) = operands(a, op_a, b, op_b)?;
             let (ra, rb) = (pa.rows(a), pb.rows(b));
             let b_canonical = rb.rows_canonical();
-            let chunks = CpuBackend::chunks_for(ctx.num_threads());
             let work = RowWork::new(&ra, &rb, chunks)?;
             let shape = ProductShape {
                 products: work.total(),
@@ -191,6 +364,32 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             if selected == Algorithm::BrmergeUpper && prediction.is_none() {
                 prediction = Some(predict::predict_nnz(&ra, &rb, &work, PLANNING_SAMPLING));
             }
+            let footprint = Footprint {
+                plan: RowWork::bytes_needed(work.nrows())
+                    + (work.bounds().len() as u64) * 8
+                    + (pa.memory_bytes() + pb.memory_bytes()) as u64,
+                gathered: ((pa.gathered_values_len() + pb.gathered_values_len())
+                    * std::mem::size_of::<T>()) as u64,
+                value_bytes: std::mem::size_of::<T>() as u64,
+                entry_bytes: shape.entry_bytes as u64,
+                rows: RowBounds {
+                    products: work.max_row(),
+                    a_row: (0..ra.nrows).map(|i| ra.row_len(i)).max().unwrap_or(0),
+                    ncols: rb.ncols,
+                },
+                m: work.nrows(),
+                chunks: work.bounds().len().saturating_sub(1),
+                products: work.total(),
+                chunk_products: work.chunks().map(|r| work.rows(r)).max().unwrap_or(0),
+                b_canonical,
+            };
+            let (selected, concurrency, peak_bound) = fit_budget::<T, J>(
+                ctx,
+                (algorithm, selected),
+                &shape,
+                &footprint,
+                (budget, planning),
+            )?;
             Ok(CpuPlan {
                 algorithm,
                 selected,
@@ -203,8 +402,40 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 b: pb,
                 work,
                 c_offsets: None,
+                budget,
+                peak_bound,
+                concurrency,
             })
         })
+    }
+
+    /// [`SpgemmPlan::peak_memory_bound`] on the CPU.
+    pub(crate) fn peak_memory_bound(&self) -> u64 {
+        self.peak_bound
+    }
+
+    /// [`SpgemmPlan::concurrency`] on the CPU.
+    pub(crate) fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// Runs a phase: under a budget, with the context's kept scratch
+    /// capped to the room the plan leaves it and at most
+    /// [`CpuPlan::concurrency`] threads.
+    fn run<R: Send>(&self, ctx: &Context, f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
+        ctx.scratch()
+            .set_room(self.budget.map(|b| scratch_room(b, self.peak_bound)));
+        if self.budget.is_none() || ctx.num_threads() <= self.concurrency {
+            return ctx.run(f);
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.concurrency)
+            .thread_name(|i| format!("rusparse-budget-{i}"))
+            .build()
+            .map_err(|e| {
+                Error::AllocFailed(format!("could not start {} threads: {e}", self.concurrency))
+            })?;
+        pool.install(f)
     }
 
     /// [`SpgemmPlan::nnz_lower_bound`] on the CPU.
@@ -312,7 +543,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         b: &CsrView<'_, T, I, J>,
     ) -> Result<usize> {
         self.upper = None;
-        let (offsets, upper) = ctx.run(|| -> Result<(Vec<usize>, Option<UpperStore>)> {
+        let (offsets, upper) = self.run(ctx, || -> Result<(Vec<usize>, Option<UpperStore>)> {
             // BRMerge-Upper keeps a temporary C that the numeric phase copies,
             // so its plan must see the planned patterns now.
             self.check_inputs(a, b, self.selected == Algorithm::BrmergeUpper)?;
@@ -428,7 +659,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         base: IndexBase,
     ) -> Result<()> {
         self.check_output_sizes(Some(row_offsets.len()), Some(col_indices.len()), None)?;
-        ctx.run(|| {
+        self.run(ctx, || {
             self.check_inputs(a, b, true)?;
             self.write_row_offsets(row_offsets, base)?;
             let offsets = self.offsets()?;
@@ -488,7 +719,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             }
             _ => None,
         };
-        ctx.run(|| {
+        self.run(ctx, || {
             self.check_inputs(a, b, true)?;
             if let Some(ro) = row_offsets {
                 self.write_row_offsets(ro, base)?;

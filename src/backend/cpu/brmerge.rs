@@ -48,6 +48,16 @@ impl<T: Scalar, J: Index> Lists<T, J> {
     }
 }
 
+/// Bytes of a chunk's ping-pong buffers for rows of up to `entries`
+/// products merged from up to `lists` lists, entries of `entry_bytes`
+/// (a column and a value).
+pub(super) fn merger_bytes(entries: u64, lists: usize, entry_bytes: usize) -> u64 {
+    entries
+        .saturating_mul(entry_bytes as u64)
+        .saturating_add((lists as u64 + 1) * 8)
+        .saturating_mul(2)
+}
+
 /// The ping-pong buffers of one chunk.
 pub(super) struct Merger<T, J> {
     ping: Lists<T, J>,

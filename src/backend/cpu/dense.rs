@@ -215,6 +215,17 @@ pub(super) fn count_rows<I: Index, J: Index>(
     Ok(())
 }
 
+/// Bytes of the workspace a chunk takes over `ncols` columns for rows of
+/// up to `longest_row` entries, with sums of `value_bytes` each (0: the
+/// symbolic phase's, without sums).
+pub(super) fn workspace_bytes(ncols: usize, longest_row: usize, value_bytes: usize) -> u64 {
+    let n = ncols as u64;
+    let lists = (longest_row as u64).saturating_mul(2).saturating_add(1);
+    (words(ncols) as u64 * 8)
+        .saturating_add(n.saturating_mul(4 + value_bytes as u64))
+        .saturating_add(lists.saturating_mul(8))
+}
+
 /// The per-chunk state of the numeric kernel.
 struct Workspace<T> {
     bits: Vec<u64>,

@@ -25,6 +25,13 @@ fn table_size(nprod: u64, ncols: usize) -> usize {
     distinct.saturating_mul(2).next_power_of_two().max(8)
 }
 
+/// Bytes of the hash table a chunk whose longest row has `nprod` products
+/// takes (keys, and sums of `value_bytes` each; 0 for the symbolic
+/// phase's keys-only table).
+pub(super) fn table_bytes(nprod: u64, ncols: usize, value_bytes: usize) -> u64 {
+    (table_size(nprod, ncols) as u64).saturating_mul(8 + value_bytes as u64)
+}
+
 /// A hash table's keys, every slot [`EMPTY`] between rows (and when kept
 /// between products), with the sums of the numeric phase beside them.
 struct Table<T> {

@@ -23,6 +23,7 @@
 pub(crate) mod brmerge;
 mod dense;
 mod hash;
+pub(crate) mod memory;
 mod pattern;
 mod rows;
 pub mod scratch;
@@ -164,6 +165,18 @@ impl CpuBackend<'_> {
             work,
             scratch: self.scratch,
             b_canonical: self.b_canonical,
+        }
+    }
+
+    /// The kernel the numeric phase runs: the algorithm's own, except that
+    /// merging needs sorted rows without duplicates (the planner never
+    /// picks BRMerge otherwise; this is only a safety net).
+    fn numeric_algorithm(&self) -> Algorithm {
+        match self.algorithm {
+            Algorithm::BrmergePrecise | Algorithm::BrmergeUpper if !self.b_canonical => {
+                Algorithm::Hash
+            }
+            other => other,
         }
     }
 
@@ -327,14 +340,7 @@ impl CpuBackend<'_> {
                     pattern::accumulate_rows(a, b, chunk, pattern, piece(vals, cols))
                 });
         }
-        let algorithm = match self.algorithm {
-            // Merging needs sorted rows without duplicates; the planner
-            // never picks BRMerge otherwise, this is only a safety net.
-            Algorithm::BrmergePrecise | Algorithm::BrmergeUpper if !self.b_canonical => {
-                Algorithm::Hash
-            }
-            other => other,
-        };
+        let algorithm = self.numeric_algorithm();
         pieces
             .into_par_iter()
             .zip(work.chunks().collect::<Vec<_>>())

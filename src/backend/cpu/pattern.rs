@@ -23,6 +23,14 @@ struct Slot {
     position: u32,
 }
 
+/// Bytes a chunk takes to add rows of up to `longest_row` entries (values
+/// of `value_bytes`) into C's known structure over `ncols` columns.
+pub(super) fn workspace_bytes(ncols: usize, longest_row: usize, value_bytes: usize) -> u64 {
+    (ncols as u64)
+        .saturating_mul(std::mem::size_of::<Slot>() as u64)
+        .saturating_add((longest_row as u64).saturating_mul(value_bytes as u64))
+}
+
 /// The slot table of a chunk and the newest tag in it (every slot's tag is
 /// at most `tag`, so the next row's tag claims no slot by accident, also
 /// when the table is kept for a later product).

@@ -50,6 +50,24 @@ struct State {
     kept: Vec<Kept>,
     bytes: usize,
     limit: usize,
+    /// A product's memory budget leaves the pool at most this much room
+    /// ([`ScratchPool::set_room`]); `usize::MAX` without a budget.
+    room: usize,
+}
+
+impl State {
+    /// The most bytes kept now: the limit, or less under a budget.
+    fn keeps_at_most(&self) -> usize {
+        self.limit.min(self.room)
+    }
+
+    /// Frees the oldest buffers until at most `keeps_at_most` bytes are kept.
+    fn evict(&mut self) {
+        while self.bytes > self.keeps_at_most() {
+            let old = self.kept.remove(0);
+            self.bytes -= old.bytes;
+        }
+    }
 }
 
 /// Scratch buffers kept between products (see the module documentation).
@@ -80,6 +98,7 @@ impl ScratchPool {
                 kept: Vec::new(),
                 bytes: 0,
                 limit,
+                room: usize::MAX,
             }),
         }
     }
@@ -122,10 +141,11 @@ impl ScratchPool {
     pub(crate) fn give<S: Scratch>(&self, item: S) {
         let bytes = item.bytes();
         let mut st = self.lock();
-        if bytes > st.limit {
+        let most = st.keeps_at_most();
+        if bytes > most {
             return;
         }
-        while st.bytes + bytes > st.limit {
+        while st.bytes + bytes > most {
             let old = st.kept.remove(0);
             st.bytes -= old.bytes;
         }
@@ -151,10 +171,16 @@ impl ScratchPool {
     pub fn set_limit(&self, limit: usize) {
         let mut st = self.lock();
         st.limit = limit;
-        while st.bytes > limit {
-            let old = st.kept.remove(0);
-            st.bytes -= old.bytes;
-        }
+        st.evict();
+    }
+
+    /// Under a memory budget, the room the running phase leaves the pool
+    /// (`None`: no budget, only the limit applies): kept buffers above it
+    /// are freed now, and until the next call the pool keeps no more.
+    pub(crate) fn set_room(&self, room: Option<usize>) {
+        let mut st = self.lock();
+        st.room = room.unwrap_or(usize::MAX);
+        st.evict();
     }
 
     /// Frees every kept buffer; returns the bytes freed.
@@ -225,5 +251,22 @@ mod tests {
         pool.set_limit(0);
         pool.give(Buf(vec![4; 1]));
         assert_eq!(pool.bytes(), 0);
+    }
+
+    #[test]
+    fn a_budget_room_caps_the_pool_below_its_limit() {
+        let pool = ScratchPool::new(1000);
+        pool.give(Buf(vec![0; 300]));
+        pool.give(Buf(vec![1; 300]));
+        pool.set_room(Some(400));
+        assert_eq!(pool.bytes(), 300);
+        // Giving back more evicts down to the room, not the limit.
+        pool.give(Buf(vec![2; 300]));
+        assert_eq!(pool.bytes(), 300);
+        pool.give(Buf(vec![3; 500]));
+        assert_eq!(pool.bytes(), 300);
+        pool.set_room(None);
+        pool.give(Buf(vec![4; 500]));
+        assert_eq!(pool.bytes(), 800);
     }
 }

@@ -1,0 +1,82 @@
+//! Upper bounds of the workspaces the CPU kernels take, per chunk of rows,
+//! for the memory budget ([`crate::plan::memory`]).
+//!
+//! Each bound mirrors the allocations of the kernel the phase dispatches
+//! to (see [`CpuBackend::symbolic`] and [`CpuBackend::numeric`]), sized for
+//! the largest row of the whole product: a workspace taken from the
+//! context's pool is reused by later chunks and grows to their rows, so at
+//! most `concurrency` workspaces of this size are alive at once.
+
+use super::{brmerge, dense, hash, pattern, CpuBackend};
+use crate::plan::select::DENSE_MAX_BYTES;
+use crate::types::{Algorithm, Index, Scalar};
+
+/// The row statistics the bounds read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowBounds {
+    /// The most products of one output row.
+    pub products: u64,
+    /// The most entries of one row of op(A) (lists merged by BRMerge).
+    pub a_row: usize,
+    /// Columns of op(B) (= of C).
+    pub ncols: usize,
+}
+
+impl RowBounds {
+    /// The most entries of one row of C.
+    fn c_row(&self) -> usize {
+        usize::try_from(self.products)
+            .unwrap_or(usize::MAX)
+            .min(self.ncols)
+    }
+}
+
+impl CpuBackend<'_> {
+    /// Bytes one chunk takes in the symbolic phase, counting rows or
+    /// (`columns`) listing them.
+    pub(crate) fn symbolic_chunk_bytes(&self, r: &RowBounds, columns: bool) -> u64 {
+        if self.counts_with_bitmap(r.ncols) {
+            dense::workspace_bytes(r.ncols, if columns { r.c_row() } else { 0 }, 0)
+        } else {
+            hash::table_bytes(r.products, r.ncols, 0)
+        }
+    }
+
+    /// Bytes one chunk takes in the numeric phase with values of `T`: the
+    /// algorithm's own, or adding into C's known structure (reuse), or
+    /// listing the columns of a structure-only output, whichever is most.
+    pub(crate) fn numeric_chunk_bytes<T: Scalar, J: Index>(&self, r: &RowBounds) -> u64 {
+        let t = std::mem::size_of::<T>();
+        let c_row = r.c_row() as u64;
+        let own = match self.numeric_algorithm() {
+            Algorithm::Dense => dense::workspace_bytes(r.ncols, r.c_row(), t),
+            Algorithm::BrmergePrecise | Algorithm::BrmergeUpper => {
+                brmerge::merger_bytes(r.products, r.a_row, t + std::mem::size_of::<J>())
+            }
+            _ => hash::table_bytes(r.products, r.ncols, t)
+                .saturating_add(c_row.saturating_mul(std::mem::size_of::<(usize, T)>() as u64))
+                .saturating_add((c_row + 1) * 8),
+        };
+        let known = if r.ncols.saturating_mul(8) <= DENSE_MAX_BYTES {
+            pattern::workspace_bytes(r.ncols, r.c_row(), t)
+        } else {
+            0
+        };
+        own.max(known).max(self.symbolic_chunk_bytes(r, true))
+    }
+
+    /// Bytes one chunk of BRMerge-Upper's symbolic phase takes besides its
+    /// temporary C: merge buffers and, for rows with many lists, a dense
+    /// accumulator.
+    pub(crate) fn upper_chunk_bytes<T: Scalar, J: Index>(&self, r: &RowBounds) -> u64 {
+        let t = std::mem::size_of::<T>();
+        let merge = brmerge::merger_bytes(r.products, r.a_row, t + std::mem::size_of::<J>());
+        let dense_ok = r.ncols.saturating_mul(t) <= DENSE_MAX_BYTES;
+        let dense = if dense_ok && r.a_row > brmerge::MERGE_MAX_LISTS {
+            dense::workspace_bytes(r.ncols, r.c_row(), t)
+        } else {
+            0
+        };
+        merge.saturating_add(dense)
+    }
+}
