@@ -389,6 +389,51 @@ static void test_handle(void) {
         EXPECT_TRUE(limit == ((size_t)1 << 20), "scratch limit %zu after SetNumThreads(0)", limit);
     }
 
+    /* memory budget: too small refused at work estimation naming the
+     * smallest budget; that budget works; 0 clears it */
+    {
+        size_t budget = 1, peak = 0;
+        int32_t chunks = 0;
+        static double dummy_buffer[8];
+        rusparseSpGEMMDescr_t d;
+        rusparseSpMatDescr_t C;
+        const char *m, *at;
+        EXPECT_STATUS(rusparseGetMemoryBudget(h, &budget), SUCCESS);
+        EXPECT_TRUE(budget == 0, "default memory budget %zu", budget);
+        EXPECT_STATUS(rusparseSetMemoryBudget(NULL, 1), RUSPARSE_STATUS_NOT_INITIALIZED);
+        EXPECT_STATUS_MSG(rusparseGetMemoryBudget(h, NULL), INVALID, "bytes");
+        EXPECT_STATUS(rusparseSetMemoryBudget(h, 64), SUCCESS);
+        EXPECT_STATUS(rusparseGetMemoryBudget(h, &budget), SUCCESS);
+        EXPECT_TRUE(budget == 64, "memory budget %zu after setting 64", budget);
+        CHECK(rusparseSpGEMM_createDescr(&d));
+        CHECK(rusparseCreateCsr(&C, 3, 2, 0, NULL, NULL, NULL, I32, I32, B0, R64));
+        EXPECT_STATUS(rusparseSpGEMM_workEstimation(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, d,
+                                                    &budget, NULL),
+                      SUCCESS);
+        EXPECT_TRUE(budget > 0 && budget <= 64, "bufferSize1 = %zu", budget);
+        EXPECT_STATUS_MSG(rusparseSpGEMM_workEstimation(h, N_OP, N_OP, &one, A.d, B.d, &zero, C, R64, ALG, d,
+                                                        &budget, dummy_buffer),
+                          RUSPARSE_STATUS_ALLOC_FAILED, "memory budget of 64 bytes");
+        m = rusparseGetLastErrorMessage();
+        at = strstr(m, "planning alone may take ");
+        EXPECT_TRUE(at != NULL, "no planning bound in \"%s\"", m);
+        if (at != NULL) {
+            budget = (size_t)strtoull(at + strlen("planning alone may take "), NULL, 10);
+            EXPECT_TRUE(budget > 64, "planning bound %zu", budget);
+            EXPECT_STATUS(rusparseSetMemoryBudget(h, budget * 2), SUCCESS);
+            product_of(d, A.d, &a, N_OP, B.d, &b, N_OP, "within a memory budget");
+            EXPECT_STATUS(rusparseSpGEMM_getMemoryPlan(d, &peak, &chunks), SUCCESS);
+            EXPECT_TRUE(peak > 0 && peak <= budget * 2 && chunks >= 1, "memory plan %zu bytes, %d chunks",
+                        peak, (int)chunks);
+        }
+        EXPECT_STATUS(rusparseSetMemoryBudget(h, 0), SUCCESS);
+        EXPECT_STATUS(rusparseGetMemoryBudget(h, &budget), SUCCESS);
+        EXPECT_TRUE(budget == 0, "memory budget %zu after clearing it", budget);
+        product_ok(NULL, "memory budget cleared");
+        CHECK(rusparseDestroySpMat(C));
+        CHECK(rusparseSpGEMM_destroyDescr(d));
+    }
+
     /* the message is thread-local state that a success clears */
     EXPECT_STATUS(rusparseGetVersion(NULL, &version), RUSPARSE_STATUS_NOT_INITIALIZED);
     EXPECT_TRUE(rusparseGetLastErrorMessage()[0] != '\0', "no message after an error");

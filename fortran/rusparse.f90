@@ -173,6 +173,19 @@ module rusparse
       type(c_ptr), value :: handle
       integer(c_size_t), intent(out) :: kept_bytes, limit_bytes
     end function
+    ! memory budget of a handle's products (a rusparse extension; 0: none)
+    integer(c_int) function rusparseSetMemoryBudget(handle, bytes) &
+        bind(C, name="rusparseSetMemoryBudget")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: handle
+      integer(c_size_t), value :: bytes
+    end function
+    integer(c_int) function rusparseGetMemoryBudget(handle, bytes) &
+        bind(C, name="rusparseGetMemoryBudget")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: handle
+      integer(c_size_t), intent(out) :: bytes
+    end function
     integer(c_int) function rusparseTrimScratch(handle) bind(C, name="rusparseTrimScratch")
       import :: c_int, c_ptr
       type(c_ptr), value :: handle
@@ -292,6 +305,13 @@ module rusparse
       type(c_ptr), value :: spgemm_descr
       integer(c_int), intent(out) :: backend, algorithm
       integer(c_int64_t), intent(out) :: num_products, nnz_c
+    end function
+    integer(c_int) function rusparseSpGEMM_getMemoryPlan(spgemm_descr, peak_bytes, concurrency) &
+        bind(C, name="rusparseSpGEMM_getMemoryPlan")
+      import :: c_int, c_int32_t, c_ptr, c_size_t
+      type(c_ptr), value :: spgemm_descr
+      integer(c_size_t), intent(out) :: peak_bytes
+      integer(c_int32_t), intent(out) :: concurrency
     end function
     integer(c_int) function rusparseSpGEMM_setColumnOrder(spgemm_descr, order) &
         bind(C, name="rusparseSpGEMM_setColumnOrder")

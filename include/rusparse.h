@@ -553,6 +553,28 @@ rusparseStatus_t rusparseGetScratchSize(rusparseHandle_t handle,
                                         size_t *limit_bytes);
 
 /**
+ * Sets the memory budget of the products this handle plans from now on, in
+ * bytes (0: no budget, the default; a rusparse extension). The peak of
+ * everything rusparse allocates for a product beyond the caller's A, B and
+ * C (the plan, every phase's workspaces, the external buffers it asks
+ * for, the scratch the handle keeps) stays at most `bytes`: work
+ * estimation picks the fastest configuration that fits, or fails with
+ * ALLOC_FAILED before the product allocates anything more, and
+ * `rusparseGetLastErrorMessage` names the smallest budget that would work.
+ * CPU products only: a GPU product on a handle with a budget is refused
+ * with NOT_SUPPORTED. `RUSPARSE_MEMORY_BUDGET` sets it for new handles.
+ * See docs/memory.md.
+ */
+rusparseStatus_t rusparseSetMemoryBudget(rusparseHandle_t handle,
+                                         size_t bytes);
+
+/**
+ * The handle's memory budget in bytes (0: none).
+ */
+rusparseStatus_t rusparseGetMemoryBudget(rusparseHandle_t handle,
+                                         size_t *bytes);
+
+/**
  * Frees the CPU scratch memory this handle keeps between products (the
  * next product allocates what it needs again). `rusparseDestroy` frees it
  * too.
@@ -883,6 +905,19 @@ rusparseStatus_t rusparseSpGEMM_getPlanInfo(rusparseSpGEMMDescr_t spgemmDescr,
                                             rusparseSpGEMMAlg_t *algorithm,
                                             int64_t *numProducts,
                                             int64_t *nnzC);
+
+/**
+ * The memory plan of a product planned on the CPU (rusparse extension):
+ * `*peakBytes`, the planner's upper bound of everything the product
+ * allocates beyond A, B and C (at most the handle's memory budget when
+ * one is set), and `*concurrency`, how many chunks of rows its phases
+ * work on at once (the handle's threads, or fewer to fit the budget).
+ * Either pointer may be NULL. INVALID_VALUE before work estimation;
+ * NOT_SUPPORTED for a product on a GPU.
+ */
+rusparseStatus_t rusparseSpGEMM_getMemoryPlan(rusparseSpGEMMDescr_t spgemmDescr,
+                                              size_t *peakBytes,
+                                              int32_t *concurrency);
 
 /**
  * Rows per bin of a planned product (rusparse extension): how the GPU

@@ -94,7 +94,7 @@ contains
     integer(c_size_t) :: size1, size2
     integer(c_int64_t) :: rows, cols, nnz, nprod
     integer(c_int) :: version, backend, base
-    integer(c_int32_t) :: num_bins
+    integer(c_int32_t) :: num_bins, chunks
     integer(c_int64_t) :: rows_per_bin(4)
     integer, parameter :: n_op = RUSPARSE_OPERATION_NON_TRANSPOSE
 
@@ -155,6 +155,14 @@ contains
                backend == RUSPARSE_BACKEND_CPU, "ran on the CPU")
     call check(rusparseGetScratchSize(handle, size1, size2) == RUSPARSE_STATUS_SUCCESS .and. &
                size1 > 0 .and. size1 <= size2, "scratch kept after the product")
+    call check(rusparseSpGEMM_getMemoryPlan(descr, size1, chunks) == RUSPARSE_STATUS_SUCCESS .and. &
+               size1 > 0 .and. chunks >= 1, "getMemoryPlan")
+    call check(rusparseSetMemoryBudget(handle, 1024_c_size_t * 1024_c_size_t) == &
+               RUSPARSE_STATUS_SUCCESS, "setMemoryBudget(1 MiB)")
+    call check(rusparseGetMemoryBudget(handle, size2) == RUSPARSE_STATUS_SUCCESS .and. &
+               size2 == 1048576_c_size_t, "getMemoryBudget")
+    call check(rusparseSetMemoryBudget(handle, 0_c_size_t) == RUSPARSE_STATUS_SUCCESS, &
+               "setMemoryBudget(0): none")
     call check(rusparseTrimScratch(handle) == RUSPARSE_STATUS_SUCCESS, "trimScratch")
     call check(rusparseSetScratchLimit(handle, 0_c_size_t) == RUSPARSE_STATUS_SUCCESS, &
                "setScratchLimit(0)")

@@ -332,6 +332,47 @@ pub unsafe extern "C" fn rusparseGetScratchSize(
     })
 }
 
+/// Sets the memory budget of the products this handle plans from now on, in
+/// bytes (0: no budget, the default; a rusparse extension). The peak of
+/// everything rusparse allocates for a product beyond the caller's A, B and
+/// C (the plan, every phase's workspaces, the external buffers it asks
+/// for, the scratch the handle keeps) stays at most `bytes`: work
+/// estimation picks the fastest configuration that fits, or fails with
+/// ALLOC_FAILED before the product allocates anything more, and
+/// `rusparseGetLastErrorMessage` names the smallest budget that would work.
+/// CPU products only: a GPU product on a handle with a budget is refused
+/// with NOT_SUPPORTED. `RUSPARSE_MEMORY_BUDGET` sets it for new handles.
+/// See docs/memory.md.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseSetMemoryBudget(
+    handle: rusparseHandle_t,
+    bytes: usize,
+) -> rusparseStatus_t {
+    boundary("rusparseSetMemoryBudget", || {
+        // SAFETY: NULL or a live handle, claimed for this call.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let h = unsafe { rusparseContext::get(handle) }?;
+        h.ctx.set_memory_budget((bytes > 0).then_some(bytes));
+        Ok(())
+    })
+}
+
+/// The handle's memory budget in bytes (0: none).
+#[no_mangle]
+pub unsafe extern "C" fn rusparseGetMemoryBudget(
+    handle: rusparseHandle_t,
+    bytes: *mut usize,
+) -> rusparseStatus_t {
+    boundary("rusparseGetMemoryBudget", || {
+        // SAFETY: NULL or a live handle, claimed for this call; NULL or a
+        // writable slot.
+        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let h = unsafe { rusparseContext::get(handle) }?;
+        *unsafe { out_ref(bytes, "bytes") }? = h.ctx.memory_budget().unwrap_or(0);
+        Ok(())
+    })
+}
+
 /// Frees the CPU scratch memory this handle keeps between products (the
 /// next product allocates what it needs again). `rusparseDestroy` frees it
 /// too.

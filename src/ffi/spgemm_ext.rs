@@ -171,6 +171,40 @@ pub unsafe extern "C" fn rusparseSpGEMM_getPlanInfo(
     })
 }
 
+/// The memory plan of a product planned on the CPU (rusparse extension):
+/// `*peakBytes`, the planner's upper bound of everything the product
+/// allocates beyond A, B and C (at most the handle's memory budget when
+/// one is set), and `*concurrency`, how many chunks of rows its phases
+/// work on at once (the handle's threads, or fewer to fit the budget).
+/// Either pointer may be NULL. INVALID_VALUE before work estimation;
+/// NOT_SUPPORTED for a product on a GPU.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseSpGEMM_getMemoryPlan(
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    peakBytes: *mut usize,
+    concurrency: *mut i32,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_getMemoryPlan", || {
+        let (_claim, d) = descr_ref(spgemmDescr)?;
+        let p = planned(d)?;
+        let Some((peak, chunks)) = p.product.memory_plan() else {
+            return Err(Error::NotSupported(
+                "the product runs on a GPU, whose planner has no memory plan yet".into(),
+            ));
+        };
+        // SAFETY: each is NULL (skipped) or a writable slot.
+        unsafe {
+            if !peakBytes.is_null() {
+                *peakBytes = usize::try_from(peak).unwrap_or(usize::MAX);
+            }
+            if !concurrency.is_null() {
+                *concurrency = i32::try_from(chunks).unwrap_or(i32::MAX);
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Rows per bin of a planned product (rusparse extension): how the GPU
 /// back end grouped the rows of C for `which` phase, so users and
 /// benchmarks can see what ran. The symbolic bins are the shared-memory

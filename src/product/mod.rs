@@ -862,6 +862,12 @@ impl Product {
         each_plan!(self, p => p.num_products())
     }
 
+    /// The planner's bound of the peak memory and the chunks run at once
+    /// (CPU only).
+    pub(crate) fn memory_plan(&self) -> Option<(u64, usize)> {
+        each_plan!(self, p => p.peak_memory_bound().zip(p.concurrency()))
+    }
+
     /// What a GPU product ran so far; `None` on the CPU.
     pub(crate) fn gpu_info(&self) -> Option<GpuPlanInfo> {
         each_plan!(self, p => p.gpu_info())
