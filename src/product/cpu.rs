@@ -6,7 +6,7 @@ use super::arrays::{slice_at_mut, MatrixArrays};
 #[cfg(doc)]
 use super::SpgemmPlan;
 use super::{check_output_lengths, Backend, Fill, NumericJob, Operation};
-use crate::backend::cpu::memory::RowBounds;
+use crate::backend::cpu::memory::{upper_temporary_entries, RowBounds};
 use crate::backend::cpu::ScratchPool;
 use crate::backend::cpu::{CpuBackend, NumericOutput, Operand, SymbolicOutput, UpperChunk};
 use crate::context::Context;
@@ -91,6 +91,10 @@ struct Footprint {
     /// The most products of one chunk (BRMerge-Upper's temporary C grows
     /// to it).
     chunk_products: u64,
+    /// Under a budget, the entries of BRMerge-Upper's temporary C over all
+    /// chunks, which never grows past its predicted size then; `None`
+    /// without a budget (it grows up to the products).
+    upper_capped: Option<u64>,
     b_canonical: bool,
 }
 
@@ -112,10 +116,10 @@ impl Footprint {
         let c = concurrency.min(self.chunks).max(1) as u64;
         let upper = algorithm == Algorithm::BrmergeUpper;
         let offsets = (self.m as u64 + 1) * 8;
-        let temporary_c = if upper {
-            self.products.saturating_mul(self.entry_bytes)
-        } else {
-            0
+        let temporary_c = match (upper, self.upper_capped) {
+            (false, _) => 0,
+            (true, Some(entries)) => entries.saturating_mul(self.entry_bytes),
+            (true, None) => self.products.saturating_mul(self.entry_bytes),
         };
         let kept = self
             .plan
@@ -124,10 +128,15 @@ impl Footprint {
             .saturating_add(EXTERNAL_BUFFER_BYTES);
         let mut symbolic = c.saturating_mul(backend.symbolic_chunk_bytes(&self.rows, false));
         if upper {
-            // Each chunk's temporary C may be copied once as it grows.
+            // Uncapped, each chunk's temporary C may be copied once as it
+            // grows; capped, it never grows.
+            let growth = match self.upper_capped {
+                Some(_) => 0,
+                None => self.chunk_products.saturating_mul(self.entry_bytes),
+            };
             let chunk = backend
                 .upper_chunk_bytes::<T, J>(&self.rows)
-                .saturating_add(self.chunk_products.saturating_mul(self.entry_bytes));
+                .saturating_add(growth);
             symbolic = symbolic.max(c.saturating_mul(chunk).saturating_add(self.gathered));
         }
         let numeric = c
@@ -381,6 +390,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 chunks: work.bounds().len().saturating_sub(1),
                 products: work.total(),
                 chunk_products: work.chunks().map(|r| work.rows(r)).max().unwrap_or(0),
+                upper_capped: budget
+                    .map(|_| upper_temporary_entries(&work, prediction.map_or(1.0, |p| p.ratio))),
                 b_canonical,
             };
             let (selected, concurrency, peak_bound) = fit_budget::<T, J>(
@@ -555,13 +566,16 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             // (a structure-only caller) only the counts are made and the
             // numeric phase computes from scratch.
             let has_values = |x: &CsrView<'_, T, I, J>| x.values().len() == x.col_indices().len();
-            let upper =
+            // Under a budget, its temporary C stays at the predicted size;
+            // when the prediction was low, it is dropped and the rows
+            // counted instead (the numeric phase then merges from scratch).
+            let upper_chunks =
                 if self.selected == Algorithm::BrmergeUpper && has_values(a) && has_values(b) {
                     let (mut sa, mut sb) = (Vec::new(), Vec::new());
                     let av = self.a.values(a, &mut sa)?;
                     let bv = self.b.values(b, &mut sb)?;
                     let ratio = self.prediction.map_or(1.0, |p| p.ratio);
-                    let chunks = backend.upper_symbolic(
+                    backend.upper_symbolic(
                         &Operand {
                             pattern: ra,
                             values: av,
@@ -571,16 +585,22 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                             values: bv,
                         },
                         &self.work,
-                        ratio,
+                        (ratio, self.budget.is_some()),
                         &mut counts[1..],
-                    )?;
+                    )?
+                } else {
+                    None
+                };
+            let upper = match upper_chunks {
+                Some(chunks) => {
                     let entries: usize = counts[1..].iter().sum();
                     Some(UpperStore {
                         chunks: Arc::new(chunks),
                         values: self.value_fingerprints(a, b),
                         bytes: entries * (std::mem::size_of::<T>() + std::mem::size_of::<J>()),
                     })
-                } else {
+                }
+                None => {
                     backend.symbolic(
                         &ra,
                         &rb,
@@ -588,7 +608,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         SymbolicOutput::Counts(&mut counts[1..]),
                     )?;
                     None
-                };
+                }
+            };
             for i in 0..m {
                 counts[i + 1] += counts[i];
             }

@@ -16,7 +16,9 @@
 use super::arrays::MatrixArrays;
 use super::{Backend, Fill, NumericJob, Operation};
 use crate::backend::caller_binding::CallerBinding;
+use crate::backend::gpu::budget::BudgetedDevice;
 use crate::backend::gpu::host_arrays::scalar_bytes;
+use crate::backend::gpu::spgemm::work_estimation_need;
 use crate::backend::gpu::{
     DeviceArrays, DeviceCsr, DeviceScalars, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes,
     RawStream,
@@ -262,7 +264,9 @@ impl GpuProduct {
     /// the transpose of an operand whose op is T or C, and counts the
     /// products. `staging`: A's, B's and C's arrays are host memory,
     /// copied to the device and back by every phase (see the module docs).
-    /// `c_offsets`: the type of C's row offsets.
+    /// `c_offsets`: the type of C's row offsets. `budget`: the most device
+    /// memory the product may hold at once (see docs/memory.md); every
+    /// allocation is counted ([`BudgetedDevice`]).
     ///
     /// # Safety
     /// Host arrays of `a` and `b` (staged products) hold what they state.
@@ -273,9 +277,38 @@ impl GpuProduct {
         operation: Operation,
         (a, b): (&MatrixArrays, &MatrixArrays),
         c_offsets: IndexType,
+        budget: Option<u64>,
     ) -> Result<GpuProduct> {
         let _binding = CallerBinding::save();
         check_supported(operation.algorithm, &*dev)?;
+        let dev: Arc<dyn GpuDevice> = BudgetedDevice::wrap(dev, budget);
+        if let Some(state) = dev.budget() {
+            // What staging and work estimation allocate, checked before
+            // either does.
+            let staged: u64 = match &staging {
+                None => 0,
+                Some(_) => [a, b]
+                    .into_iter()
+                    .map(|m| array_sizes(&host_used(m)).map(|s| s.iter().sum::<usize>() as u64))
+                    .sum::<Result<u64>>()?,
+            };
+            // Host arrays' used entries are read here; device arrays'
+            // declared nnz bounds theirs.
+            let dims = |m: &MatrixArrays| match &staging {
+                Some(_) => device_csr(&host_used(m)),
+                None => device_csr(m),
+            };
+            let need = staged
+                + work_estimation_need(
+                    &dev,
+                    kernel_types(a),
+                    (operation.op_a, &dims(a)),
+                    (operation.op_b, &dims(b)),
+                )?;
+            if state.live + need > state.budget {
+                return Err(state.too_small_to_plan(state.live + need));
+            }
+        }
         let stream = stream as RawStream;
         // Values are not read before the numeric phase.
         let (da, db) = operands(&dev, staging.as_mut(), stream, (a, b), false)?;
@@ -397,6 +430,7 @@ impl GpuProduct {
             None => device_csr(c),
             // C's old values go to the device only when beta reads them.
             Some(st) => {
+                check_staged_c(&*p.dev, &p.spgemm, st, c)?;
                 let how = ([false, false, !scalars.beta_is_zero], false, st.whole_c);
                 stage(&p.dev, &mut st.c, stream, c, how)?
             }
@@ -413,6 +447,38 @@ impl GpuProduct {
         }
         Ok(())
     }
+}
+
+/// Under a memory budget, refuses a product whose C (host arrays) does not
+/// fit on the device beside what the product holds and the numeric
+/// phase's least tables, before C's device copy is made. (Computing such
+/// a C in row blocks is not done yet.)
+fn check_staged_c(
+    dev: &dyn GpuDevice,
+    spgemm: &GpuSpgemm,
+    st: &Staging,
+    c: &MatrixArrays,
+) -> Result<()> {
+    let Some(state) = dev.budget() else {
+        return Ok(());
+    };
+    let bytes = array_sizes(c)?;
+    if st.c.as_ref().map(|s| s.arrays.bytes()) == Some(bytes) {
+        return Ok(());
+    }
+    let held =
+        st.c.as_ref()
+            .map_or(0, |s| s.arrays.bytes().iter().sum::<usize>() as u64);
+    let need =
+        state.live - held + bytes.iter().sum::<usize>() as u64 + spgemm.least_numeric_table_bytes();
+    if need > state.budget {
+        return Err(state.too_small(
+            need,
+            "this product's C on the device (its host arrays are copied there; C in row blocks \
+             is not done yet)",
+        ));
+    }
+    Ok(())
 }
 
 impl Backend for GpuProduct {

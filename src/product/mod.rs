@@ -213,19 +213,6 @@ fn host_arrays<T: Scalar, I: Index, J: Index>(x: &CsrView<'_, T, I, J>) -> Matri
     }
 }
 
-/// A memory budget is honoured on the CPU only: a GPU product under one is
-/// refused rather than run past it.
-fn refuse_gpu_budget(ctx: &Context) -> Result<()> {
-    match ctx.memory_budget() {
-        Some(b) => Err(crate::Error::NotSupported(format!(
-            "a memory budget of {b} bytes is set, and the GPU back end does not honour memory \
-             budgets yet: clear it (rusparseSetMemoryBudget(handle, 0), \
-             Context::set_memory_budget(None)) or multiply on the CPU"
-        ))),
-        None => Ok(()),
-    }
-}
-
 impl<I: Index, J: Index> SpgemmPlan<I, J> {
     /// Plans `op(A) * op(B)` on the context's back end: checks the shapes,
     /// builds the row access to transposed operands, and counts the
@@ -266,9 +253,10 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     }
 
     /// The planner's upper bound of the bytes this product holds at its
-    /// peak beyond A, B and C (plan, workspaces, the context's kept
-    /// scratch), which a memory budget keeps at most the budget; `None` on a
-    /// GPU.
+    /// peak beyond A, B and C (plan, workspaces), at most the memory budget
+    /// when one is set; the scratch the context keeps fits in what the
+    /// budget leaves. Without a budget, scratch kept from earlier products
+    /// comes on top. `None` on a GPU.
     pub fn peak_memory_bound(&self) -> Option<u64> {
         match &self.on {
             On::Cpu(p) => Some(p.peak_memory_bound()),
@@ -320,7 +308,6 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         let dev = ctx
             .gpu_device()
             .ok_or_else(|| crate::Error::InternalError("a GPU plan without a GPU".into()))?;
-        refuse_gpu_budget(ctx)?;
         // SAFETY: the arrays come from live slices of the sizes they state.
         let g = unsafe {
             GpuProduct::new(
@@ -330,6 +317,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 operation,
                 (&host_arrays(a), &host_arrays(b)),
                 I::INDEX_TYPE,
+                ctx.memory_budget().map(|b| b as u64),
             )
         }?;
         Ok(SpgemmPlan {
@@ -355,7 +343,6 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 CpuPlan::from_arrays::<T>(ctx, operation, (a, b), c)
             }?)),
             Placement::Gpu(dev) | Placement::StagedGpu(dev) => {
-                refuse_gpu_budget(ctx)?;
                 let staging = matches!(placement, Placement::StagedGpu(_)).then(Staging::for_c_abi);
                 On::Gpu(Box::new(Mutex::new(unsafe {
                     GpuProduct::new(
@@ -365,6 +352,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                         operation,
                         (a, b),
                         c.offset_type,
+                        ctx.memory_budget().map(|b| b as u64),
                     )
                 }?)))
             }

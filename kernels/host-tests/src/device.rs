@@ -86,6 +86,9 @@ struct Tracked {
     fail_at: Option<usize>,
     bytes_live: usize,
     bytes_peak: usize,
+    /// The device's memory ([`EmulatedDevice::set_capacity`]); `None`:
+    /// only the host's.
+    capacity: Option<usize>,
 }
 
 /// A GPU emulated on the host (see the module docs).
@@ -175,6 +178,25 @@ impl EmulatedDevice {
             .store(threads as usize, Ordering::Relaxed);
     }
 
+    /// Gives the device `bytes` of memory: an allocation that would take
+    /// the live bytes (inputs included) past it fails with
+    /// [`Error::InsufficientResources`], and [`GpuDevice::free_memory`]
+    /// reports what is left, as a real device's would.
+    pub fn set_capacity(&self, bytes: usize) {
+        self.tracked().capacity = Some(bytes);
+    }
+
+    /// Starts a new peak at the bytes live now.
+    pub fn reset_peak(&self) {
+        let mut t = self.tracked();
+        t.bytes_peak = t.bytes_live;
+    }
+
+    /// Bytes allocated now (inputs included).
+    pub fn live_bytes(&self) -> usize {
+        self.tracked().bytes_live
+    }
+
     /// Makes the `k`-th allocation from now (1-based) fail with
     /// [`Error::InsufficientResources`]; `None` stops failing.
     pub fn fail_allocation(&self, k: Option<usize>) {
@@ -262,6 +284,12 @@ impl EmulatedDevice {
                 )));
             }
         }
+        if let Some(cap) = t.capacity.filter(|&cap| t.bytes_live + bytes > cap) {
+            return Err(Error::InsufficientResources(format!(
+                "emulated device: out of memory: {bytes} bytes asked, {} of {cap} in use",
+                t.bytes_live
+            )));
+        }
         let layout = Layout::from_size_align(bytes.max(1), ALIGN)
             .map_err(|e| Error::InsufficientResources(format!("{bytes} bytes: {e}")))?;
         // SAFETY: non-zero size. Filled with a pattern: device memory
@@ -328,6 +356,12 @@ impl GpuDevice for EmulatedDevice {
 
     fn alloc(&self, bytes: usize, _stream: Option<RawStream>) -> Result<u64> {
         self.allocate(bytes, true)
+    }
+
+    fn free_memory(&self) -> Option<u64> {
+        let t = self.tracked();
+        t.capacity
+            .map(|cap| cap.saturating_sub(t.bytes_live) as u64)
     }
 
     unsafe fn free(&self, ptr: u64, _stream: Option<RawStream>) {

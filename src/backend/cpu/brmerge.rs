@@ -325,12 +325,15 @@ pub(super) fn make_room<X>(v: &mut Vec<X>, extra: usize, bound: usize) -> Result
 /// upper bound BRMerge-Upper is named after), and grows when the prediction
 /// was low; it never exceeds nprod. Rows with more than [`MERGE_MAX_LISTS`]
 /// lists go through a dense accumulator instead when `dense_ok`. B's rows
-/// must be canonical (`chunk.b_canonical` is not read).
+/// must be canonical (`chunk.b_canonical` is not read). `capped` (under a
+/// memory budget): the temporary C never grows past its first size, and a
+/// chunk whose rows do not fit fails as a row that does not fit its plan
+/// would (the caller then counts instead).
 pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     a: &Operand<'_, T, I, J>,
     b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
-    (dense_ok, ratio): (bool, f64),
+    (dense_ok, ratio, capped): (bool, f64, bool),
     counts: &mut [usize],
 ) -> Result<UpperChunk<T, J>> {
     let Chunk {
@@ -339,8 +342,9 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
         scratch,
         ..
     } = chunk;
-    let bound = usize::try_from(work.rows(rows.clone())).unwrap_or(usize::MAX);
-    let start = upper_initial_capacity(bound, ratio);
+    let products = usize::try_from(work.rows(rows.clone())).unwrap_or(usize::MAX);
+    let start = upper_initial_capacity(products, ratio);
+    let bound = if capped { start } else { products };
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     try_reserve(&mut cols, start, "BRMerge-Upper temporary C")?;
     try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
@@ -519,12 +523,35 @@ mod tests {
                     scratch: &scratch,
                     b_canonical: true,
                 };
-                let chunk = super::upper_chunk(a, a, job, (dense_ok, ratio), &mut counts).unwrap();
+                let chunk =
+                    super::upper_chunk(a, a, job, (dense_ok, ratio, false), &mut counts).unwrap();
                 (chunk.cols, chunk.vals, counts)
             };
             let exact = run(1.0);
             assert!(exact.0.len() > 4 * 1024, "{} entries", exact.0.len());
             assert_eq!(run(1e9), exact);
+            // Capped (under a memory budget), a low prediction is refused
+            // as a row that does not fit, never grown past; a right one
+            // gives the same temporary C.
+            let capped = |ratio: f64| {
+                let mut counts = vec![0usize; n];
+                let a = &Operand {
+                    pattern: a,
+                    values: &vals,
+                };
+                let scratch = super::ScratchPool::default();
+                let job = Chunk {
+                    rows: 0..n,
+                    work: &work,
+                    scratch: &scratch,
+                    b_canonical: true,
+                };
+                super::upper_chunk(a, a, job, (dense_ok, ratio, true), &mut counts)
+                    .map(|c| (c.cols, c.vals, counts))
+            };
+            let e = capped(1e9).unwrap_err();
+            assert!(matches!(e, crate::Error::InvalidValue(_)), "{e}");
+            assert_eq!(capped(1.0).unwrap(), exact);
         }
     }
 }

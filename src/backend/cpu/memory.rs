@@ -9,6 +9,7 @@
 
 use super::{brmerge, dense, hash, pattern, CpuBackend};
 use crate::plan::select::DENSE_MAX_BYTES;
+use crate::plan::RowWork;
 use crate::types::{Algorithm, Index, Scalar};
 
 /// The row statistics the bounds read.
@@ -29,6 +30,18 @@ impl RowBounds {
             .unwrap_or(usize::MAX)
             .min(self.ncols)
     }
+}
+
+/// Entries of BRMerge-Upper's temporary C over all chunks of `work` when it
+/// stays at its first size (under a memory budget): each chunk's products
+/// over the predicted compression `ratio`, with head room.
+pub(crate) fn upper_temporary_entries(work: &RowWork, ratio: f64) -> u64 {
+    work.chunks()
+        .map(|r| {
+            let products = usize::try_from(work.rows(r)).unwrap_or(usize::MAX);
+            brmerge::upper_initial_capacity(products, ratio) as u64
+        })
+        .sum()
 }
 
 impl CpuBackend<'_> {

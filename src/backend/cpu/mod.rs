@@ -188,28 +188,36 @@ impl CpuBackend<'_> {
     /// BRMerge-Upper's symbolic phase: every chunk merges its rows into a
     /// temporary C, first sized by the predicted compression `ratio`
     /// (nprod / nnz(C), the sampling predictor; 1 for the upper bound nprod);
-    /// `counts[i]` receives the size of row `i`.
+    /// `counts[i]` receives the size of row `i`. `capped` (under a memory
+    /// budget): no chunk's temporary C grows past its first size; when one
+    /// would (the prediction was low), the temporary C is dropped and
+    /// `None` returned, and the caller counts the rows instead.
     ///
     /// # Errors
     /// [`crate::Error::AllocFailed`]; [`crate::Error::InvalidValue`] on a
-    /// stale plan.
+    /// stale plan (when not `capped`; capped, the counting pass after
+    /// `None` finds it).
     pub(crate) fn upper_symbolic<T: Scalar, I: Index, J: Index>(
         &self,
         a: &Operand<'_, T, I, J>,
         b: &Operand<'_, T, I, J>,
         work: &RowWork,
-        ratio: f64,
+        (ratio, capped): (f64, bool),
         counts: &mut [usize],
-    ) -> Result<Vec<UpperChunk<T, J>>> {
+    ) -> Result<Option<Vec<UpperChunk<T, J>>>> {
         let dense_ok = b.pattern.ncols.saturating_mul(std::mem::size_of::<T>()) <= DENSE_MAX_BYTES;
-        split_by_chunks(counts, work.bounds(), |r| r)
+        let chunks: Result<Vec<_>> = split_by_chunks(counts, work.bounds(), |r| r)
             .into_par_iter()
             .zip(work.chunks().collect::<Vec<_>>())
             .map(|(counts, rows)| {
                 let chunk = self.chunk(rows, work);
-                brmerge::upper_chunk(a, b, chunk, (dense_ok, ratio), counts)
+                brmerge::upper_chunk(a, b, chunk, (dense_ok, ratio, capped), counts)
             })
-            .collect()
+            .collect();
+        match chunks {
+            Err(crate::Error::InvalidValue(_)) if capped => Ok(None),
+            other => other.map(Some),
+        }
     }
 
     /// BRMerge-Upper's numeric phase: copies the temporary C made by

@@ -422,6 +422,11 @@ impl GpuDevice for CudaDevice {
         Ok(self.module(types)?)
     }
 
+    fn free_memory(&self) -> Option<u64> {
+        self.bind().ok()?;
+        cu::mem_get_info().ok().map(|(free, _)| free as u64)
+    }
+
     fn alloc(&self, bytes: usize, stream: Option<RawStream>) -> Result<u64> {
         // SAFETY: a valid stream of the current context (or the legacy
         // default stream); the memory is only used in stream order.

@@ -86,6 +86,19 @@ pub trait GpuDevice: Send + Sync + Debug {
     /// these types; compile and load errors otherwise.
     fn kernels(&self, types: KernelTypes) -> Result<Arc<dyn GpuKernels>>;
 
+    /// The device memory free now, in bytes, when the runtime says
+    /// (`cuMemGetInfo`); `None` otherwise (the default).
+    fn free_memory(&self) -> Option<u64> {
+        None
+    }
+
+    /// The memory budget of the product this device is seen through, and
+    /// the bytes it holds now ([`super::budget::BudgetedDevice`]); `None`
+    /// for a plain device or a product without a budget.
+    fn budget(&self) -> Option<super::budget::BudgetState> {
+        None
+    }
+
     /// Allocates `bytes` (> 0) of device memory: ordered on `stream` where
     /// the runtime supports stream-ordered allocation and `stream` is
     /// `Some`, else synchronously.

@@ -5,6 +5,8 @@
 //!   implements it with the driver API, the HIP back end with
 //!   libamdhip64, and `kernels/host-tests` with host memory and the
 //!   host-emulated kernels.
+//! * [`budget`]: a device seen through one product's memory budget (every
+//!   allocation counted, none past the budget).
 //! * [`launch`]: the launch contract of `kernels/README.md` as data
 //!   (every kernel's parameter sizes, checked at every launch).
 //! * [`spgemm`]: [`GpuSpgemm`], one product, phase by phase, with its
@@ -20,6 +22,7 @@
 //! with the DCU study's refinements, all queued on the caller's stream;
 //! `docs/gpu-pipeline.md` describes it step by step.
 
+pub mod budget;
 pub mod device;
 pub mod host_arrays;
 pub mod launch;

@@ -116,8 +116,11 @@ const HEADER_WORDS: usize = H_BOUNDS_NUM + MAX_BINS;
 // value is 16-byte aligned.
 const _: () = assert!(HEADER_WORDS <= 200 && H_ZERO % 2 == 0);
 
+/// The alignment of the arrays inside one allocation.
+const ALIGN: u64 = 256;
+
 fn align(x: u64) -> u64 {
-    x.div_ceil(256) * 256
+    x.div_ceil(ALIGN) * ALIGN
 }
 
 /// Offsets (bytes) of the arrays in the one metadata allocation.
@@ -145,6 +148,30 @@ impl Layout {
             total: bins + align(m * 4),
         }
     }
+}
+
+/// The most device memory work estimation allocates: the row metadata,
+/// the transposes of operands whose op transposes, and the larger of a
+/// transpose's scratch and the copy the product count is scanned in.
+fn work_estimation_bytes(
+    layout: &Layout,
+    types: KernelTypes,
+    scan_block: u32,
+    operands: [(Op, &DeviceCsr); 2],
+) -> u64 {
+    // The copy of the m + 1 products per row (as long as the metadata's).
+    let scan_copy = layout.block_sums - layout.row_size;
+    let mut kept = layout.total;
+    let mut scratch = scan_copy;
+    for (op, x) in operands {
+        if op.transposes() {
+            let (rows, nnz) = (x.ncols.max(0) as u64, x.nnz.max(0) as u64);
+            kept += transpose::transposed_layout(types, rows, nnz)[3];
+            let words = rows + 1;
+            scratch = scratch.max(2 * align(words * 8) + scan_tiles(words, scan_block).max(1) * 8);
+        }
+    }
+    kept + scratch
 }
 
 fn scan_tiles(n: u64, scan_block: u32) -> u64 {
@@ -408,6 +435,47 @@ pub(crate) fn with_used_entries(
 }
 
 /// `(rows, columns)` of `op(x)`.
+/// The kernels for `types` on `dev`, the device's limits as the planner
+/// sizes blocks within them (no more threads a block than the kernels'
+/// compilation allows), and the scan's block.
+fn planned_limits(
+    dev: &Arc<dyn GpuDevice>,
+    types: KernelTypes,
+) -> Result<(Arc<dyn GpuKernels>, gpu_bins::DeviceLimits, u32)> {
+    let kernels = dev.kernels(types)?;
+    let mut limits = *dev.limits();
+    limits.max_threads_per_block = limits
+        .max_threads_per_block
+        .min(kernels.max_threads_per_block() / limits.warp * limits.warp)
+        .max(limits.warp);
+    let scan_block =
+        (limits.max_threads_per_block.min(1024) / limits.warp * limits.warp).max(limits.warp);
+    Ok((kernels, limits, scan_block))
+}
+
+/// The most device memory [`GpuSpgemm::work_estimation`] of `op(a) *
+/// op(b)` allocates (only the shapes of `a` and `b` are read), so a caller
+/// can check it, with what it stages first, before allocating anything.
+///
+/// # Errors
+/// As [`GpuDevice::kernels`].
+pub fn work_estimation_need(
+    dev: &Arc<dyn GpuDevice>,
+    types: KernelTypes,
+    (op_a, a): (Op, &DeviceCsr),
+    (op_b, b): (Op, &DeviceCsr),
+) -> Result<u64> {
+    let (_, _, scan_block) = planned_limits(dev, types)?;
+    let m = op_dims(a, op_a).0.max(0) as u64;
+    let layout = Layout::new(m, scan_block);
+    Ok(work_estimation_bytes(
+        &layout,
+        types,
+        scan_block,
+        [(op_a, a), (op_b, b)],
+    ))
+}
+
 fn op_dims(x: &DeviceCsr, op: Op) -> (i64, i64) {
     if op.transposes() {
         (x.ncols, x.nrows)
@@ -493,14 +561,7 @@ impl GpuSpgemm {
                 )));
             }
         }
-        let kernels = dev.kernels(types)?;
-        // The planner-sized kernels run no more threads a block than their
-        // compilation allows on this device.
-        let mut limits = *dev.limits();
-        limits.max_threads_per_block = limits
-            .max_threads_per_block
-            .min(kernels.max_threads_per_block() / limits.warp * limits.warp)
-            .max(limits.warp);
+        let (kernels, limits, scan_block) = planned_limits(dev, types)?;
         let bins = gpu_bins::gpu_bins(&limits, types.index_bytes(), types.value_bytes());
         if bins.symbolic.len() + 1 > MAX_BINS || bins.numeric.len() + 1 > MAX_BINS {
             return Err(Error::InternalError(format!(
@@ -510,9 +571,14 @@ impl GpuSpgemm {
                 MAX_BINS - 1
             )));
         }
-        let scan_block =
-            (limits.max_threads_per_block.min(1024) / limits.warp * limits.warp).max(limits.warp);
         let layout = Layout::new(m as u64, scan_block);
+        if let Some(state) = dev.budget() {
+            let need = state.live
+                + work_estimation_bytes(&layout, types, scan_block, [(op_a, a), (op_b, b)]);
+            if need > state.budget {
+                return Err(state.too_small_to_plan(need));
+            }
+        }
         let lanes = Lanes::new(dev)?;
         let meta = DeviceBuffer::new(dev, stream, layout.total, "the SpGEMM row metadata")?;
         let mut plan = GpuSpgemm {
@@ -542,13 +608,70 @@ impl GpuSpgemm {
             symbolic: None,
             symbolic_failed: None,
         };
-        let r = plan.estimate(stream, op_a, a, op_b, b);
+        let r = plan
+            .estimate(stream, op_a, a, op_b, b)
+            .and_then(|()| plan.check_budget(stream));
         // Recorded even after an error: dropping the plan frees its memory
         // after the work already queued.
         let done = plan.lanes.record_done(stream);
         r?;
         done?;
         Ok(plan)
+    }
+
+    /// Under a memory budget, refuses a product whose phases cannot fit
+    /// before they allocate: besides what the plan holds, the symbolic
+    /// phase needs a spill list and the global table of its longest row,
+    /// the numeric phase the global table of its longest row of C (both
+    /// bounded from the row products, read back here; the batches of
+    /// tables then shrink to what the budget leaves). C's own device copy
+    /// (host arrays) is checked when nnz(C) is known.
+    fn check_budget(&self, stream: RawStream) -> Result<()> {
+        let Some(state) = self.dev.budget() else {
+            return Ok(());
+        };
+        let m = self.m as usize;
+        let products: Vec<i64> = self.read(stream, self.meta.ptr() + self.layout.row_size, m)?;
+        let longest = products.iter().copied().max().unwrap_or(0);
+        let (ib, vb) = (
+            u64::from(self.types.index_bytes()),
+            u64::from(self.types.value_bytes()),
+        );
+        // Rows above the second-to-last bin's bound may reach the last
+        // (global) bin: a row's nnz is at most its products.
+        let above = |bins: &[KernelBin]| {
+            let bound = bins.len().checked_sub(2).map_or(-1, |k| bins[k].max_size);
+            products.iter().filter(|&&p| p > bound).count()
+        };
+        let spilled = above(&self.bins.symbolic);
+        let symbolic = spilled as u64 * 4
+            + resources::least_table_bytes(
+                spilled,
+                gpu_bins::symbolic_global_table(longest, self.n),
+                ib,
+            );
+        let numeric = resources::least_table_bytes(
+            above(&self.bins.numeric),
+            gpu_bins::numeric_global_table(longest.min(self.n)),
+            ib + vb,
+        );
+        let smallest = state.live + symbolic.max(numeric);
+        if smallest > state.budget {
+            return Err(state.too_small(smallest, "this product"));
+        }
+        Ok(())
+    }
+
+    /// The least device memory the numeric phase's global hash tables
+    /// take (its longest row's table, the batches shrinking to it); 0 when
+    /// no row needs one. Known after the symbolic phase.
+    pub fn least_numeric_table_bytes(&self) -> u64 {
+        let Some(s) = &self.symbolic else {
+            return 0;
+        };
+        let largest = s.global_tables.iter().copied().max().unwrap_or(0);
+        let entry = u64::from(self.types.index_bytes() + self.types.value_bytes());
+        resources::least_table_bytes(s.global_tables.len(), largest, entry)
     }
 
     fn estimate(

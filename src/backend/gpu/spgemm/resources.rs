@@ -198,6 +198,23 @@ pub(super) fn table_budget(tables: &[u64], entry_bytes: u64, chunk_fraction: Opt
     }
 }
 
+/// Bytes a [`GlobalTables`] of `rows` tables takes besides their entries:
+/// the table offsets (each batch's from 0) and the alignment of the key
+/// and value regions.
+pub(super) fn table_overhead(rows: usize) -> u64 {
+    align((2 * rows as u64 + 1) * 8) + 2 * ALIGN
+}
+
+/// The least bytes a [`GlobalTables`] of `rows` tables, the largest of
+/// `largest` entries of `entry` bytes, takes: its batches shrink to that
+/// table alone.
+pub(super) fn least_table_bytes(rows: usize, largest: u64, entry: u64) -> u64 {
+    if rows == 0 {
+        return 0;
+    }
+    table_overhead(rows) + largest * entry
+}
+
 /// Global hash tables for a list of rows, in batches that fit the budget:
 /// per batch, `count + 1` table offsets (from 0), then one key region and
 /// one value region shared by the batches (which run one after another on
@@ -218,7 +235,32 @@ impl GlobalTables {
         key_bytes: u64,
         val_bytes: u64,
     ) -> Result<Self> {
-        let budget = table_budget(tables, key_bytes + val_bytes, plan.chunk_fraction);
+        let entry = key_bytes + val_bytes;
+        let mut budget = table_budget(tables, entry, plan.chunk_fraction);
+        // Under a memory budget, batches shrink to what it leaves (down to
+        // the largest table); without one, to the device's free memory
+        // (less an eighth), which the allocation itself then checks.
+        let largest = tables.iter().copied().max().unwrap_or(0);
+        let overhead = table_overhead(tables.len());
+        let room = match plan.dev.budget() {
+            Some(state) => {
+                let fits = state.room().saturating_sub(overhead) / entry.max(1);
+                if fits < largest {
+                    return Err(state.too_small(
+                        state.live + least_table_bytes(tables.len(), largest, entry),
+                        "the global hash tables of this product's longest rows",
+                    ));
+                }
+                Some(fits)
+            }
+            None => plan
+                .dev
+                .free_memory()
+                .map(|free| (free - free / 8).saturating_sub(overhead) / entry.max(1)),
+        };
+        if let Some(room) = room {
+            budget = budget.min(room.max(largest));
+        }
         let ranges = batches(tables, budget);
         let mut offsets: Vec<i64> = Vec::with_capacity(tables.len() + ranges.len());
         let mut starts = Vec::with_capacity(ranges.len());
