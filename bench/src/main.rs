@@ -155,6 +155,68 @@ enum IndexArg {
     I64,
 }
 
+/// One `--memory-budget`: none, bytes, or a multiple of C's size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum BudgetArg {
+    /// No budget (`none`): the unbudgeted product, for comparison.
+    None,
+    /// A number of bytes (`4096`, `512M`, `1G`).
+    Bytes(u64),
+    /// A multiple of the bytes of C's three arrays (`1.25c`, `4c`).
+    TimesC(f64),
+}
+
+impl BudgetArg {
+    /// Parses `none`, bytes with an optional binary unit (`4096`, `512M`,
+    /// `1G`, `4GiB`: K, M, G, T are powers of 1024, as
+    /// `RUSPARSE_MEMORY_BUDGET` reads them) or a multiple of C's size
+    /// (`1.25c`).
+    fn parse(text: &str) -> Result<BudgetArg, String> {
+        let t = text.trim();
+        let bad = || {
+            format!(
+                "{text:?} is not a memory budget: bytes (4096, 512M, 1G), a multiple of C's \
+                 size (1.25c, 4c) or none"
+            )
+        };
+        if t.eq_ignore_ascii_case("none") {
+            return Ok(BudgetArg::None);
+        }
+        if let Some(x) = t.strip_suffix(['c', 'C']) {
+            let x: f64 = x.trim().parse().map_err(|_| bad())?;
+            return if x.is_finite() && x > 0.0 {
+                Ok(BudgetArg::TimesC(x))
+            } else {
+                Err(bad())
+            };
+        }
+        let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let number: u64 = t[..digits].parse().map_err(|_| bad())?;
+        let unit = t[digits..].trim().to_ascii_lowercase();
+        let shift = match unit.trim_end_matches('b').trim_end_matches('i') {
+            "" => 0,
+            "k" => 10,
+            "m" => 20,
+            "g" => 30,
+            "t" => 40,
+            _ => return Err(bad()),
+        };
+        number
+            .checked_mul(1 << shift)
+            .map(BudgetArg::Bytes)
+            .ok_or_else(bad)
+    }
+
+    /// The budget in bytes for a C of `c_bytes` bytes (`None`: no budget).
+    fn bytes(self, c_bytes: usize) -> Option<usize> {
+        match self {
+            BudgetArg::None => None,
+            BudgetArg::Bytes(b) => Some(usize::try_from(b).unwrap_or(usize::MAX)),
+            BudgetArg::TimesC(x) => Some((x * c_bytes as f64).round() as usize),
+        }
+    }
+}
+
 fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
 }
@@ -209,6 +271,14 @@ struct Cli {
     /// Untimed warm-up runs per case.
     #[arg(long, default_value_t = 1)]
     warmup: usize,
+    /// CPU: the memory budget of the products (Context::set_memory_budget):
+    /// bytes (4096, 512M, 1G), a multiple of C's size (1.25c, 4c: the bytes
+    /// of C's three arrays, from one unbudgeted product first) or none.
+    /// Repeatable: each budget gives its own row per case, the budgets
+    /// timed in interleaved rounds (e.g. --memory-budget none
+    /// --memory-budget 1.25c). Without it, RUSPARSE_MEMORY_BUDGET applies.
+    #[arg(long, value_name = "B", value_parser = BudgetArg::parse)]
+    memory_budget: Vec<BudgetArg>,
     /// Seed of the generators.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -376,37 +446,118 @@ fn run_cases<T: BenchScalar, I: Index>(
             algorithm: cli.algorithm.algorithm(),
             column_order: cli.column_order.order(),
         };
-        let m = product
-            .measure(cli.warmup, cli.runs, || progress.bar.inc(1))
-            .map_err(|e| format!("{}: rusparse failed: {e}", case.name))?;
-        let row = Row {
-            peak_extra_bytes: Some(m.peak_extra_bytes),
-            algorithm: match cli.column_order {
-                ColumnOrderArg::Sorted => m.algorithm.into(),
-                ColumnOrderArg::Any => format!("{}, any order", m.algorithm),
-            },
-            threads: ctx.num_threads() as u64,
-            backend: "cpu".into(),
-            c_bytes: Some(timing::c_bytes(&m.c) as u64),
-            first_call_s: Some(m.first_call_s),
-            ..measured_row(&case.name, &a, m.nprod, m.c.nnz(), &m.times)
+        let failed = |e: rusparse::Error| format!("{}: rusparse failed: {e}", case.name);
+        let budgets: Vec<Option<usize>> = if cli.memory_budget.is_empty() {
+            // The context's own budget (RUSPARSE_MEMORY_BUDGET or none).
+            vec![ctx.memory_budget()]
+        } else {
+            let needs_c = cli
+                .memory_budget
+                .iter()
+                .any(|b| matches!(b, BudgetArg::TimesC(_)));
+            let c_bytes = if needs_c {
+                let c = product.c_bytes_unbudgeted().map_err(failed)?;
+                progress.log(format!(
+                    "    C takes {c} bytes ({:.1} MiB)",
+                    c as f64 / 1048576.0
+                ));
+                c
+            } else {
+                0
+            };
+            cli.memory_budget.iter().map(|b| b.bytes(c_bytes)).collect()
         };
-        progress.log(format!(
-            "    nprod {}, nnz(C) {}, median {:.4} s, {:.3} GFLOPS, {}",
-            row.nprod, row.nnz_c, row.median_s, row.gflops, row.algorithm
-        ));
+        let measured =
+            product.measure_budgets(&budgets, cli.warmup, cli.runs, || progress.bar.inc(1));
+        let mut last_c = None;
+        for (budget, m) in budgets.iter().zip(measured) {
+            let m = match (m, budget) {
+                // A budget too small: a row that says so, not the end of
+                // the benchmark.
+                (Err(rusparse::Error::AllocFailed(msg)), Some(b)) => {
+                    progress.log(format!("    budget {b} bytes: refused: {msg}"));
+                    rows.push(Row {
+                        tool: TOOL.into(),
+                        matrix: case.name.clone(),
+                        rows: a.nrows() as u64,
+                        cols: a.ncols() as u64,
+                        nnz_a: a.nnz() as u64,
+                        algorithm: refused(&msg),
+                        threads: ctx.num_threads() as u64,
+                        value: T::NAME.into(),
+                        index: index_name::<I>().into(),
+                        backend: "cpu".into(),
+                        memory_budget: Some(*b as u64),
+                        ..Row::default()
+                    });
+                    continue;
+                }
+                (m, _) => m.map_err(failed)?,
+            };
+            let row = Row {
+                peak_extra_bytes: Some(m.peak_extra_bytes),
+                algorithm: match cli.column_order {
+                    ColumnOrderArg::Sorted => m.algorithm.into(),
+                    ColumnOrderArg::Any => format!("{}, any order", m.algorithm),
+                },
+                threads: ctx.num_threads() as u64,
+                backend: "cpu".into(),
+                c_bytes: Some(timing::c_bytes(&m.c) as u64),
+                first_call_s: Some(m.first_call_s),
+                memory_budget: m.budget.map(|b| b as u64),
+                peak_bound: m.peak_bound,
+                peak_extra_cold_bytes: Some(m.peak_extra_cold_bytes),
+                concurrency: m.concurrency.map(|c| c as u64),
+                ..measured_row(&case.name, &a, m.nprod, m.c.nnz(), &m.times)
+            };
+            let peak = m.peak_extra_bytes.max(m.peak_extra_cold_bytes);
+            let budget_note = match row.memory_budget {
+                Some(b) => format!(
+                    ", budget {b} bytes: peak extra {} bytes, {} from no kept scratch ({:.0} % of \
+                     the budget{}), planner's bound {}, {} chunks at once",
+                    m.peak_extra_bytes,
+                    m.peak_extra_cold_bytes,
+                    100.0 * peak.max(1) as f64 / b.max(1) as f64,
+                    if peak > b { ", OVER THE BUDGET" } else { "" },
+                    m.peak_bound.map_or("-".into(), |p| p.to_string()),
+                    m.concurrency.map_or("-".into(), |c| c.to_string()),
+                ),
+                None => String::new(),
+            };
+            progress.log(format!(
+                "    nprod {}, nnz(C) {}, median {:.4} s, {:.3} GFLOPS, {}{budget_note}",
+                row.nprod, row.nnz_c, row.median_s, row.gflops, row.algorithm
+            ));
+            rows.push(row);
+            last_c = Some(m.c);
+        }
+        let Some(c) = last_c else {
+            continue;
+        };
         if let Some(dir) = &cli.dump {
             let b_dump = match cli.product {
                 ProductArg::Ab => b.as_ref(),
                 _ => None,
             };
-            dump::write_case(dir, &case.name, cli.product.name(), &a, b_dump, &m.c)
+            dump::write_case(dir, &case.name, cli.product.name(), &a, b_dump, &c)
                 .map_err(|e| format!("{}: dump: {e}", case.name))?;
         }
-        rows.push(row);
     }
     progress.bar.finish_and_clear();
     Ok(rows)
+}
+
+/// The algorithm cell of a budget the planner refused: `refused`, with
+/// the smallest budget that would work when the message names it.
+fn refused(msg: &str) -> String {
+    let smallest = msg
+        .split("the smallest budget that would work is ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next());
+    match smallest {
+        Some(n) => format!("refused (smallest budget {n} bytes)"),
+        None => "refused (budget too small to plan)".into(),
+    }
 }
 
 /// The fields of a result row every back end fills the same way: the case,
@@ -587,6 +738,13 @@ fn run(cli: &Cli) -> Result<(), String> {
                 }
             },
         };
+        if gpu.is_some() && !cli.memory_budget.is_empty() {
+            return Err(
+                "--memory-budget: the GPU back end does not honour memory budgets yet (rusparse \
+                 refuses them with NOT_SUPPORTED); use --backend cpu"
+                    .into(),
+            );
+        }
         if gpu.is_some() && cli.product == ProductArg::Aat {
             return Err(
                 "--product aat: the benchmark's CUDA path times op N only so far (the library \
@@ -735,6 +893,84 @@ mod tests {
         assert_eq!(cli.matrices, ["stencil2d_5pt:4", "x.mtx"]);
         assert!(Cli::try_parse_from(["rusparse-bench", "--runs", "0", "m"]).is_err());
         assert!(Cli::try_parse_from(["rusparse-bench", "--value", "f16", "m"]).is_err());
+    }
+
+    #[test]
+    fn memory_budgets_parse_as_bytes_or_multiples_of_c() {
+        assert_eq!(BudgetArg::parse("1.25c"), Ok(BudgetArg::TimesC(1.25)));
+        assert_eq!(BudgetArg::parse("4C"), Ok(BudgetArg::TimesC(4.0)));
+        assert_eq!(BudgetArg::parse("512M"), Ok(BudgetArg::Bytes(512 << 20)));
+        assert_eq!(BudgetArg::parse("1G"), Ok(BudgetArg::Bytes(1 << 30)));
+        assert_eq!(BudgetArg::parse("4 GiB"), Ok(BudgetArg::Bytes(4 << 30)));
+        assert_eq!(BudgetArg::parse("4096"), Ok(BudgetArg::Bytes(4096)));
+        assert_eq!(BudgetArg::parse("none"), Ok(BudgetArg::None));
+        for bad in ["", "c", "-1c", "0c", "infc", "1.5M", "12x", "M"] {
+            let e = BudgetArg::parse(bad).unwrap_err();
+            assert!(e.contains("not a memory budget"), "{bad}: {e}");
+        }
+        assert_eq!(BudgetArg::TimesC(1.25).bytes(1000), Some(1250));
+        assert_eq!(BudgetArg::Bytes(4096).bytes(1000), Some(4096));
+        assert_eq!(BudgetArg::None.bytes(1000), None);
+        let parsed = cli(&[
+            "--memory-budget",
+            "none",
+            "--memory-budget",
+            "1.25c",
+            "--memory-budget",
+            "512M",
+            "m",
+        ]);
+        assert_eq!(
+            parsed.memory_budget,
+            [
+                BudgetArg::None,
+                BudgetArg::TimesC(1.25),
+                BudgetArg::Bytes(512 << 20)
+            ]
+        );
+        assert!(Cli::try_parse_from(["rusparse-bench", "--memory-budget", "lots", "m"]).is_err());
+    }
+
+    #[test]
+    fn budgeted_rows_carry_the_budget_and_a_refused_budget_is_a_row() {
+        let dir = std::env::temp_dir().join(format!("rusparse-bench-mb-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = dir.join("r.json");
+        run(&cli(&[
+            "-q",
+            "--runs",
+            "2",
+            "--warmup",
+            "1",
+            "--threads",
+            "2",
+            "--json",
+            json.to_str().unwrap(),
+            "--memory-budget",
+            "none",
+            "--memory-budget",
+            "4c",
+            "--memory-budget",
+            "1",
+            "stencil2d_5pt:20",
+        ]))
+        .unwrap();
+        let rows = report::read_rows(&json).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(rows.len(), 3);
+        let (free, four, tiny) = (&rows[0], &rows[1], &rows[2]);
+        assert!(rows.iter().all(|r| r.matrix == "stencil2d_5pt_20"));
+        assert_eq!(free.memory_budget, None);
+        let c = free.c_bytes.unwrap();
+        assert_eq!(four.memory_budget, Some(4 * c));
+        assert_eq!(four.nnz_c, free.nnz_c);
+        assert!(four.peak_bound.unwrap() <= 4 * c);
+        assert!(four.peak_extra_bytes.unwrap() <= 4 * c, "{four:?}");
+        assert!(four.peak_extra_cold_bytes.unwrap() <= 4 * c, "{four:?}");
+        assert!((1..=2).contains(&four.concurrency.unwrap()));
+        assert_eq!(tiny.memory_budget, Some(1));
+        assert!(tiny.algorithm.starts_with("refused"), "{tiny:?}");
+        assert_eq!((tiny.median_s, tiny.peak_extra_bytes), (0.0, None));
     }
 
     #[test]

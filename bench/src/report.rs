@@ -95,6 +95,22 @@ pub struct Row {
     /// Bytes of C's three arrays.
     #[serde(default)]
     pub c_bytes: Option<u64>,
+    /// The memory budget of the runs in bytes (`--memory-budget`; `None`:
+    /// no budget), which `peak_extra_bytes` should stay within.
+    #[serde(default)]
+    pub memory_budget: Option<u64>,
+    /// The planner's bound of the peak extra bytes (CPU rows).
+    #[serde(default)]
+    pub peak_bound: Option<u64>,
+    /// CPU rows: the peak extra bytes of one more run after the context's
+    /// kept scratch was freed (everything rusparse holds counted; in the
+    /// timed runs, scratch kept from the run before counts as live input).
+    #[serde(default)]
+    pub peak_extra_cold_bytes: Option<u64>,
+    /// Chunks of rows the CPU phases ran at once (fewer than the threads
+    /// when a budget asked for it).
+    #[serde(default)]
+    pub concurrency: Option<u64>,
 }
 
 /// GFLOPS of `nprod` products (two flops each) in `seconds`.
@@ -300,8 +316,10 @@ pub fn table(rows: &[Row]) -> String {
         "max s",
         "GFLOPS",
         "peak extra MiB",
+        "budget MiB",
         "algorithm",
         "thr",
+        "conc",
         "type",
         "peer/rusparse",
     ];
@@ -330,14 +348,15 @@ pub fn table(rows: &[Row]) -> String {
                     secs(r.min_s),
                     secs(r.max_s),
                     format!("{:.3}", r.gflops),
-                    r.peak_extra_bytes
-                        .map_or("-".into(), |b| format!("{:.1}", b as f64 / 1048576.0)),
+                    mib(r.peak_extra_bytes),
+                    mib(r.memory_budget),
                     dash(&r.algorithm),
                     if r.threads == 0 {
                         "-".into()
                     } else {
                         r.threads.to_string()
                     },
+                    r.concurrency.map_or("-".into(), |c| c.to_string()),
                     format!("{}/{}", dash(&r.value), dash(&r.index)),
                     ratio(r, rows).map_or("-".into(), |x| format!("{x:.2}x")),
                 ]);
@@ -355,7 +374,7 @@ pub fn table(rows: &[Row]) -> String {
         let mut line = String::new();
         for (k, (c, w)) in cells.iter().zip(&width).enumerate() {
             // Text columns left-aligned, numbers right-aligned.
-            if matches!(k, 0 | 1 | 12 | 14) {
+            if matches!(k, 0 | 1 | 13 | 16) {
                 let _ = write!(line, "{c:<w$}  ");
             } else {
                 let _ = write!(line, "{c:>w$}  ");
@@ -369,6 +388,11 @@ pub fn table(rows: &[Row]) -> String {
         put(l);
     }
     out
+}
+
+/// Bytes in MiB with one decimal, "-" when unknown.
+fn mib(bytes: Option<u64>) -> String {
+    bytes.map_or("-".into(), |b| format!("{:.1}", b as f64 / 1048576.0))
 }
 
 fn dash(s: &str) -> String {
@@ -499,8 +523,59 @@ mod tests {
             lines[0],
             "tool,matrix,rows,cols,nnz_a,nprod,nnz_c,median_s,min_s,max_s,gflops,\
              peak_extra_bytes,algorithm,threads,value,index,backend,device,first_call_s,\
-             peak_device_bytes,c_bytes"
+             peak_device_bytes,c_bytes,memory_budget,peak_bound,peak_extra_cold_bytes,\
+             concurrency"
         );
         assert!(lines[1].starts_with("rusparse,a,10,10,30,1000000,50,0.5,"));
+        // No budget: empty cells.
+        assert!(lines[1].ends_with(",,,,"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn the_budget_is_a_column_of_every_format() {
+        let budgeted = Row {
+            memory_budget: Some(3 * 1048576),
+            peak_bound: Some(2_500_000),
+            peak_extra_cold_bytes: Some(2_400_000),
+            concurrency: Some(1),
+            ..row(TOOL, "a", 0.5)
+        };
+        let rows = vec![row(TOOL, "a", 0.4), budgeted.clone()];
+        // Table: "budget MiB" after "peak extra MiB", "conc" after "thr".
+        let t = table(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        let cells = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let head = cells(lines[0]);
+        let at = |name: &str| head.iter().position(|h| h == name).unwrap();
+        assert_eq!(head[at("MiB") + 1], "budget");
+        let (unbudgeted, budgeted_line) = (cells(lines[1]), cells(lines[2]));
+        // Header words "peak extra MiB" and "budget MiB" are split, so
+        // compare the row cells from the end: peer ratio, type, conc, thr,
+        // algorithm, budget, peak.
+        let n = budgeted_line.len();
+        assert_eq!(budgeted_line[n - 6], "3.0");
+        assert_eq!(budgeted_line[n - 7], "2.0");
+        assert_eq!(budgeted_line[n - 3], "1");
+        assert_eq!(unbudgeted[n - 6], "-");
+        assert_eq!(unbudgeted[n - 3], "-");
+        // JSON: a number, or null without a budget; both read back.
+        let text = serde_json::to_string(&rows).unwrap();
+        assert!(text.contains("\"memory_budget\":3145728"), "{text}");
+        assert!(text.contains("\"memory_budget\":null"), "{text}");
+        assert_eq!(parse_rows(&text).unwrap(), rows);
+        // Older files without the field read as no budget.
+        let old = parse_rows(r#"[{"tool":"rusparse","matrix":"m","median_s":1}]"#).unwrap();
+        assert_eq!((old[0].memory_budget, old[0].concurrency), (None, None));
+        // CSV: the budget in bytes.
+        let path =
+            std::env::temp_dir().join(format!("rusparse-bench-b-{}.csv", std::process::id()));
+        write_csv(&path, &rows).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(text
+            .lines()
+            .nth(2)
+            .unwrap()
+            .ends_with(",3145728,2500000,2400000,1"));
     }
 }

@@ -92,6 +92,17 @@ pub struct Measurement<T, I> {
     pub nprod: u64,
     /// The concrete algorithm the plan chose.
     pub algorithm: &'static str,
+    /// The peak extra bytes of one more, untimed run after the context's
+    /// kept scratch was freed, so that everything rusparse holds during
+    /// the product is counted (in the timed runs, scratch kept from the
+    /// run before is live before the run and so not counted as extra).
+    pub peak_extra_cold_bytes: u64,
+    /// The memory budget the runs were planned under (`None`: none).
+    pub budget: Option<usize>,
+    /// The planner's bound of the peak extra bytes (the last timed run).
+    pub peak_bound: Option<u64>,
+    /// Chunks of rows the plan ran at once (the last timed run).
+    pub concurrency: Option<usize>,
     /// C from the last timed run.
     pub c: CsrMatrix<T, I, I>,
 }
@@ -120,6 +131,19 @@ struct Run<T, I> {
     c: CsrMatrix<T, I, I>,
     nprod: u64,
     algorithm: &'static str,
+    peak_bound: Option<u64>,
+    concurrency: Option<usize>,
+}
+
+/// The runs of one budget so far in [`Product::measure_budgets`].
+struct Variant<T, I> {
+    budget: Option<usize>,
+    times: Vec<f64>,
+    first_call_s: Option<f64>,
+    peak_extra: u64,
+    peak_extra_cold: u64,
+    last: Option<Run<T, I>>,
+    error: Option<rusparse::Error>,
 }
 
 impl<T: Scalar, I: Index> Product<'_, T, I> {
@@ -154,6 +178,7 @@ impl<T: Scalar, I: Index> Product<'_, T, I> {
         let seconds = start.elapsed().as_secs_f64();
         let nprod = plan.num_products();
         let algorithm = plan.selected_algorithm().name();
+        let (peak_bound, concurrency) = (plan.peak_memory_bound(), plan.concurrency());
         drop(plan);
         let c = CsrMatrix::try_from_parts(rows, cols, ro, ci, v, IndexBase::Zero)?;
         Ok(Run {
@@ -161,52 +186,147 @@ impl<T: Scalar, I: Index> Product<'_, T, I> {
             c,
             nprod,
             algorithm,
+            peak_bound,
+            concurrency,
         })
     }
 
+    /// Bytes of C's three arrays, from one untimed product without a
+    /// memory budget (the context's budget is restored afterwards).
+    pub fn c_bytes_unbudgeted(&self) -> Result<usize, rusparse::Error> {
+        let saved = self.ctx.memory_budget();
+        self.ctx.set_memory_budget(None);
+        let run = self.run_once();
+        self.ctx.set_memory_budget(saved);
+        Ok(c_bytes(&run?.c))
+    }
+
     /// `warmup` untimed runs, then `runs` timed ones (at least one);
-    /// `tick` is called after every run.
+    /// `tick` is called after every run. The context's memory budget
+    /// applies.
     pub fn measure(
         &self,
         warmup: usize,
         runs: usize,
-        mut tick: impl FnMut(),
+        tick: impl FnMut(),
     ) -> Result<Measurement<T, I>, rusparse::Error> {
-        // The first product on this matrix in this process (the context's
-        // threads already exist): what a one-off product pays.
-        let mut first_call_s = None;
+        let budget = self.ctx.memory_budget();
+        self.measure_budgets(&[budget], warmup, runs, tick)
+            .pop()
+            .expect("one budget")
+    }
+
+    /// The product under each of `budgets` (`None`: no memory budget), in
+    /// interleaved rounds: `warmup` untimed rounds, then `runs` timed ones
+    /// (at least one), every round running each budget once, in order, so
+    /// a slow spell of a shared machine falls on all of them alike. `tick`
+    /// is called after every round. Then one more untimed run of each
+    /// budget after freeing the context's kept scratch
+    /// ([`Measurement::peak_extra_cold_bytes`]). A budget whose product fails (e.g.
+    /// `ALLOC_FAILED` for one that is too small) stops running and gives
+    /// its error; the others go on. The context's budget is set before
+    /// each run and restored at the end.
+    pub fn measure_budgets(
+        &self,
+        budgets: &[Option<usize>],
+        warmup: usize,
+        runs: usize,
+        mut tick: impl FnMut(),
+    ) -> Vec<Result<Measurement<T, I>, rusparse::Error>> {
+        let saved = self.ctx.memory_budget();
+        let mut variants: Vec<Variant<T, I>> = budgets
+            .iter()
+            .map(|&budget| Variant {
+                budget,
+                times: Vec::with_capacity(runs.max(1)),
+                first_call_s: None,
+                peak_extra: 0,
+                peak_extra_cold: 0,
+                last: None,
+                error: None,
+            })
+            .collect();
+        // The first product of each budget on this matrix in this process
+        // (the context's threads already exist): what a one-off product pays.
         for _ in 0..warmup {
-            let run = self.run_once()?;
-            first_call_s.get_or_insert(run.seconds);
-            drop(run);
+            for v in variants.iter_mut().filter(|v| v.error.is_none()) {
+                self.set_budget(v.budget);
+                match self.run_once() {
+                    Ok(run) => {
+                        v.first_call_s.get_or_insert(run.seconds);
+                    }
+                    Err(e) => v.error = Some(e),
+                }
+            }
             tick();
         }
-        let mut times = Vec::with_capacity(runs);
-        let mut peak_extra = 0u64;
-        let mut last = None;
         for _ in 0..runs.max(1) {
-            // Free the previous C first, so it does not count as live input.
-            drop(last.take());
+            for v in variants.iter_mut().filter(|v| v.error.is_none()) {
+                self.set_budget(v.budget);
+                // Free the previous C first, so it does not count as live input.
+                drop(v.last.take());
+                let before = current_bytes();
+                reset_peak();
+                match self.run_once() {
+                    Ok(run) => {
+                        let c_bytes = c_bytes(&run.c);
+                        let extra = peak_bytes().saturating_sub(before).saturating_sub(c_bytes);
+                        v.peak_extra = v.peak_extra.max(extra as u64);
+                        v.first_call_s.get_or_insert(run.seconds);
+                        v.times.push(run.seconds);
+                        v.last = Some(run);
+                    }
+                    Err(e) => v.error = Some(e),
+                }
+            }
+            tick();
+        }
+        // One more run each, untimed, from no kept scratch.
+        for v in variants.iter_mut().filter(|v| v.error.is_none()) {
+            self.set_budget(v.budget);
+            self.ctx.trim_scratch();
             let before = current_bytes();
             reset_peak();
-            let run = self.run_once()?;
-            let c_bytes = c_bytes(&run.c);
-            let extra = peak_bytes().saturating_sub(before).saturating_sub(c_bytes);
-            peak_extra = peak_extra.max(extra as u64);
-            first_call_s.get_or_insert(run.seconds);
-            times.push(run.seconds);
-            last = Some(run);
-            tick();
+            match self.run_once() {
+                Ok(run) => {
+                    let extra = peak_bytes()
+                        .saturating_sub(before)
+                        .saturating_sub(c_bytes(&run.c));
+                    v.peak_extra_cold = extra as u64;
+                }
+                Err(e) => v.error = Some(e),
+            }
         }
-        let last = last.expect("at least one timed run");
-        Ok(Measurement {
-            times,
-            first_call_s: first_call_s.expect("at least one run"),
-            peak_extra_bytes: peak_extra,
-            nprod: last.nprod,
-            algorithm: last.algorithm,
-            c: last.c,
-        })
+        self.set_budget(saved);
+        variants
+            .into_iter()
+            .map(|v| {
+                if let Some(e) = v.error {
+                    return Err(e);
+                }
+                let last = v.last.expect("at least one timed run");
+                Ok(Measurement {
+                    times: v.times,
+                    first_call_s: v.first_call_s.expect("at least one run"),
+                    peak_extra_bytes: v.peak_extra,
+                    peak_extra_cold_bytes: v.peak_extra_cold,
+                    nprod: last.nprod,
+                    algorithm: last.algorithm,
+                    budget: v.budget,
+                    peak_bound: last.peak_bound,
+                    concurrency: last.concurrency,
+                    c: last.c,
+                })
+            })
+            .collect()
+    }
+
+    /// Sets the context's memory budget when it differs (setting it also
+    /// resets the room of the context's kept scratch).
+    fn set_budget(&self, budget: Option<usize>) {
+        if self.ctx.memory_budget() != budget {
+            self.ctx.set_memory_budget(budget);
+        }
     }
 }
 
@@ -284,5 +404,51 @@ mod tests {
         let t = Product { op_b: Op::T, ..p };
         let m = t.measure(0, 1, || {}).unwrap();
         assert_eq!(m.c.values(), &[5.0, 6.0, 6.0, 9.0]);
+    }
+
+    #[test]
+    fn budgets_are_measured_side_by_side_and_a_too_small_one_fails() {
+        // A 60x60 tridiagonal matrix: C = A² is pentadiagonal.
+        let n: usize = 60;
+        let mut t = Vec::new();
+        for i in 0..n {
+            for j in i.saturating_sub(1)..(i + 2).min(n) {
+                t.push((i, j, 1.0 + (i + j) as f64));
+            }
+        }
+        let a = CsrMatrix::<f64, i32, i32>::from_triplets(n, n, &t, IndexBase::Zero).unwrap();
+        let ctx = Context::cpu().unwrap();
+        let p = Product {
+            ctx: &ctx,
+            a: a.view(),
+            op_a: Op::N,
+            b: a.view(),
+            op_b: Op::N,
+            algorithm: Algorithm::Default,
+            column_order: ColumnOrder::Sorted,
+        };
+        let c_bytes = p.c_bytes_unbudgeted().unwrap();
+        assert_eq!(c_bytes, 4 * (n + 1) + 12 * (5 * n - 6));
+        let mut rounds = 0;
+        let ms = p.measure_budgets(&[None, Some(1 << 30), Some(1)], 1, 2, || rounds += 1);
+        assert_eq!(rounds, 3);
+        assert_eq!(
+            ctx.memory_budget(),
+            None,
+            "the context's budget is restored"
+        );
+        let free = ms[0].as_ref().unwrap();
+        let roomy = ms[1].as_ref().unwrap();
+        assert_eq!((free.budget, roomy.budget), (None, Some(1 << 30)));
+        assert_eq!(free.c, roomy.c);
+        assert_eq!(roomy.times.len(), 2);
+        assert!(roomy.peak_bound.unwrap() <= 1 << 30);
+        assert!(roomy.concurrency.unwrap() >= 1);
+        assert!(roomy.peak_extra_cold_bytes > 0);
+        match &ms[2] {
+            Err(rusparse::Error::AllocFailed(m)) => assert!(m.contains("budget"), "{m}"),
+            Err(e) => panic!("a 1-byte budget failed otherwise: {e}"),
+            Ok(_) => panic!("a 1-byte budget was met"),
+        }
     }
 }

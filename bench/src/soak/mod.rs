@@ -23,6 +23,15 @@
 //!   cases, and on emulated devices, which have a few type variants, the
 //!   index types by ones the device has.
 //!
+//! A share of the CPU cases of the `once` and `plan` flows
+//! (`--budget-share`) runs under a memory budget
+//! (`Context::set_memory_budget`) drawn as a multiple of 0.5 to 4 of the
+//! peak bound of the same product planned without one
+//! (`SpgemmPlan::peak_memory_bound`). Such a case either gives the same C
+//! (the reference's) or, for a budget below that bound only, fails with
+//! `ALLOC_FAILED` naming the smallest budget that would work, which must
+//! exceed the budget and then work.
+//!
 //! Values are small integers (complex: integer parts), so every sum is
 //! exact in every type and results are compared exactly, whatever order an
 //! algorithm adds in (0.0 and -0.0 count as equal: the sign of a zero sum
@@ -79,6 +88,10 @@ pub struct SoakCli {
     /// Percent of the cases run on the GPU when `--gpu` is not off.
     #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(0..=100))]
     gpu_share: u64,
+    /// Percent of the CPU cases of the once and plan flows run under a
+    /// memory budget (0.5 to 4 times the unbudgeted plan's peak bound).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=100))]
+    budget_share: u64,
 }
 
 /// splitmix64: small, fast, and the same sequence on every platform.
@@ -182,6 +195,9 @@ struct Case {
     max_dim: usize,
     /// Set for [`Flow::Gpu`].
     gpu: Option<GpuCall>,
+    /// The memory budget as a multiple of the unbudgeted plan's peak bound
+    /// (CPU cases of [`Flow::Once`] and [`Flow::Plan`] only).
+    budget: Option<f64>,
 }
 
 fn dim(rng: &mut Rng, max: usize) -> usize {
@@ -218,7 +234,7 @@ impl Case {
     /// Case `k` of `seed`; `gpu_share` percent of the cases become GPU
     /// cases (drawn last, so a run without GPUs draws the same cases as
     /// before GPU flows existed).
-    fn draw(seed: u64, k: u64, max_dim: usize, gpu_share: u64) -> Case {
+    fn draw(seed: u64, k: u64, max_dim: usize, gpu_share: u64, budget_share: u64) -> Case {
         let mut rng = Rng::new(seed, k);
         let mut case = Case::draw_with(&mut rng, max_dim);
         // Large cases mostly get long rows, so that many of them pass 2^16
@@ -246,6 +262,13 @@ impl Case {
                 chunk_fraction,
                 staged: rng.chance(25),
             });
+        }
+        // From a stream of its own: the cases stay those drawn before
+        // budgets existed.
+        let mut brng = Rng::new(seed ^ 0xb0d6_e700, k);
+        if matches!(case.flow, Flow::Once | Flow::Plan) && brng.chance(budget_share) {
+            // 0.5 to 4 in steps of 1/64.
+            case.budget = Some(0.5 + brng.below(225) as f64 / 64.0);
         }
         case
     }
@@ -325,6 +348,7 @@ impl Case {
             b: recipe(rng),
             max_dim,
             gpu: None,
+            budget: None,
         }
     }
 
@@ -381,6 +405,11 @@ impl Case {
             if let Some(f) = g.chunk_fraction {
                 out.push(format!("GPU: ALG3, chunk fraction {f}"));
             }
+        }
+        match self.budget {
+            Some(x) if x < 1.0 => out.push("memory budget 0.5-1x the bound".into()),
+            Some(_) => out.push("memory budget 1-4x the bound".into()),
+            None => {}
         }
         for r in [self.a, self.b] {
             out.push(format!("rows {:?}", r.kind));
@@ -533,13 +562,14 @@ fn compare<T: BenchScalar, I: Index, J: Index>(
     Ok(())
 }
 
-/// Runs one case; `Ok` holds its number of scalar products.
+/// Runs one case; `Ok` holds its number of scalar products and what
+/// became of its memory budget.
 fn run_case<T: BenchScalar, I: Index, J: Index>(
     ctx: &Context,
     gpus: Option<&Gpus>,
     case: &Case,
     rng: &mut Rng,
-) -> Result<u64, String> {
+) -> Result<Outcome, String> {
     let (m, k, n) = case.dims;
     let stored = |op: Op, r: usize, c: usize| if op == Op::N { (r, c) } else { (c, r) };
     let (ar, ac) = stored(case.op_a, m, k);
@@ -576,7 +606,8 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
     if case.flow == Flow::CAbi {
         let (offsets, cols, vals) =
             c_abi::three_phases(Memory::Host, call(None, false), &a, &b, alpha)?;
-        return compare("C ABI", (&offsets, &cols, &vals), &want, None).map(|()| nprod);
+        return compare("C ABI", (&offsets, &cols, &vals), &want, None)
+            .map(|()| Outcome::passed(nprod));
     }
     if let Some(g) = case.gpu {
         let gpus = gpus.ok_or("a GPU case without --gpu")?;
@@ -592,7 +623,7 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
         if !g.reuse {
             let (offsets, cols, vals) = c_abi::three_phases(memory, call, &a, &b, alpha)?;
             return compare("GPU three phases", (&offsets, &cols, &vals), &want, None)
-                .map(|()| nprod);
+                .map(|()| Outcome::passed(nprod));
         }
         let beta: T = value(case.beta);
         let (a2, b2) = (revalued(rng, &a)?, revalued(rng, &b)?);
@@ -607,8 +638,151 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
             &want2,
             Some((&vals, beta)),
         )
-        .map(|()| nprod);
+        .map(|()| Outcome::passed(nprod));
     }
+    let Some(times) = case.budget else {
+        return cpu_flow(ctx, case, &a, &b, &want, alpha, rng)
+            .map(|()| Outcome::passed(nprod))
+            .map_err(FlowError::describe);
+    };
+    // Under a budget: a multiple of the bound of the same product planned
+    // without one.
+    let bound = SpgemmPlan::new(
+        ctx,
+        &a.view(),
+        case.op_a,
+        &b.view(),
+        case.op_b,
+        case.algorithm,
+    )
+    .map_err(fail("planning without a budget"))?
+    .peak_memory_bound()
+    .ok_or("a CPU plan without a peak bound")?;
+    let budget = (bound as f64 * times) as usize;
+    let under = |budget: usize, rng: &mut Rng| {
+        ctx.set_memory_budget(Some(budget));
+        let result = cpu_flow(ctx, case, &a, &b, &want, alpha, rng);
+        ctx.set_memory_budget(None);
+        result
+    };
+    let what = format!("under a budget of {budget} bytes ({times}x the unbudgeted bound {bound})");
+    match under(budget, rng) {
+        // C is the reference's, as without a budget.
+        Ok(()) => Ok(Outcome {
+            nprod,
+            budget: Some("memory budget: met"),
+        }),
+        Err(FlowError::Call(call, rusparse::Error::AllocFailed(msg))) => {
+            if budget as u64 >= bound {
+                return Err(format!(
+                    "{call} {what}: ALLOC_FAILED for a budget at least the bound: {msg}"
+                ));
+            }
+            let (smallest, kind) = named_budget(&msg).ok_or_else(|| {
+                format!("{call} {what}: ALLOC_FAILED without naming the smallest budget: {msg}")
+            })?;
+            if smallest <= budget as u64 {
+                return Err(format!(
+                    "{call} {what}: refused, naming {smallest} bytes, which the budget meets: {msg}"
+                ));
+            }
+            if kind == "memory budget: refused (too small to plan)" {
+                // Planning's own bound: not a budget that works, only a
+                // lower bound of one.
+                return Ok(Outcome {
+                    nprod,
+                    budget: Some(kind),
+                });
+            }
+            // The smallest budget named must work.
+            let smallest = usize::try_from(smallest).map_err(|_| "a huge smallest budget")?;
+            under(smallest, rng).map_err(|e| {
+                format!(
+                    "{what}: refused naming {smallest} bytes as the smallest budget, and under \
+                     {smallest} bytes: {}",
+                    e.describe()
+                )
+            })?;
+            Ok(Outcome {
+                nprod,
+                budget: Some(kind),
+            })
+        }
+        Err(e) => Err(format!("{what}: {}", e.describe())),
+    }
+}
+
+/// The bytes an ALLOC_FAILED message of a budget names, and what kind of
+/// refusal it is: "the smallest budget that would work is N bytes", or
+/// "planning alone may take N bytes".
+fn named_budget(msg: &str) -> Option<(u64, &'static str)> {
+    let after = |marker: &str| {
+        msg.split(marker)
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    after("the smallest budget that would work is ")
+        .map(|n| (n, "memory budget: refused, the smallest budget named works"))
+        .or_else(|| {
+            after("planning alone may take ")
+                .map(|n| (n, "memory budget: refused (too small to plan)"))
+        })
+}
+
+/// A passed case: its number of products and, under a memory budget,
+/// what became of it.
+struct Outcome {
+    nprod: u64,
+    budget: Option<&'static str>,
+}
+
+impl Outcome {
+    fn passed(nprod: u64) -> Outcome {
+        Outcome {
+            nprod,
+            budget: None,
+        }
+    }
+}
+
+/// Why a CPU flow failed: a library call's error (kept whole, to tell a
+/// budget's refusal), or anything else.
+enum FlowError {
+    Call(&'static str, rusparse::Error),
+    Other(String),
+}
+
+impl From<String> for FlowError {
+    fn from(e: String) -> FlowError {
+        FlowError::Other(e)
+    }
+}
+
+impl FlowError {
+    fn describe(self) -> String {
+        match self {
+            FlowError::Call(what, e) => format!("{what}: {e}"),
+            FlowError::Other(e) => e,
+        }
+    }
+}
+
+/// The CPU flows ([`Flow::Once`], [`Flow::Plan`]) against the reference
+/// `want`.
+fn cpu_flow<T: BenchScalar, I: Index, J: Index>(
+    ctx: &Context,
+    case: &Case,
+    a: &CsrMatrix<T, I, J>,
+    b: &CsrMatrix<T, I, J>,
+    want: &CsrMatrix<T, I, J>,
+    alpha: T,
+    rng: &mut Rng,
+) -> Result<(), FlowError> {
+    fn call(what: &'static str) -> impl Fn(rusparse::Error) -> FlowError {
+        move |e| FlowError::Call(what, e)
+    }
+    let m = case.dims.0;
     if case.flow == Flow::Once {
         let opts = SpgemmOptions {
             op_a: case.op_a,
@@ -619,14 +793,14 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
         };
         let c = ctx
             .spgemm(&a.view(), &b.view(), &opts)
-            .map_err(fail("spgemm"))?;
-        return compare(
+            .map_err(call("spgemm"))?;
+        compare(
             "spgemm",
             (c.row_offsets(), c.col_indices(), c.values()),
-            &want,
+            want,
             None,
-        )
-        .map(|()| nprod);
+        )?;
+        return Ok(());
     }
     let beta: T = value(case.beta);
     let mut plan = SpgemmPlan::new(
@@ -637,10 +811,10 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
         case.op_b,
         case.algorithm,
     )
-    .map_err(fail("SpgemmPlan::new"))?;
+    .map_err(call("SpgemmPlan::new"))?;
     let nnz = plan
         .symbolic(ctx, &a.view(), &b.view())
-        .map_err(fail("symbolic"))?;
+        .map_err(call("symbolic"))?;
     let mut offsets = vec![I::default(); m + 1];
     let mut cols = vec![J::default(); nnz];
     let old: Vec<T> = (0..nnz)
@@ -655,17 +829,17 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
         beta,
         CsrOutput::full(&mut offsets, &mut cols, &mut vals, case.base),
     )
-    .map_err(fail("numeric"))?;
+    .map_err(call("numeric"))?;
     compare(
         "numeric",
         (&offsets, &cols, &vals),
-        &want,
+        want,
         Some((&old, beta)),
     )?;
     // Reuse: new values on the same patterns, only C's values written.
-    let (a2, b2) = (revalued(rng, &a)?, revalued(rng, &b)?);
+    let (a2, b2) = (revalued(rng, a)?, revalued(rng, b)?);
     let want2 = reference::spgemm(&a2.view(), case.op_a, &b2.view(), case.op_b, alpha)
-        .map_err(fail("the reference"))?;
+        .map_err(|e| format!("the reference: {e}"))?;
     let old2 = vals.clone();
     plan.numeric(
         ctx,
@@ -675,14 +849,14 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
         beta,
         CsrOutput::<T, I, J>::values_only(&mut vals, case.base),
     )
-    .map_err(fail("numeric (reuse)"))?;
+    .map_err(call("numeric (reuse)"))?;
     compare(
         "numeric (reuse)",
         (&offsets, &cols, &vals),
         &want2,
         Some((&old2, beta)),
-    )
-    .map(|()| nprod)
+    )?;
+    Ok(())
 }
 
 fn run_value<T: BenchScalar>(
@@ -690,7 +864,7 @@ fn run_value<T: BenchScalar>(
     gpus: Option<&Gpus>,
     case: &Case,
     rng: &mut Rng,
-) -> Result<u64, String> {
+) -> Result<Outcome, String> {
     match (case.offset64, case.index64) {
         (false, false) => run_case::<T, i32, i32>(ctx, gpus, case, rng),
         (false, true) => run_case::<T, i32, i64>(ctx, gpus, case, rng),
@@ -705,16 +879,18 @@ struct Settings<'g> {
     max_dim: usize,
     gpus: Option<&'g Gpus>,
     gpu_share: u64,
+    budget_share: u64,
 }
 
 /// Runs case `k`: its number of products, or the failure's description.
-fn run_numbered(ctx: &Context, settings: &Settings<'_>, k: u64) -> (Case, Result<u64, String>) {
+fn run_numbered(ctx: &Context, settings: &Settings<'_>, k: u64) -> (Case, Result<Outcome, String>) {
     let (gpus, share) = (settings.gpus, settings.gpu_share);
     let mut case = Case::draw(
         settings.seed,
         k,
         settings.max_dim,
         share * u64::from(gpus.is_some()),
+        settings.budget_share,
     );
     let fitted = match (case.flow, gpus) {
         (Flow::Gpu, Some(g)) => case.fit_to(g),
@@ -740,6 +916,8 @@ fn run_numbered(ctx: &Context, settings: &Settings<'_>, k: u64) -> (Case, Result
             .unwrap_or_default();
         Err(format!("panicked: {msg}"))
     });
+    // A panic under a budget must not leave it to the next case.
+    ctx.set_memory_budget(None);
     (case, result)
 }
 
@@ -751,6 +929,7 @@ pub fn run(cli: SoakCli) -> Result<(), String> {
         max_dim: cli.max_dim,
         gpus: gpus.as_ref(),
         gpu_share: cli.gpu_share,
+        budget_share: cli.budget_share,
     };
     let started = Instant::now();
     let next = AtomicU64::new(cli.first);
@@ -779,8 +958,11 @@ pub fn run(cli: SoakCli) -> Result<(), String> {
                 *local.entry(c).or_default() += 1;
             }
             match result {
-                Ok(nprod) => {
+                Ok(Outcome { nprod, budget }) => {
                     passed.fetch_add(1, Ordering::Relaxed);
+                    if let Some(b) = budget {
+                        *local.entry(b.to_string()).or_default() += 1;
+                    }
                     let class = if nprod > SMALL_PRODUCTS {
                         "products > 2^16 (trained choice, sampled prediction)"
                     } else {
@@ -804,8 +986,8 @@ pub fn run(cli: SoakCli) -> Result<(), String> {
                     };
                     failures.lock().unwrap().push(format!(
                         "case {k}: {e}{detail}\n    rerun: rusparse-bench soak --seed {} \
-                         --first {k} --cases 1 --max-dim {}{gpu} --verbose",
-                        cli.seed, cli.max_dim
+                         --first {k} --cases 1 --max-dim {}{gpu} --budget-share {} --verbose",
+                        cli.seed, cli.max_dim, cli.budget_share
                     ));
                 }
             }
@@ -819,12 +1001,14 @@ pub fn run(cli: SoakCli) -> Result<(), String> {
     outcomes.into_iter().collect::<Result<(), String>>()?;
     let failures = failures.into_inner().unwrap();
     println!(
-        "rusparse soak: seed {}, cases {}..{}, dimensions up to {}, {} workers, {:.1} s",
+        "rusparse soak: seed {}, cases {}..{}, dimensions up to {}, {} workers, {} % of the CPU \
+         once/plan cases under a memory budget, {:.1} s",
         cli.seed,
         cli.first,
         end,
         cli.max_dim,
         cli.workers,
+        cli.budget_share,
         started.elapsed().as_secs_f64()
     );
     if let Some(g) = &gpus {
@@ -855,12 +1039,12 @@ mod tests {
 
     #[test]
     fn cases_are_reproducible_and_varied() {
-        let a = Case::draw(7, 123, 40, 0);
-        let b = Case::draw(7, 123, 40, 0);
+        let a = Case::draw(7, 123, 40, 0, 0);
+        let b = Case::draw(7, 123, 40, 0, 0);
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
         let mut kinds = std::collections::BTreeSet::new();
         for k in 0..2000 {
-            kinds.extend(Case::draw(7, k, 40, 0).categories());
+            kinds.extend(Case::draw(7, k, 40, 0, 20).categories());
         }
         for want in [
             "value c32",
@@ -878,6 +1062,8 @@ mod tests {
             "offsets i64 / columns i32",
             "flow plan + reuse (beta)",
             "flow C ABI (workEstimation, compute, copy)",
+            "memory budget 0.5-1x the bound",
+            "memory budget 1-4x the bound",
         ] {
             assert!(kinds.contains(want), "{want} never drawn: {kinds:?}");
         }
@@ -910,8 +1096,8 @@ mod tests {
     fn gpu_cases_are_drawn_last() {
         let mut gpu_cases = 0;
         for k in 0..400 {
-            let cpu = Case::draw(3, k, 40, 0);
-            let gpu = Case::draw(3, k, 40, 50);
+            let cpu = Case::draw(3, k, 40, 0, 0);
+            let gpu = Case::draw(3, k, 40, 50, 0);
             assert!(cpu.gpu.is_none() && cpu.flow != Flow::Gpu);
             assert_eq!(cpu.dims, gpu.dims);
             assert_eq!(
@@ -962,6 +1148,37 @@ mod tests {
         }
         let line = std::iter::once("soak").chain(args.iter().copied());
         run(<Soak as clap::Parser>::try_parse_from(line).unwrap().cli)
+    }
+
+    /// Budgets are drawn from a stream of their own: the cases are those
+    /// drawn without budgets, and only CPU once/plan cases get one.
+    #[test]
+    fn budgets_leave_the_cases_as_they_were() {
+        let mut budgeted = 0;
+        for k in 0..400 {
+            let plain = Case::draw(5, k, 40, 30, 0);
+            let mut with = Case::draw(5, k, 40, 30, 50);
+            assert!(plain.budget.is_none());
+            if let Some(x) = with.budget.take() {
+                budgeted += 1;
+                assert!((0.5..=4.0).contains(&x), "{x}");
+                assert!(matches!(with.flow, Flow::Once | Flow::Plan));
+            }
+            assert_eq!(format!("{plain:?}"), format!("{with:?}"));
+        }
+        assert!((80..220).contains(&budgeted), "{budgeted} of 400");
+        assert_eq!(
+            named_budget("the memory budget of 10 bytes (10 bytes) is too small for this product: the smallest budget that would work is 4242 bytes (4.1 KiB); nothing was allocated"),
+            Some((4242, "memory budget: refused, the smallest budget named works"))
+        );
+        assert!(named_budget("out of memory").is_none());
+    }
+
+    /// Every CPU once/plan case under a budget (met, or refused naming a
+    /// budget that works).
+    #[test]
+    fn a_short_budgeted_soak_passes() {
+        soak(&["--cases", "150", "--seed", "9", "--budget-share", "100"]).unwrap();
     }
 
     /// Two workers of the pool share the cases.
