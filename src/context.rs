@@ -248,9 +248,11 @@ impl Context {
     /// smallest budget that would work. Applies to every clone of this
     /// context. See docs/memory.md.
     ///
-    /// On a CUDA or HIP context products are refused with
-    /// [`Error::NotSupported`] while a budget is set: the GPU planner does
-    /// not honour one yet.
+    /// On a CUDA or HIP context the budget bounds the product's device
+    /// memory (staged copies of A, B and C, row metadata, transposes, hash
+    /// tables), and a product that cannot fit fails with
+    /// [`Error::InsufficientResources`] naming the smallest budget; without
+    /// a budget the device's free memory stands in for one.
     pub fn set_memory_budget(&self, bytes: Option<usize>) {
         let v = bytes.map_or(u64::MAX, |b| (b as u64).min(u64::MAX - 1));
         self.budget.store(v, Ordering::Relaxed);

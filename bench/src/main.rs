@@ -740,8 +740,9 @@ fn run(cli: &Cli) -> Result<(), String> {
         };
         if gpu.is_some() && !cli.memory_budget.is_empty() {
             return Err(
-                "--memory-budget: the GPU back end does not honour memory budgets yet (rusparse \
-                 refuses them with NOT_SUPPORTED); use --backend cpu"
+                "--memory-budget: the benchmark's CUDA path does not set memory budgets yet (it \
+                 times the GPU pipeline directly; the library honours budgets on a GPU, see \
+                 docs/memory.md); use --backend cpu"
                     .into(),
             );
         }

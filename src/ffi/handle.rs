@@ -340,8 +340,9 @@ pub unsafe extern "C" fn rusparseGetScratchSize(
 /// estimation picks the fastest configuration that fits, or fails with
 /// ALLOC_FAILED before the product allocates anything more, and
 /// `rusparseGetLastErrorMessage` names the smallest budget that would work.
-/// CPU products only: a GPU product on a handle with a budget is refused
-/// with NOT_SUPPORTED. `RUSPARSE_MEMORY_BUDGET` sets it for new handles.
+/// On a GPU it bounds the product's device memory and a product that
+/// cannot fit fails with INSUFFICIENT_RESOURCES (see docs/memory.md).
+/// `RUSPARSE_MEMORY_BUDGET` sets it for new handles.
 /// See docs/memory.md.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSetMemoryBudget(
