@@ -67,6 +67,9 @@ pub(crate) struct CpuPlan<I, J> {
     /// Chunks of rows the phases work on at once: the context's threads,
     /// or fewer when the budget asks for it.
     concurrency: usize,
+    /// Under a budget, the most entries BRMerge-Upper's temporary C takes
+    /// (its predicted size with head room, shared by the chunks).
+    upper_cap: Option<usize>,
 }
 
 /// Bytes of slack in every bound for the phases' small bookkeeping (the
@@ -381,11 +384,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     * std::mem::size_of::<T>()) as u64,
                 value_bytes: std::mem::size_of::<T>() as u64,
                 entry_bytes: shape.entry_bytes as u64,
-                rows: RowBounds {
-                    products: work.max_row(),
-                    a_row: (0..ra.nrows).map(|i| ra.row_len(i)).max().unwrap_or(0),
-                    ncols: rb.ncols,
-                },
+                rows: RowBounds::of(&ra, &work, rb.ncols),
                 m: work.nrows(),
                 chunks: work.bounds().len().saturating_sub(1),
                 products: work.total(),
@@ -416,6 +415,9 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 budget,
                 peak_bound,
                 concurrency,
+                upper_cap: footprint
+                    .upper_capped
+                    .map(|e| usize::try_from(e).unwrap_or(usize::MAX)),
             })
         })
     }
@@ -585,7 +587,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                             values: bv,
                         },
                         &self.work,
-                        (ratio, self.budget.is_some()),
+                        (ratio, self.upper_cap),
                         &mut counts[1..],
                     )?
                 } else {

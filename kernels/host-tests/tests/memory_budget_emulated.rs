@@ -19,7 +19,7 @@ type V = F64I32I32W32;
 /// 17,000 entries each, so the numeric phase runs them with global hash
 /// tables (about 3 MB of them).
 fn operands(rng: &mut Rng) -> (HostCsr<V>, HostCsr<V>) {
-    let a_len = |_: &mut Rng, i: usize| if i % 83 == 0 { 200 } else { 2 };
+    let a_len = |_: &mut Rng, i: usize| if i.is_multiple_of(83) { 200 } else { 2 };
     let a = random_rows(rng, 250, 5000, CANONICAL, a_len, small_int_value::<V>);
     let b = random_rows(
         rng,

@@ -325,15 +325,17 @@ pub(super) fn make_room<X>(v: &mut Vec<X>, extra: usize, bound: usize) -> Result
 /// upper bound BRMerge-Upper is named after), and grows when the prediction
 /// was low; it never exceeds nprod. Rows with more than [`MERGE_MAX_LISTS`]
 /// lists go through a dense accumulator instead when `dense_ok`. B's rows
-/// must be canonical (`chunk.b_canonical` is not read). `capped` (under a
-/// memory budget): the temporary C never grows past its first size, and a
-/// chunk whose rows do not fit fails as a row that does not fit its plan
-/// would (the caller then counts instead).
+/// must be canonical (`chunk.b_canonical` is not read). With a `pool`
+/// (under a memory budget), every entry of room the temporary C takes comes
+/// from it (the chunk starts at its predicted size, without head room, and
+/// grows from what the pool has left; it gives back what it did not fill),
+/// and a chunk whose rows do not fit fails as a row that does not fit its
+/// plan would (the caller then counts instead).
 pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     a: &Operand<'_, T, I, J>,
     b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
-    (dense_ok, ratio, capped): (bool, f64, bool),
+    (dense_ok, ratio, pool): (bool, f64, Option<&UpperPool>),
     counts: &mut [usize],
 ) -> Result<UpperChunk<T, J>> {
     let Chunk {
@@ -343,8 +345,32 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
         ..
     } = chunk;
     let products = usize::try_from(work.rows(rows.clone())).unwrap_or(usize::MAX);
-    let start = upper_initial_capacity(products, ratio);
-    let bound = if capped { start } else { products };
+    let (start, mut bound) = match pool {
+        None => (upper_initial_capacity(products, ratio), products),
+        Some(pool) => {
+            let predicted = if ratio.is_nan() || ratio <= 1.0 {
+                products
+            } else {
+                ((products as f64 / ratio).ceil() as usize).min(products)
+            };
+            let got = pool.take(predicted, 0).unwrap_or(0);
+            (got, got)
+        }
+    };
+    // Under a pool, `bound` is the room taken from it: room for `needed`
+    // entries (with an eighth more) is taken before a row is stored; for a
+    // row whose size is only bounded (`exact` false), whatever is left, the
+    // row itself then failing if it does not fit.
+    let room_for = |needed: usize, exact: bool, bound: &mut usize, i: usize| -> Result<()> {
+        if let Some(pool) = pool.filter(|_| needed > *bound) {
+            let short = needed - *bound;
+            match pool.take(short + needed / 8, if exact { short } else { 0 }) {
+                Some(got) => *bound += got,
+                None => return Err(too_many_columns(i, *bound)),
+            }
+        }
+        Ok(())
+    };
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     try_reserve(&mut cols, start, "BRMerge-Upper temporary C")?;
     try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
@@ -363,11 +389,13 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
             }
             if let Some(d) = dense.as_mut() {
                 let nprod = usize::try_from(work.row(i)).unwrap_or(usize::MAX);
+                room_for(n + nprod.min(b.pattern.ncols), false, &mut bound, i)?;
                 *count = d.append_row(a, b, (first, i), nprod, (&mut cols, &mut vals, bound))?;
             }
             continue;
         }
         let (rc, rv) = merger.merge_row(&a.pattern, a.values, &b.pattern, b.values, i)?;
+        room_for(n + rc.len(), true, &mut bound, i)?;
         if n + rc.len() > bound {
             return Err(too_many_columns(i, bound));
         }
@@ -387,7 +415,49 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     // the temporary C at its exact size.
     cols.shrink_to_fit();
     vals.shrink_to_fit();
+    if let Some(pool) = pool {
+        pool.give(bound - cols.len());
+    }
     Ok(UpperChunk { cols, vals })
+}
+
+/// Entries of room BRMerge-Upper's temporary C may take under a memory
+/// budget, shared by the chunks of one symbolic phase (see
+/// [`upper_chunk`]).
+#[derive(Debug)]
+pub(crate) struct UpperPool(std::sync::atomic::AtomicUsize);
+
+impl UpperPool {
+    /// A pool of `entries`.
+    pub(crate) fn new(entries: usize) -> UpperPool {
+        UpperPool(std::sync::atomic::AtomicUsize::new(entries))
+    }
+
+    /// Takes up to `want` entries, at least `least`; `None` (taking
+    /// nothing) when fewer than `least` are left.
+    fn take(&self, want: usize, least: usize) -> Option<usize> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut left = self.0.load(Relaxed);
+        loop {
+            if left < least {
+                return None;
+            }
+            let got = want.min(left);
+            match self
+                .0
+                .compare_exchange_weak(left, left - got, Relaxed, Relaxed)
+            {
+                Ok(_) => return Some(got),
+                Err(now) => left = now,
+            }
+        }
+    }
+
+    /// Gives `entries` back.
+    fn give(&self, entries: usize) {
+        self.0
+            .fetch_add(entries, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// BRMerge-Upper, numeric phase of one chunk: copies (and scales) the
@@ -524,7 +594,7 @@ mod tests {
                     b_canonical: true,
                 };
                 let chunk =
-                    super::upper_chunk(a, a, job, (dense_ok, ratio, false), &mut counts).unwrap();
+                    super::upper_chunk(a, a, job, (dense_ok, ratio, None), &mut counts).unwrap();
                 (chunk.cols, chunk.vals, counts)
             };
             let exact = run(1.0);
@@ -534,6 +604,7 @@ mod tests {
             // as a row that does not fit, never grown past; a right one
             // gives the same temporary C.
             let capped = |ratio: f64| {
+                let pool = super::UpperPool::new(super::upper_initial_capacity(exact.0.len(), 1.0));
                 let mut counts = vec![0usize; n];
                 let a = &Operand {
                     pattern: a,
@@ -546,12 +617,29 @@ mod tests {
                     scratch: &scratch,
                     b_canonical: true,
                 };
-                super::upper_chunk(a, a, job, (dense_ok, ratio, true), &mut counts)
+                super::upper_chunk(a, a, job, (dense_ok, ratio, Some(&pool)), &mut counts)
                     .map(|c| (c.cols, c.vals, counts))
             };
-            let e = capped(1e9).unwrap_err();
-            assert!(matches!(e, crate::Error::InvalidValue(_)), "{e}");
+            // A low prediction takes its room from the pool as it grows.
+            assert_eq!(capped(1e9).unwrap(), exact);
             assert_eq!(capped(1.0).unwrap(), exact);
+            // A pool smaller than C refuses, as a row that does not fit.
+            let short = super::UpperPool::new(exact.0.len() - 1);
+            let mut counts = vec![0usize; n];
+            let scratch = super::ScratchPool::default();
+            let job = Chunk {
+                rows: 0..n,
+                work: &work,
+                scratch: &scratch,
+                b_canonical: true,
+            };
+            let op = &Operand {
+                pattern: a,
+                values: &vals,
+            };
+            let e = super::upper_chunk(op, op, job, (dense_ok, 3.0, Some(&short)), &mut counts)
+                .unwrap_err();
+            assert!(matches!(e, crate::Error::InvalidValue(_)), "{e}");
         }
     }
 }

@@ -9,7 +9,7 @@
 
 use super::{brmerge, dense, hash, pattern, CpuBackend};
 use crate::plan::select::DENSE_MAX_BYTES;
-use crate::plan::RowWork;
+use crate::plan::{RowPattern, RowWork};
 use crate::types::{Algorithm, Index, Scalar};
 
 /// The row statistics the bounds read.
@@ -21,6 +21,35 @@ pub(crate) struct RowBounds {
     pub a_row: usize,
     /// Columns of op(B) (= of C).
     pub ncols: usize,
+    /// The most products of one row BRMerge-Upper merges (a row of op(A)
+    /// with at most `MERGE_MAX_LISTS` entries; longer ones take a dense
+    /// accumulator when op(B) is narrow enough for one).
+    pub merged_products: u64,
+}
+
+impl RowBounds {
+    /// The bounds of `op(A) * op(B)` from the row access to op(A) and the
+    /// product's row work.
+    pub(crate) fn of<I: Index, J: Index>(
+        a: &RowPattern<'_, I, J>,
+        work: &RowWork,
+        ncols: usize,
+    ) -> RowBounds {
+        let (mut a_row, mut merged_products) = (0, 0);
+        for i in 0..a.nrows {
+            let len = a.row_len(i);
+            a_row = a_row.max(len);
+            if len <= brmerge::MERGE_MAX_LISTS {
+                merged_products = merged_products.max(work.row(i));
+            }
+        }
+        RowBounds {
+            products: work.max_row(),
+            a_row,
+            ncols,
+            merged_products,
+        }
+    }
 }
 
 impl RowBounds {
@@ -83,8 +112,15 @@ impl CpuBackend<'_> {
     /// accumulator.
     pub(crate) fn upper_chunk_bytes<T: Scalar, J: Index>(&self, r: &RowBounds) -> u64 {
         let t = std::mem::size_of::<T>();
-        let merge = brmerge::merger_bytes(r.products, r.a_row, t + std::mem::size_of::<J>());
         let dense_ok = r.ncols.saturating_mul(t) <= DENSE_MAX_BYTES;
+        // With a dense accumulator for rows of many lists, only the others
+        // are merged.
+        let (products, lists) = if dense_ok {
+            (r.merged_products, r.a_row.min(brmerge::MERGE_MAX_LISTS))
+        } else {
+            (r.products, r.a_row)
+        };
+        let merge = brmerge::merger_bytes(products, lists, t + std::mem::size_of::<J>());
         let dense = if dense_ok && r.a_row > brmerge::MERGE_MAX_LISTS {
             dense::workspace_bytes(r.ncols, r.c_row(), t)
         } else {

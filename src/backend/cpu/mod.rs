@@ -188,34 +188,36 @@ impl CpuBackend<'_> {
     /// BRMerge-Upper's symbolic phase: every chunk merges its rows into a
     /// temporary C, first sized by the predicted compression `ratio`
     /// (nprod / nnz(C), the sampling predictor; 1 for the upper bound nprod);
-    /// `counts[i]` receives the size of row `i`. `capped` (under a memory
-    /// budget): no chunk's temporary C grows past its first size; when one
-    /// would (the prediction was low), the temporary C is dropped and
-    /// `None` returned, and the caller counts the rows instead.
+    /// `counts[i]` receives the size of row `i`. `cap` (under a memory
+    /// budget): the chunks' temporary C take at most this many entries
+    /// together; when they would need more (the prediction was low), the
+    /// temporary C is dropped and `None` returned, and the caller counts
+    /// the rows instead.
     ///
     /// # Errors
     /// [`crate::Error::AllocFailed`]; [`crate::Error::InvalidValue`] on a
-    /// stale plan (when not `capped`; capped, the counting pass after
-    /// `None` finds it).
+    /// stale plan (without `cap`; with one, the counting pass after `None`
+    /// finds it).
     pub(crate) fn upper_symbolic<T: Scalar, I: Index, J: Index>(
         &self,
         a: &Operand<'_, T, I, J>,
         b: &Operand<'_, T, I, J>,
         work: &RowWork,
-        (ratio, capped): (f64, bool),
+        (ratio, cap): (f64, Option<usize>),
         counts: &mut [usize],
     ) -> Result<Option<Vec<UpperChunk<T, J>>>> {
         let dense_ok = b.pattern.ncols.saturating_mul(std::mem::size_of::<T>()) <= DENSE_MAX_BYTES;
+        let pool = cap.map(brmerge::UpperPool::new);
         let chunks: Result<Vec<_>> = split_by_chunks(counts, work.bounds(), |r| r)
             .into_par_iter()
             .zip(work.chunks().collect::<Vec<_>>())
             .map(|(counts, rows)| {
                 let chunk = self.chunk(rows, work);
-                brmerge::upper_chunk(a, b, chunk, (dense_ok, ratio, capped), counts)
+                brmerge::upper_chunk(a, b, chunk, (dense_ok, ratio, pool.as_ref()), counts)
             })
             .collect();
         match chunks {
-            Err(crate::Error::InvalidValue(_)) if capped => Ok(None),
+            Err(crate::Error::InvalidValue(_)) if pool.is_some() => Ok(None),
             other => other.map(Some),
         }
     }
