@@ -122,24 +122,10 @@ impl Context {
                 })?;
             ctx.set_num_threads(n)?;
         }
-        if let Ok(v) = std::env::var(SCRATCH_LIMIT_ENV) {
-            let bytes = crate::system_memory::parse_bytes(&v)
-                .and_then(|b| usize::try_from(b).ok())
-                .ok_or_else(|| {
-                    Error::InvalidValue(format!(
-                        "{SCRATCH_LIMIT_ENV} = {v:?} is not a size in bytes (4096, 512M, 1G)"
-                    ))
-                })?;
+        if let Some(bytes) = env_bytes(SCRATCH_LIMIT_ENV)? {
             ctx.set_scratch_limit(bytes);
         }
-        if let Ok(v) = std::env::var(MEMORY_BUDGET_ENV) {
-            let bytes = crate::system_memory::parse_bytes(&v)
-                .and_then(|b| usize::try_from(b).ok())
-                .ok_or_else(|| {
-                    Error::InvalidValue(format!(
-                        "{MEMORY_BUDGET_ENV} = {v:?} is not a size in bytes (4096, 512M, 1G)"
-                    ))
-                })?;
+        if let Some(bytes) = env_bytes(MEMORY_BUDGET_ENV)? {
             ctx.set_memory_budget(Some(bytes));
         }
         Ok(ctx)
@@ -277,6 +263,22 @@ impl Context {
             None => f(),
         }
     }
+}
+
+/// The size in bytes the environment variable `name` sets (`4096`, `512M`,
+/// `1G`), if it is set.
+fn env_bytes(name: &str) -> Result<Option<usize>> {
+    let Ok(v) = std::env::var(name) else {
+        return Ok(None);
+    };
+    crate::system_memory::parse_bytes(&v)
+        .and_then(|b| usize::try_from(b).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            Error::InvalidValue(format!(
+                "{name} = {v:?} is not a size in bytes (4096, 512M, 1G)"
+            ))
+        })
 }
 
 /// The current CUDA device (see [`Context::new`]).

@@ -21,7 +21,14 @@ type V = F64I32I32W32;
 fn operands(rng: &mut Rng) -> (HostCsr<V>, HostCsr<V>) {
     let a_len = |_: &mut Rng, i: usize| if i.is_multiple_of(128) { 150 } else { 2 };
     let a = random_rows(rng, 256, 600, CANONICAL, a_len, small_int_value::<V>);
-    let b = random_rows(rng, 600, 60_000, CANONICAL, |_, _| 100, small_int_value::<V>);
+    let b = random_rows(
+        rng,
+        600,
+        60_000,
+        CANONICAL,
+        |_, _| 100,
+        small_int_value::<V>,
+    );
     (
         HostCsr::from_rows(600, &a, 0),
         HostCsr::from_rows(60_000, &b, 0),
@@ -177,4 +184,3 @@ fn a_small_device_without_a_budget_batches_its_tables_into_its_free_memory() {
     }
     panic!("still refused with {capacity} bytes");
 }
-

@@ -580,7 +580,8 @@ mod tests {
         let a = RowPattern::zero_based(&off, &cols, n);
         let work = RowWork::new(&a, &a, 1).unwrap();
         for dense_ok in [false, true] {
-            let run = |ratio: f64| {
+            // One chunk of every row: its temporary C and row sizes.
+            let upper = |ratio: f64, pool: Option<&super::UpperPool>| {
                 let mut counts = vec![0usize; n];
                 let a = &Operand {
                     pattern: a,
@@ -593,52 +594,21 @@ mod tests {
                     scratch: &scratch,
                     b_canonical: true,
                 };
-                let chunk =
-                    super::upper_chunk(a, a, job, (dense_ok, ratio, None), &mut counts).unwrap();
-                (chunk.cols, chunk.vals, counts)
-            };
-            let exact = run(1.0);
-            assert!(exact.0.len() > 4 * 1024, "{} entries", exact.0.len());
-            assert_eq!(run(1e9), exact);
-            // Capped (under a memory budget), a low prediction is refused
-            // as a row that does not fit, never grown past; a right one
-            // gives the same temporary C.
-            let capped = |ratio: f64| {
-                let pool = super::UpperPool::new(super::upper_initial_capacity(exact.0.len(), 1.0));
-                let mut counts = vec![0usize; n];
-                let a = &Operand {
-                    pattern: a,
-                    values: &vals,
-                };
-                let scratch = super::ScratchPool::default();
-                let job = Chunk {
-                    rows: 0..n,
-                    work: &work,
-                    scratch: &scratch,
-                    b_canonical: true,
-                };
-                super::upper_chunk(a, a, job, (dense_ok, ratio, Some(&pool)), &mut counts)
+                super::upper_chunk(a, a, job, (dense_ok, ratio, pool), &mut counts)
                     .map(|c| (c.cols, c.vals, counts))
             };
-            // A low prediction takes its room from the pool as it grows.
-            assert_eq!(capped(1e9).unwrap(), exact);
-            assert_eq!(capped(1.0).unwrap(), exact);
-            // A pool smaller than C refuses, as a row that does not fit.
+            let exact = upper(1.0, None).unwrap();
+            assert!(exact.0.len() > 4 * 1024, "{} entries", exact.0.len());
+            assert_eq!(upper(1e9, None).unwrap(), exact);
+            // Under a memory budget the room comes from a pool: a low
+            // prediction takes it as the chunk grows, the right one gives
+            // the same temporary C, and a pool smaller than C refuses as a
+            // row that does not fit.
+            let pool = || super::UpperPool::new(super::upper_initial_capacity(exact.0.len(), 1.0));
+            assert_eq!(upper(1e9, Some(&pool())).unwrap(), exact);
+            assert_eq!(upper(1.0, Some(&pool())).unwrap(), exact);
             let short = super::UpperPool::new(exact.0.len() - 1);
-            let mut counts = vec![0usize; n];
-            let scratch = super::ScratchPool::default();
-            let job = Chunk {
-                rows: 0..n,
-                work: &work,
-                scratch: &scratch,
-                b_canonical: true,
-            };
-            let op = &Operand {
-                pattern: a,
-                values: &vals,
-            };
-            let e = super::upper_chunk(op, op, job, (dense_ok, 3.0, Some(&short)), &mut counts)
-                .unwrap_err();
+            let e = upper(3.0, Some(&short)).unwrap_err();
             assert!(matches!(e, crate::Error::InvalidValue(_)), "{e}");
         }
     }
