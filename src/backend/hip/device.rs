@@ -381,6 +381,14 @@ impl GpuDevice for HipDevice {
         Ok(self.module(types)?)
     }
 
+    fn free_memory(&self) -> Option<u64> {
+        let f = rt().ok()?.mem_get_info?;
+        self.bind().ok()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: two writable slots; the device is current.
+        (unsafe { f(&mut free, &mut total) } == 0).then_some(free as u64)
+    }
+
     fn alloc(&self, bytes: usize, stream: Option<RawStream>) -> Result<u64> {
         let rt = rt()?;
         let result = |e: HipError, p: *mut c_void| if e == 0 { Ok(p as u64) } else { Err(e) };

@@ -68,6 +68,8 @@ pub struct HipRuntime {
     pub malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> HipError,
     /// `hipFree(void*)`.
     pub free: unsafe extern "C" fn(*mut c_void) -> HipError,
+    /// `hipMemGetInfo(size_t* free, size_t* total)` of the current device.
+    pub mem_get_info: Option<unsafe extern "C" fn(*mut usize, *mut usize) -> HipError>,
     /// `hipMallocAsync(void**, size, stream)` (ROCm 5.2 and later).
     pub malloc_async: Option<unsafe extern "C" fn(*mut *mut c_void, usize, HipHandle) -> HipError>,
     /// `hipFreeAsync(void*, stream)`.
@@ -225,6 +227,7 @@ pub fn runtime() -> Result<&'static HipRuntime, String> {
                     get_device_properties: symbol(&lib, b"hipGetDeviceProperties\0")?,
                     malloc: symbol(&lib, b"hipMalloc\0")?,
                     free: symbol(&lib, b"hipFree\0")?,
+                    mem_get_info: symbol(&lib, b"hipMemGetInfo\0").ok(),
                     malloc_async: symbol(&lib, b"hipMallocAsync\0").ok(),
                     free_async: symbol(&lib, b"hipFreeAsync\0").ok(),
                     memset_d8_async: symbol(&lib, b"hipMemsetD8Async\0")?,
