@@ -432,13 +432,14 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         self.concurrency
     }
 
-    /// Runs a phase: under a budget, with the context's kept scratch
-    /// capped to the room the plan leaves it and at most
-    /// [`CpuPlan::concurrency`] threads.
+    /// Runs a phase on at most [`CpuPlan::concurrency`] threads (fewer
+    /// than the context's when a budget, or the memory the system has
+    /// left, asked for it), with the context's kept scratch capped, under
+    /// a budget, to the room the plan leaves it.
     fn run<R: Send>(&self, ctx: &Context, f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
         ctx.scratch()
             .set_room(self.budget.map(|b| scratch_room(b, self.peak_bound)));
-        if self.budget.is_none() || ctx.num_threads() <= self.concurrency {
+        if ctx.num_threads() <= self.concurrency {
             return ctx.run(f);
         }
         let pool = rayon::ThreadPoolBuilder::new()
