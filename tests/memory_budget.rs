@@ -231,8 +231,7 @@ fn bytes_after(e: &Error, after: &str) -> Option<u64> {
     let Error::AllocFailed(m) = e else {
         panic!("expected ALLOC_FAILED, got {e:?}");
     };
-    let at = m.find(after)? + after.len();
-    m[at..].split_whitespace().next()?.parse().ok()
+    support::number_after(m, after)
 }
 
 /// The smallest budget a refusal names.

@@ -57,19 +57,24 @@ pub fn fastest_fitting<C: Copy>(
 /// (the GPU's INSUFFICIENT_RESOURCES maps from the same error).
 pub fn too_small(budget: u64, smallest: u64, what: &str) -> Error {
     Error::AllocFailed(format!(
-        "the memory budget of {budget} bytes ({}) is too small for {what}: the smallest budget \
-         that would work is {smallest} bytes ({}); nothing was allocated",
-        human(budget),
+        "{} is too small for {what}: the smallest budget that would work is {smallest} bytes \
+         ({}); nothing was allocated",
+        the_budget(budget),
         human(smallest)
     ))
+}
+
+/// "the memory budget of N bytes (N MiB)", as every refusal names it.
+pub fn the_budget(budget: u64) -> String {
+    format!("the memory budget of {budget} bytes ({})", human(budget))
 }
 
 /// The error for a budget below what planning alone may take.
 pub fn too_small_to_plan(budget: u64, planning: u64) -> Error {
     Error::AllocFailed(format!(
-        "the memory budget of {budget} bytes ({}) is too small to plan this product: planning \
-         alone may take {planning} bytes ({}), and the phases need more; nothing was allocated",
-        human(budget),
+        "{} is too small to plan this product: planning alone may take {planning} bytes ({}), \
+         and the phases need more; nothing was allocated",
+        the_budget(budget),
         human(planning)
     ))
 }

@@ -84,8 +84,7 @@ struct Footprint {
     plan: u64,
     /// Bytes of values a numeric phase gathers (transposed operands).
     gathered: u64,
-    /// Bytes of one value and one entry (value and column index) of C.
-    value_bytes: u64,
+    /// Bytes of one entry (value and column index) of C.
     entry_bytes: u64,
     rows: RowBounds,
     m: usize,
@@ -146,7 +145,6 @@ impl Footprint {
             .saturating_mul(backend.numeric_chunk_bytes::<T, J>(&self.rows))
             .saturating_add(self.gathered);
         let slack = SLACK_BYTES + self.chunks as u64 * SLACK_PER_CHUNK;
-        debug_assert_eq!(self.value_bytes, std::mem::size_of::<T>() as u64);
         MemoryNeed {
             kept,
             transient: symbolic.max(numeric).saturating_add(slack),
@@ -382,7 +380,6 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     + (pa.memory_bytes() + pb.memory_bytes()) as u64,
                 gathered: ((pa.gathered_values_len() + pb.gathered_values_len())
                     * std::mem::size_of::<T>()) as u64,
-                value_bytes: std::mem::size_of::<T>() as u64,
                 entry_bytes: shape.entry_bytes as u64,
                 rows: RowBounds::of(&ra, &work, rb.ncols),
                 m: work.nrows(),

@@ -36,6 +36,13 @@ pub use value::TestValue;
 use std::fmt::Display;
 use std::io::Write;
 
+/// The number that follows `after` in `message` (the bytes a refusal
+/// names), if any.
+pub fn number_after(message: &str, after: &str) -> Option<u64> {
+    let at = message.find(after)? + after.len();
+    message[at..].split_whitespace().next()?.parse().ok()
+}
+
 /// The variable that turns a missing GPU into a failure.
 pub const REQUIRE_GPU: &str = "RUSPARSE_REQUIRE_GPU";
 

@@ -9,7 +9,7 @@
 use rusparse::{reference, Algorithm, Context, CsrMatrix, Error, Op, SpgemmOptions};
 use rusparse_kernel_host_tests::device::EmulatedDevice;
 use rusparse_kernel_host_tests::hash::HostCsr;
-use rusparse_kernel_host_tests::support::{random_rows, CANONICAL};
+use rusparse_kernel_host_tests::support::{self, random_rows, CANONICAL};
 use rusparse_kernel_host_tests::{small_int_value, variant_rng, Rng, F64I32I32W32};
 
 type V = F64I32I32W32;
@@ -63,8 +63,7 @@ fn bytes_after(e: &Error, after: &str) -> Option<usize> {
     let Error::InsufficientResources(m) = e else {
         panic!("expected INSUFFICIENT_RESOURCES, got {e:?}");
     };
-    let at = m.find(after)? + after.len();
-    m[at..].split_whitespace().next()?.parse().ok()
+    support::number_after(m, after).map(|n| n as usize)
 }
 
 #[test]

@@ -50,9 +50,7 @@ impl RowBounds {
             merged_products,
         }
     }
-}
 
-impl RowBounds {
     /// The most entries of one row of C.
     fn c_row(&self) -> usize {
         usize::try_from(self.products)

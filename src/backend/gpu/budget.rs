@@ -18,7 +18,7 @@ use super::device::{GpuDevice, GpuKernels, RawEvent, RawStream};
 use crate::backend::kernel_source::KernelTypes;
 use crate::error::{Error, Result};
 use crate::plan::gpu_bins::DeviceLimits;
-use crate::plan::memory::human;
+use crate::plan::memory::{human, the_budget};
 use crate::types::BackendKind;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -49,11 +49,7 @@ impl BudgetState {
                 human(self.budget)
             )
         } else {
-            format!(
-                "the memory budget of {} bytes ({})",
-                self.budget,
-                human(self.budget)
-            )
+            the_budget(self.budget)
         }
     }
 
@@ -179,9 +175,8 @@ impl GpuDevice for BudgetedDevice {
             let m = self.meter();
             if let Some(b) = self.budget.filter(|&b| m.live.saturating_add(n) > b) {
                 return Err(Error::InsufficientResources(format!(
-                    "the memory budget of {b} bytes ({}) does not hold {n} more bytes with {} in \
-                     use",
-                    human(b),
+                    "{} does not hold {n} more bytes with {} in use",
+                    the_budget(b),
                     m.live
                 )));
             }
