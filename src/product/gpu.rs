@@ -20,8 +20,8 @@ use crate::backend::gpu::budget::BudgetedDevice;
 use crate::backend::gpu::host_arrays::scalar_bytes;
 use crate::backend::gpu::spgemm::work_estimation_need;
 use crate::backend::gpu::{
-    DeviceArrays, DeviceCsr, DeviceScalars, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes,
-    RawStream,
+    DeviceArrays, DeviceCsr, DeviceScalars, GpuDevice, GpuPlanInfo, GpuSpgemm, HostColumns,
+    KernelTypes, RawStream,
 };
 use crate::types::{Algorithm, IndexBase, IndexType, Op};
 use crate::{Context, Error, Result, Scalar};
@@ -105,6 +105,9 @@ pub(crate) struct Staging {
     a: Option<StagedCopy>,
     b: Option<StagedCopy>,
     c: Option<StagedCopy>,
+    /// C's row offsets on the device when C is computed in row blocks
+    /// (its columns and values then go straight to the host).
+    c_offsets: Option<DeviceArrays>,
     /// A and B cannot change between the phases (one call on borrowed
     /// arrays): each array is copied once.
     fixed: bool,
@@ -428,9 +431,12 @@ impl GpuProduct {
         let (da, db) = p.operands(stream, a, b, true)?;
         let dc = match &mut p.staging {
             None => device_csr(c),
+            Some(st) if !staged_c_fits(&*p.dev, &p.spgemm, st, c)? => {
+                return p.numeric_in_row_blocks(stream, (&da, &db), c, scalars);
+            }
             // C's old values go to the device only when beta reads them.
             Some(st) => {
-                check_staged_c(&*p.dev, &p.spgemm, st, c)?;
+                st.c_offsets = None;
                 let how = ([false, false, !scalars.beta_is_zero], false, st.whole_c);
                 stage(&p.dev, &mut st.c, stream, c, how)?
             }
@@ -449,36 +455,90 @@ impl GpuProduct {
     }
 }
 
-/// Under a memory budget, refuses a product whose C (host arrays) does not
-/// fit on the device beside what the product holds and the numeric
-/// phase's least tables, before C's device copy is made. (Computing such
-/// a C in row blocks is not done yet.)
-fn check_staged_c(
+impl Parts {
+    /// The numeric phase of a staged product whose C does not fit on the
+    /// device: C's row offsets are written on the device and copied back,
+    /// its columns and values are computed in row blocks copied straight
+    /// into the caller's arrays ([`GpuSpgemm::numeric_in_row_blocks`]).
+    ///
+    /// # Safety
+    /// C's non-NULL host arrays hold rows + 1 offsets and nnz columns and
+    /// values (with C's old values when beta is not zero).
+    unsafe fn numeric_in_row_blocks(
+        &mut self,
+        stream: RawStream,
+        (da, db): (&DeviceCsr, &DeviceCsr),
+        c: &MatrixArrays,
+        scalars: DeviceScalars,
+    ) -> Result<()> {
+        let st = self.staging.as_mut().expect("a staged product");
+        if !st.whole_c {
+            // The C ABI passes matC's arrays on: NULL ones are refused as
+            // the pipeline refuses them.
+            for (p, what) in [
+                (c.offsets, "row offsets"),
+                (c.col_ind, "column indices"),
+                (c.values, "values"),
+            ] {
+                if p.is_null() {
+                    return Err(Error::InvalidValue(format!("C's {what} are NULL")));
+                }
+            }
+        }
+        // A whole copy of C made by an earlier call goes first.
+        st.c = None;
+        let bytes = array_sizes(c)?;
+        let offsets_bytes = [bytes[0], 0, 0];
+        if st.c_offsets.as_ref().map(|o| o.bytes()) != Some(offsets_bytes) {
+            st.c_offsets = None;
+            st.c_offsets = Some(DeviceArrays::new(&self.dev, offsets_bytes)?);
+        }
+        let offsets = st.c_offsets.as_ref().expect("just made");
+        let dc = DeviceCsr {
+            rows: offsets.ptrs()[0],
+            cols: 0,
+            vals: 0,
+            ..device_csr(c)
+        };
+        let host = HostColumns {
+            cols: c.col_ind.cast(),
+            vals: c.values.cast(),
+        };
+        // SAFETY: the caller's contract.
+        unsafe {
+            self.spgemm
+                .numeric_in_row_blocks(stream, (da, db), &dc, host, scalars)?;
+            let none = std::ptr::null_mut();
+            offsets.download(stream, [c.offsets, none, none])
+        }
+    }
+}
+
+/// Whether a staged product's C (host arrays) fits on the device beside
+/// what the product holds and the numeric phase's least tables, within
+/// its budget (or the device's free memory): if not, C is computed in row
+/// blocks. Always true where neither is known.
+fn staged_c_fits(
     dev: &dyn GpuDevice,
     spgemm: &GpuSpgemm,
     st: &Staging,
     c: &MatrixArrays,
-) -> Result<()> {
+) -> Result<bool> {
     let Some(state) = dev.budget() else {
-        return Ok(());
+        return Ok(true);
     };
     let bytes = array_sizes(c)?;
     if st.c.as_ref().map(|s| s.arrays.bytes()) == Some(bytes) {
-        return Ok(());
+        return Ok(true);
     }
-    let held =
-        st.c.as_ref()
-            .map_or(0, |s| s.arrays.bytes().iter().sum::<usize>() as u64);
+    let held = [st.c.as_ref().map(|s| &s.arrays), st.c_offsets.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|a| a.bytes().iter().sum::<usize>() as u64)
+        .sum::<u64>();
     let need =
         state.live - held + bytes.iter().sum::<usize>() as u64 + spgemm.least_numeric_table_bytes();
-    if need > state.budget {
-        return Err(state.too_small(
-            need,
-            "this product's C on the device (its host arrays are copied there; C in row blocks \
-             is not done yet)",
-        ));
-    }
-    Ok(())
+    Ok(need <= state.budget)
 }
 
 impl Backend for GpuProduct {

@@ -36,4 +36,4 @@ pub use host_arrays::DeviceArrays;
 pub use launch::{kernel_params, KERNEL_PARAMS};
 pub use predict::predict_nnz;
 pub use registry::{register_device, unregister_device};
-pub use spgemm::{DeviceCsr, DeviceScalars, GpuPlanInfo, GpuSpgemm, KernelCsr};
+pub use spgemm::{DeviceCsr, DeviceScalars, GpuPlanInfo, GpuSpgemm, HostColumns, KernelCsr};

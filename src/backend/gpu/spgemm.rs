@@ -239,6 +239,8 @@ struct SymbolicResult {
     symbolic_counts: Vec<i64>,
     /// Rows moved from the last shared symbolic bin to the global kernel.
     spilled: i64,
+    /// Each numeric bin's rows are sorted (for C in row blocks).
+    bins_by_row: bool,
 }
 
 /// What a plan ran, for `rusparseSpGEMM_getPlanInfo` and benchmarks.
@@ -264,6 +266,21 @@ pub struct GpuPlanInfo {
     pub b_canonical: bool,
     /// Bitwise-reproducible numeric phase.
     pub deterministic: bool,
+    /// Row blocks the last numeric phase computed C in (0: whole; see
+    /// [`GpuSpgemm::numeric_in_row_blocks`]).
+    pub row_blocks: usize,
+}
+
+/// Where the numeric kernels write C's entries: device addresses that the
+/// plan's zero-based row offsets index (shifted back by a row block's first
+/// entry when C is computed in row blocks), C's index base, and alpha and
+/// beta (0: not read).
+struct NumericOut {
+    cols: u64,
+    vals: u64,
+    base: i32,
+    alpha: u64,
+    beta: u64,
 }
 
 /// alpha and beta of a numeric phase: device pointers to one value each,
@@ -336,6 +353,10 @@ pub struct GpuSpgemm {
     /// `_narrow`. Starts as A's offset type.
     c_offsets64: bool,
     symbolic: Option<SymbolicResult>,
+    /// The numeric bins' rows, sorted, on the host (C in row blocks).
+    bins_host: Option<Vec<u32>>,
+    /// Row blocks of C in the last numeric phase (0: C was computed whole).
+    row_blocks_run: usize,
     /// The error of a failed symbolic phase (its metadata is then partly
     /// overwritten, so it cannot run again).
     symbolic_failed: Option<Error>,
@@ -606,6 +627,8 @@ impl GpuSpgemm {
             chunk_fraction: None,
             c_offsets64: types.offset64,
             symbolic: None,
+            bins_host: None,
+            row_blocks_run: 0,
             symbolic_failed: None,
         };
         let r = plan
@@ -826,6 +849,7 @@ impl GpuSpgemm {
             threads_per_b_row: self.group,
             b_canonical: self.b_canonical,
             deterministic: self.deterministic,
+            row_blocks: self.row_blocks_run,
         }
     }
 
@@ -990,6 +1014,7 @@ impl GpuSpgemm {
             global_tables: Vec::new(),
             symbolic_counts: vec![0; nb + 1],
             spilled: 0,
+            bins_by_row: false,
         };
         if self.nprod == 0 {
             // Every row is empty: row_size is all zeros, and so are C's
@@ -1152,12 +1177,7 @@ impl GpuSpgemm {
         };
         let (a, b) = &self.used_entries(a, b, "numeric phase", true)?;
         check_csr(c, "C", true)?;
-        if (c.nrows, c.ncols, c.nnz) != (self.m, self.n, s.nnz) {
-            return Err(Error::InvalidValue(format!(
-                "C is {} x {} with nnz {}; the product is {} x {} with nnz {}",
-                c.nrows, c.ncols, c.nnz, self.m, self.n, s.nnz
-            )));
-        }
+        self.check_c_shape(c, s.nnz)?;
         if alpha == 0 || (beta == 0 && !beta_is_zero) {
             return Err(Error::InvalidValue(
                 "alpha or beta is a NULL device pointer".into(),
@@ -1171,7 +1191,19 @@ impl GpuSpgemm {
         });
         let done = self.lanes.record_done(stream);
         r?;
+        self.row_blocks_run = 0;
         done
+    }
+
+    /// Refuses a C whose shape or nnz is not the product's.
+    fn check_c_shape(&self, c: &DeviceCsr, nnz: i64) -> Result<()> {
+        if (c.nrows, c.ncols, c.nnz) != (self.m, self.n, nnz) {
+            return Err(Error::InvalidValue(format!(
+                "C is {} x {} with nnz {}; the product is {} x {} with nnz {}",
+                c.nrows, c.ncols, c.nnz, self.m, self.n, nnz
+            )));
+        }
+        Ok(())
     }
 
     fn run_numeric(
@@ -1184,14 +1216,30 @@ impl GpuSpgemm {
         beta: u64,
     ) -> Result<()> {
         let s = self.symbolic.as_ref().expect("checked by numeric");
+        self.write_c_offsets(stream, c.rows, c.base)?;
+        if s.nnz == 0 {
+            return Ok(());
+        }
+        let bins_ptr = self.meta.ptr() + self.layout.bins;
+        let lists: Vec<(u64, i64)> = (s.numeric_offsets.iter().zip(&s.numeric_counts))
+            .map(|(&at, &count)| (bins_ptr + 4 * at as u64, count))
+            .collect();
+        let out = NumericOut {
+            cols: c.cols,
+            vals: c.vals,
+            base: c.base,
+            alpha,
+            beta,
+        };
+        self.launch_numeric_bins(stream, a, b, &out, &lists, &s.global_tables)
+    }
+
+    /// Writes C's row offsets (C's offset type, `base` added) at `c_rows`
+    /// from the plan's zero-based ones.
+    fn write_c_offsets(&self, stream: RawStream, c_rows: u64, c_base: i32) -> Result<()> {
         let h = self.meta.ptr();
-        let word = |w: usize| h + 8 * w as u64;
-        let beta = if beta == 0 { word(H_ZERO) } else { beta };
         let offsets = h + self.layout.row_size;
-        let bins_ptr = h + self.layout.bins;
-        let (ka, kb) = (KernelCsr::from(a), KernelCsr::from(b));
-        let (c_rows, c_cols, c_vals, c_base) = (c.rows, c.cols, c.vals, c.base);
-        let error = word(H_ERROR);
+        let error = h + 8 * H_ERROR as u64;
         let m = self.m;
         let grid = self.grid(m as u64 + 1, PLAIN_BLOCK);
         // SAFETY: see `estimate`.
@@ -1207,11 +1255,33 @@ impl GpuSpgemm {
                 0,
                 stream,
                 &args![m, offsets, c_rows, c_base, error],
-            )?;
+            )
         }
-        if s.nnz == 0 {
-            return Ok(());
-        }
+    }
+
+    /// Launches the numeric kernels on the rows of `lists` (per numeric
+    /// bin, the direct bin last: the device address of its rows and their
+    /// count), the global bin's rows with tables of `global_tables`
+    /// entries (in the order of its list), writing C's columns and values
+    /// through `out` at the plan's zero-based row offsets.
+    fn launch_numeric_bins(
+        &self,
+        stream: RawStream,
+        a: &DeviceCsr,
+        b: &DeviceCsr,
+        out: &NumericOut,
+        lists: &[(u64, i64)],
+        global_tables: &[u64],
+    ) -> Result<()> {
+        let h = self.meta.ptr();
+        let beta = if out.beta == 0 {
+            h + 8 * H_ZERO as u64
+        } else {
+            out.beta
+        };
+        let offsets = h + self.layout.row_size;
+        let (ka, kb) = (KernelCsr::from(a), KernelCsr::from(b));
+        let (alpha, c_cols, c_vals, c_base) = (out.alpha, out.cols, out.vals, out.base);
         let det: i32 = match (self.deterministic, self.b_canonical) {
             (false, _) => 0,
             (true, true) => 1,
@@ -1223,11 +1293,11 @@ impl GpuSpgemm {
         let g = num.len() - 1;
         let direct = num.len();
         // Tables first: allocated on the caller's stream before the fork.
-        let global = if s.numeric_counts[g] > 0 {
+        let global = if lists[g].1 > 0 {
             Some(GlobalTables::new(
                 self,
                 stream,
-                &s.global_tables,
+                global_tables,
                 u64::from(self.types.index_bytes()),
                 u64::from(self.types.value_bytes()),
             )?)
@@ -1239,13 +1309,12 @@ impl GpuSpgemm {
         let order: Vec<usize> = std::iter::once(g)
             .chain((0..g).rev())
             .chain(std::iter::once(direct))
-            .filter(|&j| s.numeric_counts[j] > 0)
+            .filter(|&j| lists[j].1 > 0)
             .collect();
         let fork = self.lanes.fork(stream, order.len().saturating_sub(1))?;
         for (lane, &j) in order.iter().enumerate() {
             let lane = fork.stream(lane);
-            let rows = bins_ptr + 4 * s.numeric_offsets[j] as u64;
-            let count = s.numeric_counts[j];
+            let (rows, count) = lists[j];
             if j == g {
                 let global = global.as_ref().expect("allocated above");
                 let (keys, vals) = (global.keys, global.vals);
@@ -1552,6 +1621,8 @@ impl Drop for GpuSpgemm {
 // After the `args!` macro above, which they use.
 mod diagnose;
 mod resources;
+mod row_blocks;
+pub use row_blocks::HostColumns;
 mod row_counts;
 mod transpose;
 
