@@ -24,6 +24,8 @@
 #   soak_cuda          random products through the C ABI on device arrays
 #   cupy_peers         bench/gpu_peers.py: the same-run table against cuSPARSE
 #                      (CuPy), peak device memory of both (where CuPy exists)
+#   bench_budget       fem27_3dof and rmat at scale 20 under memory budgets of
+#                      1x, 2x and 4x C's size against none (issue 30)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu-check.sh OUT [MINUTES]}
@@ -117,6 +119,8 @@ if python3 -c 'import cupy' >/dev/null 2>&1; then
 else
     printf '%-20s %s\n' cupy_peers "not here (no CuPy)" | tee -a "$summary"
 fi
+budgets="--memory-budget none --memory-budget 1c --memory-budget 2c --memory-budget 4c"
+step bench_budget 180 1 "$req $bin/rusparse-bench --backend cuda --runs 3 --warmup 1 --no-verify $budgets --json $out/bench_budget.json --csv $out/bench_budget.csv fem27_3dof:28 rmat:20:4"
 
 took=$(($(date +%s) - start))
 {

@@ -756,3 +756,73 @@ fn c_offsets_of_another_width_than_a() {
     check_c_offset_width::<i32, i64>(&dev, 51);
     check_c_offset_width::<i64, i32>(&dev, 52);
 }
+
+/// C's columns and values by a plan on `ctx` (Rust API, host arrays staged
+/// on the device), and the row blocks its numeric phase used.
+fn plan_product(
+    ctx: &rusparse::Context,
+    a: &CsrMatrix<f64, i32>,
+    b: &CsrMatrix<f64, i32>,
+) -> Result<(CsrMatrix<f64, i32>, usize), Error> {
+    let (a, b) = (a.view(), b.view());
+    let mut plan = rusparse::SpgemmPlan::new(
+        ctx,
+        &a,
+        Op::N,
+        &b,
+        Op::N,
+        rusparse::Algorithm::Deterministic,
+    )?;
+    let nnz = plan.symbolic(ctx, &a, &b)?;
+    let (mut rows, mut cols, mut vals) =
+        (vec![0i32; a.nrows() + 1], vec![0i32; nnz], vec![0.0; nnz]);
+    let out = rusparse::CsrOutput::full(&mut rows, &mut cols, &mut vals, IndexBase::Zero);
+    plan.numeric(ctx, &a, &b, 1.0, 0.0, out)?;
+    let blocks = plan.gpu_info().expect("a GPU plan").row_blocks;
+    let c = CsrMatrix::try_from_parts(a.nrows(), b.ncols(), rows, cols, vals, IndexBase::Zero)?;
+    Ok((c, blocks))
+}
+
+#[test]
+fn a_budget_below_c_computes_it_in_row_blocks_with_the_same_bits() {
+    let Some(dev) = gpu() else { return };
+    let ctx = rusparse::Context::on_device(as_gpu(&dev)).unwrap();
+    let mut rng = Rng::new(51);
+    let mut a = random::<f64, i32, i32>(&mut rng, 20_000, 400, 8, false, IndexBase::Zero);
+    let b = random::<f64, i32, i32>(&mut rng, 400, 100_000, 60, false, IndexBase::Zero);
+    for v in a.values_mut() {
+        *v = *v * 0.1 + 1.0 / 3.0;
+    }
+    let (whole, blocks) = plan_product(&ctx, &a, &b).unwrap();
+    assert_eq!(blocks, 0, "C computed whole without a budget");
+    let r = expected(&a, &b, 1.0);
+    assert_eq!(whole.col_indices(), r.col_indices());
+    // The staged inputs and a quarter of C: row blocks, or a refusal
+    // naming the smallest budget, which then works in blocks.
+    let bytes = |x: &CsrMatrix<f64, i32>| (x.nrows() + 1) * 4 + x.nnz() * 12;
+    let mut budget = bytes(&a) + bytes(&b) + 64 * a.nrows() + bytes(&whole) / 4;
+    for _ in 0..4 {
+        ctx.set_memory_budget(Some(budget));
+        match plan_product(&ctx, &a, &b) {
+            Ok((c, blocks)) => {
+                assert!(blocks > 1, "{blocks} blocks under a budget of {budget}");
+                assert_eq!(c.col_indices(), whole.col_indices());
+                let bits = |c: &CsrMatrix<f64, i32>| {
+                    c.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                };
+                assert!(bits(&c) == bits(&whole), "the blocks' bits differ");
+                return;
+            }
+            Err(e) => {
+                let Error::InsufficientResources(m) = &e else {
+                    panic!("{e}")
+                };
+                let smallest = support::number_after(m, "smallest budget that would work is ")
+                    .unwrap_or_else(|| panic!("{m}")) as usize;
+                assert!(smallest > budget, "{smallest} <= {budget}");
+                budget = smallest;
+            }
+        }
+    }
+    panic!("still refused at {budget}");
+}

@@ -281,6 +281,10 @@ pub struct GpuProduct<'a> {
     /// (`--cuda-pool release`); else the pool keeps it cached, as CuPy's
     /// pool does.
     pub release_pool: bool,
+    /// The product's memory budget (`--memory-budget`): every device
+    /// allocation of rusparse goes through a `BudgetedDevice` that keeps
+    /// it, beyond A, B and C, within this many bytes.
+    pub budget: Option<u64>,
 }
 
 /// C of one run, when asked for.
@@ -319,7 +323,12 @@ impl GpuProduct<'_> {
             move |e| format!("CUDA {phase}: {e}")
         }
         let s = stream.0 as rusparse::backend::gpu::RawStream;
-        let dev: Arc<dyn GpuDevice> = self.dev.clone();
+        let dev: Arc<dyn GpuDevice> = match self.budget {
+            Some(b) => {
+                rusparse::backend::gpu::budget::BudgetedDevice::wrap(self.dev.clone(), Some(b))
+            }
+            None => self.dev.clone(),
+        };
         let start = Instant::now();
         let mut plan = GpuSpgemm::work_estimation(&dev, s, (Op::N, a), (Op::N, b), types, false)
             .map_err(lib("work estimation"))?;

@@ -271,12 +271,14 @@ struct Cli {
     /// Untimed warm-up runs per case.
     #[arg(long, default_value_t = 1)]
     warmup: usize,
-    /// CPU: the memory budget of the products (Context::set_memory_budget):
+    /// The memory budget of the products (Context::set_memory_budget):
     /// bytes (4096, 512M, 1G), a multiple of C's size (1.25c, 4c: the bytes
     /// of C's three arrays, from one unbudgeted product first) or none.
-    /// Repeatable: each budget gives its own row per case, the budgets
-    /// timed in interleaved rounds (e.g. --memory-budget none
-    /// --memory-budget 1.25c). Without it, RUSPARSE_MEMORY_BUDGET applies.
+    /// Repeatable: each budget gives its own row per case (e.g.
+    /// --memory-budget none --memory-budget 1.25c); on the CPU the budgets
+    /// are timed in interleaved rounds, on CUDA one after another (every
+    /// device allocation of rusparse, beyond A, B and C, is held to it).
+    /// Without it, RUSPARSE_MEMORY_BUDGET applies on the CPU.
     #[arg(long, value_name = "B", value_parser = BudgetArg::parse)]
     memory_budget: Vec<BudgetArg>,
     /// Seed of the generators.
@@ -433,8 +435,7 @@ fn run_cases<T: BenchScalar, I: Index>(
                 ProductArg::Ab => b.as_ref(),
                 _ => None,
             };
-            let row = run_case_gpu(cli, ctx, dev, case, &a, b_gpu, progress)?;
-            rows.push(row);
+            rows.extend(run_case_gpu(cli, ctx, dev, case, &a, b_gpu, progress)?);
             continue;
         }
         let product = Product {
@@ -588,8 +589,9 @@ fn measured_row<T: BenchScalar, I: Index>(
     }
 }
 
-/// One case on the CUDA back end: the timed runs, the check of C against
-/// the CPU back end, the dump.
+/// One case on the CUDA back end, a row per `--memory-budget` (one
+/// without): the timed runs, the check of C against the CPU back end, the
+/// dump.
 fn run_case_gpu<T: BenchScalar, I: Index>(
     cli: &Cli,
     ctx: &Context,
@@ -598,11 +600,69 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
     a: &CsrMatrix<T, I, I>,
     b: Option<&CsrMatrix<T, I, I>>,
     progress: &Progress,
-) -> Result<Row, String> {
-    let product = gpu::GpuProduct {
+) -> Result<Vec<Row>, String> {
+    let product = |budget: Option<u64>| gpu::GpuProduct {
         dev,
         release_pool: cli.cuda_pool == CudaPoolArg::Release,
+        budget,
     };
+    let budgets: Vec<Option<u64>> = if cli.memory_budget.is_empty() {
+        vec![None]
+    } else {
+        let needs_c = cli
+            .memory_budget
+            .iter()
+            .any(|b| matches!(b, BudgetArg::TimesC(_)));
+        let c_bytes = if needs_c {
+            product(None)
+                .measure(a, b, 0, 1, || {})
+                .map_err(|e| format!("{}: rusparse (CUDA) failed: {e}", case.name))?
+                .c_bytes as usize
+        } else {
+            0
+        };
+        cli.memory_budget
+            .iter()
+            .map(|x| x.bytes(c_bytes).map(|b| b as u64))
+            .collect()
+    };
+    let mut rows = Vec::with_capacity(budgets.len());
+    for budget in budgets {
+        match run_case_gpu_budget(cli, ctx, &product(budget), case, a, b, progress) {
+            Ok(row) => rows.push(row),
+            // A budget too small: a row that says so.
+            Err(msg) if budget.is_some() && msg.contains("too small") => {
+                progress.log(format!("    budget {budget:?} bytes: refused: {msg}"));
+                rows.push(Row {
+                    tool: TOOL.into(),
+                    matrix: case.name.clone(),
+                    rows: a.nrows() as u64,
+                    cols: a.ncols() as u64,
+                    nnz_a: a.nnz() as u64,
+                    algorithm: refused(&msg),
+                    value: T::NAME.into(),
+                    index: index_name::<I>().into(),
+                    backend: "cuda".into(),
+                    memory_budget: budget,
+                    ..Row::default()
+                });
+            }
+            Err(msg) => return Err(msg),
+        }
+    }
+    Ok(rows)
+}
+
+/// [`run_case_gpu`] with one product (and its budget).
+fn run_case_gpu_budget<T: BenchScalar, I: Index>(
+    cli: &Cli,
+    ctx: &Context,
+    product: &gpu::GpuProduct<'_>,
+    case: &Case,
+    a: &CsrMatrix<T, I, I>,
+    b: Option<&CsrMatrix<T, I, I>>,
+    progress: &Progress,
+) -> Result<Row, String> {
     let m = product
         .measure(a, b, cli.warmup, cli.runs, || progress.bar.inc(1))
         .map_err(|e| format!("{}: rusparse (CUDA) failed: {e}", case.name))?;
@@ -651,6 +711,7 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
         first_call_s: Some(m.first_call_s),
         peak_device_bytes: m.peak_device_bytes,
         c_bytes: Some(m.c_bytes),
+        memory_budget: product.budget,
         ..measured_row(&case.name, a, m.nprod, m.c.nnz(), &m.times)
     };
     let mib = |b: u64| b as f64 / 1048576.0;
@@ -667,6 +728,17 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
         mib(m.c_bytes),
         mib(m.plan_bytes)
     ));
+    if let (Some(budget), Some(peak)) = (product.budget, row.peak_extra_bytes) {
+        progress.log(format!(
+            "    budget {budget} bytes: peak extra {peak} bytes ({:.0} % of the budget{})",
+            100.0 * peak.max(1) as f64 / budget.max(1) as f64,
+            if peak > budget {
+                ", OVER THE BUDGET"
+            } else {
+                ""
+            }
+        ));
+    }
     progress.log(format!("    plan: {}", m.plan_note));
     if let Some(dir) = &cli.dump {
         dump::write_case(dir, &case.name, cli.product.name(), a, b, &m.c)
@@ -738,14 +810,6 @@ fn run(cli: &Cli) -> Result<(), String> {
                 }
             },
         };
-        if gpu.is_some() && !cli.memory_budget.is_empty() {
-            return Err(
-                "--memory-budget: the benchmark's CUDA path does not set memory budgets yet (it \
-                 times the GPU pipeline directly; the library honours budgets on a GPU, see \
-                 docs/memory.md); use --backend cpu"
-                    .into(),
-            );
-        }
         if gpu.is_some() && cli.product == ProductArg::Aat {
             return Err(
                 "--product aat: the benchmark's CUDA path times op N only so far (the library \
