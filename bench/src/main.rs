@@ -478,18 +478,8 @@ fn run_cases<T: BenchScalar, I: Index>(
                 (Err(rusparse::Error::AllocFailed(msg)), Some(b)) => {
                     progress.log(format!("    budget {b} bytes: refused: {msg}"));
                     rows.push(Row {
-                        tool: TOOL.into(),
-                        matrix: case.name.clone(),
-                        rows: a.nrows() as u64,
-                        cols: a.ncols() as u64,
-                        nnz_a: a.nnz() as u64,
-                        algorithm: refused(&msg),
                         threads: ctx.num_threads() as u64,
-                        value: T::NAME.into(),
-                        index: index_name::<I>().into(),
-                        backend: "cpu".into(),
-                        memory_budget: Some(*b as u64),
-                        ..Row::default()
+                        ..refused_row(case, &a, "cpu", *b as u64, &msg)
                     });
                     continue;
                 }
@@ -550,6 +540,29 @@ fn run_cases<T: BenchScalar, I: Index>(
 
 /// The algorithm cell of a budget the planner refused: `refused`, with
 /// the smallest budget that would work when the message names it.
+/// The row of a case refused under `budget` on `backend`.
+fn refused_row<T: BenchScalar, I: Index>(
+    case: &Case,
+    a: &CsrMatrix<T, I, I>,
+    backend: &str,
+    budget: u64,
+    msg: &str,
+) -> Row {
+    Row {
+        tool: TOOL.into(),
+        matrix: case.name.clone(),
+        rows: a.nrows() as u64,
+        cols: a.ncols() as u64,
+        nnz_a: a.nnz() as u64,
+        algorithm: refused(msg),
+        value: T::NAME.into(),
+        index: index_name::<I>().into(),
+        backend: backend.into(),
+        memory_budget: Some(budget),
+        ..Row::default()
+    }
+}
+
 fn refused(msg: &str) -> String {
     let smallest = msg
         .split("the smallest budget that would work is ")
@@ -632,20 +645,9 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
             Ok(row) => rows.push(row),
             // A budget too small: a row that says so.
             Err(msg) if budget.is_some() && msg.contains("too small") => {
-                progress.log(format!("    budget {budget:?} bytes: refused: {msg}"));
-                rows.push(Row {
-                    tool: TOOL.into(),
-                    matrix: case.name.clone(),
-                    rows: a.nrows() as u64,
-                    cols: a.ncols() as u64,
-                    nnz_a: a.nnz() as u64,
-                    algorithm: refused(&msg),
-                    value: T::NAME.into(),
-                    index: index_name::<I>().into(),
-                    backend: "cuda".into(),
-                    memory_budget: budget,
-                    ..Row::default()
-                });
+                let b = budget.unwrap_or(0);
+                progress.log(format!("    budget {b} bytes: refused: {msg}"));
+                rows.push(refused_row(case, a, "cuda", b, &msg));
             }
             Err(msg) => return Err(msg),
         }
