@@ -39,8 +39,16 @@ struct Counting {
     calls: AtomicUsize,
     frees: AtomicUsize,
     refuse_at: Mutex<Option<usize>>,
-    /// (live bytes, peak bytes, allocations and their sizes)
-    bytes: Mutex<(usize, usize, Vec<(u64, usize)>)>,
+    bytes: Mutex<Bytes>,
+}
+
+/// What the hooks hold.
+#[derive(Debug, Default)]
+struct Bytes {
+    live: usize,
+    peak: usize,
+    /// Each allocation and its size.
+    blocks: Vec<(u64, usize)>,
 }
 
 impl Counting {
@@ -67,22 +75,22 @@ impl DeviceAllocator for Counting {
         }
         let p = self.dev.alloc(bytes, stream(s)).ok()?;
         let mut b = self.bytes.lock().unwrap();
-        b.0 += bytes;
-        b.1 = b.1.max(b.0);
-        b.2.push((p, bytes));
+        b.live += bytes;
+        b.peak = b.peak.max(b.live);
+        b.blocks.push((p, bytes));
         Some(p)
     }
 
     unsafe fn free(&self, ptr: u64, bytes: usize, s: RawStream) {
         self.frees.fetch_add(1, SeqCst);
         let mut b = self.bytes.lock().unwrap();
-        let i = b.2.iter().position(|&x| x == (ptr, bytes));
+        let i = b.blocks.iter().position(|&x| x == (ptr, bytes));
         assert!(
             i.is_some(),
             "free of {ptr:#x} with {bytes} bytes: not so allocated"
         );
-        b.2.swap_remove(i.unwrap());
-        b.0 -= bytes;
+        b.blocks.swap_remove(i.unwrap());
+        b.live -= bytes;
         // SAFETY: allocated on this device by `alloc`, freed once.
         unsafe { self.dev.free(ptr, stream(s)) }
     }
@@ -134,7 +142,7 @@ fn every_device_byte_of_a_product_goes_through_the_hooks() {
     assert_eq!(hooks.frees.load(SeqCst), calls);
     let (live, peak, left) = {
         let b = hooks.bytes.lock().unwrap();
-        (b.0, b.1, b.2.len())
+        (b.live, b.peak, b.blocks.len())
     };
     assert_eq!((live, left), (0, 0));
     assert!(
@@ -162,7 +170,7 @@ fn every_device_byte_of_a_product_goes_through_the_hooks() {
         *hooks.refuse_at.lock().unwrap() = None;
         assert_eq!(product(&ctx, (&a, &b)).unwrap(), want, "after refusal {k}");
     }
-    assert_eq!(hooks.bytes.lock().unwrap().0, 0);
+    assert_eq!(hooks.bytes.lock().unwrap().live, 0);
 
     // Without hooks again: the device's own memory.
     ctx.set_device_allocator(None);
