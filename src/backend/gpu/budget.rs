@@ -92,6 +92,16 @@ pub struct ProductMemory {
     pub allocator: Option<Arc<dyn DeviceAllocator>>,
 }
 
+impl From<Option<u64>> for ProductMemory {
+    /// A budget and the runtime's allocator.
+    fn from(budget: Option<u64>) -> Self {
+        ProductMemory {
+            budget,
+            allocator: None,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Meter {
     live: u64,
@@ -114,11 +124,13 @@ pub struct BudgetedDevice {
 }
 
 impl BudgetedDevice {
-    /// `inner` for one product, with its memory's budget and allocator.
+    /// `inner` for one product, with its memory's budget and allocator (a
+    /// budget alone: `Option<u64>`, see [`ProductMemory::budget`]).
     pub fn wrap(
         inner: Arc<dyn GpuDevice>,
-        ProductMemory { budget, allocator }: ProductMemory,
+        memory: impl Into<ProductMemory>,
     ) -> Arc<BudgetedDevice> {
+        let ProductMemory { budget, allocator } = memory.into();
         let free_at_start = budget.is_none().then(|| inner.free_memory()).flatten();
         Arc::new(BudgetedDevice {
             inner,
