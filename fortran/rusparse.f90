@@ -186,6 +186,22 @@ module rusparse
       type(c_ptr), value :: handle
       integer(c_size_t), intent(out) :: bytes
     end function
+    ! allocator hooks (a rusparse extension): C_FUNLOC of bind(C) functions,
+    ! or C_NULL_FUNPTR for rusparse's own memory; see docs/memory.md
+    integer(c_int) function rusparseSetAllocator(handle, hostAlloc, hostFree, &
+        deviceAlloc, deviceFree, userCtx) bind(C, name="rusparseSetAllocator")
+      import :: c_int, c_ptr, c_funptr
+      type(c_ptr), value :: handle
+      type(c_funptr), value :: hostAlloc, hostFree, deviceAlloc, deviceFree
+      type(c_ptr), value :: userCtx
+    end function
+    integer(c_int) function rusparseGetAllocator(handle, hostAlloc, hostFree, &
+        deviceAlloc, deviceFree, userCtx) bind(C, name="rusparseGetAllocator")
+      import :: c_int, c_ptr, c_funptr
+      type(c_ptr), value :: handle
+      type(c_funptr), intent(out) :: hostAlloc, hostFree, deviceAlloc, deviceFree
+      type(c_ptr), intent(out) :: userCtx
+    end function
     integer(c_int) function rusparseTrimScratch(handle) bind(C, name="rusparseTrimScratch")
       import :: c_int, c_ptr
       type(c_ptr), value :: handle

@@ -390,6 +390,44 @@ typedef struct rusparseSpMatDescr rusparseSpMatDescr;
 typedef rusparseContext *rusparseHandle_t;
 
 /**
+ * Host allocation hook: returns `bytes` bytes of host memory, or NULL when
+ * it cannot. The memory need not be aligned (rusparse aligns inside it).
+ * Called from the handle's calls and from its worker threads, possibly at
+ * once: it must be thread-safe.
+ */
+typedef void *(*rusparseHostAlloc_t)(size_t bytes,
+                                     void *userCtx);
+
+/**
+ * Host free hook: gives back `ptr`, which `rusparseHostAlloc_t` returned
+ * for `bytes` bytes. Called from any thread.
+ */
+typedef void (*rusparseHostFree_t)(void *ptr,
+                                   size_t bytes,
+                                   void *userCtx);
+
+/**
+ * Device allocation hook: returns `bytes` bytes of memory on the handle's
+ * GPU, ordered on `stream` as `cudaMallocAsync` / `hipMallocAsync` do, or
+ * NULL when it cannot. A NULL `stream` is the legacy default stream; the
+ * memory must then be usable by any stream once the hook returns.
+ */
+typedef void *(*rusparseDeviceAlloc_t)(size_t bytes,
+                                       void *stream,
+                                       void *userCtx);
+
+/**
+ * Device free hook: gives back `ptr` (`bytes` bytes from
+ * `rusparseDeviceAlloc_t`) after the work queued on `stream`, as
+ * `cudaFreeAsync` does; with a NULL `stream`, once the device is done with
+ * it, as `cudaFree` does.
+ */
+typedef void (*rusparseDeviceFree_t)(void *ptr,
+                                     size_t bytes,
+                                     void *stream,
+                                     void *userCtx);
+
+/**
  * A sparse matrix descriptor.
  */
 typedef rusparseSpMatDescr *rusparseSpMatDescr_t;
@@ -419,6 +457,52 @@ typedef rusparseSpGEMMDescr *rusparseSpGEMMDescr_t;
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Routes the handle's internal memory through the caller's functions (a
+ * rusparse extension, as GraphBLAS's `GxB_init` hooks and Kokkos' memory
+ * spaces do). `userCtx` is passed to every hook.
+ *
+ * - **Host** (`hostAlloc`, `hostFree`): every host allocation rusparse
+ *   makes in the handle's calls (plans, workspaces, kept scratch)
+ *   and on the handle's worker threads, which the handle then gets of its
+ *   own (as many as before). Needs a library built with the cargo feature
+ *   `c-allocator-hooks`, as the CMake build is; otherwise NOT_SUPPORTED.
+ * - **Device** (`deviceAlloc`, `deviceFree`): every device allocation of a
+ *   GPU product, stream-ordered, still counted against the memory budget;
+ *   a NULL from the hook is INSUFFICIENT_RESOURCES.
+ *
+ * Each pair is both or neither: NULL, NULL keeps rusparse's own memory for
+ * that kind (the default), one of the two NULL is INVALID_VALUE and
+ * changes nothing. Set the hooks before products are planned with the
+ * handle (work estimation, `rusparseSpGEMM_predictNnz`): memory is always
+ * given back to the hooks that allocated it, so a product planned before
+ * keeps its old hooks, and memory made under hooks may be freed after the
+ * handle is destroyed (a thread's state, a message): the hooks must stay
+ * callable, with `userCtx`, until the program ends. A host hook returning
+ * NULL fails the call with ALLOC_FAILED where rusparse allocates
+ * fallibly (every array sized by the matrices) and aborts the process
+ * where it does not (small bookkeeping), as Rust's allocations do.
+ * rusparse keeps each set of host hooks for the life of the process (a
+ * few bytes). See docs/memory.md.
+ */
+rusparseStatus_t rusparseSetAllocator(rusparseHandle_t handle,
+                                      rusparseHostAlloc_t hostAlloc,
+                                      rusparseHostFree_t hostFree,
+                                      rusparseDeviceAlloc_t deviceAlloc,
+                                      rusparseDeviceFree_t deviceFree,
+                                      void *userCtx);
+
+/**
+ * The hooks set by `rusparseSetAllocator` (NULL where none is set). Any
+ * output pointer may be NULL.
+ */
+rusparseStatus_t rusparseGetAllocator(rusparseHandle_t handle,
+                                      rusparseHostAlloc_t *hostAlloc,
+                                      rusparseHostFree_t *hostFree,
+                                      rusparseDeviceAlloc_t *deviceAlloc,
+                                      rusparseDeviceFree_t *deviceFree,
+                                      void **userCtx);
 
 /**
  * The enumerator name of a status, e.g. `"RUSPARSE_STATUS_INVALID_VALUE"`

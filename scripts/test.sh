@@ -133,12 +133,16 @@ cargo fmt --all -- --check
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 
-# The C, C++ and Fortran tests against target/debug/librusparse.so, with
-# warnings as errors (a developer check; users' builds never get -Werror).
+# The C, C++ and Fortran tests against the C library as CMake builds it
+# (with the feature c-allocator-hooks), copied to target/c-abi/ so that later
+# cargo runs without the feature do not replace it; warnings are errors (a
+# developer check; users' builds never get -Werror).
 c_tests() {
     step "C tests (CMake + CTest)"
-    cargo build --lib
-    lib="$root/target/debug/librusparse.so"
+    cargo build --lib --features c-allocator-hooks
+    mkdir -p "$root/target/c-abi"
+    lib="$root/target/c-abi/librusparse.so"
+    cp "$root/target/debug/librusparse.so" "$lib"
     cmake -S c_tests -B target/c_tests -DRUSPARSE_LIBRARY="$lib" -DRUSPARSE_WERROR=ON >/dev/null
     cmake --build target/c_tests -j2
     ctest --test-dir target/c_tests --output-on-failure
@@ -188,6 +192,11 @@ cargo clippy --all-targets --features hip,failure-injection,rusparse-bench/emula
 RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --lib -- backend::hip context::
 RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --test hip_kernels
 
+# The lib alone: no test binary may get this global allocator
+# (tests/memory_budget.rs and the bench have their own).
+step "clippy of the C library with its dispatching global allocator (--features c-allocator-hooks)"
+cargo clippy -p rusparse --lib --features c-allocator-hooks -- -D warnings
+
 c_tests
 
 step "RUSPARSE_REQUIRE_GPU=1: without a GPU the GPU tests and the demo fail, saying why; with one they run"
@@ -220,7 +229,7 @@ $valgrind_cmd target/debug/rusparse-bench soak --cases 2000 --seed 7 >/dev/null
 host=$(rustc -vV | sed -n 's/^host: //p')
 asan=(env RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR="$root/target/asan")
 step "sanitizers: the C/C++/Fortran tests built with ASan + UBSan, against librusparse.so built with ASan"
-"${asan[@]}" cargo build -q -p rusparse --lib --target "$host"
+"${asan[@]}" cargo build -q -p rusparse --lib --features c-allocator-hooks --target "$host"
 cmake -S c_tests -B target/c_tests_asan -DRUSPARSE_SANITIZE=ON -DRUSPARSE_WERROR=ON \
     -DRUSPARSE_LIBRARY="$root/target/asan/$host/debug/librusparse.so" >/dev/null
 cmake --build target/c_tests_asan -j2

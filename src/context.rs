@@ -1,11 +1,15 @@
 //! The execution context: which back end runs, and with how many threads.
 
 use crate::backend::cpu::ScratchPool;
-use crate::backend::gpu::GpuDevice;
+use crate::backend::gpu::budget::ProductMemory;
+use crate::backend::gpu::{DeviceAllocator, GpuDevice};
 use crate::error::{Error, Result};
+use crate::host_allocator::{self, HostHooks};
 use crate::types::BackendKind;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::thread::JoinHandle;
 
 /// Name of the environment variable that sets the CPU thread count of every
 /// new context (overridden by [`Context::set_num_threads`]).
@@ -38,10 +42,16 @@ pub const MAX_THREADS: usize = 4096;
 #[derive(Clone)]
 pub struct Context {
     backend: BackendKind,
-    pool: Option<Arc<rayon::ThreadPool>>,
+    pool: Option<Arc<Pool>>,
     scratch: Arc<ScratchPool>,
     /// The memory budget in bytes, `u64::MAX` for none; shared by clones.
     budget: Arc<AtomicU64>,
+    /// Where GPU products take device memory from (`None`: the runtime);
+    /// shared by clones.
+    device_allocator: Arc<RwLock<Option<Arc<dyn DeviceAllocator>>>>,
+    /// The C ABI's host hooks (`rusparseSetAllocator`): the threads of
+    /// this context's pools allocate through them.
+    host_hooks: Option<&'static HostHooks>,
     /// The GPU of a CUDA or HIP context (AUTO contexts open devices per
     /// call).
     gpu: Option<Arc<dyn GpuDevice>>,
@@ -107,6 +117,8 @@ impl Context {
             pool: None,
             scratch: Arc::new(ScratchPool::default()),
             budget: Arc::new(AtomicU64::new(u64::MAX)),
+            device_allocator: Arc::default(),
+            host_hooks: None,
             gpu,
         };
         if let Ok(v) = std::env::var(NUM_THREADS_ENV) {
@@ -164,7 +176,10 @@ impl Context {
     }
 
     /// Gives this context its own pool of `n` CPU threads; `0` returns to the
-    /// shared default pool. Cost: starting `n` threads.
+    /// shared default pool (a context with host allocator hooks, which only
+    /// the C ABI sets, keeps a pool of its own, as large as the default).
+    /// The threads of the pool replaced are stopped and joined. Cost:
+    /// starting `n` threads.
     ///
     /// # Errors
     /// [`Error::InvalidValue`] when `n` exceeds [`MAX_THREADS`];
@@ -175,17 +190,56 @@ impl Context {
                 "{n} threads exceed the limit of {MAX_THREADS}"
             )));
         }
-        self.pool = if n == 0 {
-            None
-        } else {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .thread_name(|i| format!("rusparse-{i}"))
-                .build()
-                .map_err(|e| Error::AllocFailed(format!("could not start {n} threads: {e}")))?;
-            Some(Arc::new(pool))
+        self.pool = match (n, self.host_hooks) {
+            (0, None) => None,
+            (0, Some(_)) => Some(Arc::new(
+                self.thread_pool(rayon::current_num_threads(), "rusparse")?,
+            )),
+            (n, _) => Some(Arc::new(self.thread_pool(n, "rusparse")?)),
         };
         Ok(())
+    }
+
+    /// A pool of `n` threads named `name-<i>` for this context's work: its
+    /// threads allocate through the context's host hooks, if any, and are
+    /// joined when it is dropped.
+    ///
+    /// # Errors
+    /// [`Error::AllocFailed`] when the threads cannot be started.
+    pub(crate) fn thread_pool(&self, n: usize, name: &'static str) -> Result<Pool> {
+        let threads: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
+        let spawned = threads.clone();
+        let mut builder = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(move |i| format!("{name}-{i}"))
+            .spawn_handler(move |thread| {
+                let mut b = std::thread::Builder::new();
+                if let Some(name) = thread.name() {
+                    b = b.name(name.to_owned());
+                }
+                if let Some(bytes) = thread.stack_size() {
+                    b = b.stack_size(bytes);
+                }
+                let handle = b.spawn(|| thread.run())?;
+                spawned
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(handle);
+                Ok(())
+            });
+        if let Some(hooks) = self.host_hooks {
+            builder = builder
+                .start_handler(move |_| host_allocator::enter_for_thread(hooks))
+                .exit_handler(|_| host_allocator::leave_for_thread());
+        }
+        let pool = builder
+            .build()
+            .map_err(|e| Error::AllocFailed(format!("could not start {n} threads: {e}")))?;
+        let threads = std::mem::take(&mut *threads.lock().unwrap_or_else(PoisonError::into_inner));
+        Ok(Pool {
+            pool: ManuallyDrop::new(pool),
+            threads,
+        })
     }
 
     /// Threads a CPU product runs on.
@@ -193,6 +247,83 @@ impl Context {
         self.pool
             .as_ref()
             .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
+    }
+
+    /// Sets the caller's device memory for the GPU products planned from
+    /// now on (`None`: the runtime's, the default): every device
+    /// allocation of a product goes through `allocator`, still counted
+    /// against the memory budget, and a refusal fails the product with
+    /// [`Error::InsufficientResources`]. Products planned before keep the
+    /// allocator they were planned with and give their memory back to it.
+    /// Applies to every clone of this context. See docs/memory.md
+    /// ("Allocator hooks"); host memory in Rust is the program's
+    /// `#[global_allocator]`.
+    pub fn set_device_allocator(&self, allocator: Option<Arc<dyn DeviceAllocator>>) {
+        *self
+            .device_allocator
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = allocator;
+    }
+
+    /// The allocator set by [`Context::set_device_allocator`].
+    pub fn device_allocator(&self) -> Option<Arc<dyn DeviceAllocator>> {
+        self.device_allocator
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The budget and allocator of a GPU product planned now.
+    pub(crate) fn product_memory(&self) -> ProductMemory {
+        ProductMemory {
+            budget: self.memory_budget().map(|b| b as u64),
+            allocator: self.device_allocator(),
+        }
+    }
+
+    /// Makes this context's threads allocate host memory through `hooks`
+    /// (`None`: the global allocator): its pool is rebuilt with as many
+    /// threads, one of its own even when it had none. Only the C library's
+    /// dispatching global allocator reads the hooks (see
+    /// `host_allocator`).
+    ///
+    /// # Errors
+    /// [`Error::AllocFailed`] when the threads cannot be started (nothing
+    /// changes then).
+    pub(crate) fn set_host_hooks(&mut self, hooks: Option<&'static HostHooks>) -> Result<()> {
+        let same = match (hooks, self.host_hooks) {
+            (Some(a), Some(b)) => std::ptr::eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        if same {
+            return Ok(());
+        }
+        let previous = std::mem::replace(&mut self.host_hooks, hooks);
+        if hooks.is_some() || self.pool.is_some() {
+            match self.thread_pool(self.num_threads(), "rusparse") {
+                Ok(pool) => self.pool = Some(Arc::new(pool)),
+                Err(e) => {
+                    self.host_hooks = previous;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The host hooks set by [`Context::set_host_hooks`].
+    pub(crate) fn host_hooks(&self) -> Option<&'static HostHooks> {
+        self.host_hooks
+    }
+
+    /// Takes `other`'s device allocator (shared from now on) and host
+    /// hooks, for a context that replaces it.
+    ///
+    /// # Errors
+    /// As [`Context::set_host_hooks`].
+    pub(crate) fn keep_allocators_of(&mut self, other: &Context) -> Result<()> {
+        self.device_allocator = other.device_allocator.clone();
+        self.set_host_hooks(other.host_hooks)
     }
 
     /// The scratch memory kept between products.
@@ -261,6 +392,39 @@ impl Context {
         match &self.pool {
             Some(p) => p.install(f),
             None => f(),
+        }
+    }
+}
+
+/// A thread pool whose threads are joined when it is dropped, so that
+/// what they hold (thread-local state, memory from the context's host
+/// hooks) is freed by then.
+pub(crate) struct Pool {
+    pool: ManuallyDrop<rayon::ThreadPool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Pool {
+    /// Runs `op` in the pool (see [`rayon::ThreadPool::install`]).
+    pub(crate) fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(op)
+    }
+
+    fn current_num_threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // A pool dropped by one of its own threads cannot wait for it.
+        let inside = self.pool.current_thread_index().is_some();
+        // SAFETY: dropped once, here; the field is not used after.
+        unsafe { ManuallyDrop::drop(&mut self.pool) };
+        if !inside {
+            for t in self.threads.drain(..) {
+                let _ = t.join();
+            }
         }
     }
 }

@@ -29,6 +29,8 @@ mod csr;
 mod error;
 pub mod ffi;
 /// cbindgen:ignore
+mod host_allocator;
+/// cbindgen:ignore
 pub mod memory_meter;
 pub mod plan;
 /// cbindgen:ignore
@@ -38,6 +40,7 @@ mod spgemm;
 mod system_memory;
 mod types;
 
+pub use backend::gpu::DeviceAllocator;
 pub use context::{Context, MAX_THREADS, MEMORY_BUDGET_ENV, NUM_THREADS_ENV, SCRATCH_LIMIT_ENV};
 pub use csr::{validate_structure, CsrMatrix, CsrOutput, CsrView};
 #[cfg(feature = "failure-injection")]

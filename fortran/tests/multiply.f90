@@ -163,6 +163,17 @@ contains
                size2 == 1048576_c_size_t, "getMemoryBudget")
     call check(rusparseSetMemoryBudget(handle, 0_c_size_t) == RUSPARSE_STATUS_SUCCESS, &
                "setMemoryBudget(0): none")
+    block
+      ! Allocator hooks: none set (rusparse's own memory) is valid in any build.
+      type(c_funptr) :: ha, hf, da, df
+      type(c_ptr) :: user
+      call check(rusparseSetAllocator(handle, c_null_funptr, c_null_funptr, c_null_funptr, &
+                                      c_null_funptr, c_null_ptr) == RUSPARSE_STATUS_SUCCESS, &
+                 "setAllocator(none)")
+      call check(rusparseGetAllocator(handle, ha, hf, da, df, user) == RUSPARSE_STATUS_SUCCESS &
+                 .and. .not. (c_associated(ha) .or. c_associated(hf) .or. c_associated(da) &
+                 .or. c_associated(df) .or. c_associated(user)), "getAllocator(none)")
+    end block
     call check(rusparseTrimScratch(handle) == RUSPARSE_STATUS_SUCCESS, "trimScratch")
     call check(rusparseSetScratchLimit(handle, 0_c_size_t) == RUSPARSE_STATUS_SUCCESS, &
                "setScratchLimit(0)")

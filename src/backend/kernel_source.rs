@@ -43,6 +43,7 @@ pub fn amalgamate(files: &[(&str, &str)]) -> String {
 
 /// The amalgamated source of [`KERNEL_SOURCES`] (built once).
 pub fn kernel_source() -> &'static str {
+    let _process_wide = crate::host_allocator::process_wide();
     static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SOURCE.get_or_init(|| amalgamate(KERNEL_SOURCES))
 }

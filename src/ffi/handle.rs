@@ -1,8 +1,10 @@
 //! Handle functions: create, destroy, stream, pointer mode, version, back
 //! end, threads.
 
-use super::boundary::{boundary, out_ref, Opaque};
+use super::allocator::Hooks;
+use super::boundary::{boundary, out_ref, Claim, Opaque};
 use super::types::*;
+use crate::host_allocator::HooksGuard;
 use crate::{Context, Error};
 use std::ffi::{c_int, c_void};
 
@@ -14,6 +16,37 @@ pub(crate) struct Handle {
     pub(crate) device_pointers: bool,
     /// Where the last work estimation of an AUTO handle placed its product.
     pub(crate) last_placed: std::cell::Cell<Option<crate::BackendKind>>,
+    /// The hooks set by `rusparseSetAllocator`, as given.
+    pub(crate) hooks: Hooks,
+}
+
+/// A handle claimed by the running call (see [`Opaque::claim`]), with the
+/// handle's host allocator hooks applying to the calling thread's
+/// allocations until it is dropped.
+pub(crate) struct HandleClaim {
+    _hooks: HooksGuard,
+    _claim: Claim,
+}
+
+impl rusparseContext {
+    /// Claims the handle behind `p` for this call and makes its host hooks
+    /// apply to this thread's allocations while the claim lives. Every call
+    /// on a handle enters it this way, so every allocation made for the
+    /// handle on the calling thread goes through its hooks (those on its
+    /// pool's threads do too, see `Context::thread_pool`).
+    ///
+    /// # Safety
+    /// As [`Opaque::claim`].
+    pub(crate) unsafe fn enter(p: *const Self) -> crate::Result<HandleClaim> {
+        // SAFETY: the caller's contract.
+        let claim = unsafe { Self::claim(p) }?;
+        // SAFETY: as above; claimed, so no other call changes it.
+        let hooks = unsafe { Self::get(p) }?.ctx.host_hooks();
+        Ok(HandleClaim {
+            _hooks: HooksGuard::enter(hooks),
+            _claim: claim,
+        })
+    }
 }
 
 impl Opaque for rusparseContext {
@@ -39,6 +72,7 @@ fn into_handle(ctx: Context) -> rusparseHandle_t {
         stream: std::ptr::null_mut(),
         device_pointers: false,
         last_placed: std::cell::Cell::new(None),
+        hooks: Hooks::default(),
     })
 }
 
@@ -98,7 +132,7 @@ pub unsafe extern "C" fn rusparseSetStream(
 ) -> rusparseStatus_t {
     boundary("rusparseSetStream", || {
         // SAFETY: NULL or a live handle, claimed for this call.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         unsafe { rusparseContext::get_mut(handle) }?.stream = stream_id;
         Ok(())
     })
@@ -113,7 +147,7 @@ pub unsafe extern "C" fn rusparseGetStream(
     boundary("rusparseGetStream", || {
         // SAFETY: NULL or a live handle, claimed for this call; NULL or a
         // writable slot.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         *unsafe { out_ref(stream_id, "streamId") }? = h.stream;
         Ok(())
@@ -129,7 +163,7 @@ pub unsafe extern "C" fn rusparseSetPointerMode(
 ) -> rusparseStatus_t {
     boundary("rusparseSetPointerMode", || {
         // SAFETY: NULL or a live handle, claimed for this call.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get_mut(handle) }?;
         h.device_pointers = match mode {
             0 => false,
@@ -153,7 +187,7 @@ pub unsafe extern "C" fn rusparseGetPointerMode(
     boundary("rusparseGetPointerMode", || {
         // SAFETY: NULL or a live handle, claimed for this call; NULL or a
         // writable slot.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         *unsafe { out_ref(mode, "mode") }? = c_int::from(h.device_pointers);
         Ok(())
@@ -194,7 +228,7 @@ pub unsafe extern "C" fn rusparseGetBackend(
     boundary("rusparseGetBackend", || {
         // SAFETY: NULL or a live handle, claimed for this call; NULL or a
         // writable slot.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         let kind = match h.ctx.backend() {
             crate::BackendKind::Auto => h.last_placed.get().unwrap_or(crate::BackendKind::Auto),
@@ -220,7 +254,7 @@ pub unsafe extern "C" fn rusparseGetBackendDescription(
 ) -> rusparseStatus_t {
     boundary("rusparseGetBackendDescription", || {
         // SAFETY: NULL or a live handle, claimed for this call.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         if text.is_null() && capacity > 0 {
             return Err(Error::InvalidValue(format!(
@@ -251,16 +285,18 @@ pub unsafe extern "C" fn rusparseSetNumThreads(
 ) -> rusparseStatus_t {
     boundary("rusparseSetNumThreads", || {
         // SAFETY: NULL or a live handle, claimed for this call.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get_mut(handle) }?;
         let n = usize::try_from(num_threads)
             .map_err(|_| Error::InvalidValue(format!("numThreads = {num_threads} is negative")))?;
         if n == 0 {
             // Back to the default of a new handle (which reads the
             // environment); the scratch limit set on the handle stays.
-            let limit = h.ctx.scratch_limit();
-            h.ctx = Context::new(h.ctx.backend())?;
-            h.ctx.set_scratch_limit(limit);
+            // The allocators stay too.
+            let mut ctx = Context::new(h.ctx.backend())?;
+            ctx.set_scratch_limit(h.ctx.scratch_limit());
+            ctx.keep_allocators_of(&h.ctx)?;
+            h.ctx = ctx;
             Ok(())
         } else {
             h.ctx.set_num_threads(n)
@@ -277,7 +313,7 @@ pub unsafe extern "C" fn rusparseGetNumThreads(
     boundary("rusparseGetNumThreads", || {
         // SAFETY: NULL or a live handle, claimed for this call; NULL or a
         // writable slot.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         *unsafe { out_ref(num_threads, "numThreads") }? =
             c_int::try_from(h.ctx.num_threads()).unwrap_or(c_int::MAX);
@@ -297,7 +333,7 @@ pub unsafe extern "C" fn rusparseSetScratchLimit(
 ) -> rusparseStatus_t {
     boundary("rusparseSetScratchLimit", || {
         // SAFETY: NULL or a live handle, claimed for this call.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         h.ctx.set_scratch_limit(bytes);
         Ok(())
@@ -315,7 +351,7 @@ pub unsafe extern "C" fn rusparseGetScratchSize(
     boundary("rusparseGetScratchSize", || {
         // SAFETY: NULL or a live handle, claimed for this call; NULL or
         // writable slots.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         if kept_bytes.is_null() && limit_bytes.is_null() {
             return Err(Error::InvalidValue(
@@ -351,7 +387,7 @@ pub unsafe extern "C" fn rusparseSetMemoryBudget(
 ) -> rusparseStatus_t {
     boundary("rusparseSetMemoryBudget", || {
         // SAFETY: NULL or a live handle, claimed for this call.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         h.ctx.set_memory_budget((bytes > 0).then_some(bytes));
         Ok(())
@@ -367,7 +403,7 @@ pub unsafe extern "C" fn rusparseGetMemoryBudget(
     boundary("rusparseGetMemoryBudget", || {
         // SAFETY: NULL or a live handle, claimed for this call; NULL or a
         // writable slot.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         *unsafe { out_ref(bytes, "bytes") }? = h.ctx.memory_budget().unwrap_or(0);
         Ok(())
@@ -381,7 +417,7 @@ pub unsafe extern "C" fn rusparseGetMemoryBudget(
 pub unsafe extern "C" fn rusparseTrimScratch(handle: rusparseHandle_t) -> rusparseStatus_t {
     boundary("rusparseTrimScratch", || {
         // SAFETY: NULL or a live handle, claimed for this call.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         h.ctx.trim_scratch();
         Ok(())

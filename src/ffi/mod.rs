@@ -23,6 +23,7 @@
 #![allow(non_snake_case)]
 #![allow(clippy::missing_safety_doc)]
 
+pub mod allocator;
 mod boundary;
 pub mod errors;
 pub mod handle;

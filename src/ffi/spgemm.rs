@@ -20,7 +20,7 @@
 //! the plan's report) are in [`super::spgemm_ext`].
 
 use super::boundary::{boundary, out_ref, Claim, Opaque};
-use super::handle::Handle;
+use super::handle::{Handle, HandleClaim};
 use super::types::*;
 use crate::product::placement::{arrays, check_same, place};
 use crate::product::{Fill, MatrixArrays, NumericJob, Operation, Product};
@@ -94,7 +94,7 @@ pub(super) struct Args<'a> {
     c: &'a mut MatrixArrays,
     descr: &'a mut SpgemmDescr,
     /// The handle, the SpGEMM descriptor and matC, claimed for the call.
-    _claims: [Claim; 3],
+    _claims: (HandleClaim, [Claim; 2]),
 }
 
 fn dims(m: &MatrixArrays, op: Op) -> (i64, i64) {
@@ -186,7 +186,7 @@ fn args<'a>(
     // SAFETY: each pointer is NULL or a live object of its type, and no
     // other reference to the mutable ones exists during the call (matC is
     // checked to differ from matA and matB below before it is borrowed).
-    let claim_h = unsafe { rusparseContext::claim(handle) }?;
+    let claim_h = unsafe { rusparseContext::enter(handle) }?;
     let h = unsafe { rusparseContext::get(handle) }?;
     let op_a = operation(op_a, "opA")?;
     let op_b = operation(op_b, "opB")?;
@@ -257,7 +257,7 @@ fn args<'a>(
         b,
         c,
         descr,
-        _claims: [claim_h, claim_d, claim_c],
+        _claims: (claim_h, [claim_d, claim_c]),
     })
 }
 

@@ -77,7 +77,7 @@ pub unsafe extern "C" fn rusparseSpGEMM_predictNnz(
     boundary("rusparseSpGEMM_predictNnz", || {
         // SAFETY: each pointer is NULL or a live object of its type; the
         // handle is claimed for the call.
-        let _claim = unsafe { rusparseContext::claim(handle) }?;
+        let _claim = unsafe { rusparseContext::enter(handle) }?;
         let h = unsafe { rusparseContext::get(handle) }?;
         let op_a = operation(opA, "opA")?;
         let op_b = operation(opB, "opB")?;

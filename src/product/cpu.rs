@@ -439,14 +439,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         if ctx.num_threads() <= self.concurrency {
             return ctx.run(f);
         }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.concurrency)
-            .thread_name(|i| format!("rusparse-budget-{i}"))
-            .build()
-            .map_err(|e| {
-                Error::AllocFailed(format!("could not start {} threads: {e}", self.concurrency))
-            })?;
-        pool.install(f)
+        ctx.thread_pool(self.concurrency, "rusparse-budget")?
+            .install(f)
     }
 
     /// [`SpgemmPlan::nnz_lower_bound`] on the CPU.

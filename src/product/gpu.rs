@@ -280,7 +280,7 @@ impl GpuProduct {
         operation: Operation,
         (a, b): (&MatrixArrays, &MatrixArrays),
         c_offsets: IndexType,
-        budget: Option<u64>,
+        budget: crate::backend::gpu::budget::ProductMemory,
     ) -> Result<GpuProduct> {
         let _binding = CallerBinding::save();
         check_supported(operation.algorithm, &*dev)?;

@@ -317,7 +317,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 operation,
                 (&host_arrays(a), &host_arrays(b)),
                 I::INDEX_TYPE,
-                ctx.memory_budget().map(|b| b as u64),
+                ctx.product_memory(),
             )
         }?;
         Ok(SpgemmPlan {
@@ -352,7 +352,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                         operation,
                         (a, b),
                         c.offset_type,
-                        ctx.memory_budget().map(|b| b as u64),
+                        ctx.product_memory(),
                     )
                 }?)))
             }

@@ -151,6 +151,7 @@ impl CudaDevice {
     /// [`Error::NotSupported`] when there is no driver or no such device
     /// (the message says which); a driver error otherwise.
     pub fn get(ordinal: usize) -> Result<Arc<CudaDevice>> {
+        let _process_wide = crate::host_allocator::process_wide();
         static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<CudaDevice>>>> = OnceLock::new();
         let info = loader::device(ordinal)?;
         let map = DEVICES.get_or_init(Default::default);
@@ -267,6 +268,7 @@ impl CudaDevice {
     /// NVRTC or the driver cannot target the device; compile and load
     /// errors otherwise.
     pub fn module(&self, types: KernelTypes) -> Result<Arc<KernelModule>> {
+        let _process_wide = crate::host_allocator::process_wide();
         // Held while compiling: two threads wanting the same module wait
         // for one compilation instead of running two.
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());

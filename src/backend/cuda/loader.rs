@@ -26,6 +26,7 @@ use std::sync::OnceLock;
 /// Runs `f`, turning a panic inside cudarc into [`Error::NotSupported`]
 /// that names `what` and carries the panic message.
 pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let _process_wide = crate::host_allocator::process_wide();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(payload) => {

@@ -142,6 +142,7 @@ pub fn fits_driver(major: i32, driver_version: Option<i32>) -> bool {
 /// [`Error::NotSupported`] naming every candidate tried and why it was not
 /// taken.
 pub fn nvrtc() -> Result<&'static Nvrtc> {
+    let _process_wide = crate::host_allocator::process_wide();
     static LOADED: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
     LOADED
         .get_or_init(|| {

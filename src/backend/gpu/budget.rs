@@ -13,7 +13,12 @@
 //! (where the runtime says) stands in for one: the planner sizes batches
 //! and refuses steps by it the same way, but allocations are left to the
 //! device (its memory pool may hold memory the free count misses).
+//!
+//! With a [`DeviceAllocator`] (the caller's hooks), the budgeted device
+//! takes every allocation from it instead of the runtime, counted the same
+//! way.
 
+use super::allocator::DeviceAllocator;
 use super::device::{GpuDevice, GpuKernels, RawEvent, RawStream};
 use crate::backend::kernel_source::KernelTypes;
 use crate::error::{Error, Result};
@@ -76,6 +81,27 @@ impl BudgetState {
     }
 }
 
+/// What bounds a product's device memory, and where it comes from.
+#[derive(Debug, Clone, Default)]
+pub struct ProductMemory {
+    /// The budget in bytes (`None`: the device's free memory when the
+    /// product starts, where the runtime says, planned by but not
+    /// enforced).
+    pub budget: Option<u64>,
+    /// The caller's allocator, in place of the runtime's.
+    pub allocator: Option<Arc<dyn DeviceAllocator>>,
+}
+
+impl From<Option<u64>> for ProductMemory {
+    /// A budget and the runtime's allocator.
+    fn from(budget: Option<u64>) -> Self {
+        ProductMemory {
+            budget,
+            allocator: None,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Meter {
     live: u64,
@@ -93,19 +119,25 @@ pub struct BudgetedDevice {
     /// Without one, the device's free memory when the product started.
     free_at_start: Option<u64>,
     meter: Mutex<Meter>,
+    /// The caller's allocator, taking the place of the runtime's.
+    allocator: Option<Arc<dyn DeviceAllocator>>,
 }
 
 impl BudgetedDevice {
-    /// `inner` for one product with `budget` bytes (`None`: the device's
-    /// free memory now, where the runtime says, planned by but not
-    /// enforced).
-    pub fn wrap(inner: Arc<dyn GpuDevice>, budget: Option<u64>) -> Arc<BudgetedDevice> {
+    /// `inner` for one product, with its memory's budget and allocator (a
+    /// budget alone: `Option<u64>`, see [`ProductMemory::budget`]).
+    pub fn wrap(
+        inner: Arc<dyn GpuDevice>,
+        memory: impl Into<ProductMemory>,
+    ) -> Arc<BudgetedDevice> {
+        let ProductMemory { budget, allocator } = memory.into();
         let free_at_start = budget.is_none().then(|| inner.free_memory()).flatten();
         Arc::new(BudgetedDevice {
             inner,
             budget,
             free_at_start,
             meter: Mutex::default(),
+            allocator,
         })
     }
 
@@ -181,7 +213,18 @@ impl GpuDevice for BudgetedDevice {
                 )));
             }
         }
-        let ptr = self.inner.alloc(bytes, stream)?;
+        let ptr = match &self.allocator {
+            None => self.inner.alloc(bytes, stream)?,
+            Some(a) => a
+                .alloc(bytes, stream.unwrap_or(std::ptr::null_mut()))
+                .ok_or_else(|| {
+                    Error::InsufficientResources(format!(
+                        "the device allocator set with rusparseSetAllocator refused {n} bytes \
+                         ({})",
+                        human(n)
+                    ))
+                })?,
+        };
         let mut m = self.meter();
         m.live += n;
         m.peak = m.peak.max(m.live);
@@ -190,14 +233,20 @@ impl GpuDevice for BudgetedDevice {
     }
 
     unsafe fn free(&self, ptr: u64, stream: Option<RawStream>) {
-        {
+        let bytes = {
             let mut m = self.meter();
-            if let Some(n) = m.sizes.remove(&ptr) {
-                m.live -= n;
+            let n = m.sizes.remove(&ptr).unwrap_or(0);
+            m.live -= n;
+            n
+        };
+        // SAFETY: the caller's contract, passed on; `bytes` is what the
+        // allocation asked for.
+        unsafe {
+            match &self.allocator {
+                None => self.inner.free(ptr, stream),
+                Some(a) => a.free(ptr, bytes as usize, stream.unwrap_or(std::ptr::null_mut())),
             }
         }
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.free(ptr, stream) }
     }
 
     unsafe fn memset(&self, dst: u64, byte: u8, bytes: usize, stream: RawStream) -> Result<()> {

@@ -22,6 +22,7 @@
 //! with the DCU study's refinements, all queued on the caller's stream;
 //! `docs/gpu-pipeline.md` describes it step by step.
 
+pub mod allocator;
 pub mod budget;
 pub mod device;
 pub mod host_arrays;
@@ -31,6 +32,7 @@ pub mod registry;
 pub mod spgemm;
 
 pub use crate::backend::kernel_source::{KernelTypes, ValueKind};
+pub use allocator::DeviceAllocator;
 pub use device::{GpuDevice, GpuKernels, RawEvent, RawStream};
 pub use host_arrays::DeviceArrays;
 pub use launch::{kernel_params, KERNEL_PARAMS};

@@ -176,6 +176,7 @@ impl HipDevice {
     /// [`Error::NotSupported`] without a runtime or such a device, or when
     /// the device reports implausible limits (see the module docs).
     pub fn get(ordinal: usize) -> Result<Arc<HipDevice>> {
+        let _process_wide = crate::host_allocator::process_wide();
         static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<HipDevice>>>> = OnceLock::new();
         let count = super::probe()?;
         if ordinal >= count as usize {
@@ -280,6 +281,7 @@ impl HipDevice {
     /// [`Error::NotSupported`] without hiprtc; compile and load errors
     /// otherwise.
     pub fn module(&self, types: KernelTypes) -> Result<Arc<HipModule>> {
+        let _process_wide = crate::host_allocator::process_wide();
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = modules.get(&types) {
             return Ok(m.clone());

@@ -207,6 +207,7 @@ unsafe fn symbol<T: Copy>(lib: &Library, name: &[u8]) -> Result<T, String> {
 
 /// The HIP runtime, loaded once; the error says what failed.
 pub fn runtime() -> Result<&'static HipRuntime, String> {
+    let _process_wide = crate::host_allocator::process_wide();
     static RUNTIME: OnceLock<Result<HipRuntime, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
@@ -258,6 +259,7 @@ pub fn runtime() -> Result<&'static HipRuntime, String> {
 
 /// hiprtc, loaded once; the error says what failed.
 pub fn hiprtc() -> Result<&'static Hiprtc, String> {
+    let _process_wide = crate::host_allocator::process_wide();
     static HIPRTC: OnceLock<Result<Hiprtc, String>> = OnceLock::new();
     HIPRTC
         .get_or_init(|| {

@@ -34,6 +34,7 @@ use crate::error::{Error, Result};
 /// [`Error::NotSupported`] with the reason when the runtime cannot be
 /// loaded, `hipInit` fails or no device is present.
 pub fn probe() -> Result<u32> {
+    let _process_wide = crate::host_allocator::process_wide();
     PROBED.get_or_init(probe_runtime).clone()
 }
 
