@@ -12,8 +12,8 @@ use crate::sparse::BenchScalar;
 use rusparse::backend::gpu::GpuDevice;
 use rusparse::ffi::errors::rusparseGetLastErrorMessage;
 use rusparse::ffi::handle::{
-    rusparseCreate, rusparseCreateWithBackend, rusparseDestroy, rusparseSetNumThreads,
-    rusparseSetPointerMode,
+    rusparseCreate, rusparseCreateWithBackend, rusparseDestroy, rusparseSetMemoryBudget,
+    rusparseSetNumThreads, rusparseSetPointerMode,
 };
 use rusparse::ffi::matrix::{
     rusparseCreateCsr, rusparseCsrSetPointers, rusparseDestroySpMat, rusparseSpMatGetSize,
@@ -65,6 +65,8 @@ pub(super) struct Call {
     pub chunk_fraction: Option<f32>,
     /// α and β in device memory (`rusparseSetPointerMode(DEVICE)`).
     pub device_scalars: bool,
+    /// The handle's memory budget (`rusparseSetMemoryBudget`).
+    pub budget: Option<usize>,
 }
 
 /// Plain values as bytes.
@@ -289,6 +291,9 @@ impl<'d> Session<'d> {
             }
             if call.device_scalars {
                 check("setPointerMode", rusparseSetPointerMode(o.handle, 1))?;
+            }
+            if let Some(bytes) = call.budget {
+                check("setMemoryBudget", rusparseSetMemoryBudget(o.handle, bytes))?;
             }
             for (k, (x, op)) in [
                 (a.nrows(), a.ncols(), a.nnz()),

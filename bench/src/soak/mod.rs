@@ -30,7 +30,11 @@
 //! (`SpgemmPlan::peak_memory_bound`). Such a case either gives the same C
 //! (the reference's) or, for a budget below that bound only, fails with
 //! `ALLOC_FAILED` naming the smallest budget that would work, which must
-//! exceed the budget and then work.
+//! exceed the budget and then work. The same share of the GPU cases' three
+//! phases runs with the handle's budget (`rusparseSetMemoryBudget`) at 0.5
+//! to 4 times the bytes of A, B and C: the same C (staged C's below the
+//! device's copy of C come in row blocks), or INSUFFICIENT_RESOURCES
+//! naming the smallest budget, which must exceed it and then work.
 //!
 //! Values are small integers (complex: integer parts), so every sum is
 //! exact in every type and results are compared exactly, whatever order an
@@ -89,7 +93,8 @@ pub struct SoakCli {
     #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(0..=100))]
     gpu_share: u64,
     /// Percent of the CPU cases of the once and plan flows run under a
-    /// memory budget (0.5 to 4 times the unbudgeted plan's peak bound).
+    /// memory budget (0.5 to 4 times the unbudgeted plan's peak bound), and
+    /// of the GPU cases' three phases (0.5 to 4 times A, B and C).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=100))]
     budget_share: u64,
 }
@@ -266,7 +271,13 @@ impl Case {
         // From a stream of its own: the cases stay those drawn before
         // budgets existed.
         let mut brng = Rng::new(seed ^ 0xb0d6_e700, k);
-        if matches!(case.flow, Flow::Once | Flow::Plan) && brng.chance(budget_share) {
+        let budgeted = match case.flow {
+            Flow::Once | Flow::Plan => true,
+            // The three phases of a GPU case (not its reuse flow).
+            Flow::Gpu => case.gpu.is_some_and(|g| !g.reuse),
+            _ => false,
+        };
+        if budgeted && brng.chance(budget_share) {
             // 0.5 to 4 in steps of 1/64.
             case.budget = Some(0.5 + brng.below(225) as f64 / 64.0);
         }
@@ -406,10 +417,11 @@ impl Case {
                 out.push(format!("GPU: ALG3, chunk fraction {f}"));
             }
         }
-        match self.budget {
-            Some(x) if x < 1.0 => out.push("memory budget 0.5-1x the bound".into()),
-            Some(_) => out.push("memory budget 1-4x the bound".into()),
-            None => {}
+        match (self.budget, self.flow) {
+            (Some(_), Flow::Gpu) => out.push("GPU: memory budget 0.5-4x A, B and C".into()),
+            (Some(x), _) if x < 1.0 => out.push("memory budget 0.5-1x the bound".into()),
+            (Some(_), _) => out.push("memory budget 1-4x the bound".into()),
+            (None, _) => {}
         }
         for r in [self.a, self.b] {
             out.push(format!("rows {:?}", r.kind));
@@ -602,6 +614,7 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
         dims: (m, n),
         chunk_fraction,
         device_scalars,
+        budget: None,
     };
     if case.flow == Flow::CAbi {
         let (offsets, cols, vals) =
@@ -620,6 +633,14 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
         } else {
             Memory::Device(dev)
         };
+        if let (false, Some(times)) = (g.reuse, case.budget) {
+            return gpu_under_budget(memory, call, [&a, &b, &want], alpha, times).map(|kind| {
+                Outcome {
+                    nprod,
+                    budget: Some(kind),
+                }
+            });
+        }
         if !g.reuse {
             let (offsets, cols, vals) = c_abi::three_phases(memory, call, &a, &b, alpha)?;
             return compare("GPU three phases", (&offsets, &cols, &vals), &want, None)
@@ -712,6 +733,57 @@ fn run_case<T: BenchScalar, I: Index, J: Index>(
     }
 }
 
+/// A GPU case's three phases under a device memory budget of `times` the
+/// bytes of A, B and C: C is the reference's, or the first phase that
+/// cannot fit is INSUFFICIENT_RESOURCES naming the smallest budget, which
+/// must exceed the budget and then work (a budget below what planning
+/// alone takes is only checked to be named). An allocation refused by the
+/// budget's safety net, not by the planner, names none and fails the case.
+fn gpu_under_budget<T: BenchScalar, I: Index, J: Index>(
+    memory: Memory<'_>,
+    call: Call,
+    [a, b, want]: [&CsrMatrix<T, I, J>; 3],
+    alpha: T,
+    times: f64,
+) -> Result<&'static str, String> {
+    let size = |x: &CsrMatrix<T, I, J>| {
+        (x.nrows() + 1) * std::mem::size_of::<I>()
+            + x.nnz() * (std::mem::size_of::<J>() + std::mem::size_of::<T>())
+    };
+    let budget = ((size(a) + size(b) + size(want)) as f64 * times) as usize;
+    let what = format!("under a device memory budget of {budget} bytes ({times}x A, B and C)");
+    let run = |budget: usize| {
+        let call = Call {
+            budget: Some(budget),
+            ..call
+        };
+        let (offsets, cols, vals) = c_abi::three_phases(memory, call, a, b, alpha)?;
+        compare("GPU three phases", (&offsets, &cols, &vals), want, None)
+    };
+    match run(budget) {
+        Ok(()) => Ok("memory budget: met"),
+        Err(msg) if msg.contains("INSUFFICIENT_RESOURCES") => {
+            let (smallest, kind) = named_budget(&msg).ok_or_else(|| {
+                format!("{what}: refused without naming the smallest budget: {msg}")
+            })?;
+            if smallest <= budget as u64 {
+                return Err(format!(
+                    "{what}: refused, naming {smallest} bytes, which the budget meets: {msg}"
+                ));
+            }
+            if kind == "memory budget: refused (too small to plan)" {
+                return Ok(kind);
+            }
+            let smallest = usize::try_from(smallest).map_err(|_| "a huge smallest budget")?;
+            run(smallest).map_err(|e| {
+                format!("{what}: refused naming {smallest} bytes, and under {smallest} bytes: {e}")
+            })?;
+            Ok(kind)
+        }
+        Err(msg) => Err(format!("{what}: {msg}")),
+    }
+}
+
 /// The bytes an ALLOC_FAILED message of a budget names, and what kind of
 /// refusal it is: "the smallest budget that would work is N bytes", or
 /// "planning alone may take N bytes".
@@ -725,7 +797,9 @@ fn named_budget(msg: &str) -> Option<(u64, &'static str)> {
     after("the smallest budget that would work is ")
         .map(|n| (n, "memory budget: refused, the smallest budget named works"))
         .or_else(|| {
+            // The CPU's words, then the GPU's.
             after("planning alone may take ")
+                .or_else(|| after("work estimation alone takes "))
                 .map(|n| (n, "memory budget: refused (too small to plan)"))
         })
 }
@@ -1002,7 +1076,7 @@ pub fn run(cli: SoakCli) -> Result<(), String> {
     let failures = failures.into_inner().unwrap();
     println!(
         "rusparse soak: seed {}, cases {}..{}, dimensions up to {}, {} workers, {} % of the CPU \
-         once/plan cases under a memory budget, {:.1} s",
+         once/plan cases and of the GPU three-phase cases under a memory budget, {:.1} s",
         cli.seed,
         cli.first,
         end,
