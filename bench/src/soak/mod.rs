@@ -1225,7 +1225,8 @@ mod tests {
     }
 
     /// Budgets are drawn from a stream of their own: the cases are those
-    /// drawn without budgets, and only CPU once/plan cases get one.
+    /// drawn without budgets, and only CPU once/plan cases and the GPU
+    /// cases' three phases get one.
     #[test]
     fn budgets_leave_the_cases_as_they_were() {
         let mut budgeted = 0;
@@ -1236,7 +1237,8 @@ mod tests {
             if let Some(x) = with.budget.take() {
                 budgeted += 1;
                 assert!((0.5..=4.0).contains(&x), "{x}");
-                assert!(matches!(with.flow, Flow::Once | Flow::Plan));
+                let gpu_three_phases = with.flow == Flow::Gpu && with.gpu.is_some_and(|g| !g.reuse);
+                assert!(matches!(with.flow, Flow::Once | Flow::Plan) || gpu_three_phases);
             }
             assert_eq!(format!("{plain:?}"), format!("{with:?}"));
         }
@@ -1244,6 +1246,10 @@ mod tests {
         assert_eq!(
             named_budget("the memory budget of 10 bytes (10 bytes) is too small for this product: the smallest budget that would work is 4242 bytes (4.1 KiB); nothing was allocated"),
             Some((4242, "memory budget: refused, the smallest budget named works"))
+        );
+        assert_eq!(
+            named_budget("the memory budget of 10 bytes (10 bytes) is too small to plan this product: work estimation alone takes 5000 bytes (4.9 KiB), and the phases need more; nothing more was allocated"),
+            Some((5000, "memory budget: refused (too small to plan)"))
         );
         assert!(named_budget("out of memory").is_none());
     }
