@@ -408,8 +408,11 @@ mod tests {
 
     #[test]
     fn budgets_are_measured_side_by_side_and_a_too_small_one_fails() {
-        // A 60x60 tridiagonal matrix: C = A² is pentadiagonal.
-        let n: usize = 60;
+        // A tridiagonal matrix: C = A² is pentadiagonal. Large enough that
+        // the product's own memory (hundreds of KB) stands out of what the
+        // tests running beside it allocate and free meanwhile (the
+        // counting allocator is process-wide).
+        let n: usize = 20_000;
         let mut t = Vec::new();
         for i in 0..n {
             for j in i.saturating_sub(1)..(i + 2).min(n) {
@@ -429,8 +432,17 @@ mod tests {
         };
         let c_bytes = p.c_bytes_unbudgeted().unwrap();
         assert_eq!(c_bytes, 4 * (n + 1) + 12 * (5 * n - 6));
+        // Another test freeing memory during the cold run can hide its peak:
+        // a few tries.
         let mut rounds = 0;
-        let ms = p.measure_budgets(&[None, Some(1 << 30), Some(1)], 1, 2, || rounds += 1);
+        let mut ms = Vec::new();
+        for _ in 0..4 {
+            rounds = 0;
+            ms = p.measure_budgets(&[None, Some(1 << 30), Some(1)], 1, 2, || rounds += 1);
+            if ms[1].as_ref().is_ok_and(|m| m.peak_extra_cold_bytes > 0) {
+                break;
+            }
+        }
         assert_eq!(rounds, 3);
         assert_eq!(
             ctx.memory_budget(),
