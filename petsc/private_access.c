@@ -98,3 +98,10 @@ PetscErrorCode RsProductGetData(Mat C, void **data)
   *data = C->product ? C->product->data : NULL;
   PetscFunctionReturn(0);
 }
+
+PetscErrorCode RsMatStateIncrease(Mat C)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateIncrease((PetscObject)C));
+  PetscFunctionReturn(0);
+}

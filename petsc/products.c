@@ -25,13 +25,7 @@
 
 #include <string.h>
 
-PetscLogEvent RS_LOG_SPGEMM;
-
-#if defined(PETSC_USE_64BIT_INDICES)
-  #define RS_INDEX RUSPARSE_INDEX_64I
-#else
-  #define RS_INDEX RUSPARSE_INDEX_32I
-#endif
+PetscLogEvent RS_LOG_SPGEMM, RS_LOG_MPI_ROWS;
 #if defined(PETSC_USE_COMPLEX)
   #if defined(PETSC_USE_REAL_SINGLE)
     #define RS_VALUE RUSPARSE_C_32F
@@ -94,7 +88,7 @@ static PetscErrorCode RsHandlesDestroy(void)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode RsHandleGet(const RsSettings *s, rusparseHandle_t *handle)
+PetscErrorCode RsHandleGet(const RsSettings *s, rusparseHandle_t *handle)
 {
   rusparseHandle_t h = NULL;
   rusparseStatus_t status;
@@ -127,12 +121,6 @@ static PetscErrorCode RsHandleGet(const RsSettings *s, rusparseHandle_t *handle)
 }
 
 /* ---- CSR views ------------------------------------------------------------- */
-typedef struct {
-  PetscInt           rows, cols, nnz;
-  const PetscInt    *i, *j;
-  const PetscScalar *a;
-} RsCsr;
-
 /* The host CSR arrays of an assembled SeqAIJ matrix (read only). */
 static PetscErrorCode RsCsrOfMat(Mat M, RsCsr *v)
 {
@@ -149,16 +137,7 @@ static PetscErrorCode RsCsrOfMat(Mat M, RsCsr *v)
 }
 
 /* ---- one rusparse product Z = op(X) * Y -------------------------------------- */
-typedef struct {
-  rusparseOperation_t   op;
-  PetscInt              x_rows, x_cols, x_nnz, y_rows, y_cols, y_nnz;
-  rusparseSpMatDescr_t  X, Y, Z;
-  rusparseSpGEMMDescr_t spgemm;
-  void                 *buffer[5]; /* 0..2 freed after their phase; 3 and 4 kept for reuse_compute */
-  PetscLogDouble        flops;     /* 2 * scalar products */
-} RsStage;
-
-static PetscErrorCode RsStageDestroy(RsStage *st)
+PetscErrorCode RsStageDestroy(RsStage *st)
 {
   PetscFunctionBegin;
   RsCall(rusparseSpGEMM_destroyDescr(st->spgemm));
@@ -183,9 +162,7 @@ static PetscErrorCode RsBuffer(size_t size, void **buffer)
   PetscFunctionReturn(0);
 }
 
-/* The symbolic phase: Z's structure in *zi, *zj (and a value array *za),
-   allocated here with PetscMalloc; the caller owns them. */
-static PetscErrorCode RsStageSymbolic(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, rusparseOperation_t op, const RsCsr *x, const RsCsr *y, PetscInt **zi, PetscInt **zj, PetscScalar **za, PetscInt *znnz)
+PetscErrorCode RsStageSymbolic(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, rusparseOperation_t op, const RsCsr *x, const RsCsr *y, PetscInt **zi, PetscInt **zj, PetscScalar **za, PetscInt *znnz)
 {
   const rusparseOperation_t N = RUSPARSE_OPERATION_NON_TRANSPOSE;
   PetscInt                  zrows = op == N ? x->rows : x->cols;
@@ -233,8 +210,7 @@ static PetscErrorCode RsStageSymbolic(rusparseHandle_t h, rusparseSpGEMMAlg_t al
   PetscFunctionReturn(0);
 }
 
-/* The numeric phase: Z's values for the current values of X and Y. */
-static PetscErrorCode RsStageNumeric(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za)
+PetscErrorCode RsStageNumeric(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za)
 {
   const PetscScalar one = 1.0, zero = 0.0;
 
@@ -383,25 +359,24 @@ static PetscErrorCode RsProductSymbolic(Mat C)
   PetscFunctionReturn(0);
 }
 
-/* Whether `alg` names no PETSc algorithm: "default", "rusparse" or
-   "backend" (MPIAIJ's route through the blocks, which ends here). */
+/* Whether `alg` names rusparse rather than a PETSc algorithm. */
 static PetscErrorCode RsAlgorithmIsOurs(const char *alg, PetscBool *ours)
 {
-  const char *const names[] = {MATPRODUCTALGORITHMDEFAULT, "rusparse", "backend"};
+  PetscBool dflt, rs;
 
   PetscFunctionBegin;
-  *ours = PETSC_FALSE;
-  for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !*ours; k++) PetscCall(PetscStrcmp(alg, names[k], ours));
+  PetscCall(PetscStrcmp(alg, MATPRODUCTALGORITHMDEFAULT, &dflt));
+  PetscCall(PetscStrcmp(alg, "rusparse", &rs));
+  *ours = (PetscBool)(dflt || rs);
   PetscFunctionReturn(0);
 }
 
-/* Whether a user chose a PETSc algorithm for this product (then PETSc runs it). */
-static PetscErrorCode RsUserChoseAlgorithm(Mat C, const RsProductInfo *info, PetscBool *chose)
+PetscErrorCode RsUserAlgorithm(Mat C, const RsProductInfo *info, char name[], size_t len, PetscBool *chose)
 {
   const char *legacy[] = {"-matmatmult_via", "-mattransposematmult_via", "-matptap_via"};
   const char *names[2] = {"-mat_product_algorithm", NULL};
   char         value[256];
-  PetscBool    set;
+  PetscBool    set, ours;
   const char  *prefix;
   PetscOptions options;
 
@@ -410,9 +385,9 @@ static PetscErrorCode RsUserChoseAlgorithm(Mat C, const RsProductInfo *info, Pet
   PetscCall(PetscObjectGetOptions((PetscObject)C, &options));
   *chose = PETSC_FALSE;
   if (info->alg) {
-    PetscBool ours;
     PetscCall(RsAlgorithmIsOurs(info->alg, &ours));
     if (!ours) {
+      PetscCall(PetscStrncpy(name, info->alg, len));
       *chose = PETSC_TRUE;
       PetscFunctionReturn(0);
     }
@@ -420,10 +395,11 @@ static PetscErrorCode RsUserChoseAlgorithm(Mat C, const RsProductInfo *info, Pet
   if (info->api_user) names[1] = legacy[info->type == MATPRODUCT_AB ? 0 : info->type == MATPRODUCT_AtB ? 1 : 2];
   for (int k = 0; k < 2 && names[k]; k++) {
     PetscCall(PetscOptionsGetString(options, prefix, names[k], value, sizeof(value), &set));
-    if (set) {
-      PetscBool ours;
-      PetscCall(RsAlgorithmIsOurs(value, &ours));
-      if (!ours) *chose = PETSC_TRUE;
+    if (!set) continue;
+    PetscCall(RsAlgorithmIsOurs(value, &ours));
+    if (!ours) {
+      PetscCall(PetscStrncpy(name, value, len));
+      *chose = PETSC_TRUE;
     }
   }
   PetscFunctionReturn(0);
@@ -455,8 +431,12 @@ PetscErrorCode RsSeqProductSetFromOptions(Mat C)
   if (info.type != MATPRODUCT_AB && info.type != MATPRODUCT_AtB && info.type != MATPRODUCT_PtAP) why = "the product type is not AB, AtB or PtAP";
   else if (!both_aij) why = "a factor is not a SeqAIJ matrix";
   else {
-    PetscCall(RsUserChoseAlgorithm(C, &info, &user_alg));
-    if (user_alg) why = "a PETSc algorithm was chosen for it";
+    char      alg[256] = "";
+    PetscBool backend;
+    PetscCall(RsUserAlgorithm(C, &info, alg, sizeof(alg), &user_alg));
+    /* MPIAIJ's "backend" route multiplies its blocks here: ours too. */
+    PetscCall(PetscStrcmp(alg, "backend", &backend));
+    if (user_alg && !backend) why = "a PETSc algorithm was chosen for it";
   }
   if (!why) {
     PetscInt am, an, bm, bn, inner;
@@ -478,5 +458,6 @@ PetscErrorCode RsProductsInitialize(void)
 {
   PetscFunctionBegin;
   PetscCall(PetscLogEventRegister("RusparseSpGEMM", MAT_CLASSID, &RS_LOG_SPGEMM));
+  PetscCall(PetscLogEventRegister("RusparseMPIRows", MAT_CLASSID, &RS_LOG_MPI_ROWS));
   PetscFunctionReturn(0);
 }

@@ -5,7 +5,10 @@
  *                     aijrusparse, their options, and the registration
  *                     function PETSc calls when it loads the plug-in
  *   products.c        sequential AB, AtB and PtAP through rusparse (the
- *                     symbolic and numeric phases, the log event, errors)
+ *                     symbolic and numeric phases, the log event, errors),
+ *                     and the one-product stage both routes share
+ *   mpi_products.c    MPI AB, AtB and PtAP: one merged local product per
+ *                     rank, C's blocks built from its CSR
  *   private_access.c  the one file that reads PETSc's private structures
  */
 #ifndef RUSPARSE_PETSC_H
@@ -39,6 +42,8 @@ PetscErrorCode RsMatSetSpptr(Mat, void *);
 PetscErrorCode RsProductGetInfo(Mat C, RsProductInfo *);
 PetscErrorCode RsProductSetData(Mat C, void *data, PetscErrorCode (*destroy)(void *));
 PetscErrorCode RsProductGetData(Mat C, void **data);
+/* Marks C's values as changed (its blocks were written directly). */
+PetscErrorCode RsMatStateIncrease(Mat C);
 
 /* ---- types.c --------------------------------------------------------------- */
 /* What -mat_rusparse_backend / _alg / _threads chose for a matrix. */
@@ -53,12 +58,57 @@ PetscErrorCode RsSettingsFromOptions(Mat, RsSettings *);
 PetscErrorCode RsSeqAIJProductSetFromOptions(Mat C);
 
 /* ---- products.c ------------------------------------------------------------ */
-extern PetscLogEvent RS_LOG_SPGEMM;
+extern PetscLogEvent RS_LOG_SPGEMM, RS_LOG_MPI_ROWS;
+
+#if defined(PETSC_USE_64BIT_INDICES)
+  #define RS_INDEX RUSPARSE_INDEX_64I
+#else
+  #define RS_INDEX RUSPARSE_INDEX_32I
+#endif
 
 PetscErrorCode RsProductsInitialize(void);
 /* The product set-up of seqaijrusparse: AB, AtB and PtAP of two host
    SeqAIJ matrices run through rusparse; anything else falls back to SeqAIJ. */
 PetscErrorCode RsSeqProductSetFromOptions(Mat C);
+
+/* The rusparse handle for these settings (one per back end and thread
+   count in the process, destroyed by PetscFinalize). */
+PetscErrorCode RsHandleGet(const RsSettings *, rusparseHandle_t *);
+
+/* A read-only CSR view (zero-based, PetscInt indices). */
+typedef struct {
+  PetscInt           rows, cols, nnz;
+  const PetscInt    *i, *j;
+  const PetscScalar *a;
+} RsCsr;
+
+/* One rusparse product Z = op(X) * Y through the reuse flow. */
+typedef struct {
+  rusparseOperation_t   op;
+  PetscInt              x_rows, x_cols, x_nnz, y_rows, y_cols, y_nnz;
+  rusparseSpMatDescr_t  X, Y, Z;
+  rusparseSpGEMMDescr_t spgemm;
+  void                 *buffer[5]; /* 0..2 freed after their phase; 3 and 4 kept for reuse_compute */
+  PetscLogDouble        flops;     /* 2 * scalar products */
+} RsStage;
+
+/* The symbolic phase: Z's sorted structure in *zi, *zj (and a value array
+   *za), allocated with PetscMalloc; the caller owns them. */
+PetscErrorCode RsStageSymbolic(rusparseHandle_t, rusparseSpGEMMAlg_t, RsStage *, rusparseOperation_t, const RsCsr *x, const RsCsr *y, PetscInt **zi, PetscInt **zj, PetscScalar **za, PetscInt *znnz);
+/* The numeric phase: Z's values for the current values of X and Y. */
+PetscErrorCode RsStageNumeric(rusparseHandle_t, rusparseSpGEMMAlg_t, RsStage *, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za);
+PetscErrorCode RsStageDestroy(RsStage *);
+
+/* The PETSc algorithm a user chose for this product (MatProductSetAlgorithm,
+   -mat_product_algorithm, or -matmatmult_via and its siblings), in `name`
+   (*chose false when none, or when it names rusparse: "default",
+   "rusparse"). */
+PetscErrorCode RsUserAlgorithm(Mat C, const RsProductInfo *info, char name[], size_t len, PetscBool *chose);
+
+/* ---- mpi_products.c --------------------------------------------------------- */
+/* Installs the MPI route's symbolic phase on C (AB, AtB or PtAP of two
+   MPIAIJ matrices). */
+PetscErrorCode RsMpiProductUseRoute(Mat C);
 
 /* The product's record, its factors' type names, and whether both factors
    are of the plain type or ours (e.g. MATSEQAIJ, MATSEQAIJRUSPARSE). */

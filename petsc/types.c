@@ -3,11 +3,11 @@
  *
  *   seqaijrusparse  a SeqAIJ matrix whose AB, AtB and PtAP run through
  *                   rusparse (products.c)
- *   mpiaijrusparse  an MPIAIJ matrix whose diagonal and off-diagonal blocks
- *                   are seqaijrusparse, and whose products take MPIAIJ's
- *                   "backend" algorithm, which computes the node-local
- *                   products with MatProduct on the blocks (so through
- *                   rusparse) and leaves the communication to PETSc
+ *   mpiaijrusparse  an MPIAIJ matrix whose AB, AtB and PtAP run through
+ *                   rusparse with one merged local product per rank
+ *                   (mpi_products.c); its diagonal and off-diagonal blocks
+ *                   are seqaijrusparse, so PETSc's "backend" algorithm, when
+ *                   chosen, multiplies them through rusparse too
  *   aijrusparse     either, by communicator size (as aij)
  *
  * Everything else is inherited from SeqAIJ / MPIAIJ: the types only change
@@ -190,23 +190,35 @@ static PetscErrorCode RsMPIAIJSetPreallocation(Mat B, PetscInt d_nz, const Petsc
 }
 
 /* The product set-up of mpiaijrusparse: AB, AtB and PtAP of two MPIAIJ
-   matrices take the "backend" algorithm unless the user chose another. */
+   matrices take the plug-in's MPI route (mpi_products.c: one merged local
+   product per rank) unless the user chose a PETSc algorithm. Choosing
+   "backend" keeps PETSc's route through the blocks, whose local products
+   run through rusparse too. */
 static PetscErrorCode RsMpiProductSetFromOptions(Mat C)
 {
   RsProductInfo info;
-  PetscBool     both_aij, ours;
+  PetscBool     both_aij, chose = PETSC_FALSE, backend = PETSC_FALSE;
+  char          alg[256] = "";
   MatType       a_type, b_type;
 
   PetscFunctionBegin;
   PetscCall(RsProductFactors(C, MATMPIAIJ, MATMPIAIJRUSPARSE, &info, &a_type, &b_type, &both_aij));
-  PetscCall(PetscStrcmp(info.alg, MATPRODUCTALGORITHMDEFAULT, &ours));
-  if ((info.type == MATPRODUCT_AB || info.type == MATPRODUCT_AtB || info.type == MATPRODUCT_PtAP) && both_aij && ours) {
+  if ((info.type == MATPRODUCT_AB || info.type == MATPRODUCT_AtB || info.type == MATPRODUCT_PtAP) && both_aij) {
+    PetscCall(RsUserAlgorithm(C, &info, alg, sizeof(alg), &chose));
+    if (!chose) {
+      PetscCall(PetscInfo(C, "rusparse runs %s of %s and %s (one merged local product per rank)\n", MatProductTypes[info.type], a_type, b_type));
+      PetscCall(RsMpiProductUseRoute(C));
+      PetscFunctionReturn(0);
+    }
+    PetscCall(PetscStrcmp(alg, "backend", &backend));
+  }
+  if (backend) {
     PetscCall(RsMakeBlocks(info.A));
     PetscCall(RsMakeBlocks(info.B));
     PetscCall(MatProductSetAlgorithm(C, "backend"));
-    PetscCall(PetscInfo(C, "rusparse: %s of %s and %s takes MPIAIJ's backend algorithm (local products on the blocks through rusparse) unless an option names another\n", MatProductTypes[info.type], a_type, b_type));
+    PetscCall(PetscInfo(C, "rusparse: %s of %s and %s takes MPIAIJ's backend algorithm, as chosen (local products on the blocks through rusparse)\n", MatProductTypes[info.type], a_type, b_type));
   } else {
-    PetscCall(PetscInfo(C, "rusparse does not run %s of %s and %s (algorithm %s): PETSc's MPIAIJ implementation does\n", MatProductTypes[info.type], a_type, b_type, info.alg));
+    PetscCall(PetscInfo(C, "rusparse does not run %s of %s and %s (%s): PETSc's MPIAIJ implementation does\n", MatProductTypes[info.type], a_type, b_type, chose ? alg : "not AB, AtB or PtAP of MPIAIJ matrices"));
   }
   PetscCall((*rs_mpiaij_product_setup)(C));
   PetscFunctionReturn(0);

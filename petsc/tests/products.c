@@ -9,11 +9,18 @@ static const char help[] = "rusparse's PETSc plug-in: AB, AtB and PtAP of aijrus
  *   P  a prolongation-like n^3 x (n/2)^3 matrix (trilinear weights)
  *   G  a power-law matrix whose rows every 250 hold 600 entries
  *   Q  a rectangular aggregation-like g x g/4 matrix
+ *   H  a power-law h x h matrix (h = g/3) whose last rank owns no rows
+ *   R  an aggregation-like h x h/4 matrix, rows as H's, whose first rank owns
+ *      no columns (so no rows of R^T*H or R^T*H*R)
  * and checks, against plain aij (relative Frobenius error <= 1e-12):
- *   AB   A*P and G*G,  AtB  P^T*A and G^T*G,  PtAP  P^T*A*P and Q^T*G*Q,
- * each through MatMatMult / MatTransposeMatMult / MatPtAP and through the
- * MatProduct API; then changes the values twice (same pattern) and checks
- * MAT_REUSE_MATRIX / MatProductNumeric. Also: the results are of type
+ *   AB   A*P, G*G and H*R,  AtB  P^T*A, G^T*G and R^T*H,
+ *   PtAP P^T*A*P, Q^T*G*Q and R^T*H*R,
+ * each through MatMatMult / MatTransposeMatMult / MatPtAP, through the
+ * MatProduct API, and (on more than one rank) through the MatProduct API
+ * with PETSc's "backend" algorithm chosen; then changes the values twice
+ * (same pattern) and checks MAT_REUSE_MATRIX / MatProductNumeric. On more
+ * than one rank the default products take the plug-in's MPI route, whose
+ * AtB and PtAP send rows of C to the ranks that own them. Also: the results are of type
  * seqaijrusparse / mpiaijrusparse; the RusparseSpGEMM event count grows with
  * every product and reuse round on every rank (and not with aij products);
  * a product type the plug-in does not take over (ABt) is still right;
@@ -140,6 +147,16 @@ static PetscErrorCode FillPowerLaw(Mat G, PetscInt g, PetscInt round)
   PetscFunctionReturn(0);
 }
 
+/* Local sizes that leave rank `empty` without any (when there are several
+   ranks); the others share `total`. */
+static PetscInt SharedSize(PetscInt total, PetscMPIInt empty)
+{
+  PetscMPIInt others = size > 1 ? size - 1 : 1, me;
+  if (size > 1 && rank == empty) return 0;
+  me = size > 1 && rank > empty ? rank - 1 : rank;
+  return total / others + (me < total % others ? 1 : 0);
+}
+
 /* Aggregation-like: row r goes to aggregate r/4, every third row also to the next one. */
 static PetscErrorCode FillAggregation(Mat Q, PetscInt g, PetscInt round)
 {
@@ -158,8 +175,8 @@ static PetscErrorCode FillAggregation(Mat Q, PetscInt g, PetscInt round)
 }
 
 typedef struct {
-  PetscInt n, g;
-  Mat      A, P, G, Q; /* one type */
+  PetscInt n, g, h;
+  Mat      A, P, G, Q, H, R; /* one type */
 } Inputs;
 
 static PetscErrorCode BuildInputs(MatType type, PetscInt n, PetscInt g, Inputs *in)
@@ -172,6 +189,18 @@ static PetscErrorCode BuildInputs(MatType type, PetscInt n, PetscInt g, Inputs *
   PetscCall(CreateMat(type, g, g, LONG_ROW, &in->G));
   PetscCall(CreateMat(type, g, g / 4, 2, &in->Q));
   PetscCall(MatSetOption(in->G, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+  /* H and R: uneven layouts, with a rank owning no rows or no columns. */
+  in->h = g / 3;
+  PetscCall(MatCreate(PETSC_COMM_WORLD, &in->H));
+  PetscCall(MatSetSizes(in->H, SharedSize(in->h, size - 1), SharedSize(in->h, size - 1), in->h, in->h));
+  PetscCall(MatSetType(in->H, type));
+  PetscCall(MatSeqAIJSetPreallocation(in->H, LONG_ROW, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(in->H, LONG_ROW, NULL, LONG_ROW, NULL));
+  PetscCall(MatCreate(PETSC_COMM_WORLD, &in->R));
+  PetscCall(MatSetSizes(in->R, SharedSize(in->h, size - 1), SharedSize(in->h / 4, 0), in->h, in->h / 4));
+  PetscCall(MatSetType(in->R, type));
+  PetscCall(MatSeqAIJSetPreallocation(in->R, 2, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(in->R, 2, NULL, 2, NULL));
   PetscFunctionReturn(0);
 }
 
@@ -182,6 +211,8 @@ static PetscErrorCode FillInputs(Inputs *in, PetscInt round)
   PetscCall(FillProlongation(in->P, in->n, round));
   PetscCall(FillPowerLaw(in->G, in->g, round));
   PetscCall(FillAggregation(in->Q, in->g, round));
+  PetscCall(FillPowerLaw(in->H, in->h, round));
+  PetscCall(FillAggregation(in->R, in->h, round));
   PetscFunctionReturn(0);
 }
 
@@ -192,6 +223,8 @@ static PetscErrorCode DestroyInputs(Inputs *in)
   PetscCall(MatDestroy(&in->P));
   PetscCall(MatDestroy(&in->G));
   PetscCall(MatDestroy(&in->Q));
+  PetscCall(MatDestroy(&in->H));
+  PetscCall(MatDestroy(&in->R));
   PetscFunctionReturn(0);
 }
 
@@ -199,7 +232,7 @@ static PetscErrorCode DestroyInputs(Inputs *in)
 typedef struct {
   const char    *name;
   MatProductType type;
-  int            x, y; /* 0 A, 1 P, 2 G, 3 Q */
+  int            x, y; /* 0 A, 1 P, 2 G, 3 Q, 4 H, 5 R */
 } Case;
 
 static const Case cases[] = {
@@ -209,16 +242,25 @@ static const Case cases[] = {
   {"G^T*G",    MATPRODUCT_AtB,  2, 2},
   {"P^T*A*P",  MATPRODUCT_PtAP, 0, 1},
   {"Q^T*G*Q",  MATPRODUCT_PtAP, 2, 3},
+  {"H*R",      MATPRODUCT_AB,   4, 5},
+  {"R^T*H",    MATPRODUCT_AtB,  5, 4},
+  {"R^T*H*R",  MATPRODUCT_PtAP, 4, 5},
 };
 #define NUM_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
 static Mat Pick(const Inputs *in, int k)
 {
-  return k == 0 ? in->A : k == 1 ? in->P : k == 2 ? in->G : in->Q;
+  Mat all[6] = {in->A, in->P, in->G, in->Q, in->H, in->R};
+  return all[k];
 }
 
-/* api 0: MatMatMult / MatTransposeMatMult / MatPtAP; api 1: MatProduct. */
-static PetscErrorCode Multiply(const Inputs *in, const Case *c, int api, MatReuse reuse, Mat *C)
+/* api 0: MatMatMult / MatTransposeMatMult / MatPtAP; api 1: MatProduct;
+   api 2: MatProduct with PETSc's "backend" algorithm chosen when `backend`
+   (else as api 1: the reference of plain aij). */
+#define NUM_APIS 3
+static const char *const api_names[NUM_APIS] = {"MatMatMult", "MatProduct", "backend"};
+
+static PetscErrorCode Multiply(const Inputs *in, const Case *c, int api, PetscBool backend, MatReuse reuse, Mat *C)
 {
   Mat X = Pick(in, c->x), Y = Pick(in, c->y);
 
@@ -237,6 +279,7 @@ static PetscErrorCode Multiply(const Inputs *in, const Case *c, int api, MatReus
   } else if (reuse == MAT_INITIAL_MATRIX) {
     PetscCall(MatProductCreate(X, Y, NULL, C));
     PetscCall(MatProductSetType(*C, c->type));
+    if (api == 2 && backend) PetscCall(MatProductSetAlgorithm(*C, "backend"));
     PetscCall(MatProductSetFromOptions(*C));
     PetscCall(MatProductSymbolic(*C));
     PetscCall(MatProductNumeric(*C));
@@ -274,7 +317,7 @@ static PetscErrorCode Compare(Mat ref, Mat C, const char *what, PetscInt round, 
   PetscCall(MatNorm(ref, NORM_FROBENIUS, &norm));
   PetscCall(MatDestroy(&D));
   EXPECT(norm > 0 && err <= 1e-12 * norm, "%s (round %" PetscInt_FMT ", api %d): relative Frobenius error %g", what, round, api, (double)(err / norm));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  %-8s round %" PetscInt_FMT " %-10s relative error %.2e\n", what, round, api ? "MatProduct" : "MatMatMult", (double)(err / norm)));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  %-8s round %" PetscInt_FMT " %-10s relative error %.2e\n", what, round, api_names[api], (double)(err / norm)));
   PetscFunctionReturn(0);
 }
 
@@ -385,18 +428,71 @@ static PetscErrorCode CheckErrors(void)
   PetscFunctionReturn(0);
 }
 
+/* An h x h matrix laid out as `like`, with entries (r, r) and
+   (r, (r + 1 + shift) % h): the same counts, other columns, per shift. */
+static PetscErrorCode CreateBand(Mat like, PetscInt h, PetscInt shift, Mat *M)
+{
+  PetscInt m, n, start, end;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetLocalSize(like, &m, &n));
+  PetscCall(MatCreate(PETSC_COMM_WORLD, M));
+  PetscCall(MatSetSizes(*M, m, n, h, h));
+  PetscCall(MatSetType(*M, "aijrusparse"));
+  PetscCall(MatSeqAIJSetPreallocation(*M, 2, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(*M, 2, NULL, 2, NULL));
+  PetscCall(MatGetOwnershipRange(*M, &start, &end));
+  for (PetscInt r = start; r < end; r++) {
+    PetscInt    cols[2] = {r, (r + 1 + shift) % h};
+    PetscScalar vals[2] = {2.0, -1.0};
+    PetscCall(MatSetValues(*M, 1, &r, 2, cols, vals, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(*M, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*M, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* The MPI route under MAT_REUSE_MATRIX with a factor of another pattern:
+   every rank reports it (none hangs), and the right factor then works. */
+static PetscErrorCode CheckMpiReuseErrors(const Inputs *rs)
+{
+  Mat            X, bad, C;
+  PetscErrorCode code;
+  PetscInt       shifts[2] = {1, 2};
+  const char    *what[2]   = {"MPI route: MAT_REUSE_MATRIX with moved entries", "MPI route: MAT_REUSE_MATRIX with entries moved further"};
+
+  PetscFunctionBegin;
+  PetscCall(CreateBand(rs->H, rs->h, 0, &X));
+  PetscCall(MatMatMult(X, rs->R, MAT_INITIAL_MATRIX, PETSC_DEFAULT, &C));
+  for (int k = 0; k < 2; k++) {
+    PetscCall(CreateBand(rs->H, rs->h, shifts[k], &bad));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    code = MatMatMult(bad, rs->R, MAT_REUSE_MATRIX, PETSC_DEFAULT, &C);
+    PetscCall(PetscPopErrorHandler());
+    PetscCall(ExpectError(code, PETSC_ERR_ARG_INCOMP, "nonzero pattern changed since the symbolic phase", what[k]));
+    PetscCall(MatDestroy(&bad));
+  }
+  PetscCall(MatMatMult(X, rs->R, MAT_REUSE_MATRIX, PETSC_DEFAULT, &C));
+  PetscCall(MatDestroy(&C));
+  PetscCall(MatDestroy(&X));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  errors: the MPI route refused factors of another pattern on every rank\n"));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   Inputs   plain, rs;
   PetscInt n = 12, g = 3000, before = 0, after = 0, total_failures = 0;
-  Mat      ref[NUM_CASES][2], out[NUM_CASES][2];
+  Mat      ref[NUM_CASES][NUM_APIS], out[NUM_CASES][NUM_APIS];
+  int      apis;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-g", &g, NULL));
-  PetscCheck(n >= 2 && n % 2 == 0 && g >= 8, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-n must be even and >= 2, -g >= 8");
+  PetscCheck(n >= 2 && n % 2 == 0 && g >= 24 * size, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-n must be even and >= 2, -g >= 24 per rank");
+  apis = size > 1 ? 3 : 2; /* "backend" is an MPIAIJ algorithm */
   PetscCall(PetscLogDefaultBegin());
   PetscCall(PetscLogEventGetId("RusparseSpGEMM", &rs_event));
   PetscCheck(rs_event > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONGSTATE, "the RusparseSpGEMM event is not registered: load the plug-in with -dll_append");
@@ -408,19 +504,19 @@ int main(int argc, char **argv)
     PetscCall(FillInputs(&plain, round));
     PetscCall(FillInputs(&rs, round));
     for (int c = 0; c < NUM_CASES; c++) {
-      for (int api = 0; api < 2; api++) {
+      for (int api = 0; api < apis; api++) {
         PetscCall(EventCount(&before));
-        PetscCall(Multiply(&plain, &cases[c], api, reuse, &ref[c][api]));
+        PetscCall(Multiply(&plain, &cases[c], api, PETSC_FALSE, reuse, &ref[c][api]));
         PetscCall(EventCount(&after));
         EXPECT(after == before, "%s on aij matrices ran through rusparse", cases[c].name);
-        PetscCall(Multiply(&rs, &cases[c], api, reuse, &out[c][api]));
+        PetscCall(Multiply(&rs, &cases[c], api, PETSC_TRUE, reuse, &out[c][api]));
         PetscCall(ExpectGrew(before, cases[c].name));
         PetscCall(Compare(ref[c][api], out[c][api], cases[c].name, round, api));
       }
     }
   }
   for (int c = 0; c < NUM_CASES; c++)
-    for (int api = 0; api < 2; api++) {
+    for (int api = 0; api < apis; api++) {
       PetscCall(MatDestroy(&ref[c][api]));
       PetscCall(MatDestroy(&out[c][api]));
     }
@@ -435,6 +531,7 @@ int main(int argc, char **argv)
     PetscCall(MatDestroy(&C));
   }
   PetscCall(CheckErrors());
+  if (size > 1) PetscCall(CheckMpiReuseErrors(&rs));
 
   PetscCall(DestroyInputs(&plain));
   PetscCall(DestroyInputs(&rs));

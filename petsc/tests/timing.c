@@ -1,6 +1,7 @@
 static const char help[] = "Times MatMatMult(A, P) and MatPtAP(A, P) with aij and with aijrusparse, in the same run.\n"
-                           "A is the 7-point 3-D Poisson matrix on an n^3 grid, P the first prolongator GAMG builds for it.\n"
+                           "A is the 7-point (or 27-point) 3-D Poisson matrix on an n^3 grid, P the first prolongator GAMG builds for it.\n"
                            "  -n <64>       grid points per direction\n"
+                           "  -stencil <7>  7 or 27 points\n"
                            "  -repeat <5>   timed repetitions (the median is printed)\n"
                            "Load the plug-in with -dll_append /path/librusparse_petsc.so.\n\n";
 
@@ -13,28 +14,31 @@ static const char help[] = "Times MatMatMult(A, P) and MatPtAP(A, P) with aij an
  */
 #include <petscksp.h>
 
-static PetscErrorCode Poisson(PetscInt n, Mat *A)
+/* The 7-point (stencil 7) or 27-point (stencil 27) Laplacian on an n^3 grid. */
+static PetscErrorCode Poisson(PetscInt n, PetscInt stencil, Mat *A)
 {
   PetscInt start, end;
 
   PetscFunctionBegin;
+  PetscCheck(stencil == 7 || stencil == 27, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-stencil 7 or 27");
   PetscCall(MatCreate(PETSC_COMM_WORLD, A));
   PetscCall(MatSetSizes(*A, PETSC_DECIDE, PETSC_DECIDE, n * n * n, n * n * n));
   PetscCall(MatSetType(*A, MATAIJ));
-  PetscCall(MatSeqAIJSetPreallocation(*A, 7, NULL));
-  PetscCall(MatMPIAIJSetPreallocation(*A, 7, NULL, 3, NULL));
+  PetscCall(MatSeqAIJSetPreallocation(*A, stencil, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(*A, stencil, NULL, stencil, NULL));
   PetscCall(MatGetOwnershipRange(*A, &start, &end));
   for (PetscInt row = start; row < end; row++) {
-    PetscInt    x = row % n, y = (row / n) % n, z = row / (n * n), cols[7], k = 0;
-    PetscScalar vals[7];
-    cols[k] = row;
-    vals[k++] = 6.0;
-    if (x > 0) cols[k] = row - 1, vals[k++] = -1.0;
-    if (x < n - 1) cols[k] = row + 1, vals[k++] = -1.0;
-    if (y > 0) cols[k] = row - n, vals[k++] = -1.0;
-    if (y < n - 1) cols[k] = row + n, vals[k++] = -1.0;
-    if (z > 0) cols[k] = row - n * n, vals[k++] = -1.0;
-    if (z < n - 1) cols[k] = row + n * n, vals[k++] = -1.0;
+    PetscInt    x = row % n, y = (row / n) % n, z = row / (n * n), cols[27], k = 0;
+    PetscScalar vals[27];
+    for (PetscInt dz = -1; dz <= 1; dz++)
+      for (PetscInt dy = -1; dy <= 1; dy++)
+        for (PetscInt dx = -1; dx <= 1; dx++) {
+          PetscInt far = PetscAbsInt(dx) + PetscAbsInt(dy) + PetscAbsInt(dz);
+          if (stencil == 7 && far > 1) continue;
+          if (x + dx < 0 || x + dx >= n || y + dy < 0 || y + dy >= n || z + dz < 0 || z + dz >= n) continue;
+          cols[k]   = row + dx + n * (dy + n * dz);
+          vals[k++] = far == 0 ? (PetscScalar)(stencil - 1) : -1.0;
+        }
     PetscCall(MatSetValues(*A, 1, &row, k, cols, vals, INSERT_VALUES));
   }
   PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
@@ -101,7 +105,7 @@ static PetscErrorCode Time(Mat A, Mat P, PetscBool ptap, PetscInt repeat, double
 
 int main(int argc, char **argv)
 {
-  PetscInt    n = 64, repeat = 5, nnz[3];
+  PetscInt    n = 64, repeat = 5, stencil = 7, nnz[3];
   Mat         A, P, Ars, Prs, C;
   PetscMPIInt size;
   MatInfo     info;
@@ -111,7 +115,8 @@ int main(int argc, char **argv)
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-repeat", &repeat, NULL));
-  PetscCall(Poisson(n, &A));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-stencil", &stencil, NULL));
+  PetscCall(Poisson(n, stencil, &A));
   PetscCall(GamgProlongator(A, &P));
   PetscCall(MatConvert(A, "aijrusparse", MAT_INITIAL_MATRIX, &Ars));
   PetscCall(MatConvert(P, "aijrusparse", MAT_INITIAL_MATRIX, &Prs));
@@ -126,7 +131,7 @@ int main(int argc, char **argv)
   {
     PetscInt m, k;
     PetscCall(MatGetSize(P, &m, &k));
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d rank(s); A: %" PetscInt_FMT "^3 Poisson, %" PetscInt_FMT " rows, %" PetscInt_FMT " nonzeros; P: %" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " nonzeros; PtAP: %" PetscInt_FMT " nonzeros; median of %" PetscInt_FMT "\n", size, n, m, nnz[0], m, k, nnz[1], nnz[2], repeat));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d rank(s); A: %" PetscInt_FMT "^3 %" PetscInt_FMT "-point Poisson, %" PetscInt_FMT " rows, %" PetscInt_FMT " nonzeros; P: %" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt_FMT " nonzeros; PtAP: %" PetscInt_FMT " nonzeros; median of %" PetscInt_FMT "\n", size, n, stencil, m, nnz[0], m, k, nnz[1], nnz[2], repeat));
   }
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "| product | phase | aij (s) | aijrusparse (s) | aij / aijrusparse |\n|---|---|---:|---:|---:|\n"));
   for (int ptap = 0; ptap < 2; ptap++) {

@@ -1,0 +1,702 @@
+/*
+ * MPI AB, AtB and PtAP of MPIAIJ matrices through rusparse: one merged local
+ * product per rank (PtAP: A*P and then P^T*(A*P), as on one rank), and C's
+ * blocks built straight from its CSR.
+ *
+ * Operands.  An MPIAIJ matrix keeps a rank's rows in two SeqAIJ blocks: the
+ * diagonal block (the rank's own columns, numbered from 0) and the
+ * off-diagonal block (the other ranks' columns, numbered through the
+ * increasing array garray). Both blocks' rows are merged into one CSR with
+ * compact columns: the rank's own columns first, [0, nown), then the other
+ * ranks' columns in increasing global order, nown + k (RsCols). A row of the
+ * diagonal block followed by the same row of the off-diagonal block is then
+ * sorted, and so is every row rusparse computes.
+ *
+ *   AB    Z = A_loc * B_ext. B_ext is B's own rows and, gathered from their
+ *         owners, the rows of B that A's off-diagonal columns name (PETSc's
+ *         P_oth). Z's rows are C's rows.
+ *   AtB   Z = A_loc^T * B_loc. Z's first rows are C's own rows; the others
+ *         (A's off-diagonal columns) are other ranks' rows of C, sent to
+ *         their owners, who add them to their own.
+ *   PtAP  Z1 = A_loc * P_ext (as AB), then Z = P_loc^T * Z1 (as AtB).
+ *
+ * C.  C is made once, in the symbolic phase, from Z's own rows and the rows
+ * received. Row r of C's values is [row r of C's diagonal block | row r of
+ * its off-diagonal block], which is row r of Z when nothing was received
+ * for it. The numeric phase (also every MAT_REUSE_MATRIX):
+ *   1. refreshes the merged operands' values: a copy of the blocks' values,
+ *      and the gathered rows' values from their owners (one PetscSF
+ *      broadcast; the structure was exchanged once);
+ *   2. runs rusparse's numeric phase on the saved plan;
+ *   3. sends the other ranks' rows of Z (one PetscSF reduction) and writes
+ *      C's blocks' values in place: copied where a row of C is a row of Z,
+ *      added at positions found in the symbolic phase where rows arrived.
+ * No COO assembly and no reallocation.
+ *
+ * A factor whose nonzero pattern changed since the symbolic phase is refused
+ * on every rank (the ranks agree through one MPI_Allreduce per numeric
+ * phase); it is never multiplied on a stale structure.
+ *
+ * Only PETSc's public API is used here.
+ */
+#include "rusparse_petsc.h"
+
+#include <petscsf.h>
+#include <string.h>
+
+/* ---- compact columns ---------------------------------------------------------- */
+typedef struct {
+  PetscInt  cstart, nown, N; /* own global columns [cstart, cstart + nown) of N -> [0, nown) */
+  PetscInt  nghost;
+  PetscInt *ghost; /* other ranks' global columns, increasing -> nown + k */
+} RsCols;
+
+static PetscInt RsColsCount(const RsCols *c)
+{
+  return c->nown + c->nghost;
+}
+
+static PetscInt RsColsGlobal(const RsCols *c, PetscInt k)
+{
+  return k < c->nown ? c->cstart + k : c->ghost[k - c->nown];
+}
+
+static PetscBool RsColsOwns(const RsCols *c, PetscInt g)
+{
+  return (PetscBool)(g >= c->cstart && g < c->cstart + c->nown);
+}
+
+static PetscErrorCode RsColsCompact(const RsCols *c, PetscInt g, PetscInt *k)
+{
+  PetscInt at;
+
+  PetscFunctionBegin;
+  if (RsColsOwns(c, g)) {
+    *k = g - c->cstart;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(PetscFindInt(g, c->nghost, c->ghost, &at));
+  PetscCheck(at >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: global column %" PetscInt_FMT " is not among this rank's columns", g);
+  *k = c->nown + at;
+  PetscFunctionReturn(0);
+}
+
+/* A sort key that puts own columns first, then the others, each increasing. */
+static PetscInt RsColsKey(const RsCols *c, PetscInt g)
+{
+  return RsColsOwns(c, g) ? g - c->N : g;
+}
+
+static PetscInt RsColsUnkey(const RsCols *c, PetscInt key)
+{
+  return key < 0 ? key + c->N : key;
+}
+
+/* ---- an MPIAIJ matrix's blocks ---------------------------------------------------- */
+typedef struct {
+  PetscInt         m, ngarray;
+  const PetscInt  *di, *dj, *oi, *oj, *garray;
+  PetscScalar     *da, *oa;
+} RsBlocks;
+
+static PetscErrorCode RsBlocksOf(Mat M, RsBlocks *b)
+{
+  Mat          d, o;
+  PetscMemType mtype[2];
+
+  PetscFunctionBegin;
+  PetscCall(MatMPIAIJGetSeqAIJ(M, &d, &o, &b->garray));
+  PetscCheck(d && o, PetscObjectComm((PetscObject)M), PETSC_ERR_ARG_WRONGSTATE, "rusparse: the MPIAIJ matrix has no blocks (not assembled?)");
+  PetscCall(MatSeqAIJGetCSRAndMemType(d, &b->di, &b->dj, &b->da, &mtype[0]));
+  PetscCall(MatSeqAIJGetCSRAndMemType(o, &b->oi, &b->oj, &b->oa, &mtype[1]));
+  PetscCheck(mtype[0] == PETSC_MEMTYPE_HOST && mtype[1] == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "rusparse: the plug-in multiplies matrices in host memory");
+  PetscCall(MatGetLocalSize(d, &b->m, NULL));
+  PetscCall(MatGetLocalSize(o, NULL, &b->ngarray));
+  PetscFunctionReturn(0);
+}
+
+/* ---- merged rows: a rank's own rows, and rows gathered from other ranks ------------ */
+typedef struct {
+  PetscInt     own_rows, rows; /* own rows, then the gathered ones */
+  PetscInt     d_nnz, o_nnz, own_nnz, nnz;
+  PetscInt    *i, *j; /* compact columns (cols) */
+  PetscScalar *a;
+  RsCols       cols;
+  PetscInt     ngarray;
+  PetscInt    *garray;         /* the off-diagonal block's garray at the symbolic phase */
+  PetscInt    *garray_compact; /* garray[k]'s compact column */
+  PetscSF      gathered;       /* gathered entries <- their owners' own entries; NULL: none */
+} RsRows;
+
+static PetscErrorCode RsRowsDestroy(RsRows *r)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscFree(r->i));
+  PetscCall(PetscFree(r->j));
+  PetscCall(PetscFree(r->a));
+  PetscCall(PetscFree(r->cols.ghost));
+  PetscCall(PetscFree(r->garray));
+  PetscCall(PetscFree(r->garray_compact));
+  PetscCall(PetscSFDestroy(&r->gathered));
+  PetscFunctionReturn(0);
+}
+
+/* The rows' values from M's blocks; *changed when M's pattern is not the one
+   the rows were made from (then the values are partly stale). */
+static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
+{
+  RsBlocks b;
+
+  PetscFunctionBegin;
+  PetscCall(RsBlocksOf(M, &b));
+  if (b.m != r->own_rows || b.di[b.m] != r->d_nnz || b.oi[b.m] != r->o_nnz || b.ngarray != r->ngarray || (b.ngarray && memcmp(b.garray, r->garray, (size_t)b.ngarray * sizeof(PetscInt)))) {
+    *changed = PETSC_TRUE;
+    PetscFunctionReturn(0);
+  }
+  for (PetscInt row = 0; row < b.m; row++) {
+    PetscInt p = r->i[row], dl = b.di[row + 1] - b.di[row], ol = b.oi[row + 1] - b.oi[row];
+    const PetscInt    *dj = b.dj + b.di[row], *oj = b.oj + b.oi[row], *j = r->j + p;
+    const PetscScalar *da = b.da + b.di[row], *oa = b.oa + b.oi[row];
+    PetscScalar       *a  = r->a + p;
+    PetscBool          bad = (PetscBool)(dl + ol != r->i[row + 1] - p);
+
+    for (PetscInt k = 0; k < dl && !bad; k++) bad = (PetscBool)(dj[k] != j[k]);
+    for (PetscInt k = 0; k < ol && !bad; k++) bad = (PetscBool)(r->garray_compact[oj[k]] != j[dl + k]);
+    if (bad) {
+      *changed = PETSC_TRUE;
+      PetscFunctionReturn(0);
+    }
+    PetscCall(PetscArraycpy(a, da, dl));
+    PetscCall(PetscArraycpy(a + dl, oa, ol));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The gathered rows' values from their owners' rows (collective). */
+static PetscErrorCode RsRowsRefreshGathered(RsRows *r)
+{
+  PetscFunctionBegin;
+  if (!r->gathered) PetscFunctionReturn(0);
+  PetscCall(PetscSFBcastBegin(r->gathered, MPIU_SCALAR, r->a, r->a + r->own_nnz, MPI_REPLACE));
+  PetscCall(PetscSFBcastEnd(r->gathered, MPIU_SCALAR, r->a, r->a + r->own_nnz, MPI_REPLACE));
+  PetscFunctionReturn(0);
+}
+
+/* M's own rows merged, with the global rows gather[0..ngather) of M
+   appended from their owners when `gather` is given (collective then: every
+   rank passes a gather array, possibly empty). */
+static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gather[], PetscBool gathering, RsRows *r)
+{
+  MPI_Comm  comm;
+  RsBlocks  b;
+  PetscInt  cend, ntmp = 0, *tmp;
+  RsCols   *c = &r->cols;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetComm((PetscObject)M, &comm));
+  PetscCall(RsBlocksOf(M, &b));
+  for (PetscInt k = 1; k < b.ngarray; k++) PetscCheck(b.garray[k - 1] < b.garray[k], PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: the off-diagonal block's columns (garray) are not increasing");
+  r->own_rows = b.m;
+  r->rows     = b.m + ngather;
+  r->d_nnz    = b.di[b.m];
+  r->o_nnz    = b.oi[b.m];
+  r->own_nnz  = r->d_nnz + r->o_nnz;
+  r->nnz      = r->own_nnz;
+  r->ngarray  = b.ngarray;
+  PetscCall(MatGetOwnershipRangeColumn(M, &c->cstart, &cend));
+  PetscCall(MatGetSize(M, NULL, &c->N));
+  c->nown = cend - c->cstart;
+  PetscCall(PetscMalloc1(b.ngarray, &r->garray));
+  PetscCall(PetscArraycpy(r->garray, b.garray, b.ngarray));
+
+  PetscCall(PetscMalloc1(r->rows + 1, &r->i));
+  r->i[0] = 0;
+  for (PetscInt row = 0; row < b.m; row++) r->i[row + 1] = r->i[row] + (b.di[row + 1] - b.di[row]) + (b.oi[row + 1] - b.oi[row]);
+
+  /* The gathered rows' lengths and starts, from their owners. */
+  if (gathering) {
+    PetscSF            rowsf;
+    PetscLayout        rmap;
+    PetscInt          *root, *leaf, e = 0;
+    const PetscSFNode *owner;
+    PetscSFNode       *remote;
+
+    PetscCall(MatGetLayouts(M, &rmap, NULL));
+    PetscCall(PetscSFCreate(comm, &rowsf));
+    PetscCall(PetscSFSetGraphLayout(rowsf, rmap, ngather, NULL, PETSC_OWN_POINTER, gather));
+    PetscCall(PetscMalloc2(2 * b.m, &root, 2 * ngather, &leaf));
+    for (PetscInt row = 0; row < b.m; row++) {
+      root[2 * row]     = r->i[row];
+      root[2 * row + 1] = r->i[row + 1] - r->i[row];
+    }
+    PetscCall(PetscSFBcastBegin(rowsf, MPIU_2INT, root, leaf, MPI_REPLACE));
+    PetscCall(PetscSFBcastEnd(rowsf, MPIU_2INT, root, leaf, MPI_REPLACE));
+    for (PetscInt k = 0; k < ngather; k++) r->i[b.m + k + 1] = r->i[b.m + k] + leaf[2 * k + 1];
+    r->nnz = r->i[r->rows];
+    PetscCall(PetscSFGetGraph(rowsf, NULL, NULL, NULL, &owner));
+    PetscCall(PetscMalloc1(r->nnz - r->own_nnz, &remote));
+    for (PetscInt k = 0; k < ngather; k++)
+      for (PetscInt t = 0; t < leaf[2 * k + 1]; t++, e++) {
+        remote[e].rank  = owner[k].rank;
+        remote[e].index = leaf[2 * k] + t;
+      }
+    PetscCall(PetscSFCreate(comm, &r->gathered));
+    PetscCall(PetscSFSetGraph(r->gathered, r->own_nnz, r->nnz - r->own_nnz, NULL, PETSC_OWN_POINTER, remote, PETSC_OWN_POINTER));
+    PetscCall(PetscSFSetUp(r->gathered));
+    PetscCall(PetscFree2(root, leaf));
+    PetscCall(PetscSFDestroy(&rowsf));
+  }
+
+  /* Own rows with global columns, then the gathered rows' columns and values. */
+  PetscCall(PetscMalloc1(r->nnz, &r->j));
+  PetscCall(PetscMalloc1(r->nnz, &r->a));
+  for (PetscInt row = 0; row < b.m; row++) {
+    PetscInt p = r->i[row];
+    for (PetscInt k = b.di[row]; k < b.di[row + 1]; k++, p++) {
+      r->j[p] = c->cstart + b.dj[k];
+      r->a[p] = b.da[k];
+    }
+    for (PetscInt k = b.oi[row]; k < b.oi[row + 1]; k++, p++) {
+      r->j[p] = b.garray[b.oj[k]];
+      r->a[p] = b.oa[k];
+    }
+  }
+  if (r->gathered) {
+    PetscCall(PetscSFBcastBegin(r->gathered, MPIU_INT, r->j, r->j + r->own_nnz, MPI_REPLACE));
+    PetscCall(PetscSFBcastEnd(r->gathered, MPIU_INT, r->j, r->j + r->own_nnz, MPI_REPLACE));
+    PetscCall(RsRowsRefreshGathered(r));
+  }
+
+  /* The other ranks' columns: garray's and the gathered rows'. */
+  PetscCall(PetscMalloc1(b.ngarray + r->nnz - r->own_nnz, &tmp));
+  for (PetscInt k = 0; k < b.ngarray; k++) tmp[ntmp++] = b.garray[k];
+  for (PetscInt e = r->own_nnz; e < r->nnz; e++)
+    if (!RsColsOwns(c, r->j[e])) tmp[ntmp++] = r->j[e];
+  PetscCall(PetscSortRemoveDupsInt(&ntmp, tmp));
+  c->nghost = ntmp;
+  c->ghost  = tmp;
+  for (PetscInt e = 0; e < r->nnz; e++) PetscCall(RsColsCompact(c, r->j[e], &r->j[e]));
+  PetscCall(PetscMalloc1(b.ngarray, &r->garray_compact));
+  for (PetscInt k = 0; k < b.ngarray; k++) PetscCall(RsColsCompact(c, b.garray[k], &r->garray_compact[k]));
+  PetscFunctionReturn(0);
+}
+
+/* The view rusparse multiplies: the first `rows` rows. */
+static RsCsr RsRowsView(const RsRows *r, PetscInt rows)
+{
+  RsCsr v;
+
+  v.rows = rows;
+  v.cols = RsColsCount(&r->cols);
+  v.nnz  = r->i[rows];
+  v.i    = r->i;
+  v.j    = r->j;
+  v.a    = r->a;
+  return v;
+}
+
+/* ---- C from Z ---------------------------------------------------------------------- */
+typedef struct {
+  PetscInt     own_rows; /* C's local rows: Z's first rows */
+  PetscSF      sent;     /* Z's entries past its own rows -> the owners' received buffer; NULL: none sent (AB) */
+  PetscInt     recv_nnz;
+  PetscInt    *recv_i;   /* own row r's received entries: [recv_i[r], recv_i[r + 1]) */
+  PetscScalar *recv;
+  PetscInt    *pos;      /* position in its C row of each entry of a row that received any: Z's own entries, then the received */
+  PetscScalar *row;      /* one row of C */
+} RsOut;
+
+static PetscErrorCode RsOutDestroy(RsOut *out)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscSFDestroy(&out->sent));
+  PetscCall(PetscFree(out->recv_i));
+  PetscCall(PetscFree(out->recv));
+  PetscCall(PetscFree(out->pos));
+  PetscCall(PetscFree(out->row));
+  PetscFunctionReturn(0);
+}
+
+/* Sends Z's rows own_rows.. (the global rows send[k] of C, owned by other
+   ranks whose layout is `crows`) to their owners: the exchange's structure,
+   out->recv_i and the received entries' global columns (*recv_cols,
+   allocated). Collective. */
+static PetscErrorCode RsOutExchange(MPI_Comm comm, PetscLayout crows, const RsCols *cols, PetscInt own_rows, PetscInt z_rows, const PetscInt *zi, const PetscInt *zj, const PetscInt send[], RsOut *out, PetscInt **recv_cols)
+{
+  PetscSF            rowsf;
+  const PetscInt    *degree;
+  const PetscSFNode *owner;
+  PetscSFNode       *remote;
+  PetscInt           nsend = z_rows - own_rows, zown = zi[own_rows], nsent = zi[z_rows] - zown, nmulti = 0, total = 0, s = 0, e = 0;
+  PetscInt          *mlen, *moff, *len, *off, *sent_cols;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSFCreate(comm, &rowsf));
+  PetscCall(PetscSFSetGraphLayout(rowsf, crows, nsend, NULL, PETSC_OWN_POINTER, send));
+  PetscCall(PetscSFComputeDegreeBegin(rowsf, &degree));
+  PetscCall(PetscSFComputeDegreeEnd(rowsf, &degree));
+  for (PetscInt r = 0; r < own_rows; r++) nmulti += degree[r];
+  PetscCall(PetscMalloc4(nmulti, &mlen, nmulti, &moff, nsend, &len, nsend, &off));
+  for (PetscInt k = 0; k < nsend; k++) len[k] = zi[own_rows + k + 1] - zi[own_rows + k];
+  PetscCall(PetscSFGatherBegin(rowsf, MPIU_INT, len, mlen));
+  PetscCall(PetscSFGatherEnd(rowsf, MPIU_INT, len, mlen));
+  /* The received buffer holds own row 0's incoming rows, then row 1's, ... */
+  for (PetscInt r = 0; r < own_rows; r++) {
+    out->recv_i[r] = total;
+    for (PetscInt d = 0; d < degree[r]; d++, s++) {
+      moff[s] = total;
+      total += mlen[s];
+    }
+  }
+  out->recv_i[own_rows] = total;
+  out->recv_nnz         = total;
+  PetscCall(PetscSFScatterBegin(rowsf, MPIU_INT, moff, off));
+  PetscCall(PetscSFScatterEnd(rowsf, MPIU_INT, moff, off));
+  PetscCall(PetscSFGetGraph(rowsf, NULL, NULL, NULL, &owner));
+  PetscCall(PetscMalloc1(nsent, &remote));
+  for (PetscInt k = 0; k < nsend; k++)
+    for (PetscInt t = 0; t < len[k]; t++, e++) {
+      remote[e].rank  = owner[k].rank;
+      remote[e].index = off[k] + t;
+    }
+  PetscCall(PetscSFCreate(comm, &out->sent));
+  PetscCall(PetscSFSetGraph(out->sent, total, nsent, NULL, PETSC_OWN_POINTER, remote, PETSC_OWN_POINTER));
+  PetscCall(PetscSFSetUp(out->sent));
+  PetscCall(PetscFree4(mlen, moff, len, off));
+  PetscCall(PetscSFDestroy(&rowsf));
+
+  PetscCall(PetscMalloc1(nsent, &sent_cols));
+  PetscCall(PetscMalloc1(total, recv_cols));
+  for (PetscInt k = 0; k < nsent; k++) sent_cols[k] = RsColsGlobal(cols, zj[zown + k]);
+  PetscCall(PetscSFReduceBegin(out->sent, MPIU_INT, sent_cols, *recv_cols, MPI_REPLACE));
+  PetscCall(PetscSFReduceEnd(out->sent, MPIU_INT, sent_cols, *recv_cols, MPI_REPLACE));
+  PetscCall(PetscFree(sent_cols));
+  PetscCall(PetscMalloc1(total, &out->recv));
+  PetscFunctionReturn(0);
+}
+
+/* C's structure: Z's rows [0, own_rows) (compact columns `cols`, whose own
+   columns are C's), plus, when `exchange` (collective: AtB and PtAP), the
+   rows Z's rows own_rows..z_rows-1 make on other ranks (global rows send[k]
+   of C, row layout `crows`). C has its type and sizes; it is preallocated
+   and assembled here. */
+static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols, PetscInt own_rows, PetscInt z_rows, const PetscInt *zi, const PetscInt *zj, PetscBool exchange, const PetscInt send[], RsOut *out)
+{
+  MPI_Comm        comm;
+  PetscInt       *recv_cols = NULL, zown = zi[own_rows], *ci, *cj, *d_nnz, *o_nnz, *key = NULL, *src = NULL, nkey = 0, nc = 0, longest = 0, rstart;
+  Mat             Cd, Co;
+  RsBlocks        cb;
+  PetscScalar    *zeros;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetComm((PetscObject)C, &comm));
+  out->own_rows = own_rows;
+  PetscCall(PetscCalloc1(own_rows + 1, &out->recv_i));
+  if (exchange) PetscCall(RsOutExchange(comm, crows, cols, own_rows, z_rows, zi, zj, send, out, &recv_cols));
+  if (out->recv_nnz) PetscCall(PetscMalloc1(zown + out->recv_nnz, &out->pos));
+
+  /* C's rows in compact order (own columns, then the others), global columns. */
+  PetscCall(PetscMalloc1(own_rows + 1, &ci));
+  PetscCall(PetscMalloc1(zown + out->recv_nnz, &cj));
+  PetscCall(PetscMalloc2(own_rows, &d_nnz, own_rows, &o_nnz));
+  ci[0] = 0;
+  for (PetscInt r = 0; r < own_rows; r++) {
+    PetscInt z0 = zi[r], zl = zi[r + 1] - z0, r0 = out->recv_i[r], rl = out->recv_i[r + 1] - r0, u = 0;
+    if (!rl) {
+      for (PetscInt e = 0; e < zl; e++) cj[nc + e] = RsColsGlobal(cols, zj[z0 + e]);
+      u = zl;
+    } else {
+      PetscInt n = zl + rl;
+      if (n > nkey) {
+        PetscCall(PetscFree2(key, src));
+        nkey = PetscMax(n, 2 * nkey);
+        PetscCall(PetscMalloc2(nkey, &key, nkey, &src));
+      }
+      for (PetscInt e = 0; e < zl; e++) key[e] = RsColsKey(cols, RsColsGlobal(cols, zj[z0 + e]));
+      for (PetscInt t = 0; t < rl; t++) key[zl + t] = RsColsKey(cols, recv_cols[r0 + t]);
+      for (PetscInt t = 0; t < n; t++) src[t] = t;
+      PetscCall(PetscSortIntWithArray(n, key, src));
+      for (PetscInt t = 0; t < n; t++) {
+        if (t == 0 || key[t] != key[t - 1]) cj[nc + u++] = RsColsUnkey(cols, key[t]);
+        if (src[t] < zl) out->pos[z0 + src[t]] = u - 1;
+        else out->pos[zown + r0 + src[t] - zl] = u - 1;
+      }
+    }
+    d_nnz[r] = 0;
+    for (PetscInt t = 0; t < u; t++) d_nnz[r] += RsColsOwns(cols, cj[nc + t]);
+    o_nnz[r] = u - d_nnz[r];
+    nc += u;
+    ci[r + 1] = nc;
+    longest   = PetscMax(longest, u);
+  }
+  PetscCall(PetscFree2(key, src));
+  PetscCall(PetscFree(recv_cols));
+
+  /* C: preallocated exactly, its pattern inserted with zeros, assembled. */
+  PetscCall(MatMPIAIJSetPreallocation(C, 0, d_nnz, 0, o_nnz));
+  PetscCall(MatSetOption(C, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
+  PetscCall(PetscCalloc1(longest, &zeros));
+  PetscCall(MatGetOwnershipRange(C, &rstart, NULL));
+  for (PetscInt r = 0; r < own_rows; r++) {
+    PetscInt row = rstart + r;
+    PetscCall(MatSetValues(C, 1, &row, ci[r + 1] - ci[r], cj + ci[r], zeros, INSERT_VALUES));
+  }
+  PetscCall(PetscFree(zeros));
+  PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+
+  /* The numeric phase writes row r of Z (or of the sums) as [row r of C's
+     diagonal block | row r of its off-diagonal block]: check the blocks. */
+  PetscCall(MatMPIAIJGetSeqAIJ(C, &Cd, &Co, NULL));
+  (void)Cd;
+  (void)Co;
+  PetscCall(RsBlocksOf(C, &cb));
+  PetscCheck(cb.m == own_rows, PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: C has %" PetscInt_FMT " local rows, expected %" PetscInt_FMT, cb.m, own_rows);
+  for (PetscInt r = 0; r < own_rows; r++)
+    PetscCheck(cb.di[r + 1] - cb.di[r] == d_nnz[r] && cb.oi[r + 1] - cb.oi[r] == o_nnz[r], PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: row %" PetscInt_FMT " of C's blocks does not hold the product's pattern", r);
+  PetscCall(PetscMalloc1(longest, &out->row));
+  PetscCall(PetscFree2(d_nnz, o_nnz));
+  PetscCall(PetscFree(ci));
+  PetscCall(PetscFree(cj));
+  PetscFunctionReturn(0);
+}
+
+/* C's values from Z's (and, sent to their owners, Z's other ranks' rows). Collective. */
+static PetscErrorCode RsOutNumeric(Mat C, RsOut *out, const PetscInt *zi, const PetscScalar *za)
+{
+  Mat              Cd, Co;
+  const PetscInt  *di, *oi, *dj, *oj;
+  PetscScalar     *da, *oa, *unused;
+  PetscMemType     mtype;
+  PetscInt         own = out->own_rows, zown = zi[own];
+
+  PetscFunctionBegin;
+  if (out->sent) PetscCall(PetscSFReduceBegin(out->sent, MPIU_SCALAR, za + zown, out->recv, MPI_REPLACE));
+  PetscCall(MatMPIAIJGetSeqAIJ(C, &Cd, &Co, NULL));
+  PetscCall(MatSeqAIJGetCSRAndMemType(Cd, &di, &dj, &unused, &mtype));
+  PetscCall(MatSeqAIJGetCSRAndMemType(Co, &oi, &oj, &unused, &mtype));
+  PetscCall(MatSeqAIJGetArrayWrite(Cd, &da));
+  PetscCall(MatSeqAIJGetArrayWrite(Co, &oa));
+  for (PetscInt r = 0; r < own; r++) {
+    PetscInt dl = di[r + 1] - di[r];
+    if (out->recv_i[r + 1] != out->recv_i[r]) continue;
+    PetscCall(PetscArraycpy(da + di[r], za + zi[r], dl));
+    PetscCall(PetscArraycpy(oa + oi[r], za + zi[r] + dl, oi[r + 1] - oi[r]));
+  }
+  if (out->sent) PetscCall(PetscSFReduceEnd(out->sent, MPIU_SCALAR, za + zown, out->recv, MPI_REPLACE));
+  if (out->recv_nnz) {
+    for (PetscInt r = 0; r < own; r++) {
+      PetscInt dl = di[r + 1] - di[r], ol = oi[r + 1] - oi[r];
+      if (out->recv_i[r + 1] == out->recv_i[r]) continue;
+      PetscCall(PetscArrayzero(out->row, dl + ol));
+      for (PetscInt e = zi[r]; e < zi[r + 1]; e++) out->row[out->pos[e]] += za[e];
+      for (PetscInt t = out->recv_i[r]; t < out->recv_i[r + 1]; t++) out->row[out->pos[zown + t]] += out->recv[t];
+      PetscCall(PetscArraycpy(da + di[r], out->row, dl));
+      PetscCall(PetscArraycpy(oa + oi[r], out->row + dl, ol));
+    }
+  }
+  PetscCall(MatSeqAIJRestoreArrayWrite(Cd, &da));
+  PetscCall(MatSeqAIJRestoreArrayWrite(Co, &oa));
+  PetscCall(RsMatStateIncrease(C));
+  PetscFunctionReturn(0);
+}
+
+/* ---- the product record ------------------------------------------------------------- */
+typedef struct {
+  RsSettings       settings;
+  rusparseHandle_t handle;
+  MatProductType   type;
+  RsRows           x; /* A's rows */
+  RsRows           y; /* AB: B's own and gathered rows; AtB: B's own rows; PtAP: P's own and gathered rows */
+  RsStage          stage[2];
+  PetscInt        *ap_i, *ap_j; /* PtAP: A_loc * P_ext */
+  PetscScalar     *ap_a;
+  PetscInt         ap_nnz;
+  PetscInt        *z_i, *z_j; /* the last stage's product */
+  PetscScalar     *z_a;
+  PetscInt         z_nnz;
+  RsOut            out;
+} RsMpiProduct;
+
+static PetscErrorCode RsMpiProductDestroy(void *data)
+{
+  RsMpiProduct *p = (RsMpiProduct *)data;
+
+  PetscFunctionBegin;
+  for (int k = 0; k < 2; k++) PetscCall(RsStageDestroy(&p->stage[k]));
+  PetscCall(RsRowsDestroy(&p->x));
+  PetscCall(RsRowsDestroy(&p->y));
+  PetscCall(RsOutDestroy(&p->out));
+  PetscCall(PetscFree(p->ap_i));
+  PetscCall(PetscFree(p->ap_j));
+  PetscCall(PetscFree(p->ap_a));
+  PetscCall(PetscFree(p->z_i));
+  PetscCall(PetscFree(p->z_j));
+  PetscCall(PetscFree(p->z_a));
+  PetscCall(PetscFree(p));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RsMpiProductNumeric(Mat C)
+{
+  RsProductInfo info;
+  RsMpiProduct *p;
+  PetscBool     changed = PETSC_FALSE;
+  MPI_Comm      comm;
+  RsCsr         x, y, ap;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetComm((PetscObject)C, &comm));
+  PetscCall(RsProductGetInfo(C, &info));
+  PetscCall(RsProductGetData(C, (void **)&p));
+  PetscCheck(p, comm, PETSC_ERR_ORDER, "rusparse: the numeric phase ran before the symbolic phase");
+
+  PetscCall(PetscLogEventBegin(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  PetscCall(RsRowsRefreshOwn(info.A, &p->x, &changed));
+  PetscCall(RsRowsRefreshOwn(info.B, &p->y, &changed));
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &changed, 1, MPIU_BOOL, MPI_LOR, comm));
+  if (!changed) PetscCall(RsRowsRefreshGathered(&p->y));
+  PetscCall(PetscLogEventEnd(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  PetscCheck(!changed, comm, PETSC_ERR_ARG_INCOMP, "rusparse: a factor's nonzero pattern changed since the symbolic phase (MAT_REUSE_MATRIX needs the same nonzero pattern)");
+
+  x = RsRowsView(&p->x, p->x.own_rows);
+  PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+  switch (p->type) {
+  case MATPRODUCT_AB:
+    y = RsRowsView(&p->y, p->y.rows);
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
+    break;
+  case MATPRODUCT_AtB:
+    y = RsRowsView(&p->y, p->y.own_rows);
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
+    break;
+  default: /* PtAP */
+    y          = RsRowsView(&p->y, p->y.rows);
+    ap.rows    = p->x.own_rows;
+    ap.cols    = RsColsCount(&p->y.cols);
+    ap.nnz     = p->ap_nnz;
+    ap.i       = p->ap_i;
+    ap.j       = p->ap_j;
+    ap.a       = p->ap_a;
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->ap_i, p->ap_j, p->ap_a));
+    y = RsRowsView(&p->y, p->y.own_rows);
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a));
+  }
+  PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+
+  PetscCall(PetscLogEventBegin(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  PetscCall(RsOutNumeric(C, &p->out, p->z_i, p->z_a));
+  PetscCall(PetscLogEventEnd(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  PetscFunctionReturn(0);
+}
+
+/* Whether two layouts split the same rows among the ranks alike. */
+static PetscErrorCode RsCheckCongruent(Mat C, PetscLayout a, PetscLayout b, const char *what)
+{
+  PetscBool same;
+
+  PetscFunctionBegin;
+  PetscCall(PetscLayoutCompare(a, b, &same));
+  PetscCheck(same, PetscObjectComm((PetscObject)C), PETSC_ERR_ARG_SIZ, "rusparse: %s are not distributed alike over the ranks", what);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RsMpiProductSymbolic(Mat C)
+{
+  const rusparseOperation_t N = RUSPARSE_OPERATION_NON_TRANSPOSE, T = RUSPARSE_OPERATION_TRANSPOSE;
+  RsProductInfo             info;
+  RsMpiProduct             *p;
+  PetscLayout               arow, acol, brow, bcol, crow;
+  PetscInt                  m, n, M, Nc, z_rows;
+  const PetscInt           *send = NULL;
+  RsCsr                     x, y, ap;
+  MatType                   type;
+
+  PetscFunctionBegin;
+  PetscCall(RsProductGetInfo(C, &info));
+  PetscCall(MatGetLayouts(info.A, &arow, &acol));
+  PetscCall(MatGetLayouts(info.B, &brow, &bcol));
+  switch (info.type) {
+  case MATPRODUCT_AB:
+    PetscCall(RsCheckCongruent(C, acol, brow, "A's columns and B's rows"));
+    break;
+  case MATPRODUCT_AtB:
+    PetscCall(RsCheckCongruent(C, arow, brow, "A's rows and B's rows"));
+    break;
+  case MATPRODUCT_PtAP:
+    PetscCall(RsCheckCongruent(C, acol, brow, "A's columns and P's rows"));
+    PetscCall(RsCheckCongruent(C, arow, brow, "A's rows and P's rows"));
+    break;
+  default:
+    SETERRQ(PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "rusparse: product type %s reached the MPI route", MatProductTypes[info.type]);
+  }
+  PetscCall(PetscNew(&p));
+  PetscCall(RsProductSetData(C, p, RsMpiProductDestroy));
+  p->type = info.type;
+  PetscCall(RsSettingsFromOptions(info.A, &p->settings));
+  PetscCall(RsHandleGet(&p->settings, &p->handle));
+
+  /* The merged operands: A's rows; B's (P's) own rows, and for AB and PtAP
+     the rows A's off-diagonal columns name. */
+  PetscCall(PetscLogEventBegin(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  PetscCall(RsRowsCreate(info.A, 0, NULL, PETSC_FALSE, &p->x));
+  if (info.type == MATPRODUCT_AtB) PetscCall(RsRowsCreate(info.B, 0, NULL, PETSC_FALSE, &p->y));
+  else PetscCall(RsRowsCreate(info.B, p->x.cols.nghost, p->x.cols.ghost, PETSC_TRUE, &p->y));
+  PetscCall(PetscLogEventEnd(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+
+  /* The local products. */
+  x = RsRowsView(&p->x, p->x.own_rows);
+  PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+  switch (info.type) {
+  case MATPRODUCT_AB:
+    y = RsRowsView(&p->y, p->y.rows);
+    PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[0], N, &x, &y, &p->z_i, &p->z_j, &p->z_a, &p->z_nnz));
+    z_rows = p->x.own_rows;
+    break;
+  case MATPRODUCT_AtB:
+    y = RsRowsView(&p->y, p->y.own_rows);
+    PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[0], T, &x, &y, &p->z_i, &p->z_j, &p->z_a, &p->z_nnz));
+    z_rows = RsColsCount(&p->x.cols);
+    send   = p->x.cols.ghost;
+    break;
+  default: /* PtAP */
+    y = RsRowsView(&p->y, p->y.rows);
+    PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[0], N, &x, &y, &p->ap_i, &p->ap_j, &p->ap_a, &p->ap_nnz));
+    ap.rows = p->x.own_rows;
+    ap.cols = RsColsCount(&p->y.cols);
+    ap.nnz  = p->ap_nnz;
+    ap.i    = p->ap_i;
+    ap.j    = p->ap_j;
+    ap.a    = p->ap_a;
+    y       = RsRowsView(&p->y, p->y.own_rows);
+    PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[1], T, &y, &ap, &p->z_i, &p->z_j, &p->z_a, &p->z_nnz));
+    z_rows = RsColsCount(&p->y.cols);
+    send   = p->y.cols.ghost;
+  }
+  PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+
+  /* C: A's type; rows as A's (AB) or as A's (P's) columns, columns as B's (P's). */
+  crow = info.type == MATPRODUCT_AB ? arow : bcol;
+  if (info.type == MATPRODUCT_AtB) crow = acol;
+  PetscCall(PetscLayoutGetLocalSize(crow, &m));
+  PetscCall(PetscLayoutGetSize(crow, &M));
+  PetscCall(PetscLayoutGetLocalSize(bcol, &n));
+  PetscCall(PetscLayoutGetSize(bcol, &Nc));
+  PetscCall(MatSetSizes(C, m, n, M, Nc));
+  PetscCall(MatGetType(info.A, &type));
+  PetscCall(MatSetType(C, type));
+  PetscCall(PetscLogEventBegin(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  PetscCall(RsOutSymbolic(C, crow, &p->y.cols, m, z_rows, p->z_i, p->z_j, (PetscBool)(info.type != MATPRODUCT_AB), send, &p->out));
+  PetscCall(PetscLogEventEnd(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  /* MatSetType reset C's ops: the numeric phase is installed after it. */
+  PetscCall(RsOpsSetProductPhases(C, NULL, RsMpiProductNumeric));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode RsMpiProductUseRoute(Mat C)
+{
+  PetscFunctionBegin;
+  PetscCall(RsOpsSetProductPhases(C, RsMpiProductSymbolic, NULL));
+  PetscFunctionReturn(0);
+}
