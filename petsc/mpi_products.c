@@ -383,10 +383,9 @@ static PetscErrorCode RsOutExchange(MPI_Comm comm, PetscLayout crows, const RsCo
 static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols, PetscInt own_rows, PetscInt z_rows, const PetscInt *zi, const PetscInt *zj, PetscBool exchange, const PetscInt send[], RsOut *out)
 {
   MPI_Comm        comm;
-  PetscInt       *recv_cols = NULL, zown = zi[own_rows], *ci, *cj, *d_nnz, *o_nnz, *key = NULL, *src = NULL, nkey = 0, nc = 0, longest = 0, rstart;
+  PetscInt       *recv_cols = NULL, zown = zi[own_rows], *ci, *cj, *d_nnz, *o_nnz, *key = NULL, *src = NULL, nkey = 0, nc = 0, longest = 0;
   Mat             Cd, Co;
   RsBlocks        cb;
-  PetscScalar    *zeros;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectGetComm((PetscObject)C, &comm));
@@ -432,25 +431,31 @@ static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols
   PetscCall(PetscFree2(key, src));
   PetscCall(PetscFree(recv_cols));
 
-  /* C: preallocated exactly, its pattern inserted with zeros, assembled. */
+  /* C: preallocated exactly, its blocks given their column indices whole
+     (no insertion row by row), assembled (which numbers the off-diagonal
+     block's columns), values zero until the numeric phase. */
   PetscCall(MatMPIAIJSetPreallocation(C, 0, d_nnz, 0, o_nnz));
   PetscCall(MatSetOption(C, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
-  PetscCall(PetscCalloc1(longest, &zeros));
-  PetscCall(MatGetOwnershipRange(C, &rstart, NULL));
-  for (PetscInt r = 0; r < own_rows; r++) {
-    PetscInt row = rstart + r;
-    PetscCall(MatSetValues(C, 1, &row, ci[r + 1] - ci[r], cj + ci[r], zeros, INSERT_VALUES));
+  PetscCall(MatMPIAIJGetSeqAIJ(C, &Cd, &Co, NULL));
+  {
+    PetscInt *dj, *oj, nd = 0, no = 0, cstart = cols->cstart;
+    PetscCall(PetscMalloc2(nc, &dj, nc, &oj));
+    for (PetscInt r = 0; r < own_rows; r++) {
+      PetscInt e = ci[r];
+      for (PetscInt t = 0; t < d_nnz[r]; t++) dj[nd++] = cj[e++] - cstart;
+      for (PetscInt t = 0; t < o_nnz[r]; t++) oj[no++] = cj[e++];
+    }
+    PetscCall(MatSeqAIJSetColumnIndices(Cd, dj));
+    PetscCall(MatSeqAIJSetColumnIndices(Co, oj));
+    PetscCall(PetscFree2(dj, oj));
   }
-  PetscCall(PetscFree(zeros));
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  PetscCall(MatZeroEntries(C));
 
   /* The numeric phase writes row r of Z (or of the sums) as [row r of C's
      diagonal block | row r of its off-diagonal block]: check the blocks. */
-  PetscCall(MatMPIAIJGetSeqAIJ(C, &Cd, &Co, NULL));
-  (void)Cd;
-  (void)Co;
   PetscCall(RsBlocksOf(C, &cb));
   PetscCheck(cb.m == own_rows, PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: C has %" PetscInt_FMT " local rows, expected %" PetscInt_FMT, cb.m, own_rows);
   for (PetscInt r = 0; r < own_rows; r++)
@@ -585,9 +590,9 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
   }
   PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
 
-  PetscCall(PetscLogEventBegin(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  PetscCall(PetscLogEventBegin(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
   PetscCall(RsOutNumeric(C, &p->out, p->z_i, p->z_a));
-  PetscCall(PetscLogEventEnd(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  PetscCall(PetscLogEventEnd(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
   PetscFunctionReturn(0);
 }
 
@@ -686,9 +691,9 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   PetscCall(MatSetSizes(C, m, n, M, Nc));
   PetscCall(MatGetType(info.A, &type));
   PetscCall(MatSetType(C, type));
-  PetscCall(PetscLogEventBegin(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  PetscCall(PetscLogEventBegin(RS_LOG_MPI_MAKE_C, info.A, info.B, C, 0));
   PetscCall(RsOutSymbolic(C, crow, &p->y.cols, m, z_rows, p->z_i, p->z_j, (PetscBool)(info.type != MATPRODUCT_AB), send, &p->out));
-  PetscCall(PetscLogEventEnd(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
+  PetscCall(PetscLogEventEnd(RS_LOG_MPI_MAKE_C, info.A, info.B, C, 0));
   /* MatSetType reset C's ops: the numeric phase is installed after it. */
   PetscCall(RsOpsSetProductPhases(C, NULL, RsMpiProductNumeric));
   PetscFunctionReturn(0);

@@ -25,7 +25,7 @@
 
 #include <string.h>
 
-PetscLogEvent RS_LOG_SPGEMM, RS_LOG_MPI_ROWS;
+PetscLogEvent RS_LOG_SPGEMM, RS_LOG_MPI_ROWS, RS_LOG_MPI_MAKE_C, RS_LOG_MPI_WRITE_C;
 #if defined(PETSC_USE_COMPLEX)
   #if defined(PETSC_USE_REAL_SINGLE)
     #define RS_VALUE RUSPARSE_C_32F
@@ -459,5 +459,7 @@ PetscErrorCode RsProductsInitialize(void)
   PetscFunctionBegin;
   PetscCall(PetscLogEventRegister("RusparseSpGEMM", MAT_CLASSID, &RS_LOG_SPGEMM));
   PetscCall(PetscLogEventRegister("RusparseMPIRows", MAT_CLASSID, &RS_LOG_MPI_ROWS));
+  PetscCall(PetscLogEventRegister("RusparseMPIMakeC", MAT_CLASSID, &RS_LOG_MPI_MAKE_C));
+  PetscCall(PetscLogEventRegister("RusparseMPIWriteC", MAT_CLASSID, &RS_LOG_MPI_WRITE_C));
   PetscFunctionReturn(0);
 }

@@ -58,7 +58,10 @@ PetscErrorCode RsSettingsFromOptions(Mat, RsSettings *);
 PetscErrorCode RsSeqAIJProductSetFromOptions(Mat C);
 
 /* ---- products.c ------------------------------------------------------------ */
-extern PetscLogEvent RS_LOG_SPGEMM, RS_LOG_MPI_ROWS;
+/* RusparseSpGEMM: every rusparse call. The MPI route's own work:
+   RusparseMPIRows (the merged operands, gathered rows), RusparseMPIMakeC
+   (C's structure), RusparseMPIWriteC (C's values, sent rows). */
+extern PetscLogEvent RS_LOG_SPGEMM, RS_LOG_MPI_ROWS, RS_LOG_MPI_MAKE_C, RS_LOG_MPI_WRITE_C;
 
 #if defined(PETSC_USE_64BIT_INDICES)
   #define RS_INDEX RUSPARSE_INDEX_64I
