@@ -126,6 +126,8 @@ typedef struct {
   PetscInt    *garray;         /* the off-diagonal block's garray at the symbolic phase */
   PetscInt    *garray_compact; /* garray[k]'s compact column */
   PetscSF      gathered;       /* gathered entries <- their owners' own entries; NULL: none */
+  PetscInt64       id;         /* the matrix whose pattern the rows were last checked against, */
+  PetscObjectState nonzerostate; /* and its nonzero state then */
 } RsRows;
 
 static PetscErrorCode RsRowsDestroy(RsRows *r)
@@ -145,10 +147,18 @@ static PetscErrorCode RsRowsDestroy(RsRows *r)
    the rows were made from (then the values are partly stale). */
 static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
 {
-  RsBlocks b;
+  RsBlocks         b;
+  PetscInt64       id;
+  PetscObjectState state;
+  PetscBool        same;
 
   PetscFunctionBegin;
   PetscCall(RsBlocksOf(M, &b));
+  /* The same matrix with no new nonzero locations since its pattern was
+     last checked: only the values are copied. */
+  PetscCall(PetscObjectGetId((PetscObject)M, &id));
+  PetscCall(MatGetNonzeroState(M, &state));
+  same = (PetscBool)(id == r->id && state == r->nonzerostate);
   if (b.m != r->own_rows || b.di[b.m] != r->d_nnz || b.oi[b.m] != r->o_nnz || b.ngarray != r->ngarray || (b.ngarray && memcmp(b.garray, r->garray, (size_t)b.ngarray * sizeof(PetscInt)))) {
     *changed = PETSC_TRUE;
     PetscFunctionReturn(0);
@@ -160,8 +170,8 @@ static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
     PetscScalar       *a  = r->a + p;
     PetscBool          bad = (PetscBool)(dl + ol != r->i[row + 1] - p);
 
-    for (PetscInt k = 0; k < dl && !bad; k++) bad = (PetscBool)(dj[k] != j[k]);
-    for (PetscInt k = 0; k < ol && !bad; k++) bad = (PetscBool)(r->garray_compact[oj[k]] != j[dl + k]);
+    for (PetscInt k = 0; k < dl && !bad && !same; k++) bad = (PetscBool)(dj[k] != j[k]);
+    for (PetscInt k = 0; k < ol && !bad && !same; k++) bad = (PetscBool)(r->garray_compact[oj[k]] != j[dl + k]);
     if (bad) {
       *changed = PETSC_TRUE;
       PetscFunctionReturn(0);
@@ -169,6 +179,8 @@ static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
     PetscCall(PetscArraycpy(a, da, dl));
     PetscCall(PetscArraycpy(a + dl, oa, ol));
   }
+  r->id           = id;
+  r->nonzerostate = state;
   PetscFunctionReturn(0);
 }
 
@@ -203,6 +215,8 @@ static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gathe
   r->own_nnz  = r->d_nnz + r->o_nnz;
   r->nnz      = r->own_nnz;
   r->ngarray  = b.ngarray;
+  PetscCall(PetscObjectGetId((PetscObject)M, &r->id));
+  PetscCall(MatGetNonzeroState(M, &r->nonzerostate));
   PetscCall(MatGetOwnershipRangeColumn(M, &c->cstart, &cend));
   PetscCall(MatGetSize(M, NULL, &c->N));
   c->nown = cend - c->cstart;
