@@ -922,7 +922,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         // are not accessed by anything else during the call.
         let offsets = unsafe { slice_at_mut::<IC>(c.offsets, rows + 1, "matC rowOffsets") }?;
         let cols = unsafe { slice_at_mut::<J>(c.col_ind, nnz, "matC colInd") }?;
-        let fingerprint = |o: &[IC], k: &[J]| pattern_fingerprint(rows, c.ncols(), o, k);
+        // In the context's pool, as every other phase of the product: the
+        // thread count the caller set holds for the checks as well.
+        let ncols = c.ncols();
+        let fingerprint = |o: &[IC], k: &[J]| ctx.run(|| pattern_fingerprint(rows, ncols, o, k));
         match job.fill {
             Fill::All => {
                 let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;

@@ -311,26 +311,15 @@ impl CpuBackend<'_> {
         out: NumericOutput<'_, T, J>,
     ) -> Result<()> {
         let offsets = out.offsets;
-        // C's structure is known (reuse): add into it, when the slot table
-        // (8 bytes per column of op(B), one per chunk) is no larger than a
-        // dense row and either each chunk has at least a quarter as many
-        // products as the table has columns (else clearing it would
-        // dominate, as on hypersparse products, which keep their planned
-        // algorithm) or every row of C is short enough to be merged, which
-        // needs no table (B's rows canonical; a row that cannot be merged
-        // after all still takes one, within the same memory bound).
+        // C's structure is known (reuse): add into it, when the dense
+        // accumulator (one per chunk) fits and each chunk has at least a
+        // quarter as many products as the accumulator has columns (else
+        // allocating it would dominate, as on hypersparse products, which
+        // keep their planned algorithm).
         let chunks = work.bounds().len().saturating_sub(1).max(1) as u64;
         let busy = work.total() / chunks >= b.ncols as u64 / 4;
-        let short = || {
-            self.b_canonical
-                && offsets
-                    .windows(2)
-                    .all(|w| w[1] - w[0] <= pattern::MERGE_MAX_ROW)
-        };
         let known = match (&out.cols, out.pattern) {
-            (None, Some(p)) if b.ncols.saturating_mul(8) <= DENSE_MAX_BYTES && (busy || short()) => {
-                Some(p)
-            }
+            (None, Some(p)) if pattern::fits(b.ncols) && busy => Some(p),
             _ => None,
         };
         let sorted = out.sorted || out.cols.is_none();
@@ -358,7 +347,7 @@ impl CpuBackend<'_> {
                 .zip(work.chunks().collect::<Vec<_>>())
                 .try_for_each(|((vals, cols), rows)| {
                     let chunk = self.chunk(rows, work);
-                    pattern::accumulate_rows(a, b, chunk, pattern, piece(vals, cols)).map(|_| ())
+                    pattern::accumulate_rows(a, b, chunk, pattern, piece(vals, cols))
                 });
         }
         let algorithm = self.numeric_algorithm();
