@@ -110,11 +110,26 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     Ok(())
 }
 
-fn out_of_range<J: Index>(i: usize, c: J, ncols: usize) -> Error {
-    Error::InvalidValue(format!(
-        "C's column index {} in row {i} is out of range for {ncols} columns",
-        c.to_i64()
-    ))
+/// The error for column `c` of row `i` of C (`cols`, with index base
+/// `c_base`, of `ncols` columns), which the gather found out of range or
+/// without products: out of range, listed twice, or reached by no product.
+#[cold]
+#[inline(never)]
+fn bad_column<J: Index>(i: usize, cols: &[J], c: J, (c_base, ncols): (usize, usize)) -> Error {
+    let j = c.as_usize().wrapping_sub(c_base);
+    Error::InvalidValue(if j >= ncols {
+        format!(
+            "C's column index {} in row {i} is out of range for {ncols} columns",
+            c.to_i64()
+        )
+    } else if cols.iter().filter(|&&x| x == c).count() > 1 {
+        format!("row {i} of C lists column {j} twice")
+    } else {
+        format!(
+            "row {i} of C lists column {j}, which no product of the row reaches: \
+             the pattern of A or B changed between phases"
+        )
+    })
 }
 
 /// [`accumulate_rows`] into the accumulator `cells` (one per column of
@@ -142,6 +157,8 @@ fn add_rows<T: Scalar, I: Index, J: Index>(
     let scale = *scale;
     let beta_zero = scale.beta == T::zero();
     let (b_base, c_base, ncols) = (b.base, scale.base, b.ncols);
+    // From a column of C (C's base) to its cell (B's base).
+    let shift = b_base.wrapping_sub(c_base);
     // Equal lengths, so one bounds check covers a row's columns and values.
     let n = b.cols.len().min(b_vals.len());
     let (b_cols, b_vals) = (&b.cols[..n], &b_vals[..n]);
@@ -164,28 +181,16 @@ fn add_rows<T: Scalar, I: Index, J: Index>(
             }
         }
         let mut counted = 0u64;
-        for (p, (d, &c)) in out.iter_mut().zip(cols).enumerate() {
-            // One test for both ends of the range: below C's base `j`
+        for (d, &c) in out.iter_mut().zip(cols) {
+            // One test for both ends of the range: below C's base the index
             // wraps to a huge value, or lands on the accumulator's unused
             // cell 0 under B's base 1, whose count is always zero.
-            let j = c.as_usize().wrapping_sub(c_base);
-            let Some(cell) = cells.get_mut(j.wrapping_add(b_base)) else {
-                return Err(out_of_range(i, c, ncols));
+            let Some(cell) = cells.get_mut(c.as_usize().wrapping_add(shift)) else {
+                return Err(bad_column(i, cols, c, (c_base, ncols)));
             };
             let cell = std::mem::replace(cell, Cell::zero());
             if cell.count == 0 {
-                if j >= ncols {
-                    return Err(out_of_range(i, c, ncols));
-                }
-                if cols[..p].contains(&c) {
-                    return Err(Error::InvalidValue(format!(
-                        "row {i} of C lists column {j} twice"
-                    )));
-                }
-                return Err(Error::InvalidValue(format!(
-                    "row {i} of C lists column {j}, which no product of the row reaches: \
-                     the pattern of A or B changed between phases"
-                )));
+                return Err(bad_column(i, cols, c, (c_base, ncols)));
             }
             counted += cell.count;
             *d = if beta_zero {
@@ -410,11 +415,11 @@ mod tests {
             let a = random(m, k, 5, seed);
             let b = random(k, n, per_row, seed + 100);
             let mut dense = vec![vec![None::<f64>; n]; m];
-            for i in 0..m {
+            for (i, row) in dense.iter_mut().enumerate() {
                 for p in a.offsets[i] as usize..a.offsets[i + 1] as usize {
                     let r = a.cols[p] as usize;
                     for q in b.offsets[r] as usize..b.offsets[r + 1] as usize {
-                        let d = &mut dense[i][b.cols[q] as usize];
+                        let d = &mut row[b.cols[q] as usize];
                         *d = Some(d.unwrap_or(0.0) + a.vals[p] * b.vals[q]);
                     }
                 }
