@@ -175,6 +175,7 @@ fn fit_budget<T: Scalar, J: Index>(
         footprint
             .need::<T, J>(alg, c, ctx.scratch())
             .peak()
+            .saturating_add(if c < threads { budget_pool_bytes(c) } else { 0 })
             .max(planning)
     };
     let first = peak(selected, threads);
@@ -205,6 +206,15 @@ fn fit_budget<T: Scalar, J: Index>(
         // allocations say what did not fit.
         (Err(_), None) => Ok((selected, threads, first)),
     }
+}
+
+/// Bytes the thread pool of `threads` threads that a phase starts when it
+/// runs fewer chunks at once than the context has threads
+/// ([`CpuPlan::run`]) allocates: rayon's registry and deques and the
+/// threads' own structures, measured at 9-12 KiB for one or two threads
+/// and about 5.5 KiB per thread beyond.
+fn budget_pool_bytes(threads: usize) -> u64 {
+    (8 << 10) + (threads as u64).saturating_mul(6 << 10)
 }
 
 /// The bytes the C ABI's external buffers are asked for, all three.
