@@ -420,12 +420,13 @@ pub struct CsrOutput<'a, T, I, J> {
     pub base: IndexBase,
     /// With `values` alone: C's sorted columns (with `base`) exactly as an
     /// earlier call of this plan wrote them. On products large enough for
-    /// it, the numeric phase then adds each product into its known position
-    /// instead of finding the row's columns again (the reuse flow's
-    /// `reuse_compute`, whose C ABI checks the structure's fingerprint
-    /// first); a product whose column is not in its row, or a column listed
-    /// twice, is INVALID_VALUE, never a write elsewhere. The values always
-    /// follow the plan's structure.
+    /// it, the numeric phase then sums the products in a dense accumulator
+    /// and reads each row's values at these columns instead of finding the
+    /// row's columns again (the reuse flow's `reuse_compute`, whose C ABI
+    /// checks the structure's fingerprint first); a product whose column is
+    /// not in its row, a column listed twice or reached by no product is
+    /// INVALID_VALUE, never a write elsewhere. The values always follow the
+    /// plan's structure.
     pub pattern: Option<&'a [J]>,
     /// The order of the columns within each row: honoured when the columns
     /// and the values are written together, sorted otherwise (see

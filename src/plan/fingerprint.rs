@@ -24,14 +24,28 @@ fn hash_block<X>(block: &[X], seed: u64, key: impl Fn(&X) -> u64) -> u64 {
         seed.wrapping_add(0x1319_8A2E_0370_7344),
         seed.wrapping_add(0xA409_3822_299F_31D0),
     ];
-    let mut quads = block.chunks_exact(4);
-    for q in &mut quads {
-        for (lane, x) in lanes.iter_mut().zip(q) {
-            *lane = mix(*lane, key(x));
+    let tail = if std::mem::size_of::<X>() <= 4 {
+        // 32-bit keys (indices of 32 bits) go two to a mix: the low 32
+        // bits of a key tell it from any other key of its type, and half
+        // the multiplies make the hash about twice as fast.
+        let mut octets = block.chunks_exact(8);
+        for o in &mut octets {
+            for (lane, pair) in lanes.iter_mut().zip(o.chunks_exact(2)) {
+                let word = (key(&pair[0]) & 0xFFFF_FFFF) | (key(&pair[1]) << 32);
+                *lane = mix(*lane, word);
+            }
         }
-    }
-    let tail = quads
-        .remainder()
+        octets.remainder()
+    } else {
+        let mut quads = block.chunks_exact(4);
+        for q in &mut quads {
+            for (lane, x) in lanes.iter_mut().zip(q) {
+                *lane = mix(*lane, key(x));
+            }
+        }
+        quads.remainder()
+    };
+    let tail = tail
         .iter()
         .fold(seed ^ 0xA076_1D64_78BD_642F, |h, x| mix(h, key(x)));
     lanes.iter().fold(tail, |h, &l| mix(h, l))
@@ -134,6 +148,27 @@ mod tests {
         assert_ne!(a, b);
         assert_ne!(a, c);
         assert_eq!(a, pattern_fingerprint(2, 3, &off, &[0i32, 1, 2]));
+    }
+
+    /// 32-bit indices are hashed two to a word: a changed entry, or two
+    /// entries swapped within a word or across words, still change the
+    /// fingerprint, in the words and in the tail after them.
+    #[test]
+    fn packed_keys_detect_changes() {
+        let cols: Vec<i32> = (0..67).map(|k| (k * 7919) % 1000).collect();
+        let off = [0i32, 67];
+        let f = |c: &[i32]| pattern_fingerprint(1, 1000, &off, c);
+        let print = f(&cols);
+        for k in 0..cols.len() {
+            let mut c = cols.clone();
+            c[k] += 1;
+            assert_ne!(f(&c), print, "entry {k} changed");
+            if k + 1 < cols.len() {
+                let mut c = cols.clone();
+                c.swap(k, k + 1);
+                assert_ne!(f(&c), print, "entries {k} and {} swapped", k + 1);
+            }
+        }
     }
 
     #[test]

@@ -175,6 +175,7 @@ fn fit_budget<T: Scalar, J: Index>(
         footprint
             .need::<T, J>(alg, c, ctx.scratch())
             .peak()
+            .saturating_add(if c < threads { budget_pool_bytes(c) } else { 0 })
             .max(planning)
     };
     let first = peak(selected, threads);
@@ -205,6 +206,15 @@ fn fit_budget<T: Scalar, J: Index>(
         // allocations say what did not fit.
         (Err(_), None) => Ok((selected, threads, first)),
     }
+}
+
+/// Bytes the thread pool of `threads` threads that a phase starts when it
+/// runs fewer chunks at once than the context has threads
+/// ([`CpuPlan::run`]) allocates: rayon's registry and deques and the
+/// threads' own structures, measured at 9-12 KiB for one or two threads
+/// and about 5.5 KiB per thread beyond.
+fn budget_pool_bytes(threads: usize) -> u64 {
+    (8 << 10) + (threads as u64).saturating_mul(6 << 10)
 }
 
 /// The bytes the C ABI's external buffers are asked for, all three.
@@ -922,7 +932,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         // are not accessed by anything else during the call.
         let offsets = unsafe { slice_at_mut::<IC>(c.offsets, rows + 1, "matC rowOffsets") }?;
         let cols = unsafe { slice_at_mut::<J>(c.col_ind, nnz, "matC colInd") }?;
-        let fingerprint = |o: &[IC], k: &[J]| pattern_fingerprint(rows, c.ncols(), o, k);
+        // In the context's pool, as every other phase of the product: the
+        // thread count the caller set holds for the checks as well.
+        let ncols = c.ncols();
+        let fingerprint = |o: &[IC], k: &[J]| ctx.run(|| pattern_fingerprint(rows, ncols, o, k));
         match job.fill {
             Fill::All => {
                 let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;

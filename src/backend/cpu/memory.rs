@@ -97,8 +97,8 @@ impl CpuBackend<'_> {
                 .saturating_add(c_row.saturating_mul(std::mem::size_of::<(usize, T)>() as u64))
                 .saturating_add((c_row + 1) * 8),
         };
-        let known = if r.ncols.saturating_mul(8) <= DENSE_MAX_BYTES {
-            pattern::workspace_bytes(r.ncols, r.c_row(), t)
+        let known = if pattern::fits(r.ncols) {
+            pattern::workspace_bytes::<T>(r.ncols)
         } else {
             0
         };

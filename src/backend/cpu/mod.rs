@@ -311,15 +311,15 @@ impl CpuBackend<'_> {
         out: NumericOutput<'_, T, J>,
     ) -> Result<()> {
         let offsets = out.offsets;
-        // C's structure is known (reuse): add into it, when the slot table
-        // (8 bytes per column of op(B), one per chunk) is no larger than a
-        // dense row and each chunk has at least a quarter as many products
-        // as the table has columns (else clearing it would dominate, as on
-        // hypersparse products, which keep their planned algorithm).
+        // C's structure is known (reuse): add into it, when the dense
+        // accumulator (one per chunk) fits and each chunk has at least a
+        // quarter as many products as the accumulator has columns (else
+        // allocating it would dominate, as on hypersparse products, which
+        // keep their planned algorithm).
         let chunks = work.bounds().len().saturating_sub(1).max(1) as u64;
         let busy = work.total() / chunks >= b.ncols as u64 / 4;
         let known = match (&out.cols, out.pattern) {
-            (None, Some(p)) if b.ncols.saturating_mul(8) <= DENSE_MAX_BYTES && busy => Some(p),
+            (None, Some(p)) if pattern::fits(b.ncols) && busy => Some(p),
             _ => None,
         };
         let sorted = out.sorted || out.cols.is_none();

@@ -1,47 +1,79 @@
 //! The numeric phase on a structure of C that is already known (the reuse
 //! flow's `reuse_compute`, and PETSc's MAT_REUSE_MATRIX through the C ABI):
-//! every product is added straight into the position of its column in C's
-//! row, found through a per-column slot table, so nothing is searched,
-//! marked in a bit map or sorted.
+//! every product is added into a dense accumulator as wide as op(B), and
+//! each row of C then reads its values at its known columns, so nothing is
+//! searched, marked in a bit map or sorted.
 //!
-//! Per row: the row's columns of C take their slots (one pass over the
-//! row), then each product costs one table look-up and one add. A product
-//! whose column is not in C's row (a plan made for another pattern, which
-//! the fingerprints let through only on a collision) is an error, never a
-//! write elsewhere.
+//! This is PETSc's numeric phase for sorted C (`MatMatMultNumeric_SeqAIJ_
+//! SeqAIJ_Sorted`: scatter the products into `ab_dense`, gather C's row and
+//! zero what was read) plus a count of products per column, which makes it
+//! safe: a row's gather reads, and zeroes, the sum and the count of each of
+//! its columns, so after it every column of the row has had at least one
+//! product (a zero count is a column listed twice, or one no product
+//! reaches) and the counts add up to the row's products exactly when no
+//! product fell outside the row. Any mismatch is an error (the fingerprints
+//! let a changed pattern through only on a collision), and the kernel then
+//! drops its accumulator, so a product outside C's row is never written
+//! into C nor left for a later row.
+//!
+//! Per product this is one read-modify-write of a 16-byte cell (f64), where
+//! the slot table it replaced (claim each column's slot, then look up the
+//! slot's position and add into a row buffer) cost a dependent load more,
+//! a pass to claim the row and a tag test: about a third less CPU time per
+//! `reuse_compute` on the GAMG prolongator product A·P (n = 64: 8.4 M
+//! products into 3.5 M entries, 13 a row) and 2-3x less on long rows (band
+//! and FEM block matrices). A merge of each row
+//! of B along C's sorted row (PETSc's `_Scalable` variant) was measured too
+//! and lost on every row length tried (4 to 32 entries): its searches are
+//! branches that do not predict.
 
 use super::rows::{too_many_columns, Chunk, NumericPiece, Operand};
 use super::scratch::{bytes_of, Scratch};
 use crate::error::{try_vec, Error, Result};
+use crate::plan::select::DENSE_MAX_BYTES;
 use crate::types::{Index, Scalar};
 
-/// One table entry per column of op(B): the row tag that last claimed the
-/// column and the column's position in that row of C.
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    tag: u32,
-    position: u32,
+/// Whether the accumulator of op(B)'s `ncols` columns is small enough for
+/// the known-structure kernel: at most [`DENSE_MAX_BYTES`] / 8 columns
+/// (the kernel's bound before the accumulator held its sums: 8 MiB of
+/// 8-byte slots), so 16-24 MiB per chunk for 16-24-byte cells.
+pub(super) fn fits(ncols: usize) -> bool {
+    ncols.saturating_mul(8) <= DENSE_MAX_BYTES
 }
 
-/// Bytes a chunk takes to add rows of up to `longest_row` entries (values
-/// of `value_bytes`) into C's known structure over `ncols` columns.
-pub(super) fn workspace_bytes(ncols: usize, longest_row: usize, value_bytes: usize) -> u64 {
-    (ncols as u64)
-        .saturating_mul(std::mem::size_of::<Slot>() as u64)
-        .saturating_add((longest_row as u64).saturating_mul(value_bytes as u64))
+/// One column's accumulator: the sum of the row's products in the column
+/// and their number. Zero between rows.
+#[derive(Clone, Copy)]
+struct Cell<T> {
+    sum: T,
+    count: u64,
 }
 
-/// The slot table of a chunk and the newest tag in it (every slot's tag is
-/// at most `tag`, so the next row's tag claims no slot by accident, also
-/// when the table is kept for a later product).
-struct SlotTable {
-    slots: Vec<Slot>,
-    tag: u32,
+impl<T: Scalar> Cell<T> {
+    fn zero() -> Self {
+        Cell {
+            sum: T::zero(),
+            count: 0,
+        }
+    }
 }
 
-impl Scratch for SlotTable {
+/// Bytes a chunk takes to add into C's known structure over `ncols`
+/// columns of op(B) (with index base up to 1), for values of `T`.
+pub(super) fn workspace_bytes<T>(ncols: usize) -> u64 {
+    (ncols as u64 + 1).saturating_mul(std::mem::size_of::<Cell<T>>() as u64)
+}
+
+/// A chunk's accumulator, indexed by op(B)'s columns as stored (with its
+/// index base). Every cell is zero whenever it is not in use, also when it
+/// is kept for a later product: a kernel that fails drops it.
+struct Accumulator<T> {
+    cells: Vec<Cell<T>>,
+}
+
+impl<T: Scalar> Scratch for Accumulator<T> {
     fn bytes(&self) -> usize {
-        bytes_of(&self.slots)
+        bytes_of(&self.cells)
     }
 }
 
@@ -49,7 +81,14 @@ impl Scratch for SlotTable {
 /// known columns `pattern` (all of C's columns with C's index base
 /// `out.scale.base`; row `i` is `pattern[offsets[i]..offsets[i + 1]]`).
 /// `out.vals` holds the values of these rows only, from
-/// `offsets[rows.start]`; `out.cols` and `out.sorted` are not used.
+/// `offsets[rows.start]`; `out.cols` and `out.sorted` are not used. The
+/// columns may be in any order within a row.
+///
+/// # Errors
+/// [`Error::InvalidValue`] when a row of `pattern` is not the set of its
+/// products' columns (a column out of range, listed twice or reached by no
+/// product, or a product outside the row); rows before it are written.
+/// [`Error::AllocFailed`] for the accumulator.
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     a: &Operand<'_, T, I, J>,
     b: &Operand<'_, T, I, J>,
@@ -57,9 +96,57 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     pattern: &[J],
     out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
-    let (a, a_vals) = (&a.pattern, a.values);
-    let (b, b_vals) = (&b.pattern, b.values);
     let Chunk { rows, scratch, .. } = chunk;
+    let len = b.pattern.ncols + b.pattern.base;
+    let mut acc = scratch.take_or_make(
+        |t: &Accumulator<T>| t.cells.len() >= len,
+        || {
+            Ok::<_, Error>(Accumulator {
+                cells: try_vec(len, Cell::zero(), "dense accumulator")?,
+            })
+        },
+    )?;
+    add_rows(a, b, rows, pattern, out, &mut acc.cells[..len])?;
+    scratch.give(acc);
+    Ok(())
+}
+
+/// The error for column `c` of row `i` of C (`cols`, with index base
+/// `c_base`, of `ncols` columns), which the gather found out of range or
+/// without products: out of range, listed twice, or reached by no product.
+#[cold]
+#[inline(never)]
+fn bad_column<J: Index>(i: usize, cols: &[J], c: J, (c_base, ncols): (usize, usize)) -> Error {
+    let j = c.as_usize().wrapping_sub(c_base);
+    Error::InvalidValue(if j >= ncols {
+        format!(
+            "C's column index {} in row {i} is out of range for {ncols} columns",
+            c.to_i64()
+        )
+    } else if cols.iter().filter(|&&x| x == c).count() > 1 {
+        format!("row {i} of C lists column {j} twice")
+    } else {
+        format!(
+            "row {i} of C lists column {j}, which no product of the row reaches: \
+             the pattern of A or B changed between phases"
+        )
+    })
+}
+
+/// [`accumulate_rows`] into the accumulator `cells` (one per column of
+/// op(B) plus its base, all zero). Out of line and over plain slices, so
+/// that the product loop keeps its pointers in registers.
+#[inline(never)]
+fn add_rows<T: Scalar, I: Index, J: Index>(
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    rows: std::ops::Range<usize>,
+    pattern: &[J],
+    out: NumericPiece<'_, T, J>,
+    cells: &mut [Cell<T>],
+) -> Result<()> {
+    let (a, a_vals) = (a.pattern, a.values);
+    let (b, b_vals) = (b.pattern, b.values);
     let NumericPiece {
         offsets,
         vals,
@@ -69,81 +156,54 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     // A copy: the loops store through `vals`, which the compiler cannot
     // tell apart from `*scale`, so it would read α and β again after each.
     let scale = *scale;
-    let longest = rows
-        .clone()
-        .map(|i| offsets[i + 1] - offsets[i])
-        .max()
-        .unwrap_or(0);
-    if longest > u32::MAX as usize {
-        return Err(Error::InvalidValue(format!(
-            "a row of C has {longest} entries, more than a reuse row table holds"
-        )));
-    }
-    let mut kept = scratch.take_or_make(
-        |t: &SlotTable| t.slots.len() >= b.ncols,
-        || {
-            Ok::<_, Error>(SlotTable {
-                slots: try_vec(b.ncols, Slot::default(), "column slot table")?,
-                tag: 0,
-            })
-        },
-    )?;
-    let SlotTable {
-        slots: ref mut table,
-        ref mut tag,
-    } = kept;
-    let mut sums = try_vec(longest, T::zero(), "row sums")?;
-    let origin = offsets[rows.start];
-    for i in rows {
-        *tag = tag.wrapping_add(1);
-        if *tag == 0 {
-            table.fill(Slot::default());
-            *tag = 1;
-        }
-        let tag = *tag;
-        let cols = &pattern[offsets[i]..offsets[i + 1]];
-        let sums = &mut sums[..cols.len()];
-        for (p, &c) in cols.iter().enumerate() {
-            let j = c
-                .as_usize()
-                .checked_sub(scale.base)
-                .filter(|&j| j < b.ncols)
-                .ok_or_else(|| {
-                    Error::InvalidValue(format!(
-                        "C's column index {} in row {i} is out of range for {} columns",
-                        c.to_i64(),
-                        b.ncols
-                    ))
-                })?;
-            let slot = &mut table[j];
-            if slot.tag == tag {
-                return Err(Error::InvalidValue(format!(
-                    "row {i} of C lists column {j} twice"
-                )));
+    let beta_zero = scale.beta == T::zero();
+    let (b_base, c_base, ncols) = (b.base, scale.base, b.ncols);
+    // From a column of C (C's base) to its cell (B's base).
+    let shift = b_base.wrapping_sub(c_base);
+    // Equal lengths, so one bounds check covers a row's columns and values.
+    let n = b.cols.len().min(b_vals.len());
+    let (b_cols, b_vals) = (&b.cols[..n], &b_vals[..n]);
+    let offsets = &offsets[rows.start..=rows.end];
+    let origin = offsets[0];
+    for (w, i) in offsets.windows(2).zip(rows) {
+        let cols = &pattern[w[0]..w[1]];
+        let out = &mut vals[w[0] - origin..w[1] - origin];
+        let ra = a.range(i);
+        let mut products = 0u64;
+        for (&k, &f) in a.cols[ra.clone()].iter().zip(&a_vals[ra]) {
+            let r = k.as_usize() - a.base;
+            let bounds = &b.offsets[r..r + 2];
+            let rb = bounds[0].as_usize() - b_base..bounds[1].as_usize() - b_base;
+            products += rb.len() as u64;
+            for (&c, &v) in b_cols[rb.clone()].iter().zip(&b_vals[rb]) {
+                let cell = &mut cells[c.as_usize()];
+                cell.sum += f * v;
+                cell.count += 1;
             }
-            *slot = Slot {
-                tag,
-                position: p as u32,
+        }
+        let mut counted = 0u64;
+        for (d, &c) in out.iter_mut().zip(cols) {
+            // One test for both ends of the range: below C's base the index
+            // wraps to a huge value, or lands on the accumulator's unused
+            // cell 0 under B's base 1, whose count is always zero.
+            let Some(cell) = cells.get_mut(c.as_usize().wrapping_add(shift)) else {
+                return Err(bad_column(i, cols, c, (c_base, ncols)));
             };
-            sums[p] = T::zero();
-        }
-        for k in a.range(i) {
-            let f = a_vals[k];
-            let r = b.range(a.col(k));
-            for (&c, &v) in b.cols[r.clone()].iter().zip(&b_vals[r]) {
-                let slot = table[c.as_usize() - b.base];
-                if slot.tag != tag {
-                    return Err(too_many_columns(i, cols.len()));
-                }
-                sums[slot.position as usize] += f * v;
+            let cell = std::mem::replace(cell, Cell::zero());
+            if cell.count == 0 {
+                return Err(bad_column(i, cols, c, (c_base, ncols)));
             }
+            counted += cell.count;
+            *d = if beta_zero {
+                scale.alpha * cell.sum
+            } else {
+                scale.alpha * cell.sum + scale.beta * *d
+            };
         }
-        let out = &mut vals[offsets[i] - origin..offsets[i + 1] - origin];
-        for (d, &s) in out.iter_mut().zip(sums.iter()) {
-            scale.store(d, s);
+        if counted != products {
+            return Err(too_many_columns(i, cols.len()));
         }
     }
-    scratch.give(kept);
     Ok(())
 }
 
@@ -154,78 +214,248 @@ mod tests {
     use crate::backend::cpu::ScratchPool;
     use crate::plan::{RowPattern, RowWork};
 
-    fn scale() -> Scale<f64> {
-        Scale {
-            alpha: 1.0,
-            beta: 0.0,
-            base: 0,
+    /// A CSR matrix with zero-based `i32` indices, for the kernel's tests.
+    struct Csr {
+        offsets: Vec<i32>,
+        cols: Vec<i32>,
+        vals: Vec<f64>,
+        ncols: usize,
+    }
+
+    impl Csr {
+        fn rows(rows: &[&[(i32, f64)]], ncols: usize) -> Csr {
+            let mut m = Csr {
+                offsets: vec![0],
+                cols: Vec::new(),
+                vals: Vec::new(),
+                ncols,
+            };
+            for r in rows {
+                m.cols.extend(r.iter().map(|e| e.0));
+                m.vals.extend(r.iter().map(|e| e.1));
+                m.offsets.push(m.cols.len() as i32);
+            }
+            m
+        }
+
+        /// The pattern with its indices shifted to `base`.
+        fn shifted(&self, base: i32) -> (Vec<i32>, Vec<i32>) {
+            (
+                self.offsets.iter().map(|x| x + base).collect(),
+                self.cols.iter().map(|x| x + base).collect(),
+            )
         }
     }
 
-    /// A = [1 2; 0 3] times B = [4 0; 5 6] into `vals`, at C's columns
-    /// `pattern` with row offsets `offsets`.
-    fn two_by_two_into(pattern: &[i32], offsets: &[usize], vals: &mut [f64]) -> Result<()> {
-        let (ao, ac, av) = ([0i32, 2, 3], [0i32, 1, 1], [1.0, 2.0, 3.0]);
-        let (bo, bc, bv) = ([0i32, 1, 3], [0i32, 0, 1], [4.0, 5.0, 6.0]);
-        let a = RowPattern::zero_based(&ao, &ac, 2);
-        let b = RowPattern::zero_based(&bo, &bc, 2);
-        let scratch = ScratchPool::default();
-        let work = RowWork::new(&a, &b, 1)?;
+    /// The kernel on `alpha * a * b + beta * vals` into `vals` at C's
+    /// columns `pattern` (index base `base` for A, B and C) with row offsets
+    /// `offsets`, all rows in one chunk, with the accumulators of `scratch`.
+    fn run_in(
+        scratch: &ScratchPool,
+        (a, b): (&Csr, &Csr),
+        (pattern, offsets, base): (&[i32], &[usize], i32),
+        (alpha, beta): (f64, f64),
+        vals: &mut [f64],
+    ) -> Result<()> {
+        let (ao, ac) = a.shifted(base);
+        let (bo, bc) = b.shifted(base);
+        let rows = |offsets, cols, ncols| RowPattern {
+            nrows: a.offsets.len().max(b.offsets.len()),
+            ncols,
+            offsets,
+            cols,
+            base: base as usize,
+        };
+        let mut ra = rows(&ao[..], &ac[..], a.ncols);
+        ra.nrows = a.offsets.len() - 1;
+        let mut rb = rows(&bo[..], &bc[..], b.ncols);
+        rb.nrows = b.offsets.len() - 1;
+        let work = RowWork::new(&ra, &rb, 1)?;
         let chunk = Chunk {
-            rows: 0..2,
+            rows: 0..a.offsets.len() - 1,
             work: &work,
-            scratch: &scratch,
+            scratch,
             b_canonical: true,
+        };
+        let scale = Scale {
+            alpha,
+            beta,
+            base: base as usize,
         };
         let out = NumericPiece {
             offsets,
             cols: None,
             vals,
-            scale: &scale(),
+            scale: &scale,
             sorted: true,
         };
+        let operand = |pattern, values| Operand { pattern, values };
         accumulate_rows(
-            &Operand {
-                pattern: a,
-                values: &av,
-            },
-            &Operand {
-                pattern: b,
-                values: &bv,
-            },
+            &operand(ra, &a.vals),
+            &operand(rb, &b.vals),
             chunk,
             pattern,
             out,
         )
     }
 
-    /// C = [14 12; 15 18] at C's columns `pattern`.
-    fn two_by_two(pattern: &[i32]) -> [f64; 4] {
+    fn run(
+        ab: (&Csr, &Csr),
+        at: (&[i32], &[usize], i32),
+        scale: (f64, f64),
+        vals: &mut [f64],
+    ) -> Result<()> {
+        run_in(&ScratchPool::default(), ab, at, scale, vals)
+    }
+
+    /// A = [1 2; 0 3], B = [4 0; 5 6]: C = [14 12; 15 18].
+    fn two_by_two() -> (Csr, Csr) {
+        (
+            Csr::rows(&[&[(0, 1.0), (1, 2.0)], &[(1, 3.0)]], 2),
+            Csr::rows(&[&[(0, 4.0)], &[(0, 5.0), (1, 6.0)]], 2),
+        )
+    }
+
+    /// C's values at the columns `pattern` (rows of two).
+    fn two_by_two_at(pattern: &[i32]) -> [f64; 4] {
+        let (a, b) = two_by_two();
         let mut vals = [f64::NAN; 4];
-        two_by_two_into(pattern, &[0, 2, 4], &mut vals).unwrap();
+        run((&a, &b), (pattern, &[0, 2, 4], 0), (1.0, 0.0), &mut vals).unwrap();
         vals
     }
 
     #[test]
     fn sums_into_known_columns() {
-        assert_eq!(two_by_two(&[0, 1, 0, 1]), [14.0, 12.0, 15.0, 18.0]);
+        assert_eq!(two_by_two_at(&[0, 1, 0, 1]), [14.0, 12.0, 15.0, 18.0]);
         // Columns in another order give the values in that order.
-        assert_eq!(two_by_two(&[1, 0, 1, 0]), [12.0, 14.0, 18.0, 15.0]);
+        assert_eq!(two_by_two_at(&[1, 0, 1, 0]), [12.0, 14.0, 18.0, 15.0]);
+        assert_eq!(two_by_two_at(&[0, 1, 1, 0]), [14.0, 12.0, 18.0, 15.0]);
     }
 
-    /// A product outside C's row, a repeated or an out-of-range column of C
-    /// is an error, not a write elsewhere.
+    /// A product outside C's row, a repeated, out-of-range or unreached
+    /// column of C is an error, not a write elsewhere; the failed kernel's
+    /// accumulator, which holds the stray product, is not kept.
     #[test]
     fn refuses_a_pattern_that_is_not_c() {
-        let mut vals = [0.0; 4];
-        let run = |pattern: &[i32], offsets: &[usize], vals: &mut [f64]| {
-            two_by_two_into(pattern, offsets, vals).unwrap_err()
+        let (a, b) = two_by_two();
+        let fail = |pattern: &[i32], offsets: &[usize]| {
+            let scratch = ScratchPool::default();
+            let mut vals = vec![0.0; pattern.len()];
+            let at = (pattern, offsets, 0);
+            let e = run_in(&scratch, (&a, &b), at, (1.0, 0.0), &mut vals).unwrap_err();
+            assert_eq!(
+                scratch.bytes(),
+                0,
+                "{pattern:?}: a failed accumulator was kept"
+            );
+            e.to_string()
         };
-        let e = run(&[0, 1, 1], &[0, 2, 3], &mut vals[..3]);
-        assert!(e.to_string().contains("pattern of A or B changed"), "{e}");
-        let e = run(&[0, 0, 0, 1], &[0, 2, 4], &mut vals);
-        assert!(e.to_string().contains("lists column 0 twice"), "{e}");
-        let e = run(&[0, 7, 0, 1], &[0, 2, 4], &mut vals);
-        assert!(e.to_string().contains("out of range"), "{e}");
+        let stale = "pattern of A or B changed";
+        // Row 1 lacks column 0, then column 1: products outside the row.
+        for pattern in [[0, 1, 1], [0, 1, 0]] {
+            let e = fail(&pattern, &[0, 2, 3]);
+            assert!(e.contains(stale), "{e}");
+        }
+        // Row 1 is empty but has products.
+        let e = fail(&[0, 1], &[0, 2, 2]);
+        assert!(e.contains(stale), "{e}");
+        // A column no product reaches: A's only row reads B's row 0, which
+        // has column 0 alone.
+        let a0 = Csr::rows(&[&[(0, 1.0)]], 2);
+        let mut vals = [0.0; 2];
+        let e = run((&a0, &b), (&[0, 1], &[0, 2], 0), (1.0, 0.0), &mut vals).unwrap_err();
+        assert!(
+            e.to_string().contains("no product of the row reaches"),
+            "{e}"
+        );
+        let e = fail(&[0, 0, 0, 1], &[0, 2, 4]);
+        assert!(e.contains("lists column 0 twice"), "{e}");
+        let e = fail(&[0, 1, 1, 1], &[0, 2, 4]);
+        assert!(e.contains("lists column 1 twice"), "{e}");
+        let e = fail(&[0, 7, 0, 1], &[0, 2, 4]);
+        assert!(e.contains("out of range"), "{e}");
+        let e = fail(&[-1, 1, 0, 1], &[0, 2, 4]);
+        assert!(e.contains("out of range"), "{e}");
+    }
+
+    /// A small pseudo-random `rows x cols` matrix with sorted rows of up
+    /// to `per_row` entries (integers, so sums are exact).
+    fn random(rows: usize, cols: usize, per_row: usize, seed: u64) -> Csr {
+        let mut x = seed;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let rows: Vec<Vec<(i32, f64)>> = (0..rows)
+            .map(|_| {
+                let mut r: Vec<i32> = (0..next() as usize % (per_row + 1))
+                    .map(|_| (next() as usize % cols) as i32)
+                    .collect();
+                r.sort_unstable();
+                r.dedup();
+                r.into_iter()
+                    .map(|c| (c, (next() % 7) as f64 - 3.0))
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[(i32, f64)]> = rows.iter().map(|r| &r[..]).collect();
+        Csr::rows(&refs, cols)
+    }
+
+    /// C = alpha * A B + beta * C0 on C's exact pattern (rows sorted and
+    /// reversed, short and long), bases 0 and 1, by the kernel and by dense
+    /// arithmetic; the accumulator is kept, all zero, and serves the next
+    /// product.
+    #[test]
+    fn agrees_with_a_dense_product() {
+        let scratch = ScratchPool::default();
+        for (seed, (k, n, per_row)) in [(1u64, (12, 9, 4)), (2, (30, 80, 12)), (3, (5, 200, 40))] {
+            let (m, alpha, beta) = (25, 2.0, -1.0);
+            let a = random(m, k, 5, seed);
+            let b = random(k, n, per_row, seed + 100);
+            let mut dense = vec![vec![None::<f64>; n]; m];
+            for (i, row) in dense.iter_mut().enumerate() {
+                for p in a.offsets[i] as usize..a.offsets[i + 1] as usize {
+                    let r = a.cols[p] as usize;
+                    for q in b.offsets[r] as usize..b.offsets[r + 1] as usize {
+                        let d = &mut row[b.cols[q] as usize];
+                        *d = Some(d.unwrap_or(0.0) + a.vals[p] * b.vals[q]);
+                    }
+                }
+            }
+            for reversed in [false, true] {
+                let (mut offsets, mut pattern, mut old, mut want) =
+                    (vec![0usize], Vec::new(), Vec::new(), Vec::new());
+                for row in &dense {
+                    let mut entries: Vec<(usize, f64)> = row
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(j, v)| v.map(|v| (j, v)))
+                        .collect();
+                    if reversed {
+                        entries.reverse();
+                    }
+                    for (j, v) in entries {
+                        let c0 = (j % 5) as f64;
+                        pattern.push(j as i32);
+                        old.push(c0);
+                        want.push(alpha * v + beta * c0);
+                    }
+                    offsets.push(pattern.len());
+                }
+                for base in [0, 1] {
+                    let shifted: Vec<i32> = pattern.iter().map(|c| c + base).collect();
+                    let mut vals = old.clone();
+                    let at = (&shifted[..], &offsets[..], base);
+                    run_in(&scratch, (&a, &b), at, (alpha, beta), &mut vals).unwrap();
+                    assert_eq!(vals, want, "seed {seed} base {base} reversed {reversed}");
+                    let kept = scratch.take(|_: &Accumulator<f64>| true).unwrap();
+                    assert!(kept.cells.iter().all(|c| c.count == 0 && c.sum == 0.0));
+                    scratch.give(kept);
+                }
+            }
+        }
     }
 }
