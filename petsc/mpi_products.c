@@ -557,6 +557,20 @@ static PetscErrorCode RsMpiProductDestroy(void *data)
   PetscFunctionReturn(0);
 }
 
+/* PtAP's A_loc * P_ext, the right operand of its second product. */
+static RsCsr RsMpiProductAp(const RsMpiProduct *p)
+{
+  RsCsr ap;
+
+  ap.rows = p->x.own_rows;
+  ap.cols = RsColsCount(&p->y.cols);
+  ap.nnz  = p->ap_nnz;
+  ap.i    = p->ap_i;
+  ap.j    = p->ap_j;
+  ap.a    = p->ap_a;
+  return ap;
+}
+
 static PetscErrorCode RsMpiProductNumeric(Mat C)
 {
   RsProductInfo info;
@@ -591,13 +605,8 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
     break;
   default: /* PtAP */
-    y          = RsRowsView(&p->y, p->y.rows);
-    ap.rows    = p->x.own_rows;
-    ap.cols    = RsColsCount(&p->y.cols);
-    ap.nnz     = p->ap_nnz;
-    ap.i       = p->ap_i;
-    ap.j       = p->ap_j;
-    ap.a       = p->ap_a;
+    y  = RsRowsView(&p->y, p->y.rows);
+    ap = RsMpiProductAp(p);
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->ap_i, p->ap_j, p->ap_a));
     y = RsRowsView(&p->y, p->y.own_rows);
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a));
@@ -682,13 +691,8 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   default: /* PtAP */
     y = RsRowsView(&p->y, p->y.rows);
     PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[0], N, &x, &y, &p->ap_i, &p->ap_j, &p->ap_a, &p->ap_nnz));
-    ap.rows = p->x.own_rows;
-    ap.cols = RsColsCount(&p->y.cols);
-    ap.nnz  = p->ap_nnz;
-    ap.i    = p->ap_i;
-    ap.j    = p->ap_j;
-    ap.a    = p->ap_a;
-    y       = RsRowsView(&p->y, p->y.own_rows);
+    ap = RsMpiProductAp(p);
+    y  = RsRowsView(&p->y, p->y.own_rows);
     PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[1], T, &y, &ap, &p->z_i, &p->z_j, &p->z_a, &p->z_nnz));
     z_rows = RsColsCount(&p->y.cols);
     send   = p->y.cols.ghost;
