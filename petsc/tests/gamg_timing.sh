@@ -27,7 +27,7 @@ ex56=(-ne 39 -alpha 1.e-3 -ksp_type cg -pc_type gamg -pc_gamg_type agg -pc_gamg_
       -use_mat_nearnullspace -pc_gamg_use_sa_esteig 0 -mg_levels_esteig_ksp_max_it 10)
 
 # PCSetUp's time (the slowest rank's) from -log_view.
-setup_time() { awk '$1 == "PCSetUp" { print $4; exit }'; }
+setup_time() { awk '$1 == "PCSetUp" && !done { print $4; done = 1 }'; }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
