@@ -156,7 +156,6 @@ fn add_rows<T: Scalar, I: Index, J: Index>(
     // A copy: the loops store through `vals`, which the compiler cannot
     // tell apart from `*scale`, so it would read α and β again after each.
     let scale = *scale;
-    let beta_zero = scale.beta == T::zero();
     let (b_base, c_base, ncols) = (b.base, scale.base, b.ncols);
     // From a column of C (C's base) to its cell (B's base).
     let shift = b_base.wrapping_sub(c_base);
@@ -194,11 +193,7 @@ fn add_rows<T: Scalar, I: Index, J: Index>(
                 return Err(bad_column(i, cols, c, (c_base, ncols)));
             }
             counted += cell.count;
-            *d = if beta_zero {
-                scale.alpha * cell.sum
-            } else {
-                scale.alpha * cell.sum + scale.beta * *d
-            };
+            scale.store(d, cell.sum);
         }
         if counted != products {
             return Err(too_many_columns(i, cols.len()));
