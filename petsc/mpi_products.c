@@ -94,24 +94,22 @@ static PetscInt RsColsUnkey(const RsCols *c, PetscInt key)
 
 /* ---- an MPIAIJ matrix's blocks ---------------------------------------------------- */
 typedef struct {
-  PetscInt         m, ngarray;
-  const PetscInt  *di, *dj, *oi, *oj, *garray;
-  PetscScalar     *da, *oa;
+  PetscInt        m, ngarray; /* local rows; the off-diagonal block's columns */
+  RsCsr           d, o;       /* the diagonal and off-diagonal blocks */
+  const PetscInt *garray;
 } RsBlocks;
 
 static PetscErrorCode RsBlocksOf(Mat M, RsBlocks *b)
 {
-  Mat          d, o;
-  PetscMemType mtype[2];
+  Mat d, o;
 
   PetscFunctionBegin;
   PetscCall(MatMPIAIJGetSeqAIJ(M, &d, &o, &b->garray));
   PetscCheck(d && o, PetscObjectComm((PetscObject)M), PETSC_ERR_ARG_WRONGSTATE, "rusparse: the MPIAIJ matrix has no blocks (not assembled?)");
-  PetscCall(MatSeqAIJGetCSRAndMemType(d, &b->di, &b->dj, &b->da, &mtype[0]));
-  PetscCall(MatSeqAIJGetCSRAndMemType(o, &b->oi, &b->oj, &b->oa, &mtype[1]));
-  PetscCheck(mtype[0] == PETSC_MEMTYPE_HOST && mtype[1] == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "rusparse: the plug-in multiplies matrices in host memory");
-  PetscCall(MatGetLocalSize(d, &b->m, NULL));
-  PetscCall(MatGetLocalSize(o, NULL, &b->ngarray));
+  PetscCall(RsCsrOfMat(d, &b->d));
+  PetscCall(RsCsrOfMat(o, &b->o));
+  b->m       = b->d.rows;
+  b->ngarray = b->o.cols;
   PetscFunctionReturn(0);
 }
 
@@ -159,14 +157,14 @@ static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
   PetscCall(PetscObjectGetId((PetscObject)M, &id));
   PetscCall(MatGetNonzeroState(M, &state));
   same = (PetscBool)(id == r->id && state == r->nonzerostate);
-  if (b.m != r->own_rows || b.di[b.m] != r->d_nnz || b.oi[b.m] != r->o_nnz || b.ngarray != r->ngarray || (b.ngarray && memcmp(b.garray, r->garray, (size_t)b.ngarray * sizeof(PetscInt)))) {
+  if (b.m != r->own_rows || b.d.i[b.m] != r->d_nnz || b.o.i[b.m] != r->o_nnz || b.ngarray != r->ngarray || (b.ngarray && memcmp(b.garray, r->garray, (size_t)b.ngarray * sizeof(PetscInt)))) {
     *changed = PETSC_TRUE;
     PetscFunctionReturn(0);
   }
   for (PetscInt row = 0; row < b.m; row++) {
-    PetscInt p = r->i[row], dl = b.di[row + 1] - b.di[row], ol = b.oi[row + 1] - b.oi[row];
-    const PetscInt    *dj = b.dj + b.di[row], *oj = b.oj + b.oi[row], *j = r->j + p;
-    const PetscScalar *da = b.da + b.di[row], *oa = b.oa + b.oi[row];
+    PetscInt p = r->i[row], dl = b.d.i[row + 1] - b.d.i[row], ol = b.o.i[row + 1] - b.o.i[row];
+    const PetscInt    *dj = b.d.j + b.d.i[row], *oj = b.o.j + b.o.i[row], *j = r->j + p;
+    const PetscScalar *da = b.d.a + b.d.i[row], *oa = b.o.a + b.o.i[row];
     PetscScalar       *a  = r->a + p;
     PetscBool          bad = (PetscBool)(dl + ol != r->i[row + 1] - p);
 
@@ -210,8 +208,8 @@ static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gathe
   for (PetscInt k = 1; k < b.ngarray; k++) PetscCheck(b.garray[k - 1] < b.garray[k], PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: the off-diagonal block's columns (garray) are not increasing");
   r->own_rows = b.m;
   r->rows     = b.m + ngather;
-  r->d_nnz    = b.di[b.m];
-  r->o_nnz    = b.oi[b.m];
+  r->d_nnz    = b.d.i[b.m];
+  r->o_nnz    = b.o.i[b.m];
   r->own_nnz  = r->d_nnz + r->o_nnz;
   r->nnz      = r->own_nnz;
   r->ngarray  = b.ngarray;
@@ -225,7 +223,7 @@ static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gathe
 
   PetscCall(PetscMalloc1(r->rows + 1, &r->i));
   r->i[0] = 0;
-  for (PetscInt row = 0; row < b.m; row++) r->i[row + 1] = r->i[row] + (b.di[row + 1] - b.di[row]) + (b.oi[row + 1] - b.oi[row]);
+  for (PetscInt row = 0; row < b.m; row++) r->i[row + 1] = r->i[row] + (b.d.i[row + 1] - b.d.i[row]) + (b.o.i[row + 1] - b.o.i[row]);
 
   /* The gathered rows' lengths and starts, from their owners. */
   if (gathering) {
@@ -266,13 +264,13 @@ static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gathe
   PetscCall(PetscMalloc1(r->nnz, &r->a));
   for (PetscInt row = 0; row < b.m; row++) {
     PetscInt p = r->i[row];
-    for (PetscInt k = b.di[row]; k < b.di[row + 1]; k++, p++) {
-      r->j[p] = c->cstart + b.dj[k];
-      r->a[p] = b.da[k];
+    for (PetscInt k = b.d.i[row]; k < b.d.i[row + 1]; k++, p++) {
+      r->j[p] = c->cstart + b.d.j[k];
+      r->a[p] = b.d.a[k];
     }
-    for (PetscInt k = b.oi[row]; k < b.oi[row + 1]; k++, p++) {
-      r->j[p] = b.garray[b.oj[k]];
-      r->a[p] = b.oa[k];
+    for (PetscInt k = b.o.i[row]; k < b.o.i[row + 1]; k++, p++) {
+      r->j[p] = b.garray[b.o.j[k]];
+      r->a[p] = b.o.a[k];
     }
   }
   if (r->gathered) {
@@ -473,7 +471,7 @@ static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols
   PetscCall(RsBlocksOf(C, &cb));
   PetscCheck(cb.m == own_rows, PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: C has %" PetscInt_FMT " local rows, expected %" PetscInt_FMT, cb.m, own_rows);
   for (PetscInt r = 0; r < own_rows; r++)
-    PetscCheck(cb.di[r + 1] - cb.di[r] == d_nnz[r] && cb.oi[r + 1] - cb.oi[r] == o_nnz[r], PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: row %" PetscInt_FMT " of C's blocks does not hold the product's pattern", r);
+    PetscCheck(cb.d.i[r + 1] - cb.d.i[r] == d_nnz[r] && cb.o.i[r + 1] - cb.o.i[r] == o_nnz[r], PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: row %" PetscInt_FMT " of C's blocks does not hold the product's pattern", r);
   PetscCall(PetscMalloc1(longest, &out->row));
   PetscCall(PetscFree2(d_nnz, o_nnz));
   PetscCall(PetscFree(ci));

@@ -121,8 +121,7 @@ PetscErrorCode RsHandleGet(const RsSettings *s, rusparseHandle_t *handle)
 }
 
 /* ---- CSR views ------------------------------------------------------------- */
-/* The host CSR arrays of an assembled SeqAIJ matrix (read only). */
-static PetscErrorCode RsCsrOfMat(Mat M, RsCsr *v)
+PetscErrorCode RsCsrOfMat(Mat M, RsCsr *v)
 {
   PetscMemType mtype;
   PetscScalar *a;

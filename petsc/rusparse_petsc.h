@@ -85,6 +85,10 @@ typedef struct {
   const PetscScalar *a;
 } RsCsr;
 
+/* The host CSR arrays of an assembled SeqAIJ matrix (read only; a matrix
+   in device memory is PETSC_ERR_SUP). */
+PetscErrorCode RsCsrOfMat(Mat, RsCsr *);
+
 /* One rusparse product Z = op(X) * Y through the reuse flow. */
 typedef struct {
   rusparseOperation_t   op;
