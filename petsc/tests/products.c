@@ -475,7 +475,25 @@ static PetscErrorCode CheckMpiReuseErrors(const Inputs *rs)
   PetscCall(MatMatMult(X, rs->R, MAT_REUSE_MATRIX, PETSC_DEFAULT, &C));
   PetscCall(MatDestroy(&C));
   PetscCall(MatDestroy(&X));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  errors: the MPI route refused factors of another pattern on every rank\n"));
+
+  /* A*B whose A's columns and B's rows are split differently over the
+     ranks (H's layout against an even one): refused on every rank. */
+  {
+    Mat Y;
+    PetscCall(CreateMat("aijrusparse", rs->h, rs->h, 2, &Y));
+    PetscCall(MatAssemblyBegin(Y, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(Y, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatProductCreate(rs->H, Y, NULL, &C));
+    PetscCall(MatProductSetType(C, MATPRODUCT_AB));
+    PetscCall(MatProductSetFromOptions(C));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    code = MatProductSymbolic(C);
+    PetscCall(PetscPopErrorHandler());
+    PetscCall(ExpectError(code, PETSC_ERR_ARG_SIZ, "A's columns and B's rows are not distributed alike", "MPI route: layouts that differ"));
+    PetscCall(MatDestroy(&C));
+    PetscCall(MatDestroy(&Y));
+  }
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "  errors: the MPI route refused factors of another pattern or layout on every rank\n"));
   PetscFunctionReturn(0);
 }
 
