@@ -3,9 +3,14 @@
 // "Host emulation").
 //
 // rs_host::launch(grid, block, dynamic_shared_bytes, [&] { kernel(args...); })
-// starts `block` host threads, one per GPU thread, and runs the blocks one
-// after another with those threads (a block barrier between blocks). Each
-// thread sees its own rs_tid()/rs_bid(); shared memory is one arena per
+// runs `block` GPU threads, and the blocks one after another with those
+// threads (a block barrier between blocks). The GPU threads are fibers on
+// the launching host thread (ucontext, one stack each, reused across
+// launches): a barrier or warp operation switches to the next fiber, so a
+// block of 1024 threads costs 1024 context switches per barrier, not 1024
+// futex wake-ups on a few cores. Under the race check (below) they are host
+// threads instead, because ThreadSanitizer must see them run concurrently.
+// Each GPU thread sees its own rs_tid()/rs_bid(); shared memory is one arena per
 // launch, refilled with a garbage pattern at every block start, so a kernel
 // that reads shared memory it did not write fails its tests. Warp operations
 // go through a per-warp exchange buffer and a per-warp barrier; lanes are
@@ -55,6 +60,9 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#else
+#include <sys/mman.h>
+#include <ucontext.h>
 #endif
 
 #ifndef RS_WARP
@@ -97,6 +105,8 @@ constexpr bool kRaceCheck = true;
 #else
 constexpr bool kRaceCheck = false;
 #endif
+// GPU threads are fibers unless ThreadSanitizer must watch them.
+constexpr bool kFibers = !kRaceCheck;
 // GPU atomics are relaxed: they order nothing but themselves.
 constexpr int kAtomicOrder = __ATOMIC_RELAXED;
 constexpr int kMaxBlock = 1024;
@@ -120,7 +130,9 @@ struct ThreadState {
   unsigned parity = 0;  // which half of the warp's exchange buffer is next
   std::vector<std::pair<const void*, std::size_t>> shared_cache;
 };
-thread_local ThreadState tls;
+// The running GPU thread: in the race check, each host thread's own; with
+// fibers, the scheduler points it at the fiber it resumes.
+thread_local ThreadState* running = nullptr;
 
 [[noreturn]] [[gnu::format(printf, 1, 2)]] inline void fail(const char* fmt, ...) {
   std::fprintf(stderr, "rs_host emulator: ");
@@ -132,6 +144,74 @@ thread_local ThreadState tls;
   std::fflush(stderr);
   std::abort();
 }
+
+inline ThreadState& self() {
+  ThreadState* t = running;
+  if (t == nullptr) fail("a kernel primitive was called outside rs_host::launch");
+  return *t;
+}
+
+// Fibers: the scheduler of the launch on this host thread. A fiber that
+// waits at a barrier switches back to it (yield); it resumes the fibers
+// round robin and counts progress, so that fibers all waiting for each
+// other are reported, not spun on forever.
+#if !defined(__SANITIZE_THREAD__)
+struct FiberRun {
+  ucontext_t scheduler;
+  std::vector<ucontext_t> fibers;
+  // Arrivals at barriers and finished fibers: a round without any is a
+  // deadlock.
+  std::uint64_t progress = 0;
+  void (*run)(void*, int) = nullptr;
+  void* run_arg = nullptr;
+};
+thread_local FiberRun* fiber_run = nullptr;
+
+// Fiber stacks, kept per host thread for the next launch: mapped without
+// reserving swap (only the pages a fiber touches cost memory), with an
+// inaccessible guard page below each, so an overflow faults.
+struct FiberStacks {
+  static constexpr std::size_t kPage = 4096;
+  static constexpr std::size_t kSize = 256 * 1024;
+  std::vector<unsigned char*> stacks;
+  FiberStacks() = default;
+  FiberStacks(const FiberStacks&) = delete;
+  FiberStacks& operator=(const FiberStacks&) = delete;
+  ~FiberStacks() {
+    for (unsigned char* s : stacks) munmap(s - kPage, kSize + kPage);
+  }
+  unsigned char* get(std::size_t i) {
+    while (stacks.size() <= i) {
+      void* p = mmap(nullptr, kSize + kPage, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+      if (p == MAP_FAILED) fail("could not map a fiber stack of %zu bytes", kSize);
+      if (mprotect(p, kPage, PROT_NONE) != 0) fail("could not protect a fiber stack's guard page");
+      stacks.push_back(static_cast<unsigned char*>(p) + kPage);
+    }
+    return stacks[i];
+  }
+};
+thread_local FiberStacks fiber_stacks;
+
+inline void fiber_yield() {
+  FiberRun& r = *fiber_run;
+  ThreadState& t = self();
+  if (swapcontext(&r.fibers[std::size_t(t.tid)], &r.scheduler) != 0) fail("swapcontext failed");
+}
+
+inline void fiber_progress() { ++fiber_run->progress; }
+
+// makecontext passes int arguments only: the fiber's index; the rest is in
+// fiber_run. Returning switches to uc_link, the scheduler.
+inline void fiber_main(int t) {
+  FiberRun& r = *fiber_run;
+  r.run(r.run_arg, t);
+  ++r.progress;
+}
+#else
+inline void fiber_yield() {}
+inline void fiber_progress() {}
+#endif
 
 // What a thread is doing when it arrives at a barrier, and where: the kind
 // in the high 32 bits, the source line in the low ones.
@@ -173,7 +253,7 @@ inline std::uint64_t make_tag(Kind kind, const std::source_location& loc) {
 [[noreturn]] inline void mismatch(const char* scope, std::uint64_t first, std::uint64_t mine) {
   fail("block %lld thread %d (lane %d): %s at line %u met %s at line %u in the same %s "
        "barrier (divergent barrier or warp operation)",
-       tls.bid, tls.tid, tls.lane, kind_name(mine), unsigned(mine & 0xffffffffu),
+       self().bid, self().tid, self().lane, kind_name(mine), unsigned(mine & 0xffffffffu),
        kind_name(first), unsigned(first & 0xffffffffu), scope);
 }
 
@@ -209,16 +289,15 @@ class alignas(64) Barrier {
       if (!memory) std::atomic_thread_fence(std::memory_order_acquire);
       return;
     }
-    const std::uint32_t gen = gen_.load(std::memory_order_acquire);
-    if (arrive(tag, std::memory_order_acq_rel, last)) return;
-    while (gen_.load(std::memory_order_acquire) == gen) gen_.wait(gen, std::memory_order_acquire);
+    // Fibers: one host thread, so nothing to order; wait by switching.
+    const std::uint32_t gen = gen_.load(std::memory_order_relaxed);
+    if (arrive(tag, std::memory_order_relaxed, last)) return;
+    while (gen_.load(std::memory_order_relaxed) == gen) fiber_yield();
   }
 
   // Arrives without waiting (marks a phase in which the thread does no
   // exchange, so that lanes still inside a warp operation are reported).
-  void arrive_only(std::uint64_t tag) {
-    arrive(tag, kRaceCheck ? std::memory_order_relaxed : std::memory_order_acq_rel, [] {});
-  }
+  void arrive_only(std::uint64_t tag) { arrive(tag, std::memory_order_relaxed, [] {}); }
 
  private:
   template <class Last>
@@ -226,6 +305,7 @@ class alignas(64) Barrier {
     std::uint64_t first = 0;
     if (!tag_.compare_exchange_strong(first, tag, order) && first != tag)
       mismatch(scope_, first, tag);
+    fiber_progress();
     if (count_.fetch_add(1, order) + 1 != n_) return false;
     if (order == std::memory_order_relaxed) std::atomic_thread_fence(std::memory_order_acquire);
     count_.store(0, std::memory_order_relaxed);
@@ -233,10 +313,7 @@ class alignas(64) Barrier {
     last();
     if (order == std::memory_order_relaxed) std::atomic_thread_fence(std::memory_order_release);
     gen_.fetch_add(1, order);
-    if (kRaceCheck)
-      futex_wake_all();
-    else
-      gen_.notify_all();
+    futex_wake_all();
     return true;
   }
 
@@ -321,7 +398,7 @@ struct Launch {
 };
 
 inline Launch& current() {
-  Launch* l = tls.launch;
+  Launch* l = running == nullptr ? nullptr : running->launch;
   if (l == nullptr) fail("a kernel primitive was called outside rs_host::launch");
   return *l;
 }
@@ -330,7 +407,8 @@ inline void* dynamic_shared() { return current().dynamic; }
 
 inline void* shared_static(const void* key, std::size_t bytes, std::size_t align) {
   Launch& l = current();
-  for (const auto& e : tls.shared_cache)
+  ThreadState& me = self();
+  for (const auto& e : me.shared_cache)
     if (e.first == key) return l.statics + e.second;
   std::size_t offset = 0;
   {
@@ -350,20 +428,59 @@ inline void* shared_static(const void* key, std::size_t bytes, std::size_t align
       l.shared_used = offset + bytes;
     }
   }
-  tls.shared_cache.emplace_back(key, offset);
+  me.shared_cache.emplace_back(key, offset);
   return l.statics + offset;
 }
 
 inline void end_block() {
-  Launch& l = *tls.launch;
+  ThreadState& me = self();
+  Launch& l = *me.launch;
   const std::uint64_t tag = std::uint64_t(kBlockEnd) << 32;
-  tls.warp->bar.arrive_only(tag);
-  const long long bid = tls.bid;
+  me.warp->bar.arrive_only(tag);
+  const long long bid = me.bid;
   l.block_bar.arrive_and_wait(tag, Orders::kMemory, [&l, bid] {
     l.check_guards(bid);
     l.fill();
   });
 }
+
+#if !defined(__SANITIZE_THREAD__)
+// Prepares fiber t to start in fiber_main (apart, because getcontext may
+// return twice and would make the caller's locals suspect).
+[[gnu::noinline]] inline void make_fiber(ucontext_t& c, ucontext_t& scheduler, int t) {
+  if (getcontext(&c) != 0) fail("getcontext failed");
+  c.uc_stack.ss_sp = fiber_stacks.get(std::size_t(t));
+  c.uc_stack.ss_size = FiberStacks::kSize;
+  c.uc_link = &scheduler;
+  makecontext(&c, reinterpret_cast<void (*)()>(&fiber_main), 1, t);
+}
+
+// Runs one fiber per GPU thread (states[t]) until all finished, round robin.
+[[gnu::noinline]] inline void run_fibers(FiberRun& r, std::vector<ThreadState>& states) {
+  const std::size_t n = states.size();
+  r.fibers.resize(n);
+  fiber_run = &r;
+  for (std::size_t t = 0; t < n; ++t) make_fiber(r.fibers[t], r.scheduler, int(t));
+  std::vector<unsigned char> done(n, 0);
+  for (std::size_t live = n; live > 0;) {
+    const std::uint64_t before = r.progress;
+    for (std::size_t t = 0; t < n; ++t) {
+      if (done[t]) continue;
+      running = &states[t];
+      if (swapcontext(&r.scheduler, &r.fibers[t]) != 0) fail("swapcontext failed");
+      // A fiber whose gpu_thread returned is past its last block.
+      if (states[t].launch == nullptr) {
+        done[t] = 1;
+        --live;
+      }
+    }
+    if (live > 0 && r.progress == before)
+      fail("every running GPU thread waits at a barrier that can never be reached");
+  }
+  running = nullptr;
+  fiber_run = nullptr;
+}
+#endif
 
 // Runs `body` (which calls one kernel) on a grid of `grid` blocks of `block`
 // threads with `dynamic_shared_bytes` of dynamic shared memory; returns when
@@ -376,27 +493,39 @@ void launch(long long grid, long long block, long long dynamic_shared_bytes, Bod
          block, kWarp, kMaxBlock);
   if (dynamic_shared_bytes < 0)
     fail("launch with %lld bytes of dynamic shared memory", dynamic_shared_bytes);
+  if (running != nullptr) fail("rs_host::launch called from inside a kernel");
   Launch l(grid, int(block), std::size_t(dynamic_shared_bytes));
+  std::vector<ThreadState> states(static_cast<std::size_t>(block));
+  // GPU thread t: every block of the grid in turn.
+  auto gpu_thread = [&l, &body, &states](int t) {
+    ThreadState& me = states[std::size_t(t)];
+    me.launch = &l;
+    me.tid = t;
+    me.lane = t % kWarp;
+    me.warp = &l.warps[std::size_t(t / kWarp)];
+    for (long long b = 0; b < l.grid; ++b) {
+      me.bid = b;
+      body();
+      end_block();
+    }
+    me.launch = nullptr;
+  };
+#if defined(__SANITIZE_THREAD__)
   std::vector<std::thread> threads;
   threads.reserve(std::size_t(block));
-  for (int t = 0; t < int(block); ++t) {
-    threads.emplace_back([&l, &body, t] {
-      tls.launch = &l;
-      tls.tid = t;
-      tls.lane = t % kWarp;
-      tls.warp = &l.warps[std::size_t(t / kWarp)];
-      tls.parity = 0;
-      tls.shared_cache.clear();
-      for (long long b = 0; b < l.grid; ++b) {
-        tls.bid = b;
-        body();
-        end_block();
-      }
-      tls.launch = nullptr;
-      tls.warp = nullptr;
+  for (int t = 0; t < int(block); ++t)
+    threads.emplace_back([&states, &gpu_thread, t] {
+      running = &states[std::size_t(t)];
+      gpu_thread(t);
+      running = nullptr;
     });
-  }
   for (auto& th : threads) th.join();
+#else
+  FiberRun r;
+  r.run = [](void* arg, int t) { (*static_cast<decltype(gpu_thread)*>(arg))(t); };
+  r.run_arg = &gpu_thread;
+  run_fibers(r, states);
+#endif
 }
 
 // One warp exchange: every lane publishes `v`, then reads lane `pick(lane)`.
@@ -406,7 +535,7 @@ T exchange(T v, Kind kind, const std::source_location& loc, Pick pick) {
                     std::is_same_v<T, long long> || std::is_same_v<T, unsigned long long> ||
                     std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "warp shuffles take int, unsigned, long long, unsigned long long, float, double");
-  ThreadState& t = tls;
+  ThreadState& t = self();
   Warp& w = *t.warp;
   std::uint64_t* slot = w.slot[t.parity];
   std::uint64_t bits = 0;
@@ -441,15 +570,15 @@ T update(T* p, F f) {
 
 // ---- the portability.h API ----------------------------------------------
 
-inline int rs_tid() { return rs_host::tls.tid; }
-inline long long rs_bid() { return rs_host::tls.bid; }
+inline int rs_tid() { return rs_host::self().tid; }
+inline long long rs_bid() { return rs_host::self().bid; }
 inline int rs_bdim() { return rs_host::current().block; }
 inline long long rs_gdim() { return rs_host::current().grid; }
-inline int rs_lane() { return rs_host::tls.lane; }
+inline int rs_lane() { return rs_host::self().lane; }
 
 inline void rs_sync(std::source_location loc = std::source_location::current()) {
   const std::uint64_t tag = rs_host::make_tag(rs_host::kSync, loc);
-  rs_host::tls.warp->bar.arrive_only(tag);
+  rs_host::self().warp->bar.arrive_only(tag);
   rs_host::current().block_bar.arrive_and_wait(tag, rs_host::Orders::kMemory, [] {});
 }
 
@@ -518,7 +647,7 @@ T rs_shfl_xor(T v, int mask, std::source_location loc = std::source_location::cu
 
 inline unsigned long long rs_ballot(bool pred,
                                     std::source_location loc = std::source_location::current()) {
-  rs_host::ThreadState& t = rs_host::tls;
+  rs_host::ThreadState& t = rs_host::self();
   rs_host::Warp& w = *t.warp;
   std::uint64_t* slot = w.slot[t.parity];
   __atomic_store_n(&slot[t.lane], std::uint64_t(pred ? 1 : 0), __ATOMIC_RELAXED);
@@ -534,7 +663,7 @@ inline unsigned long long rs_ballot(bool pred,
 // A warp barrier: every lane must reach the same one (a sync in a divergent
 // branch aborts, as the other warp operations do).
 inline void rs_syncwarp(std::source_location loc = std::source_location::current()) {
-  rs_host::ThreadState& t = rs_host::tls;
+  rs_host::ThreadState& t = rs_host::self();
   t.warp->bar.arrive_and_wait(rs_host::make_tag(rs_host::kSyncWarp, loc), rs_host::Orders::kMemory,
                               [] {});
 }

@@ -54,7 +54,7 @@ impl VariantVisitor for EveryVariant {
         let ctx = Context::on_device(dev.clone()).expect("a context on the emulated device");
         let mut rng = variant_rng::<V>(25);
         // Each op, both bases and both kinds of plan, spread over four
-        // products (the emulator runs one host thread per GPU thread).
+        // products (each emulated product costs about 0.1 s).
         let cases = [
             (0, Op::N, Op::N, Algorithm::Default),
             (1, Op::T, Op::N, Algorithm::Deterministic),
