@@ -159,6 +159,25 @@ fi
 step "cargo test (unit, property, header and doc tests)"
 cargo test
 
+# Later steps run some of the test binaries that `cargo test` built, directly:
+# a `cargo test --test NAME` there resolves the build dependencies' features
+# differently (serde's, through cbindgen), and the feature builds between
+# (c-allocator-hooks, hip, ...) overwrite the cdylib, so cargo would rebuild
+# rusparse, minutes each time on 2 cores. Their paths, listed now:
+cargo test --no-run --message-format=json 2>/dev/null > target/test-binaries.json
+# The path of the integration test binary NAME in that list.
+test_binary() {
+    python3 -c '
+import json, sys
+name = sys.argv[1]
+paths = [m["executable"] for m in map(json.loads, open("target/test-binaries.json"))
+         if m.get("reason") == "compiler-artifact" and m.get("executable")
+         and m["target"]["name"] == name and "test" in m["target"]["kind"]]
+if len(paths) != 1:
+    sys.exit(f"test_binary: {len(paths)} test binaries named {name}")
+print(paths[0])' "$1"
+}
+
 # NVRTC 13 (the CUDA 13 wheel, found through RUSPARSE_NVRTC, as on the GPU
 # machines with a CUDA 13 driver): it has no compute_70, so the targets move
 # to compute_75.
@@ -168,7 +187,7 @@ if [ ! -e "$nvrtc13_dir/nvidia/cu13/lib/libnvrtc.so.13" ]; then
     python3 -m pip install -q --no-deps --target "$nvrtc13_dir" "nvidia-cuda-nvrtc==13.5.37"
 fi
 step "every kernel instantiation compiled by NVRTC 13 (RUSPARSE_NVRTC=target/nvrtc-cu13/...)"
-RUSPARSE_REQUIRE_NVRTC=1 RUSPARSE_NVRTC="$nvrtc13_dir/nvidia/cu13/lib" cargo test --test nvrtc_kernels -- --nocapture
+RUSPARSE_REQUIRE_NVRTC=1 RUSPARSE_NVRTC="$nvrtc13_dir/nvidia/cu13/lib" "$(test_binary nvrtc_kernels)" --nocapture
 
 step "soak: 10,000 random products of every type, base, op and algorithm against the reference"
 cargo run -q -p rusparse-bench -- soak --cases 10000 --seed 1
@@ -202,7 +221,7 @@ c_tests
 step "RUSPARSE_REQUIRE_GPU=1: without a GPU the GPU tests and the demo fail, saying why; with one they run"
 cc -O1 -std=c99 -Wall -Wextra -Wpedantic -Werror -Iinclude examples/demo.c -o target/debug/rusparse-demo \
     -ldl -Ltarget/debug -lrusparse -Wl,-rpath,"$root/target/debug"
-for what in "cargo test --test cuda_ffi" "target/debug/rusparse-demo 40"; do
+for what in "$(test_binary cuda_ffi)" "target/debug/rusparse-demo 40"; do
     log="$root/target/require-gpu.log"
     if RUSPARSE_REQUIRE_GPU=1 RUSPARSE_SKIP_LOG=/dev/null $what >"$log" 2>&1; then
         grep -q "SKIPPED" "$log" && { cat "$log"; echo "$what skipped under RUSPARSE_REQUIRE_GPU=1"; exit 1; }
@@ -220,7 +239,7 @@ cmake --build target/c_tests_valgrind -j2
 ctest --test-dir target/c_tests_valgrind --output-on-failure
 
 step "valgrind on the Rust side: the C ABI fuzz replay and random programs, and a 2,000-case soak"
-CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$valgrind_cmd" cargo test --test fuzz_c_abi
+$valgrind_cmd "$(test_binary fuzz_c_abi)"
 $valgrind_cmd target/debug/rusparse-bench soak --cases 2000 --seed 7 >/dev/null
 
 # AddressSanitizer for Rust code needs -Zsanitizer, which the stable
