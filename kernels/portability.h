@@ -38,8 +38,7 @@
 
 /* ------------------------------------------------------------------------ */
 #if defined(RS_HOST_EMULATION)
-/* Host C++20: one fiber (or, in the race check, one host thread) per GPU
- * thread. Everything, the kernels
+/* Host C++20: one fiber per GPU thread. Everything, the kernels
  * included, lives in an unnamed namespace so that several variants (other
  * RS_* values) link into one program. */
 #include "testing/host.h"

@@ -8,8 +8,7 @@
 // the launching host thread (ucontext, one stack each, reused across
 // launches): a barrier or warp operation switches to the next fiber, so a
 // block of 1024 threads costs 1024 context switches per barrier, not 1024
-// futex wake-ups on a few cores. Under the race check (below) they are host
-// threads instead, because ThreadSanitizer must see them run concurrently.
+// futex wake-ups on a few cores.
 // Each GPU thread sees its own rs_tid()/rs_bid(); shared memory is one arena per
 // launch, refilled with a garbage pattern at every block start, so a kernel
 // that reads shared memory it did not write fails its tests. Warp operations
@@ -18,7 +17,10 @@
 // here as it may on a GPU.
 //
 // Race check. Compiled with -fsanitize=thread (kernels/host-tests' feature
-// `race-check`), the emulator keeps the GPU's memory model, not the host's:
+// `race-check`), each fiber is a ThreadSanitizer fiber (its own thread to
+// ThreadSanitizer; switches between fibers order nothing, only the first
+// start and the end of each fiber in a launch do), and the emulator keeps
+// the GPU's memory model, not the host's:
 // only rs_sync, rs_syncwarp, the end of a block and the launch order memory
 // between threads; shuffles and ballots order execution only (their barrier
 // is invisible to ThreadSanitizer), and atomics are relaxed, as on a GPU. A
@@ -51,18 +53,15 @@
 #include <mutex>
 #include <new>
 #include <source_location>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#if defined(__SANITIZE_THREAD__)
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#else
 #include <sys/mman.h>
 #include <ucontext.h>
+
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
 #endif
 
 #ifndef RS_WARP
@@ -105,8 +104,6 @@ constexpr bool kRaceCheck = true;
 #else
 constexpr bool kRaceCheck = false;
 #endif
-// GPU threads are fibers unless ThreadSanitizer must watch them.
-constexpr bool kFibers = !kRaceCheck;
 // GPU atomics are relaxed: they order nothing but themselves.
 constexpr int kAtomicOrder = __ATOMIC_RELAXED;
 constexpr int kMaxBlock = 1024;
@@ -130,9 +127,9 @@ struct ThreadState {
   unsigned parity = 0;  // which half of the warp's exchange buffer is next
   std::vector<std::pair<const void*, std::size_t>> shared_cache;
 };
-// The running GPU thread: in the race check, each host thread's own; with
-// fibers, the scheduler points it at the fiber it resumes.
-thread_local ThreadState* running = nullptr;
+// The running GPU thread: the scheduler points it at the fiber it resumes
+// (atomic, so that the race check sees no race on it between fibers).
+thread_local std::atomic<ThreadState*> running{nullptr};
 
 [[noreturn]] [[gnu::format(printf, 1, 2)]] inline void fail(const char* fmt, ...) {
   std::fprintf(stderr, "rs_host emulator: ");
@@ -146,7 +143,7 @@ thread_local ThreadState* running = nullptr;
 }
 
 inline ThreadState& self() {
-  ThreadState* t = running;
+  ThreadState* t = running.load(std::memory_order_relaxed);
   if (t == nullptr) fail("a kernel primitive was called outside rs_host::launch");
   return *t;
 }
@@ -154,64 +151,96 @@ inline ThreadState& self() {
 // Fibers: the scheduler of the launch on this host thread. A fiber that
 // waits at a barrier switches back to it (yield); it resumes the fibers
 // round robin and counts progress, so that fibers all waiting for each
-// other are reported, not spun on forever.
-#if !defined(__SANITIZE_THREAD__)
+// other are reported, not spun on forever. What the scheduler and the
+// fibers both touch is atomic (relaxed): the race check must see no race in
+// the emulator's own bookkeeping.
 struct FiberRun {
   ucontext_t scheduler;
   std::vector<ucontext_t> fibers;
+  std::unique_ptr<std::atomic<bool>[]> done;
   // Arrivals at barriers and finished fibers: a round without any is a
   // deadlock.
-  std::uint64_t progress = 0;
+  std::atomic<std::uint64_t> progress{0};
   void (*run)(void*, int) = nullptr;
   void* run_arg = nullptr;
+#if defined(__SANITIZE_THREAD__)
+  void* scheduler_tsan = nullptr;
+#endif
 };
 thread_local FiberRun* fiber_run = nullptr;
 
-// Fiber stacks, kept per host thread for the next launch: mapped without
-// reserving swap (only the pages a fiber touches cost memory), with an
-// inaccessible guard page below each, so an overflow faults.
+// Fiber stacks (and in the race check ThreadSanitizer's fibers), kept per
+// host thread for the next launch: mapped without reserving swap (only the
+// pages a fiber touches cost memory), with an inaccessible guard page below
+// each, so an overflow faults.
 struct FiberStacks {
   static constexpr std::size_t kPage = 4096;
   static constexpr std::size_t kSize = 256 * 1024;
   std::vector<unsigned char*> stacks;
+#if defined(__SANITIZE_THREAD__)
+  std::vector<void*> tsan;
+#endif
   FiberStacks() = default;
   FiberStacks(const FiberStacks&) = delete;
   FiberStacks& operator=(const FiberStacks&) = delete;
   ~FiberStacks() {
     for (unsigned char* s : stacks) munmap(s - kPage, kSize + kPage);
+#if defined(__SANITIZE_THREAD__)
+    for (void* f : tsan) __tsan_destroy_fiber(f);
+#endif
   }
-  unsigned char* get(std::size_t i) {
-    while (stacks.size() <= i) {
+  void reserve(std::size_t n) {
+    while (stacks.size() < n) {
       void* p = mmap(nullptr, kSize + kPage, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
       if (p == MAP_FAILED) fail("could not map a fiber stack of %zu bytes", kSize);
       if (mprotect(p, kPage, PROT_NONE) != 0) fail("could not protect a fiber stack's guard page");
       stacks.push_back(static_cast<unsigned char*>(p) + kPage);
+#if defined(__SANITIZE_THREAD__)
+      tsan.push_back(__tsan_create_fiber(0));
+#endif
     }
-    return stacks[i];
   }
 };
 thread_local FiberStacks fiber_stacks;
 
+// In the race check, tells ThreadSanitizer which fiber runs next; `sync`:
+// whether the switch orders memory (only a fiber's first start in a launch,
+// from the scheduler, and its end, back to it). Always inlined: a function
+// of its own would enter on one fiber's shadow stack and leave on the
+// other's.
+[[maybe_unused]] [[gnu::always_inline]] inline void tsan_switch([[maybe_unused]] std::size_t to_fiber,
+                                         [[maybe_unused]] bool sync) {
+#if defined(__SANITIZE_THREAD__)
+  void* to = to_fiber == std::size_t(-1) ? fiber_run->scheduler_tsan : fiber_stacks.tsan[to_fiber];
+  __tsan_switch_to_fiber(to, sync ? 0u : unsigned(__tsan_switch_to_fiber_no_sync));
+#endif
+}
+constexpr std::size_t kToScheduler = std::size_t(-1);
+
 inline void fiber_yield() {
   FiberRun& r = *fiber_run;
-  ThreadState& t = self();
-  if (swapcontext(&r.fibers[std::size_t(t.tid)], &r.scheduler) != 0) fail("swapcontext failed");
+  const std::size_t t = std::size_t(self().tid);
+  tsan_switch(kToScheduler, false);
+  if (swapcontext(&r.fibers[t], &r.scheduler) != 0) fail("swapcontext failed");
 }
 
-inline void fiber_progress() { ++fiber_run->progress; }
+inline void fiber_progress() { fiber_run->progress.fetch_add(1, std::memory_order_relaxed); }
 
 // makecontext passes int arguments only: the fiber's index; the rest is in
-// fiber_run. Returning switches to uc_link, the scheduler.
+// fiber_run. Returning switches to uc_link, the scheduler. Not instrumented
+// by the race check: it returns after switching ThreadSanitizer to the
+// scheduler, so its exit would pop the scheduler's shadow stack.
+#if defined(__SANITIZE_THREAD__)
+[[gnu::no_sanitize_thread]]
+#endif
 inline void fiber_main(int t) {
   FiberRun& r = *fiber_run;
   r.run(r.run_arg, t);
-  ++r.progress;
+  r.done[std::size_t(t)].store(true, std::memory_order_relaxed);
+  fiber_progress();
+  tsan_switch(kToScheduler, true);
 }
-#else
-inline void fiber_yield() {}
-inline void fiber_progress() {}
-#endif
 
 // What a thread is doing when it arrives at a barrier, and where: the kind
 // in the high 32 bits, the source line in the low ones.
@@ -265,12 +294,11 @@ enum class Orders { kMemory, kExecution };
 // A central barrier for n threads that checks that every thread of a phase
 // arrives with the same tag (same operation at the same line).
 //
-// In the race check, an execution-only barrier uses relaxed atomics and
-// fences (which ThreadSanitizer does not model, so it sees no
-// happens-before edge, while the host still gets the ordering it needs),
-// and every barrier waits on a futex directly: std::atomic::wait shares
-// counters between addresses, which ThreadSanitizer would take for
-// synchronisation.
+// A thread waits by switching to the next fiber (fiber_yield) until the
+// last one arrives. In the race check, an execution-only barrier uses
+// relaxed atomics and fences, which ThreadSanitizer does not model, so it
+// sees no happens-before edge through it; a memory barrier's acquire and
+// release are its edges.
 class alignas(64) Barrier {
  public:
   Barrier(unsigned n, const char* scope) : n_(n), scope_(scope) {}
@@ -279,20 +307,13 @@ class alignas(64) Barrier {
   // `last()` before releasing the others.
   template <class Last>
   void arrive_and_wait(std::uint64_t tag, Orders orders, Last&& last) {
-    if (kRaceCheck) {
-      const bool memory = orders == Orders::kMemory;
-      const std::memory_order load = memory ? std::memory_order_acquire : std::memory_order_relaxed;
-      const std::uint32_t gen = gen_.load(load);
-      if (!memory) std::atomic_thread_fence(std::memory_order_release);
-      if (!arrive(tag, memory ? std::memory_order_acq_rel : std::memory_order_relaxed, last))
-        while (gen_.load(load) == gen) futex_wait(gen);
-      if (!memory) std::atomic_thread_fence(std::memory_order_acquire);
-      return;
-    }
-    // Fibers: one host thread, so nothing to order; wait by switching.
-    const std::uint32_t gen = gen_.load(std::memory_order_relaxed);
-    if (arrive(tag, std::memory_order_relaxed, last)) return;
-    while (gen_.load(std::memory_order_relaxed) == gen) fiber_yield();
+    const bool memory = !kRaceCheck || orders == Orders::kMemory;
+    const std::memory_order load = memory ? std::memory_order_acquire : std::memory_order_relaxed;
+    const std::uint32_t gen = gen_.load(load);
+    if (!memory) std::atomic_thread_fence(std::memory_order_release);
+    if (!arrive(tag, memory ? std::memory_order_acq_rel : std::memory_order_relaxed, last))
+      while (gen_.load(load) == gen) fiber_yield();
+    if (!memory) std::atomic_thread_fence(std::memory_order_acquire);
   }
 
   // Arrives without waiting (marks a phase in which the thread does no
@@ -313,23 +334,7 @@ class alignas(64) Barrier {
     last();
     if (order == std::memory_order_relaxed) std::atomic_thread_fence(std::memory_order_release);
     gen_.fetch_add(1, order);
-    futex_wake_all();
     return true;
-  }
-
-  // Waits while gen_ holds `seen` / wakes every waiter, by system calls
-  // that ThreadSanitizer does not see (race check only).
-  void futex_wait([[maybe_unused]] std::uint32_t seen) {
-#if defined(__SANITIZE_THREAD__)
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&gen_), FUTEX_WAIT_PRIVATE, seen, nullptr,
-            nullptr, 0);
-#endif
-  }
-  void futex_wake_all() {
-#if defined(__SANITIZE_THREAD__)
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&gen_), FUTEX_WAKE_PRIVATE, 0x7fffffff,
-            nullptr, nullptr, 0);
-#endif
   }
 
   std::atomic<std::uint32_t> count_{0};
@@ -398,7 +403,8 @@ struct Launch {
 };
 
 inline Launch& current() {
-  Launch* l = running == nullptr ? nullptr : running->launch;
+  ThreadState* t = running.load(std::memory_order_relaxed);
+  Launch* l = t == nullptr ? nullptr : t->launch;
   if (l == nullptr) fail("a kernel primitive was called outside rs_host::launch");
   return *l;
 }
@@ -444,12 +450,11 @@ inline void end_block() {
   });
 }
 
-#if !defined(__SANITIZE_THREAD__)
 // Prepares fiber t to start in fiber_main (apart, because getcontext may
 // return twice and would make the caller's locals suspect).
 [[gnu::noinline]] inline void make_fiber(ucontext_t& c, ucontext_t& scheduler, int t) {
   if (getcontext(&c) != 0) fail("getcontext failed");
-  c.uc_stack.ss_sp = fiber_stacks.get(std::size_t(t));
+  c.uc_stack.ss_sp = fiber_stacks.stacks[std::size_t(t)];
   c.uc_stack.ss_size = FiberStacks::kSize;
   c.uc_link = &scheduler;
   makecontext(&c, reinterpret_cast<void (*)()>(&fiber_main), 1, t);
@@ -458,29 +463,35 @@ inline void end_block() {
 // Runs one fiber per GPU thread (states[t]) until all finished, round robin.
 [[gnu::noinline]] inline void run_fibers(FiberRun& r, std::vector<ThreadState>& states) {
   const std::size_t n = states.size();
+  fiber_stacks.reserve(n);
   r.fibers.resize(n);
+  r.done.reset(new std::atomic<bool>[n]);
+  for (std::size_t t = 0; t < n; ++t) r.done[t].store(false, std::memory_order_relaxed);
+#if defined(__SANITIZE_THREAD__)
+  r.scheduler_tsan = __tsan_get_current_fiber();
+#endif
   fiber_run = &r;
   for (std::size_t t = 0; t < n; ++t) make_fiber(r.fibers[t], r.scheduler, int(t));
   std::vector<unsigned char> done(n, 0);
-  for (std::size_t live = n; live > 0;) {
-    const std::uint64_t before = r.progress;
+  bool first = true;
+  for (std::size_t live = n; live > 0; first = false) {
+    const std::uint64_t before = r.progress.load(std::memory_order_relaxed);
     for (std::size_t t = 0; t < n; ++t) {
       if (done[t]) continue;
-      running = &states[t];
+      running.store(&states[t], std::memory_order_relaxed);
+      tsan_switch(t, first);
       if (swapcontext(&r.scheduler, &r.fibers[t]) != 0) fail("swapcontext failed");
-      // A fiber whose gpu_thread returned is past its last block.
-      if (states[t].launch == nullptr) {
+      if (r.done[t].load(std::memory_order_relaxed)) {
         done[t] = 1;
         --live;
       }
     }
-    if (live > 0 && r.progress == before)
+    if (live > 0 && r.progress.load(std::memory_order_relaxed) == before)
       fail("every running GPU thread waits at a barrier that can never be reached");
   }
-  running = nullptr;
+  running.store(nullptr, std::memory_order_relaxed);
   fiber_run = nullptr;
 }
-#endif
 
 // Runs `body` (which calls one kernel) on a grid of `grid` blocks of `block`
 // threads with `dynamic_shared_bytes` of dynamic shared memory; returns when
@@ -493,7 +504,8 @@ void launch(long long grid, long long block, long long dynamic_shared_bytes, Bod
          block, kWarp, kMaxBlock);
   if (dynamic_shared_bytes < 0)
     fail("launch with %lld bytes of dynamic shared memory", dynamic_shared_bytes);
-  if (running != nullptr) fail("rs_host::launch called from inside a kernel");
+  if (running.load(std::memory_order_relaxed) != nullptr)
+    fail("rs_host::launch called from inside a kernel");
   Launch l(grid, int(block), std::size_t(dynamic_shared_bytes));
   std::vector<ThreadState> states(static_cast<std::size_t>(block));
   // GPU thread t: every block of the grid in turn.
@@ -510,22 +522,10 @@ void launch(long long grid, long long block, long long dynamic_shared_bytes, Bod
     }
     me.launch = nullptr;
   };
-#if defined(__SANITIZE_THREAD__)
-  std::vector<std::thread> threads;
-  threads.reserve(std::size_t(block));
-  for (int t = 0; t < int(block); ++t)
-    threads.emplace_back([&states, &gpu_thread, t] {
-      running = &states[std::size_t(t)];
-      gpu_thread(t);
-      running = nullptr;
-    });
-  for (auto& th : threads) th.join();
-#else
   FiberRun r;
   r.run = [](void* arg, int t) { (*static_cast<decltype(gpu_thread)*>(arg))(t); };
   r.run_arg = &gpu_thread;
   run_fibers(r, states);
-#endif
 }
 
 // One warp exchange: every lane publishes `v`, then reads lane `pick(lane)`.

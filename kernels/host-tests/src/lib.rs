@@ -2,9 +2,9 @@
 //!
 //! `build.rs` compiles the kernels in `kernels/*.cu` as host C++ against
 //! `kernels/testing/host.h`, which emulates blocks, threads, shared memory,
-//! barriers, atomics and warp operations with one fiber per GPU thread (a
-//! host thread each under the race check). The tests in `tests/` run them and compare with sequential code
-//! or with rusparse's reference SpGEMM.
+//! barriers, atomics and warp operations with one fiber per GPU thread. The
+//! tests in `tests/` run them and compare with sequential code or with
+//! rusparse's reference SpGEMM.
 //!
 //! # Variants
 //!
