@@ -5,8 +5,8 @@
 // rs_host::launch(grid, block, dynamic_shared_bytes, [&] { kernel(args...); })
 // runs `block` GPU threads, and the blocks one after another with those
 // threads (a block barrier between blocks). The GPU threads are fibers on
-// the launching host thread (ucontext, one stack each, reused across
-// launches): a barrier or warp operation switches to the next fiber, so a
+// the launching host thread (one stack each, reused across launches; a
+// switch swaps stack pointers on x86-64, elsewhere it is swapcontext): a barrier or warp operation switches to the next fiber, so a
 // block of 1024 threads costs 1024 context switches per barrier, not 1024
 // futex wake-ups on a few cores.
 // Each GPU thread sees its own rs_tid()/rs_bid(); shared memory is one arena per
@@ -148,6 +148,97 @@ inline ThreadState& self() {
   return *t;
 }
 
+// A fiber's saved context, switch_context() and start_context(). On x86-64
+// a switch saves the callee-saved registers, MXCSR and the x87 control word
+// on the stack and swaps stack pointers (a few nanoseconds); elsewhere it is
+// glibc's swapcontext (which also makes a sigprocmask system call).
+#if defined(__x86_64__)
+struct Context {
+  void* sp = nullptr;
+};
+
+// switch_stacks(&save, load): pushes the callee-saved state, stores the
+// stack pointer in *save, loads `load` and pops the state saved there.
+[[gnu::naked, gnu::noinline]] void switch_stacks(void** /*save*/, void* /*load*/) {
+  asm volatile(
+      "pushq %rbp\n\t"
+      "pushq %rbx\n\t"
+      "pushq %r12\n\t"
+      "pushq %r13\n\t"
+      "pushq %r14\n\t"
+      "pushq %r15\n\t"
+      "subq $8, %rsp\n\t"
+      "stmxcsr (%rsp)\n\t"
+      "fnstcw 4(%rsp)\n\t"
+      "movq %rsp, (%rdi)\n\t"
+      "movq %rsi, %rsp\n\t"
+      "ldmxcsr (%rsp)\n\t"
+      "fldcw 4(%rsp)\n\t"
+      "addq $8, %rsp\n\t"
+      "popq %r15\n\t"
+      "popq %r14\n\t"
+      "popq %r13\n\t"
+      "popq %r12\n\t"
+      "popq %rbx\n\t"
+      "popq %rbp\n\t"
+      "ret\n\t");
+}
+
+// A new context's first switch returns here: the entry in r13 is called
+// with the argument in r12, on a 16-byte aligned stack. The entry never
+// returns (it switches away for good).
+[[gnu::naked, gnu::noinline]] void context_trampoline() {
+  asm volatile(
+      "movq %r12, %rdi\n\t"
+      "callq *%r13\n\t"
+      "ud2\n\t");
+}
+
+inline void switch_context(Context& save, Context& load) { switch_stacks(&save.sp, load.sp); }
+
+inline void start_context(Context& c, unsigned char* stack, std::size_t size, void (*entry)(long),
+                          long arg) {
+  // From the top (16-byte aligned), downwards: 16 bytes of room, the
+  // trampoline as the return address, rbp, rbx, r12 = arg, r13 = entry, r14,
+  // r15, then MXCSR and the control word as this thread has them.
+  auto* top = reinterpret_cast<std::uint64_t*>(
+      (reinterpret_cast<std::uintptr_t>(stack + size) & ~std::uintptr_t(15)) - 16);
+  std::uint64_t* sp = top - 8;
+  std::uint32_t mxcsr = 0;
+  std::uint16_t fcw = 0;
+  asm volatile("stmxcsr %0" : "=m"(mxcsr));
+  asm volatile("fnstcw %0" : "=m"(fcw));
+  sp[0] = std::uint64_t(mxcsr) | (std::uint64_t(fcw) << 32);
+  sp[1] = 0;                                                   // r15
+  sp[2] = 0;                                                   // r14
+  sp[3] = reinterpret_cast<std::uint64_t>(entry);              // r13
+  sp[4] = std::uint64_t(arg);                                  // r12
+  sp[5] = 0;                                                   // rbx
+  sp[6] = 0;                                                   // rbp
+  sp[7] = reinterpret_cast<std::uint64_t>(&context_trampoline);  // return address
+  c.sp = sp;
+}
+#else
+struct Context {
+  ucontext_t uc;
+};
+
+inline void switch_context(Context& save, Context& load) {
+  if (swapcontext(&save.uc, &load.uc) != 0) fail("swapcontext failed");
+}
+
+// Apart, because getcontext may return twice and would make the caller's
+// locals suspect. makecontext passes int arguments only.
+[[gnu::noinline]] inline void start_context(Context& c, unsigned char* stack, std::size_t size,
+                                            void (*entry)(long), long arg) {
+  if (getcontext(&c.uc) != 0) fail("getcontext failed");
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = size;
+  c.uc.uc_link = nullptr;  // the entry never returns
+  makecontext(&c.uc, reinterpret_cast<void (*)()>(entry), 1, int(arg));
+}
+#endif
+
 // Fibers: the scheduler of the launch on this host thread. A fiber that
 // waits at a barrier switches back to it (yield); it resumes the fibers
 // round robin and counts progress, so that fibers all waiting for each
@@ -155,8 +246,8 @@ inline ThreadState& self() {
 // fibers both touch is atomic (relaxed): the race check must see no race in
 // the emulator's own bookkeeping.
 struct FiberRun {
-  ucontext_t scheduler;
-  std::vector<ucontext_t> fibers;
+  Context scheduler;
+  std::vector<Context> fibers;
   std::unique_ptr<std::atomic<bool>[]> done;
   // Arrivals at barriers and finished fibers: a round without any is a
   // deadlock.
@@ -222,24 +313,25 @@ inline void fiber_yield() {
   FiberRun& r = *fiber_run;
   const std::size_t t = std::size_t(self().tid);
   tsan_switch(kToScheduler, false);
-  if (swapcontext(&r.fibers[t], &r.scheduler) != 0) fail("swapcontext failed");
+  switch_context(r.fibers[t], r.scheduler);
 }
 
 inline void fiber_progress() { fiber_run->progress.fetch_add(1, std::memory_order_relaxed); }
 
-// makecontext passes int arguments only: the fiber's index; the rest is in
-// fiber_run. Returning switches to uc_link, the scheduler. Not instrumented
-// by the race check: it returns after switching ThreadSanitizer to the
-// scheduler, so its exit would pop the scheduler's shadow stack.
+// A fiber's entry: GPU thread t (the rest is in fiber_run), then back to the
+// scheduler for good. Not instrumented by the race check: it never returns,
+// and it switches ThreadSanitizer to the scheduler before it leaves.
 #if defined(__SANITIZE_THREAD__)
 [[gnu::no_sanitize_thread]]
 #endif
-inline void fiber_main(int t) {
+[[noreturn]] inline void fiber_main(long t) {
   FiberRun& r = *fiber_run;
-  r.run(r.run_arg, t);
+  r.run(r.run_arg, int(t));
   r.done[std::size_t(t)].store(true, std::memory_order_relaxed);
   fiber_progress();
   tsan_switch(kToScheduler, true);
+  switch_context(r.fibers[std::size_t(t)], r.scheduler);
+  fail("a finished fiber was resumed");
 }
 
 // What a thread is doing when it arrives at a barrier, and where: the kind
@@ -450,16 +542,6 @@ inline void end_block() {
   });
 }
 
-// Prepares fiber t to start in fiber_main (apart, because getcontext may
-// return twice and would make the caller's locals suspect).
-[[gnu::noinline]] inline void make_fiber(ucontext_t& c, ucontext_t& scheduler, int t) {
-  if (getcontext(&c) != 0) fail("getcontext failed");
-  c.uc_stack.ss_sp = fiber_stacks.stacks[std::size_t(t)];
-  c.uc_stack.ss_size = FiberStacks::kSize;
-  c.uc_link = &scheduler;
-  makecontext(&c, reinterpret_cast<void (*)()>(&fiber_main), 1, t);
-}
-
 // Runs one fiber per GPU thread (states[t]) until all finished, round robin.
 [[gnu::noinline]] inline void run_fibers(FiberRun& r, std::vector<ThreadState>& states) {
   const std::size_t n = states.size();
@@ -471,7 +553,8 @@ inline void end_block() {
   r.scheduler_tsan = __tsan_get_current_fiber();
 #endif
   fiber_run = &r;
-  for (std::size_t t = 0; t < n; ++t) make_fiber(r.fibers[t], r.scheduler, int(t));
+  for (std::size_t t = 0; t < n; ++t)
+    start_context(r.fibers[t], fiber_stacks.stacks[t], FiberStacks::kSize, &fiber_main, long(t));
   std::vector<unsigned char> done(n, 0);
   bool first = true;
   for (std::size_t live = n; live > 0; first = false) {
@@ -480,7 +563,7 @@ inline void end_block() {
       if (done[t]) continue;
       running.store(&states[t], std::memory_order_relaxed);
       tsan_switch(t, first);
-      if (swapcontext(&r.scheduler, &r.fibers[t]) != 0) fail("swapcontext failed");
+      switch_context(r.scheduler, r.fibers[t]);
       if (r.done[t].load(std::memory_order_relaxed)) {
         done[t] = 1;
         --live;
