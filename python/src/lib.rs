@@ -181,10 +181,11 @@ pub(crate) fn parse_algorithm(name: &str) -> PyResult<Algorithm> {
         })
 }
 
-/// The CPU context for `threads` (None: the default context's threads,
-/// from RUSPARSE_NUM_THREADS or all cores). Kept per thread count, so a
-/// count starts its thread pool once; like the default context it keeps
-/// no scratch memory between products.
+/// The CPU context for `threads` (None: RUSPARSE_NUM_THREADS or all
+/// cores). Kept per thread count, so a count starts its thread pool once;
+/// like a C handle it keeps scratch memory between products (up to
+/// RUSPARSE_SCRATCH_LIMIT, 256 MiB by default), so repeated products do
+/// not allocate and page-fault it again.
 fn context(threads: Option<usize>) -> PyResult<Context> {
     static CONTEXTS: OnceLock<Mutex<HashMap<Option<usize>, Context>>> = OnceLock::new();
     let mut map = CONTEXTS
@@ -201,7 +202,6 @@ fn context(threads: Option<usize>) -> PyResult<Context> {
         }
         ctx.set_num_threads(n).map_err(to_py)?;
     }
-    ctx.set_scratch_limit(0);
     map.insert(threads, ctx.clone());
     Ok(ctx)
 }
