@@ -11,13 +11,13 @@ use std::sync::{Mutex, OnceLock};
 
 use num_complex::{Complex32, Complex64};
 use numpy::{
-    dtype, Element, PyArray1, PyArrayDescrMethods, PyReadonlyArray1, PyUntypedArray,
-    PyUntypedArrayMethods,
+    dtype, Element, PyArray1, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray1,
+    PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use rusparse::{
-    Algorithm, BackendKind, ColumnOrder, Context, CsrView, Index, IndexBase, Op, Scalar,
+    Algorithm, BackendKind, ColumnOrder, Context, CsrOutput, CsrView, Index, IndexBase, Op, Scalar,
     SpgemmOptions, SpgemmPlan,
 };
 
@@ -206,19 +206,8 @@ fn context(threads: Option<usize>) -> PyResult<Context> {
     Ok(ctx)
 }
 
-/// C's arrays as numpy arrays that own the vectors rusparse wrote (no copy).
+/// C's arrays (row offsets, columns, values) as numpy arrays.
 type Arrays<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>);
-
-fn into_numpy<'py, T: Value, I: Idx>(
-    py: Python<'py>,
-    (indptr, indices, data): (Vec<I>, Vec<I>, Vec<T>),
-) -> Arrays<'py> {
-    (
-        PyArray1::from_vec(py, indptr).into_any(),
-        PyArray1::from_vec(py, indices).into_any(),
-        PyArray1::from_vec(py, data).into_any(),
-    )
-}
 
 struct Call {
     op_a: Op,
@@ -229,6 +218,57 @@ struct Call {
     threads: Option<usize>,
 }
 
+/// The numeric phase of `plan` into new numpy arrays of C (row offsets,
+/// columns, values), written in place by rusparse, as the C ABI's `copy`
+/// writes a caller's arrays: numpy allocates them uninitialised (no pass
+/// that zero-fills C before rusparse writes it), and they are returned
+/// without a copy. The GIL is released during the product.
+fn numeric_into_numpy<'py, T: Value, I: Idx>(
+    py: Python<'py>,
+    plan: &SpgemmPlan<I, I>,
+    ctx: &Context,
+    a: &CsrView<'_, T, I, I>,
+    b: &CsrView<'_, T, I, I>,
+    alpha: T,
+    order: ColumnOrder,
+) -> PyResult<Arrays<'py>> {
+    let Some(nnz) = plan.nnz() else {
+        return Err(PyValueError::new_err("the symbolic phase has not run"));
+    };
+    let (m, _) = plan.shape();
+    // SAFETY: uninitialised arrays, which rusparse writes completely (row
+    // offsets, nnz columns and nnz values, checked against these lengths)
+    // before anything reads them; on an error they are dropped unread.
+    let (indptr, indices, data) = unsafe {
+        (
+            PyArray1::<I>::new(py, [m + 1], false),
+            PyArray1::<I>::new(py, [nnz], false),
+            PyArray1::<T>::new(py, [nnz], false),
+        )
+    };
+    {
+        // SAFETY: the arrays were just made here; nothing else holds them.
+        let (o, c, v) = unsafe {
+            (
+                indptr.as_slice_mut(),
+                indices.as_slice_mut(),
+                data.as_slice_mut(),
+            )
+        };
+        let (o, c, v) = (
+            o.map_err(|_| PyValueError::new_err("not contiguous"))?,
+            c.map_err(|_| PyValueError::new_err("not contiguous"))?,
+            v.map_err(|_| PyValueError::new_err("not contiguous"))?,
+        );
+        py.detach(|| {
+            let out = CsrOutput::full(o, c, v, IndexBase::Zero).with_column_order(order);
+            plan.numeric(ctx, a, b, alpha, T::zero(), out)
+        })
+        .map_err(to_py)?;
+    }
+    Ok((indptr.into_any(), indices.into_any(), data.into_any()))
+}
+
 fn spgemm_typed<'py, T: Value, I: Idx>(
     py: Python<'py>,
     a: &Operand<'py>,
@@ -237,16 +277,18 @@ fn spgemm_typed<'py, T: Value, I: Idx>(
 ) -> PyResult<Arrays<'py>> {
     let (ba, bb) = (borrow::<T, I>(a)?, borrow::<T, I>(b)?);
     let (va, vb) = (ba.view()?, bb.view()?);
-    let opts = SpgemmOptions {
-        op_a: call.op_a,
-        op_b: call.op_b,
-        alpha: T::from_alpha(call.alpha.0, call.alpha.1),
-        algorithm: call.algorithm,
-        column_order: call.order,
-    };
     let ctx = context(call.threads)?;
-    let c = py.detach(|| ctx.spgemm(&va, &vb, &opts)).map_err(to_py)?;
-    Ok(into_numpy(py, c.into_parts()))
+    // The C ABI's phases: plan and symbolic product, then C's arrays
+    // allocated at nnz(C), then the numeric product into them.
+    let plan = py
+        .detach(|| {
+            let mut plan = SpgemmPlan::new(&ctx, &va, call.op_a, &vb, call.op_b, call.algorithm)?;
+            plan.symbolic(&ctx, &va, &vb)?;
+            Ok(plan)
+        })
+        .map_err(to_py)?;
+    let alpha = T::from_alpha(call.alpha.0, call.alpha.1);
+    numeric_into_numpy(py, &plan, &ctx, &va, &vb, alpha, call.order)
 }
 
 /// Runs `f::<T, I>` for the value and index dtypes of `a`'s arrays (the
@@ -438,11 +480,7 @@ fn execute_typed<'py, T: Value, I: Idx + PlanOf>(
     let (ba, bb) = (borrow::<T, I>(a)?, borrow::<T, I>(b)?);
     let (va, vb) = (ba.view()?, bb.view()?);
     let alpha = T::from_alpha(alpha.0, alpha.1);
-    let ctx = &plan.ctx;
-    let c = py
-        .detach(|| p.execute(ctx, &va, &vb, alpha))
-        .map_err(to_py)?;
-    Ok(into_numpy(py, c.into_parts()))
+    numeric_into_numpy(py, p, &plan.ctx, &va, &vb, alpha, ColumnOrder::Sorted)
 }
 
 #[pymethods]
