@@ -263,7 +263,10 @@ fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check maturin scipy numpy pytest
 cargo fmt --manifest-path python/Cargo.toml -- --check
 PYO3_PYTHON="$venv/bin/python" cargo clippy --manifest-path python/Cargo.toml --all-targets -- -D warnings
-"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./python
+# --no-build-isolation: the maturin just installed builds it (its PEP 517
+# hook runs `maturin` from PATH).
+PATH="$venv/bin:$PATH" "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    --no-build-isolation --force-reinstall --no-deps ./python
 (cd "$root/target" && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests")
 log="$root/target/require-gpu-python.log"
 if (cd "$root/target" && RUSPARSE_REQUIRE_GPU=1 RUSPARSE_SKIP_LOG=/dev/null "$venv/bin/python" -m pytest -q \

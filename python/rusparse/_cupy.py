@@ -113,7 +113,12 @@ def spgemm(A: Any, B: Any, *, alpha, op_a: str, op_b: str, sorted: bool, algorit
         )
     except _rusparse.Error as e:
         _raise(e)
+    # CuPy's constructor takes the arrays as they are (its indices are
+    # int32, which C has unless an operand had int64 ones).
     C = csp.csr_matrix((data, indices, indptr), shape=(m, n))
     if sorted:
-        C.has_canonical_format = True
+        try:
+            C.has_canonical_format = True
+        except AttributeError:  # a CuPy without the setter: it checks lazily
+            pass
     return C

@@ -3,8 +3,10 @@
 //! The pure-Python layer (`python/rusparse/__init__.py`) checks types and
 //! shapes and turns scipy/CuPy matrices into CSR arrays; this module only
 //! borrows those numpy arrays (no copy: their memory is read in place),
-//! runs the product with the GIL released, and hands C's arrays back as
-//! numpy arrays that own rusparse's `Vec`s (no copy of C either).
+//! runs the product with the GIL released, and writes C straight into
+//! numpy arrays allocated at nnz(C) between the symbolic and the numeric
+//! phase, as a C program does with the C ABI's compute and copy (no copy
+//! of C, and no pass that zero-fills it first).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
