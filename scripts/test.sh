@@ -24,7 +24,9 @@
 # UBSan), the fuzz replay, the huge-request and shared-handle tests and a
 # soak. Then the PETSc plug-in (petsc/): its products against PETSc's own
 # on 1, 2 and 4 MPI ranks and PETSc's GAMG tutorials ex56/ex45 with aij and
-# aijrusparse, and the installed plug-in from the moved prefix.
+# aijrusparse, and the installed plug-in from the moved prefix. And the
+# Python package (python/): its clippy, the wheel pip-installed into
+# target/python-venv and its pytest tests.
 # Installs what it needs (cmake, a C/C++ compiler, gfortran, pkg-config,
 # valgrind, Debian's ROCm 5.2 HIP runtime and hiprtc, PETSc 3.18 with
 # OpenMPI and its examples, the NVRTC wheel) with apt-get / pip when
@@ -259,6 +261,41 @@ step "sanitizers: C ABI fuzz replay and random programs, huge requests, shared h
 asan_run=("${asan[@]}" ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1)
 "${asan_run[@]}" cargo test -p rusparse --target "$host" --test fuzz_c_abi --test huge_requests --test shared_handle
 "${asan_run[@]}" cargo run -q -p rusparse-bench --target "$host" -- soak --cases 3000 --seed 5 >/dev/null
+
+# The Python package (python/, its own cargo workspace): clippy, then the
+# wheel built by maturin (one release build of the extension) and installed
+# with pip into a venv under target/, as a user installs it, and its pytest
+# tests run against the installed package (from target/, so that python/'s
+# sources are not imported instead). The real-CuPy test skips without a
+# GPU and must fail, saying why, under RUSPARSE_REQUIRE_GPU=1.
+step "Python package: fmt and clippy of python/ (-D warnings), pip install ./python (maturin) into target/python-venv, pytest"
+venv="$root/target/python-venv"
+if [ ! -x "$venv/bin/python" ]; then
+    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+        rm -rf "$venv"
+        sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
+        $sudo_cmd apt-get update -qq
+        $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+        python3 -m venv "$venv"
+    fi
+fi
+"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin scipy numpy pytest
+cargo fmt --manifest-path python/Cargo.toml -- --check
+PYO3_PYTHON="$venv/bin/python" cargo clippy --manifest-path python/Cargo.toml --all-targets -- -D warnings
+# --no-build-isolation: the maturin just installed builds it (its PEP 517
+# hook runs `maturin` from PATH).
+PATH="$venv/bin:$PATH" "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    --no-build-isolation --force-reinstall --no-deps ./python
+(cd "$root/target" && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests")
+log="$root/target/require-gpu-python.log"
+if (cd "$root/target" && RUSPARSE_REQUIRE_GPU=1 RUSPARSE_SKIP_LOG=/dev/null "$venv/bin/python" -m pytest -q \
+        -p no:cacheprovider "$root/python/tests/test_cupy.py" -k test_real_cupy) >"$log" 2>&1; then
+    grep -q "SKIPPED" "$log" && { cat "$log"; echo "test_real_cupy skipped under RUSPARSE_REQUIRE_GPU=1"; exit 1; }
+    echo "python/tests/test_cupy.py test_real_cupy: ran on a GPU"
+else
+    grep -q "RUSPARSE_REQUIRE_GPU=1 but" "$log" || { cat "$log"; echo "test_real_cupy failed for another reason"; exit 1; }
+    echo "python/tests/test_cupy.py test_real_cupy: no GPU here, so it failed as it must: $(grep -m1 -o 'RUSPARSE_REQUIRE_GPU=1 but[^"]*' "$log" | head -n 1)"
+fi
 
 # Built as users build it (Release), with warnings as errors as our own check.
 step "package: CMake build in Release (cargo release, with the PETSc plug-in) and install"

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Times rusparse.spgemm(A, A) against scipy's A @ A and against rusparse's
+own C ABI, in one process, interleaved, on the generated suite and the real
+matrices (issue 32's targets).
+
+    python python/bench_vs_scipy.py --threads 2 --runs 5
+    python python/bench_vs_scipy.py --no-generated /work/shared/matrices/ex31.mtx.gz
+
+Needs the installed package (pip install ./python), target/release/
+rusparse-bench (cargo build --release --bin rusparse-bench), which generates
+each matrix and dumps its CSR arrays (--dump; the real files are read from
+--matrices, not copied), and target/release/librusparse.so (cargo build
+--release -p rusparse --lib), the C ABI timed through ctypes.
+
+Per matrix, after one warm-up of each, the three are run in turn, `--runs`
+rounds (fewer for slow scipy products, see --budget):
+  scipy   A @ A (A @ Aᵀ for the rectangular LP matrices, with Aᵀ converted
+          to CSR beforehand, outside the timing);
+  python  rusparse.spgemm(A, A, threads=T) (op_b="T" for the LP matrices);
+  c_abi   the cuSPARSE flow on a CPU handle with T threads: workEstimation
+          and compute (each asked for its buffer size, then run with a numpy
+          buffer), C's three arrays allocated with numpy.empty, copy.
+Every timing includes C's allocation. Times are medians; ratios are
+scipy/python (speed-up) and python/c_abi (binding overhead), with their
+geometric means.
+"""
+
+import argparse
+import ctypes as ct
+import gzip
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import scipy
+import scipy.sparse as sp
+
+import rusparse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GENERATED = [
+    "uniform_r4:200000",
+    "stencil2d_5pt:725",
+    "stencil3d_7pt:100",
+    "fem27_3dof:28",
+    "band_r120:36000",
+    "delaunay:1048576",
+    "rmat:18:4",
+]
+REAL = [
+    "bcsstk15", "ex31", "memplus", "1138_bus", "lp_maros_r7", "lp_fit2p", "qc324",
+    "orani678", "luxembourg_osm", "ego-Facebook", "wiki-Vote", "as20000102",
+    "HEP-th-new", "ca-CondMat",
+]
+
+
+def is_complex_mtx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return "complex" in f.readline().lower()
+
+
+def load(bench, spec, product, tmp, threads):
+    """Generates/reads SPEC with rusparse-bench and loads the dumped CSR
+    (int32 indices, as rusparse-bench's default --index i32)."""
+    cmd = [bench, "--threads", str(threads), "--runs", "1", "--warmup", "0", "--quiet",
+           "--dump", tmp, "--product", product]
+    if spec.endswith((".mtx", ".mtx.gz")) and is_complex_mtx(spec):
+        cmd += ["--value", "c64"]
+    subprocess.run(cmd + [spec], check=True, capture_output=True)
+    (d,) = [os.path.join(tmp, x) for x in os.listdir(tmp)]
+    shape = json.load(open(os.path.join(d, "shape.json")))
+    ld = lambda n: np.load(os.path.join(d, n))
+    A = sp.csr_array((ld("A_data.npy"), ld("A_indices.npy").astype(np.int32),
+                      ld("A_indptr.npy").astype(np.int32)), shape=(shape["rows"], shape["cols"]))
+    x, y = ld("check_x.npy"), ld("check_y.npy")
+    for f in os.listdir(d):
+        os.remove(os.path.join(d, f))
+    os.rmdir(d)
+    return os.path.basename(d), A, x, y
+
+
+class CAbi:
+    """The C ABI (librusparse.so) on a CPU handle, through ctypes."""
+
+    def __init__(self, path, threads):
+        L = self.L = ct.CDLL(path)
+        L.rusparseGetLastErrorMessage.restype = ct.c_char_p
+        self.h = ct.c_void_p()
+        self.ok(L.rusparseCreateWithBackend(ct.byref(self.h), 1))
+        self.ok(L.rusparseSetNumThreads(self.h, threads))
+
+    def ok(self, status):
+        if status != 0:
+            raise RuntimeError(self.L.rusparseGetLastErrorMessage().decode())
+
+    def spgemm(self, A, op_b):
+        L, h, ok, P = self.L, self.h, self.ok, ct.c_void_p
+        vt = {np.dtype(np.float64): 1, np.dtype(np.complex128): 5}[A.dtype]
+        one = np.ones(1, A.dtype)
+        zero = np.zeros(1, A.dtype)
+        mA, mC, d = P(), P(), P()
+        i64 = ct.c_int64
+        ok(L.rusparseCreateConstCsr(ct.byref(mA), i64(A.shape[0]), i64(A.shape[1]), i64(A.nnz),
+                                    P(A.indptr.ctypes.data), P(A.indices.ctypes.data),
+                                    P(A.data.ctypes.data), 2, 2, 0, vt))
+        m = A.shape[0]
+        n = A.shape[0] if op_b else A.shape[1]
+        ok(L.rusparseCreateCsr(ct.byref(mC), i64(m), i64(n), i64(0), None, None, None, 2, 2, 0, vt))
+        ok(L.rusparseSpGEMM_createDescr(ct.byref(d)))
+        args = (h, 0, op_b, P(one.ctypes.data), mA, mA, P(zero.ctypes.data), mC, vt, 0, d)
+        bufs = []
+        for phase in (L.rusparseSpGEMM_workEstimation, L.rusparseSpGEMM_compute):
+            size = ct.c_size_t(0)
+            ok(phase(*args, ct.byref(size), None))
+            buf = np.empty(size.value, np.uint8)
+            bufs.append(buf)
+            ok(phase(*args, ct.byref(size), P(buf.ctypes.data)))
+        r, c, nnz = i64(), i64(), i64()
+        ok(L.rusparseSpMatGetSize(mC, ct.byref(r), ct.byref(c), ct.byref(nnz)))
+        indptr = np.empty(m + 1, np.int32)
+        indices = np.empty(nnz.value, np.int32)
+        data = np.empty(nnz.value, A.dtype)
+        ok(L.rusparseCsrSetPointers(mC, P(indptr.ctypes.data), P(indices.ctypes.data),
+                                    P(data.ctypes.data)))
+        ok(L.rusparseSpGEMM_copy(*args))
+        L.rusparseSpGEMM_destroyDescr(d)
+        L.rusparseDestroySpMat(mC)
+        L.rusparseDestroySpMat(mA)
+        return sp.csr_array((data, indices, indptr), shape=(m, n))
+
+
+def timed(f):
+    t = time.perf_counter()
+    r = f()
+    return time.perf_counter() - t, r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("specs", nargs="*", help="generator specs or .mtx files (default: the suite)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--budget", type=float, default=20.0,
+                    help="seconds of scipy per matrix at most (fewer runs when slower; at least 1)")
+    ap.add_argument("--no-generated", action="store_true")
+    ap.add_argument("--no-real", action="store_true")
+    ap.add_argument("--matrices", default="/work/shared/matrices")
+    ap.add_argument("--bench", default=os.path.join(ROOT, "target", "release", "rusparse-bench"))
+    ap.add_argument("--lib", default=os.path.join(ROOT, "target", "release", "librusparse.so"))
+    ap.add_argument("--json", help="write the rows here")
+    a = ap.parse_args()
+
+    specs = list(a.specs)
+    if not specs:
+        if not a.no_generated:
+            specs += GENERATED
+        if not a.no_real:
+            for stem in REAL:
+                p = os.path.join(a.matrices, stem + ".mtx.gz")
+                specs.append(p if os.path.exists(p) else os.path.join(a.matrices, stem + ".mtx"))
+    cabi = CAbi(a.lib, a.threads)
+    rows = []
+    print(f"# rusparse {rusparse.__version__}, {a.threads} threads, scipy {scipy.__version__}, "
+          f"numpy {np.__version__}, load average {os.getloadavg()[0]:.1f}", flush=True)
+    print("| matrix | nnz(A) | nnz(C) | scipy s | rusparse.spgemm s | C ABI s | scipy / python | python / C ABI | runs |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in specs:
+            product = "aat" if os.path.basename(spec).startswith("lp_") else "aa"
+            name, A, x, y = load(a.bench, spec, product, tmp, a.threads)
+            op_b = 1 if product == "aat" else 0
+            AT = A.T.tocsr() if op_b else A
+            f_scipy = lambda: A @ AT
+            f_py = lambda: rusparse.spgemm(A, A, op_b="T" if op_b else "N", threads=a.threads)
+            f_c = lambda: cabi.spgemm(A, op_b)
+            # Warm-up, and the check of both rusparse results against
+            # rusparse-bench's C·x.
+            t0, C0 = timed(f_scipy)
+            for f in (f_py, f_c):
+                C = f()
+                err = np.abs(C @ x - y).max() / max(1.0, np.abs(y).max())
+                assert err < 1e-9, (name, err)
+            runs = max(1, min(a.runs, int(a.budget / max(t0, 1e-9))))
+            ts = {"scipy": [], "python": [], "c_abi": []}
+            for _ in range(runs):
+                for k, f in (("scipy", f_scipy), ("python", f_py), ("c_abi", f_c)):
+                    ts[k].append(timed(f)[0])
+            med = {k: statistics.median(v) for k, v in ts.items()}
+            row = {"matrix": name, "nnz_a": int(A.nnz), "nnz_c": int(C.nnz), "runs": runs,
+                   **{f"{k}_s": v for k, v in med.items()},
+                   "speedup": med["scipy"] / med["python"], "overhead": med["python"] / med["c_abi"]}
+            rows.append(row)
+            print(f"| {name} | {A.nnz:,} | {C.nnz:,} | {med['scipy']:.4f} | {med['python']:.4f} | "
+                  f"{med['c_abi']:.4f} | {row['speedup']:.2f} | {row['overhead']:.3f} | {runs} |", flush=True)
+    g = lambda v: math.exp(sum(map(math.log, v)) / len(v))
+    big = [r["overhead"] for r in rows if r["c_abi_s"] > 0.010]
+    print(f"\ngeomean scipy / rusparse.spgemm over {len(rows)} matrices: {g([r['speedup'] for r in rows]):.2f}x")
+    print(f"geomean rusparse.spgemm / C ABI over all: {g([r['overhead'] for r in rows]):.3f}; "
+          f"over the {len(big)} products above 10 ms: {g(big):.3f} (max {max(big, default=float('nan')):.3f})")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"threads": a.threads, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
