@@ -215,6 +215,27 @@ fn device_spgemm<'py>(
         Raw(alpha.as_ptr().cast_mut().cast()),
         Raw(beta.as_ptr().cast_mut().cast()),
     );
+    // A phase of the product with the arguments every phase takes, then
+    // the phase's own (work estimation and compute: the buffer's size and
+    // the buffer).
+    macro_rules! call_phase {
+        ($phase:ident $(, $extra:expr)*) => {
+            $phase(
+                h.get().cast(),
+                op_a,
+                op_b,
+                alpha_p.get(),
+                ma.get().cast_const().cast(),
+                mb.get().cast_const().cast(),
+                beta_p.get(),
+                mc.get().cast(),
+                value_type,
+                alg,
+                d.get().cast(),
+                $($extra),*
+            )
+        };
+    }
     // The two sized phases: a call without a buffer asks its size, the
     // caller allocates it, the same call with it does the work.
     let mut buffers = Vec::new();
@@ -222,23 +243,7 @@ fn device_spgemm<'py>(
         let run = |buffer: Raw, size: &mut usize| {
             py.detach(|| {
                 // SAFETY: as above; the buffer is NULL or `size` bytes.
-                unsafe {
-                    phase(
-                        h.get().cast(),
-                        op_a,
-                        op_b,
-                        alpha_p.get(),
-                        ma.get().cast_const().cast(),
-                        mb.get().cast_const().cast(),
-                        beta_p.get(),
-                        mc.get().cast(),
-                        value_type,
-                        alg,
-                        d.get().cast(),
-                        size,
-                        buffer.get(),
-                    )
-                }
+                unsafe { call_phase!(phase, size, buffer.get()) }
             })
         };
         let mut size = 0usize;
@@ -262,21 +267,7 @@ fn device_spgemm<'py>(
     };
     let status = py.detach(|| {
         // SAFETY: as above; C's arrays hold rows + 1 and nnz entries.
-        unsafe {
-            rusparseSpGEMM_copy(
-                h.get().cast(),
-                op_a,
-                op_b,
-                alpha_p.get(),
-                ma.get().cast_const().cast(),
-                mb.get().cast_const().cast(),
-                beta_p.get(),
-                mc.get().cast(),
-                value_type,
-                alg,
-                d.get().cast(),
-            )
-        }
+        unsafe { call_phase!(rusparseSpGEMM_copy) }
     });
     check(status)?;
     drop(o);
