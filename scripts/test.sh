@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-#   scripts/test.sh            the whole suite, as CI runs it (about 30 minutes
-#                              on 2 cores from a clean clone)
+#   scripts/test.sh            the whole suite, as CI runs it (about an hour on
+#                              2 cores from a clean clone; docs/testing.md,
+#                              "Where the time goes")
 #   scripts/test.sh --quick    the checks to run while working (under 8 minutes
 #                              warm): fmt, clippy, the rusparse crate's unit,
 #                              property, header, doc and integration tests, and
