@@ -205,6 +205,18 @@ def _index_dtype(*ops: _Operand) -> np.dtype:
     return np.dtype(np.int64 if wide else np.int32)
 
 
+def _out_shape(oa: Any, ob: Any, A: Any, B: Any, op_a: str, op_b: str) -> Tuple[int, int]:
+    """C's shape from op(A)'s and op(B)'s (``out_shape()`` of each operand);
+    ``ValueError`` when their inner dimensions differ."""
+    (m, ka), (kb, n) = oa.out_shape(), ob.out_shape()
+    if ka != kb:
+        raise ValueError(
+            f"dimension mismatch: op(A) is {m}x{ka} and op(B) is {kb}x{n} "
+            f"(A {A.shape}, op_a={op_a!r}; B {B.shape}, op_b={op_b!r})"
+        )
+    return m, n
+
+
 def _operands(A: Any, B: Any, op_a: str, op_b: str, alpha: complex):
     import scipy.sparse as sp
 
@@ -216,12 +228,7 @@ def _operands(A: Any, B: Any, op_a: str, op_b: str, alpha: complex):
             )
     oa = _Operand(A, _check_op(op_a, "op_a"), "A")
     ob = _Operand(B, _check_op(op_b, "op_b"), "B")
-    (m, ka), (kb, n) = oa.out_shape(), ob.out_shape()
-    if ka != kb:
-        raise ValueError(
-            f"dimension mismatch: op(A) is {m}x{ka} and op(B) is {kb}x{n} "
-            f"(A {A.shape}, op_a={op_a!r}; B {B.shape}, op_b={op_b!r})"
-        )
+    m, n = _out_shape(oa, ob, A, B, op_a, op_b)
     dtype = _value_dtype(A.dtype, B.dtype, alpha)
     return oa, ob, dtype, _index_dtype(oa, ob), (m, n)
 

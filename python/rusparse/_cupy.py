@@ -69,7 +69,7 @@ def spgemm(A: Any, B: Any, *, alpha, op_a: str, op_b: str, sorted: bool, algorit
     import cupy
     import cupyx.scipy.sparse as csp
 
-    from . import _alpha, _check_op, _raise, _value_dtype
+    from . import _alpha, _check_op, _out_shape, _raise, _value_dtype
 
     for x, name in ((A, "A"), (B, "B")):
         if not csp.issparse(x):
@@ -80,12 +80,7 @@ def spgemm(A: Any, B: Any, *, alpha, op_a: str, op_b: str, sorted: bool, algorit
     alpha_pair = _alpha(alpha)
     oa = _DeviceOperand(A, _check_op(op_a, "op_a"), "A")
     ob = _DeviceOperand(B, _check_op(op_b, "op_b"), "B")
-    (m, ka), (kb, n) = oa.out_shape(), ob.out_shape()
-    if ka != kb:
-        raise ValueError(
-            f"dimension mismatch: op(A) is {m}x{ka} and op(B) is {kb}x{n} "
-            f"(A {A.shape}, op_a={op_a!r}; B {B.shape}, op_b={op_b!r})"
-        )
+    m, n = _out_shape(oa, ob, A, B, op_a, op_b)
     dtype = _value_dtype(np.dtype(A.dtype), np.dtype(B.dtype), complex(*alpha_pair))
     wide = any(
         np.dtype(arr.dtype).itemsize > 4 for o in (oa, ob) for arr in (o.x.indptr, o.x.indices)
