@@ -295,6 +295,9 @@ struct FiberStacks {
 };
 thread_local FiberStacks fiber_stacks;
 
+// tsan_switch's fiber index for the scheduler.
+constexpr std::size_t kToScheduler = std::size_t(-1);
+
 // In the race check, tells ThreadSanitizer which fiber runs next; `sync`:
 // whether the switch orders memory (only a fiber's first start in a launch,
 // from the scheduler, and its end, back to it). Always inlined: a function
@@ -303,11 +306,10 @@ thread_local FiberStacks fiber_stacks;
 [[maybe_unused]] [[gnu::always_inline]] inline void tsan_switch([[maybe_unused]] std::size_t to_fiber,
                                          [[maybe_unused]] bool sync) {
 #if defined(__SANITIZE_THREAD__)
-  void* to = to_fiber == std::size_t(-1) ? fiber_run->scheduler_tsan : fiber_stacks.tsan[to_fiber];
+  void* to = to_fiber == kToScheduler ? fiber_run->scheduler_tsan : fiber_stacks.tsan[to_fiber];
   __tsan_switch_to_fiber(to, sync ? 0u : unsigned(__tsan_switch_to_fiber_no_sync));
 #endif
 }
-constexpr std::size_t kToScheduler = std::size_t(-1);
 
 inline void fiber_yield() {
   FiberRun& r = *fiber_run;
