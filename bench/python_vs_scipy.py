@@ -3,8 +3,8 @@
 own C ABI, in one process, interleaved, on the generated suite and the real
 matrices (issue 32's targets).
 
-    python python/bench_vs_scipy.py --threads 2 --runs 5
-    python python/bench_vs_scipy.py --no-generated /work/shared/matrices/ex31.mtx.gz
+    python bench/python_vs_scipy.py --threads 2 --runs 5
+    python bench/python_vs_scipy.py --no-generated /work/shared/matrices/ex31.mtx.gz
 
 Needs the installed package (pip install ./python), target/release/
 rusparse-bench (cargo build --release --bin rusparse-bench), which generates
@@ -27,13 +27,13 @@ geometric means.
 
 import argparse
 import ctypes as ct
-import gzip
 import json
 import math
 import os
 import statistics
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 
@@ -41,49 +41,29 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 
+import peers  # noqa: E402  (bench/peers.py: the suite's matrix loading)
 import rusparse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GENERATED = [
-    "uniform_r4:200000",
-    "stencil2d_5pt:725",
-    "stencil3d_7pt:100",
-    "fem27_3dof:28",
-    "band_r120:36000",
-    "delaunay:1048576",
-    "rmat:18:4",
-]
-REAL = [
-    "bcsstk15", "ex31", "memplus", "1138_bus", "lp_maros_r7", "lp_fit2p", "qc324",
-    "orani678", "luxembourg_osm", "ego-Facebook", "wiki-Vote", "as20000102",
-    "HEP-th-new", "ca-CondMat",
-]
-
-
-def is_complex_mtx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        return "complex" in f.readline().lower()
+# The suite of bench/peers.py, and the 14 real matrices (peers.py leaves out
+# the tiny 1138_bus; issue 32's target counts all 14).
+GENERATED = peers.GENERATED
+REAL = peers.REAL + [("1138_bus", "aa")]
 
 
 def load(bench, spec, product, tmp, threads):
-    """Generates/reads SPEC with rusparse-bench and loads the dumped CSR
-    (int32 indices, as rusparse-bench's default --index i32)."""
+    """Generates/reads SPEC with rusparse-bench, which dumps its CSR arrays
+    and C·x check vectors, and loads them with peers.py's loader (the same
+    matrices the peers are timed on)."""
     cmd = [bench, "--threads", str(threads), "--runs", "1", "--warmup", "0", "--quiet",
            "--dump", tmp, "--product", product]
-    if spec.endswith((".mtx", ".mtx.gz")) and is_complex_mtx(spec):
+    if peers.mm_is_complex(spec):
         cmd += ["--value", "c64"]
     subprocess.run(cmd + [spec], check=True, capture_output=True)
     (d,) = [os.path.join(tmp, x) for x in os.listdir(tmp)]
-    shape = json.load(open(os.path.join(d, "shape.json")))
-    ld = lambda n: np.load(os.path.join(d, n))
-    A = sp.csr_array((ld("A_data.npy"), ld("A_indices.npy").astype(np.int32),
-                      ld("A_indptr.npy").astype(np.int32)), shape=(shape["rows"], shape["cols"]))
-    x, y = ld("check_x.npy"), ld("check_y.npy")
-    for f in os.listdir(d):
-        os.remove(os.path.join(d, f))
-    os.rmdir(d)
-    return os.path.basename(d), A, x, y
+    _, _, A, _, x, y = peers.load_dump(d)
+    shutil.rmtree(d)
+    return os.path.basename(d), sp.csr_array(A), x, y
 
 
 class CAbi:
@@ -162,7 +142,7 @@ def main():
         if not a.no_generated:
             specs += GENERATED
         if not a.no_real:
-            for stem in REAL:
+            for stem, _ in REAL:
                 p = os.path.join(a.matrices, stem + ".mtx.gz")
                 specs.append(p if os.path.exists(p) else os.path.join(a.matrices, stem + ".mtx"))
     cabi = CAbi(a.lib, a.threads)
