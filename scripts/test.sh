@@ -346,9 +346,11 @@ mpiexec "${mpiexec_flags[@]}" -n 2 target/cmake-build/petsc/tests/petsc_products
     -dll_append "$prefix/lib/librusparse_petsc.so" -n 6 -g 400 | tail -n 1
 
 step "the GPU check as far as no GPU allows: scripts/gpu-bundle.sh builds the bundle (under its size limit), scripts/gpu-check.sh runs to its summary with 'no GPU' for every GPU step"
-# The test binaries of the bundle from the test profile, which `cargo
-# test` built above (a GPU machine gets release ones from a plain run).
-RUSPARSE_BUNDLE_TEST_PROFILE=test ./scripts/gpu-bundle.sh | tail -n 1
+# The test binaries of the bundle are those `cargo test` built above (test
+# profile), taken from target/test-binaries.json: a `cargo test --test ...`
+# would rebuild rusparse (see test_binary). A GPU machine gets release ones
+# from a plain run.
+RUSPARSE_BUNDLE_TEST_BINARIES="$root/target/test-binaries.json" ./scripts/gpu-bundle.sh | tail -n 1
 rm -rf target/gpu-check
 if ./scripts/gpu-check.sh target/gpu-check 3; then
     if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" = 0 ]; then
