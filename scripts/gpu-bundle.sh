@@ -7,9 +7,13 @@
 #   tests/<name>            the test binaries that need a GPU or NVRTC
 #                           (cuda_backend, cuda_ffi, nvrtc_kernels), release;
 #                           RUSPARSE_BUNDLE_TEST_PROFILE=test takes the test
-#                           profile's instead (what CI does: `cargo test`
-#                           has built them already, a release build of the
-#                           tests and their dev-dependencies costs 3-4 min)
+#                           profile's instead (a release build of the
+#                           tests and their dev-dependencies costs 3-4 min);
+#                           RUSPARSE_BUNDLE_TEST_BINARIES=FILE (what CI
+#                           does) takes those a workspace `cargo test` built,
+#                           from FILE, its `cargo test --no-run
+#                           --message-format=json` (scripts/test.sh writes
+#                           target/test-binaries.json), building none
 # all stripped, and prints the folder's path and size (the copy to the GPU
 # machine carries at most 64 MiB with the working tree). Then, there:
 #   scripts/gpu-check.sh "$OUT"        (gpu-bin/ passed in `carry`)
@@ -28,20 +32,33 @@ cargo build -q --release -p rusparse -p rusparse-bench
 tests=(cuda_backend cuda_ffi nvrtc_kernels)
 test_args=()
 for t in "${tests[@]}"; do test_args+=(--test "$t"); done
-# The test executables, from cargo's JSON messages.
-mapfile -t executables < <(
-    cargo test -q --profile "${RUSPARSE_BUNDLE_TEST_PROFILE:-release}" -p rusparse --no-run \
-        --message-format=json "${test_args[@]}" |
-        python3 -c '
-import json, sys
+# The test executables, from cargo's JSON messages: those of the tests
+# named above, of the package rusparse (the root manifest).
+pick='
+import json, os, sys
+root, names = sys.argv[1], sys.argv[2:]
 for line in sys.stdin:
     try:
         m = json.loads(line)
     except ValueError:
         continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+    if (m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]
+            and m["target"]["name"] in names and "test" in m["target"]["kind"]
+            and os.path.realpath(m["manifest_path"]) == os.path.realpath(root + "/Cargo.toml")):
         print(m["target"]["name"] + "\t" + m["executable"])
-')
+'
+if [ -n "${RUSPARSE_BUNDLE_TEST_BINARIES:-}" ]; then
+    # A filtered `cargo test -p rusparse --test ...` resolves the build
+    # dependencies' features (serde's, through cbindgen) unlike the
+    # workspace `cargo test` that built them, so it would rebuild rusparse
+    # and the tests (minutes on 2 cores): take the workspace build's.
+    echo "== the test binaries from $RUSPARSE_BUNDLE_TEST_BINARIES (test profile, built by cargo test)"
+    mapfile -t executables < <(python3 -c "$pick" "$root" "${tests[@]}" < "$RUSPARSE_BUNDLE_TEST_BINARIES")
+else
+    mapfile -t executables < <(
+        cargo test -q --profile "${RUSPARSE_BUNDLE_TEST_PROFILE:-release}" -p rusparse --no-run \
+            --message-format=json "${test_args[@]}" | python3 -c "$pick" "$root" "${tests[@]}")
+fi
 if [ ${#executables[@]} -ne ${#tests[@]} ]; then
     echo "expected ${#tests[@]} test executables, cargo reported: ${executables[*]}" >&2
     exit 1

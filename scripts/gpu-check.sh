@@ -15,6 +15,9 @@
 #   test_cuda_backend  tests/cuda_backend.rs, RUSPARSE_REQUIRE_GPU=1, --nocapture
 #   test_cuda_ffi      tests/cuda_ffi.rs, the same
 #   test_nvrtc_kernels every kernel instantiation by this machine's NVRTC
+#                      (RUSPARSE_NVRTC, when set, picks it: scripts/test.sh
+#                      points it at the CUDA 13 wheel, so that this step is
+#                      CI's NVRTC 13 compile of every kernel)
 #   kernel_resources   registers, shared memory and spills of every kernel as a
 #                      CUBIN for this GPU, checked against the planner's blocks
 #   demo_1000_x3       the demo at n = 1000 (10^6 rows), three times
@@ -101,7 +104,7 @@ step preflight 60 0 "
 step demo_200 60 1 "$req $bin/rusparse-demo 200"
 step test_cuda_backend 180 1 "$req $bin/tests/cuda_backend --nocapture"
 step test_cuda_ffi 120 1 "$req $bin/tests/cuda_ffi --nocapture"
-step test_nvrtc_kernels 120 0 "RUSPARSE_REQUIRE_NVRTC=1 $bin/tests/nvrtc_kernels --nocapture"
+step test_nvrtc_kernels 180 0 "RUSPARSE_REQUIRE_NVRTC=1 $bin/tests/nvrtc_kernels --nocapture"
 step kernel_resources 120 0 "$bin/rusparse-bench kernels --device-arch ${RUSPARSE_GPU_ARCH:-auto}"
 step demo_1000_x3 120 1 "for i in 1 2 3; do $req $bin/rusparse-demo 1000 || exit 1; done"
 if command -v compute-sanitizer >/dev/null 2>&1; then

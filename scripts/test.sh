@@ -183,14 +183,15 @@ print(paths[0])' "$1"
 
 # NVRTC 13 (the CUDA 13 wheel, found through RUSPARSE_NVRTC, as on the GPU
 # machines with a CUDA 13 driver): it has no compute_70, so the targets move
-# to compute_75.
+# to compute_75. `cargo test` above compiled every kernel instantiation with
+# NVRTC 12; the NVRTC 13 compile of them is gpu-check.sh's step
+# test_nvrtc_kernels at the end (the same test binary, from the bundle), so
+# that each NVRTC compiles every kernel once, not 12, 13 and 12 again.
 nvrtc13_dir="$root/target/nvrtc-cu13"
 if [ ! -e "$nvrtc13_dir/nvidia/cu13/lib/libnvrtc.so.13" ]; then
     step "installing NVRTC 13 (pip: nvidia-cuda-nvrtc 13) into target/nvrtc-cu13"
     python3 -m pip install -q --no-deps --target "$nvrtc13_dir" "nvidia-cuda-nvrtc==13.5.37"
 fi
-step "every kernel instantiation compiled by NVRTC 13 (RUSPARSE_NVRTC=target/nvrtc-cu13/...)"
-RUSPARSE_REQUIRE_NVRTC=1 RUSPARSE_NVRTC="$nvrtc13_dir/nvidia/cu13/lib" "$(test_binary nvrtc_kernels)" --nocapture
 
 step "soak: 10,000 random products of every type, base, op and algorithm against the reference"
 cargo run -q -p rusparse-bench -- soak --cases 10000 --seed 1
@@ -261,7 +262,10 @@ step "sanitizers: C ABI fuzz replay and random programs, huge requests, shared h
 # A 10^12-entry C asks for terabytes: ASan must return NULL (ALLOC_FAILED), not abort.
 asan_run=("${asan[@]}" ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1)
 "${asan_run[@]}" cargo test -p rusparse --target "$host" --test fuzz_c_abi --test huge_requests --test shared_handle
-"${asan_run[@]}" cargo run -q -p rusparse-bench --target "$host" -- soak --cases 3000 --seed 5 >/dev/null
+# The benchmark without its default feature `plot`: the soak draws nothing,
+# and plotters with its image and font crates would be built under ASan too.
+"${asan_run[@]}" cargo run -q -p rusparse-bench --no-default-features --target "$host" -- \
+    soak --cases 3000 --seed 5 >/dev/null
 
 # The Python package (python/, its own cargo workspace): clippy, then the
 # wheel built by maturin (one release build of the extension) and installed
@@ -345,12 +349,21 @@ mpiexec_flags=(--oversubscribe); [ "$(id -u)" -eq 0 ] && mpiexec_flags+=(--allow
 mpiexec "${mpiexec_flags[@]}" -n 2 target/cmake-build/petsc/tests/petsc_products \
     -dll_append "$prefix/lib/librusparse_petsc.so" -n 6 -g 400 | tail -n 1
 
-step "the GPU check as far as no GPU allows: scripts/gpu-bundle.sh builds the bundle (under its size limit), scripts/gpu-check.sh runs to its summary with 'no GPU' for every GPU step"
-# The test binaries of the bundle from the test profile, which `cargo
-# test` built above (a GPU machine gets release ones from a plain run).
-RUSPARSE_BUNDLE_TEST_PROFILE=test ./scripts/gpu-bundle.sh | tail -n 1
+step "the GPU check as far as no GPU allows: scripts/gpu-bundle.sh builds the bundle (under its size limit), scripts/gpu-check.sh runs to its summary with 'no GPU' for every GPU step; its test_nvrtc_kernels is the NVRTC 13 compile of every kernel instantiation (RUSPARSE_NVRTC=target/nvrtc-cu13/...)"
+# The test binaries of the bundle are those `cargo test` built above (test
+# profile), taken from target/test-binaries.json: a `cargo test --test ...`
+# would rebuild rusparse (see test_binary). A GPU machine gets release ones
+# from a plain run.
+RUSPARSE_BUNDLE_TEST_BINARIES="$root/target/test-binaries.json" ./scripts/gpu-bundle.sh | tail -n 1
 rm -rf target/gpu-check
-if ./scripts/gpu-check.sh target/gpu-check 3; then
+# 6 minutes: an upper bound; without a GPU only the NVRTC 13 compile (about
+# a minute) and kernel_resources take time.
+if RUSPARSE_NVRTC="$nvrtc13_dir/nvidia/cu13/lib" ./scripts/gpu-check.sh target/gpu-check 6; then
+    # The NVRTC 13 compile must have run and passed (not "no time"), with NVRTC 13.
+    grep -q "^test_nvrtc_kernels  *ok" target/gpu-check/summary.txt &&
+        grep -q "^NVRTC 13\." target/gpu-check/test_nvrtc_kernels.log ||
+        { cat target/gpu-check/test_nvrtc_kernels.log; echo "gpu-check: test_nvrtc_kernels did not pass with NVRTC 13"; exit 1; }
+    grep "^test_nvrtc_kernels\|^kernel_resources" target/gpu-check/summary.txt
     if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" = 0 ]; then
         for s in demo_200 test_cuda_backend test_cuda_ffi bench_suite soak_cuda; do
             grep -q "^$s  *no GPU" target/gpu-check/summary.txt ||

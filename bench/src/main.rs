@@ -37,6 +37,7 @@ mod gpu;
 mod kernels;
 mod matrix_market;
 mod npy;
+#[cfg(feature = "plot")]
 mod plot;
 mod predict;
 mod report;
@@ -750,6 +751,10 @@ fn run_case_gpu_budget<T: BenchScalar, I: Index>(
 }
 
 fn run(cli: &Cli) -> Result<(), String> {
+    #[cfg(not(feature = "plot"))]
+    if cli.plot.is_some() {
+        return Err("--plot: this rusparse-bench was built without its feature `plot`".into());
+    }
     if cli.matrices.is_empty() && cli.from.is_empty() {
         return Err(
             "no MATRIX given and no --from results to show; see --help for the matrix specs".into(),
@@ -880,6 +885,7 @@ fn run(cli: &Cli) -> Result<(), String> {
         };
         report::write_json(path, &rep)?;
     }
+    #[cfg(feature = "plot")]
     if let Some(path) = &cli.plot {
         plot::plot(&all, path)?;
     }
@@ -1083,6 +1089,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "plot")]
     fn end_to_end_json_dump_and_plot_only() {
         let dir = std::env::temp_dir().join(format!("rusparse-bench-e2e-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
