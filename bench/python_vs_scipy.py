@@ -41,7 +41,7 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 
-import peers  # noqa: E402  (bench/peers.py: the suite's matrix loading)
+import peers  # bench/peers.py: the suite, the matrices folder and the dump loader
 import rusparse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -131,20 +131,23 @@ def main():
                     help="seconds of scipy per matrix at most (fewer runs when slower; at least 1)")
     ap.add_argument("--no-generated", action="store_true")
     ap.add_argument("--no-real", action="store_true")
-    ap.add_argument("--matrices", default="/work/shared/matrices")
+    ap.add_argument("--matrices", help="the real matrices' folder (default: as bench/peers.py finds it)")
     ap.add_argument("--bench", default=os.path.join(ROOT, "target", "release", "rusparse-bench"))
     ap.add_argument("--lib", default=os.path.join(ROOT, "target", "release", "librusparse.so"))
     ap.add_argument("--json", help="write the rows here")
     a = ap.parse_args()
 
-    specs = list(a.specs)
+    # (spec, product): A·Aᵀ where the suite says so (the rectangular LP
+    # matrices), A·A otherwise.
+    specs = [(s, "aat" if os.path.basename(s).startswith("lp_") else "aa") for s in a.specs]
     if not specs:
         if not a.no_generated:
-            specs += GENERATED
+            specs += [(s, "aa") for s in GENERATED]
         if not a.no_real:
-            for stem, _ in REAL:
-                p = os.path.join(a.matrices, stem + ".mtx.gz")
-                specs.append(p if os.path.exists(p) else os.path.join(a.matrices, stem + ".mtx"))
+            folder = peers.matrices_dir(argparse.Namespace(matrices_dir=a.matrices))
+            for stem, product in REAL:
+                p = os.path.join(folder, stem + ".mtx.gz")
+                specs.append((p if os.path.exists(p) else os.path.join(folder, stem + ".mtx"), product))
     cabi = CAbi(a.lib, a.threads)
     rows = []
     print(f"# rusparse {rusparse.__version__}, {a.threads} threads, scipy {scipy.__version__}, "
@@ -152,8 +155,7 @@ def main():
     print("| matrix | nnz(A) | nnz(C) | scipy s | rusparse.spgemm s | C ABI s | scipy / python | python / C ABI | runs |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
     with tempfile.TemporaryDirectory() as tmp:
-        for spec in specs:
-            product = "aat" if os.path.basename(spec).startswith("lp_") else "aa"
+        for spec, product in specs:
             name, A, x, y = load(a.bench, spec, product, tmp, a.threads)
             op_b = 1 if product == "aat" else 0
             AT = A.T.tocsr() if op_b else A
