@@ -248,6 +248,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     chunk: Chunk<'_>,
     out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
+    let prefetch = chunk.prefetch();
     let Chunk {
         rows,
         work,
@@ -264,7 +265,9 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     let mut merger = Merger::for_rows(&a.pattern, work, &rows, scratch)?;
     let origin = offsets[rows.start];
     for i in rows {
-        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
+        if prefetch {
+            prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
+        }
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         let row = merger.merge_row(&a.pattern, a.values, &b.pattern, b.values, i)?;
         if row.0.len() != out.len() {
@@ -338,6 +341,7 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     (dense_ok, ratio, pool): (bool, f64, Option<&UpperPool>),
     counts: &mut [usize],
 ) -> Result<UpperChunk<T, J>> {
+    let prefetch = chunk.prefetch();
     let Chunk {
         rows,
         work,
@@ -380,7 +384,9 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     let first = rows.start;
     // `cols` and `vals` always hold exactly the finished rows.
     for (i, count) in rows.zip(counts.iter_mut()) {
-        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
+        if prefetch {
+            prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
+        }
         let n = cols.len();
         if goes_dense(i) {
             if dense.is_none() {

@@ -220,6 +220,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     chunk: Chunk<'_>,
     out: NumericPiece<'_, T, J>,
 ) -> Result<()> {
+    let prefetch = chunk.prefetch();
     let Chunk {
         rows,
         work,
@@ -253,7 +254,9 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     try_reserve(&mut slots, longest + 1, "the row slot list")?;
     let origin = offsets[rows.start];
     for i in rows {
-        prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
+        if prefetch {
+            prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
+        }
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         if b_canonical {
             if let Some(k) = single_entry(&a.pattern, i) {

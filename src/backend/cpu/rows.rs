@@ -43,6 +43,19 @@ pub(crate) struct Chunk<'a> {
     pub b_canonical: bool,
 }
 
+impl Chunk<'_> {
+    /// Whether the kernels prefetch the rows of B ([`prefetch_rows_of_b`]):
+    /// not when consecutive rows read rows of B that follow each other
+    /// ([`RowWork::b_rows_in_order`]), which the hardware prefetcher
+    /// already streams (one thread, minimum of 15 interleaved runs through
+    /// the C ABI: stencil2d_5pt_725 126 -> 109 ms, stencil3d_7pt_100 412 ->
+    /// 394 ms; scattered rows lose without it: uniform_r4_200000's
+    /// symbolic phase 16 -> 37 ms).
+    pub fn prefetch(&self) -> bool {
+        !self.work.b_rows_in_order()
+    }
+}
+
 /// A chunk's piece of C in the numeric phase.
 pub(crate) struct NumericPiece<'a, T, J> {
     /// C's zero-based row offsets (of all rows: the chunk's slices start at
