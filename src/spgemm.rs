@@ -3,7 +3,7 @@
 //! output-size prediction.
 
 use crate::context::Context;
-use crate::csr::{CsrMatrix, CsrView};
+use crate::csr::{CsrMatrix, CsrOutput, CsrView};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::{ensure_memory_for, invalid, try_reserve, Result};
@@ -128,6 +128,44 @@ impl Context {
         try_reserve(&mut values, bound, "C's values")?;
         plan.symbolic(self, a, b)?;
         plan.execute_into(self, a, b, opts.alpha, opts.column_order, (cols, values))
+    }
+
+    /// [`Context::spgemm`] into arrays the caller makes once nnz(C) is
+    /// known: after the symbolic phase, `alloc(nnz)` returns C's three
+    /// arrays (`nrows + 1` row offsets, `nnz` columns and values, with the
+    /// index base C is to have; they need not be initialised, every entry
+    /// is written), and the numeric phase writes them, with C's columns
+    /// in `opts.column_order`. So a binding hands C to its own arrays
+    /// (numpy's) without a copy and without a pass that fills them first.
+    /// Nothing is fingerprinted, as in [`Context::spgemm`].
+    ///
+    /// # Errors
+    /// As [`Context::spgemm`]; what `alloc` returns; INVALID_VALUE when
+    /// its arrays are not C's lengths or it leaves one out.
+    pub fn spgemm_into<'o, T: Scalar, I: Index, J: Index>(
+        &self,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        opts: &SpgemmOptions<T>,
+        alloc: impl FnOnce(usize) -> Result<CsrOutput<'o, T, I, J>>,
+    ) -> Result<()> {
+        let operation = Operation {
+            op_a: opts.op_a,
+            op_b: opts.op_b,
+            algorithm: opts.algorithm,
+        };
+        let mut plan = SpgemmPlan::for_one_call(self, a, b, operation)?;
+        check_nnz_fits(plan.nnz_lower_bound(), a.base(), I::INDEX_TYPE, "at least ")?;
+        plan.symbolic(self, a, b)?;
+        let nnz = plan.nnz().unwrap_or(0);
+        let mut out = alloc(nnz)?;
+        check_nnz_fits(nnz as u64, out.base, I::INDEX_TYPE, "")?;
+        if out.row_offsets.is_none() || out.col_indices.is_none() || out.values.is_none() {
+            invalid!("spgemm_into needs all three of C's arrays");
+        }
+        out.pattern = None;
+        out.column_order = opts.column_order;
+        plan.numeric(self, a, b, opts.alpha, T::zero(), out)
     }
 }
 

@@ -585,6 +585,7 @@ fn prop_exact<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
     let r = reference_product(&a, p.op_a, &b, p.op_b, alpha);
     prop_assert_eq!(&c, &r);
     check_exact_prediction(&a, &b, &opts, r.nnz(), count_products(p))?;
+    check_spgemm_into(context_for(p), &a, &b, &opts, &r)?;
 
     let expected = dense_product(&dense_op(&a, p.op_a), &dense_op(&b, p.op_b), alpha.to_c64());
     prop_assert_eq!(dense_of(&c), expected, "differs from the dense oracle");
@@ -609,6 +610,58 @@ fn prop_exact<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
         let c2 = ok(rusparse::spgemm(&a2.view(), &b2.view(), &opts2))?;
         prop_assert_eq!(&c, &c2, "op C differs from op T of the conjugate");
     }
+    Ok(())
+}
+
+/// `Context::spgemm_into` writes `expected` into the arrays its `alloc`
+/// makes at nnz(C) (filled with garbage first: every entry must be
+/// written); arrays of the wrong length and an `alloc` error are refused.
+fn check_spgemm_into<T: TestValue, I: Index, J: Index>(
+    ctx: &Context,
+    a: &CsrMatrix<T, I, J>,
+    b: &CsrMatrix<T, I, J>,
+    opts: &SpgemmOptions<T>,
+    expected: &CsrMatrix<T, I, J>,
+) -> TestResult {
+    let m = expected.nrows();
+    let (mut offsets, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    let mut asked = None;
+    ok(ctx.spgemm_into(&a.view(), &b.view(), opts, |nnz| {
+        asked = Some(nnz);
+        offsets = vec![I::from_usize_unchecked(7); m + 1];
+        cols = vec![J::from_usize_unchecked(5); nnz];
+        vals = vec![T::one() + T::one(); nnz];
+        Ok(CsrOutput::full(
+            &mut offsets,
+            &mut cols,
+            &mut vals,
+            expected.base(),
+        ))
+    }))?;
+    prop_assert_eq!(asked, Some(expected.nnz()));
+    prop_assert_eq!(&offsets[..], expected.row_offsets());
+    prop_assert_eq!(&cols[..], expected.col_indices());
+    prop_assert_eq!(&vals[..], expected.values());
+
+    let (mut o2, mut c2, mut v2) = (vec![I::default(); m + 1], Vec::new(), Vec::new());
+    let short = ctx.spgemm_into(&a.view(), &b.view(), opts, |nnz| {
+        c2 = vec![J::default(); nnz + 1];
+        v2 = vec![T::zero(); nnz + 1];
+        Ok(CsrOutput::full(&mut o2, &mut c2, &mut v2, expected.base()))
+    });
+    prop_assert!(
+        is_invalid(&short),
+        "arrays one too long: {}",
+        describe(&short)
+    );
+    let refused = ctx.spgemm_into::<T, I, J>(&a.view(), &b.view(), opts, |_| {
+        Err(Error::AllocFailed("the caller's arrays".into()))
+    });
+    prop_assert!(
+        matches!(refused, Err(Error::AllocFailed(_))),
+        "alloc's error: {}",
+        describe(&refused)
+    );
     Ok(())
 }
 

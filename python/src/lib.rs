@@ -139,20 +139,54 @@ fn borrow<'py, T: Value, I: Idx>(x: &Operand<'py>) -> PyResult<Borrowed<'py, T, 
     })
 }
 
-impl<T: Value, I: Idx> Borrowed<'_, T, I> {
-    fn view(&self) -> PyResult<CsrView<'_, T, I, I>> {
-        fn slice<X>(r: Result<&[X], numpy::NotContiguousError>) -> PyResult<&[X]> {
-            r.map_err(|_| PyValueError::new_err("arrays must be contiguous"))
-        }
+/// An operand's shape and arrays, not yet validated.
+struct Slices<'a, T, I> {
+    rows: usize,
+    cols: usize,
+    indptr: &'a [I],
+    indices: &'a [I],
+    data: &'a [T],
+}
+
+impl<'a, T: Value, I: Idx> Slices<'a, T, I> {
+    /// The operand as a validated view (validation runs in the current
+    /// rayon pool).
+    fn view(&self) -> rusparse::Result<CsrView<'a, T, I, I>> {
         CsrView::try_new(
             self.rows,
             self.cols,
-            slice(self.indptr.as_slice())?,
-            slice(self.indices.as_slice())?,
-            slice(self.data.as_slice())?,
+            self.indptr,
+            self.indices,
+            self.data,
             IndexBase::Zero,
         )
-        .map_err(to_py)
+    }
+
+    /// Whether `other` is the same matrix (the same arrays): A·A.
+    fn same(&self, other: &Self) -> bool {
+        (self.rows, self.cols) == (other.rows, other.cols)
+            && std::ptr::eq(self.indptr, other.indptr)
+            && std::ptr::eq(self.indices, other.indices)
+            && std::ptr::eq(self.data, other.data)
+    }
+}
+
+impl<T: Value, I: Idx> Borrowed<'_, T, I> {
+    fn slices(&self) -> PyResult<Slices<'_, T, I>> {
+        fn slice<X>(r: Result<&[X], numpy::NotContiguousError>) -> PyResult<&[X]> {
+            r.map_err(|_| PyValueError::new_err("arrays must be contiguous"))
+        }
+        Ok(Slices {
+            rows: self.rows,
+            cols: self.cols,
+            indptr: slice(self.indptr.as_slice())?,
+            indices: slice(self.indices.as_slice())?,
+            data: slice(self.data.as_slice())?,
+        })
+    }
+
+    fn view(&self) -> PyResult<CsrView<'_, T, I, I>> {
+        self.slices()?.view().map_err(to_py)
     }
 }
 
@@ -271,6 +305,9 @@ fn numeric_into_numpy<'py, T: Value, I: Idx>(
     Ok((indptr.into_any(), indices.into_any(), data.into_any()))
 }
 
+/// C's numpy arrays, made at nnz(C) by [`spgemm_typed`]'s allocation.
+type Made<T, I> = (Py<PyArray1<I>>, Py<PyArray1<I>>, Py<PyArray1<T>>);
+
 fn spgemm_typed<'py, T: Value, I: Idx>(
     py: Python<'py>,
     a: &Operand<'py>,
@@ -278,19 +315,68 @@ fn spgemm_typed<'py, T: Value, I: Idx>(
     call: &Call,
 ) -> PyResult<Arrays<'py>> {
     let (ba, bb) = (borrow::<T, I>(a)?, borrow::<T, I>(b)?);
-    let (va, vb) = (ba.view()?, bb.view()?);
+    let (sa, sb) = (ba.slices()?, bb.slices()?);
     let ctx = context(call.threads)?;
-    // The C ABI's phases: plan and symbolic product, then C's arrays
-    // allocated at nnz(C), then the numeric product into them.
-    let plan = py
-        .detach(|| {
-            let mut plan = SpgemmPlan::new(&ctx, &va, call.op_a, &vb, call.op_b, call.algorithm)?;
-            plan.symbolic(&ctx, &va, &vb)?;
-            Ok(plan)
+    let opts = SpgemmOptions {
+        op_a: call.op_a,
+        op_b: call.op_b,
+        alpha: T::from_alpha(call.alpha.0, call.alpha.1),
+        algorithm: call.algorithm,
+        column_order: call.order,
+    };
+    let mut made: Option<Made<T, I>> = None;
+    // One call with the GIL released, all of it on the context's pool (one
+    // hand-over to its threads, not one per phase: a 10 x 10 product took
+    // 75 us with five): the operands validated (once for A·A), the phases
+    // back to back with nothing fingerprinted (the arrays stay borrowed),
+    // and C's arrays made by numpy at nnz(C), uninitialised, for the
+    // numeric phase to write (the pool's thread takes the GIL for that).
+    py.detach(|| {
+        ctx.run(|| {
+            let va = sa.view()?;
+            let vb = if sa.same(&sb) { va } else { sb.view()? };
+            let rows = if call.op_a == Op::N {
+                va.nrows()
+            } else {
+                va.ncols()
+            };
+            ctx.spgemm_into(&va, &vb, &opts, |nnz| {
+                Python::attach(|py| {
+                    // SAFETY: new uninitialised arrays, which rusparse writes
+                    // completely (row offsets, nnz columns and nnz values,
+                    // checked against these lengths) before anything reads
+                    // them; on an error they are dropped unread.
+                    let (o, c, v) = unsafe {
+                        (
+                            PyArray1::<I>::new(py, [rows + 1], false),
+                            PyArray1::<I>::new(py, [nnz], false),
+                            PyArray1::<T>::new(py, [nnz], false),
+                        )
+                    };
+                    // SAFETY: the arrays are new, contiguous and held in
+                    // `made` until the numeric phase has written them; nothing
+                    // else refers to them before they are returned.
+                    let out = unsafe {
+                        CsrOutput::full(
+                            std::slice::from_raw_parts_mut(o.data(), rows + 1),
+                            std::slice::from_raw_parts_mut(c.data(), nnz),
+                            std::slice::from_raw_parts_mut(v.data(), nnz),
+                            IndexBase::Zero,
+                        )
+                    };
+                    made = Some((o.unbind(), c.unbind(), v.unbind()));
+                    Ok(out)
+                })
+            })
         })
-        .map_err(to_py)?;
-    let alpha = T::from_alpha(call.alpha.0, call.alpha.1);
-    numeric_into_numpy(py, &plan, &ctx, &va, &vb, alpha, call.order)
+    })
+    .map_err(to_py)?;
+    let (o, c, v) = made.ok_or_else(|| PyValueError::new_err("C was not made"))?;
+    Ok((
+        o.into_bound(py).into_any(),
+        c.into_bound(py).into_any(),
+        v.into_bound(py).into_any(),
+    ))
 }
 
 /// Runs `f::<T, I>` for the value and index dtypes of `a`'s arrays (the
