@@ -1468,8 +1468,9 @@ combinations! {
 
 /// `ColumnOrder::Any` really skips the sort where an algorithm sorts: a
 /// row whose columns first appear as 5, 2, 4 is written in that order by
-/// the hash and dense accumulators (BRMerge merges, so sorts anyway), and
-/// sorted by default.
+/// the hash accumulator (BRMerge merges, and the dense accumulator sorts
+/// rows of few products, so they sort anyway), and sorted by default; the
+/// dense accumulator keeps the order on a row of many scattered products.
 #[test]
 fn any_column_order_skips_the_sort() {
     // A = [1 1], B = [[0 0 0 0 0 1], [0 0 2 0 3 0]]: C = [0 0 2 0 3 1].
@@ -1501,11 +1502,13 @@ fn any_column_order_skips_the_sort() {
         assert_eq!(sorted.col_indices(), [2, 4, 5], "{algorithm:?}");
         assert_eq!(sorted.values(), [2.0, 3.0, 1.0], "{algorithm:?}");
         let any = run(ColumnOrder::Any);
-        let brmerge = matches!(
+        // BRMerge merges, and the dense accumulator sorts the products of
+        // rows with at most 32 of them (keys sorted in registers).
+        let sorts_anyway = matches!(
             algorithm,
-            Algorithm::BrmergePrecise | Algorithm::BrmergeUpper
+            Algorithm::BrmergePrecise | Algorithm::BrmergeUpper | Algorithm::Dense
         );
-        let (cols, vals) = if brmerge {
+        let (cols, vals) = if sorts_anyway {
             ([2, 4, 5], [2.0, 3.0, 1.0])
         } else {
             ([5, 2, 4], [1.0, 2.0, 3.0])
@@ -1513,6 +1516,31 @@ fn any_column_order_skips_the_sort() {
         assert_eq!(any.col_indices(), cols, "{algorithm:?}");
         assert_eq!(any.values(), vals, "{algorithm:?}");
     }
+
+    // The dense accumulator on a row of 34 scattered products: B's row 0
+    // holds columns 50,000, 51,000, ..., row 1 columns 0, 1,000, ...; in
+    // any order the row keeps the order the columns first appear in.
+    let n = 100_000;
+    let b_entries: Vec<(usize, usize, f64)> = (0..17)
+        .flat_map(|k| [(0, 50_000 + 1000 * k, 1.0), (1, 1000 * k, 2.0)])
+        .collect();
+    let b = CsrMatrix::<f64, i32>::from_triplets(2, n, &b_entries, IndexBase::Zero).unwrap();
+    let run = |column_order| {
+        let opts = SpgemmOptions {
+            algorithm: Algorithm::Dense,
+            column_order,
+            ..SpgemmOptions::default()
+        };
+        rusparse::spgemm(&a.view(), &b.view(), &opts).unwrap()
+    };
+    let first_seen: Vec<i32> = (0..17)
+        .map(|k| 50_000 + 1000 * k)
+        .chain((0..17).map(|k| 1000 * k))
+        .collect();
+    let mut sorted_cols = first_seen.clone();
+    sorted_cols.sort_unstable();
+    assert_eq!(run(ColumnOrder::Any).col_indices(), first_seen);
+    assert_eq!(run(ColumnOrder::Sorted).col_indices(), sorted_cols);
 }
 
 /// `op = C` really conjugates: A = [[1+2i, 0], [3i, 1]], B = I.

@@ -32,7 +32,7 @@ use super::rows::{
     too_many_columns, Chunk, ColumnsPiece, NumericPiece, Operand, Scale, PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch, ScratchPool};
-use super::sort_columns::ColumnSorter;
+use super::sort_columns::{ColumnSorter, KEYS};
 use crate::error::{try_vec, Result};
 use crate::plan::RowPattern;
 use crate::types::{Index, Scalar};
@@ -712,9 +712,14 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     }
 }
 
-/// [`accumulate_rows`], prefetching the rows of B or not (see
-/// [`count_rows_with`]).
-fn accumulate_rows_with<const PREFETCH: bool, T: Scalar, I: Index, J: Index>(
+/// [`accumulate_rows`] for rows of A that read the rows of B out of order
+/// (`SCATTERED`: graphs, random matrices) or in order (stencils, meshes;
+/// [`crate::plan::RowWork::b_rows_in_order`]). Scattered rows prefetch the
+/// rows of B and compute rows of few products by sorting them
+/// ([`sorted_products_row`]); rows in order do neither, in a copy of the
+/// loop of their own (a test per row still cost stencil2d_5pt_725's
+/// numeric phase 5-15 %).
+fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
     a: &Operand<'_, T, I, J>,
     b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
@@ -722,9 +727,9 @@ fn accumulate_rows_with<const PREFETCH: bool, T: Scalar, I: Index, J: Index>(
 ) -> Result<()> {
     let Chunk {
         rows,
+        work,
         scratch,
         b_canonical,
-        ..
     } = chunk;
     let NumericPiece {
         offsets,
@@ -735,10 +740,14 @@ fn accumulate_rows_with<const PREFETCH: bool, T: Scalar, I: Index, J: Index>(
     } = out;
     let longest = longest(offsets, &rows);
     let mut ws = Workspace::<T>::take(scratch, b.pattern.ncols, longest, true, b_canonical)?;
+    // Rows in order never sort their products: their sums and stamps stay
+    // in cache, and most rows are the previous row moved, which needs no
+    // sort (stencil2d_5pt_725's numeric phase took 18 % longer sorted).
+    let sorted_rows_upto = sorted_rows_upto(&ws.sorter, b.pattern.ncols);
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
-        if PREFETCH {
+        if SCATTERED {
             prefetch_rows_of_b(&a.pattern, &b.pattern, b.values, i + PREFETCH_AHEAD);
         }
         let out = offsets[i] - origin..offsets[i + 1] - origin;
@@ -757,6 +766,11 @@ fn accumulate_rows_with<const PREFETCH: bool, T: Scalar, I: Index, J: Index>(
             accumulate_repeated_row(a, b, i, &mut ws, scale, out_cols, out_vals);
             continue;
         }
+        if SCATTERED && work.row(i) <= sorted_rows_upto {
+            sorted_products_row(a, b, i, &ws.sorter, scale, out_cols, out_vals)?;
+            ws.previous.clear();
+            continue;
+        }
         let (a_vals, b_vals) = (Some(a.values), Some(b.values));
         let (n, span) = ws.accumulate(&a.pattern, a_vals, &b.pattern, b_vals, i, len);
         if n != len {
@@ -769,6 +783,87 @@ fn accumulate_rows_with<const PREFETCH: bool, T: Scalar, I: Index, J: Index>(
         ws.emit(n, span, out_cols, Some((out_vals, scale)), scale.base, sort);
     }
     ws.keep(scratch);
+    Ok(())
+}
+
+/// Bits of a sort key that hold the product's position in its row
+/// ([`sorted_products_row`]).
+const POSITION_BITS: u32 = 5;
+
+/// The most products of a row that [`sorted_products_row`] computes (0:
+/// none): as many keys as the sorter keeps in registers, when every
+/// column of op(B) fits a key.
+fn sorted_rows_upto(sorter: &ColumnSorter, ncols: usize) -> u64 {
+    if ncols <= (u32::MAX >> POSITION_BITS) as usize {
+        sorter.key_registers_len().min(KEYS) as u64
+    } else {
+        0
+    }
+}
+
+/// Row `i` of C from its few products without the dense accumulator: each
+/// product is kept with the key `column << 5 | position`, the keys are
+/// sorted (in registers), and the products of each column, now adjacent
+/// and in stored order, are summed into C's row. This touches no array as
+/// wide as op(B), whose sums and stamps are scattered cache misses on
+/// graphs and random matrices. The sums are those of the accumulator bit
+/// for bit (from zero, in stored order); the row comes out sorted.
+///
+/// # Errors
+/// A row whose products or columns differ from the plan's (a pattern that
+/// changed since the plan).
+// Not inlined: inlined, its arrays and loops cost the accumulator's loop
+// in the same function registers (stencil2d_5pt_725, which never takes
+// this path, 7 % slower).
+#[inline(never)]
+fn sorted_products_row<T: Scalar, I: Index, J: Index>(
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    i: usize,
+    sorter: &ColumnSorter,
+    scale: &Scale<T>,
+    mut out_cols: Option<&mut [J]>,
+    out_vals: &mut [T],
+) -> Result<()> {
+    let (ap, bp) = (&a.pattern, &b.pattern);
+    let mut keys = [u32::MAX; KEYS];
+    let mut products = [T::zero(); KEYS];
+    let mut n = 0usize;
+    for k in ap.range(i) {
+        let r = bp.range(ap.col(k));
+        let f = a.values[k];
+        for (&c, &v) in bp.cols[r.clone()].iter().zip(&b.values[r]) {
+            if n == KEYS {
+                return Err(too_many_columns(i, KEYS));
+            }
+            keys[n] = ((c.as_usize() - bp.base) as u32) << POSITION_BITS | n as u32;
+            products[n] = f * v;
+            n += 1;
+        }
+    }
+    sorter.sort_keys(&mut keys, n);
+    let len = out_vals.len();
+    let mut written = 0usize;
+    let mut p = 0usize;
+    while p < n {
+        let col = keys[p] >> POSITION_BITS;
+        let mut sum = T::zero();
+        while p < n && keys[p] >> POSITION_BITS == col {
+            sum += products[(keys[p] & ((1 << POSITION_BITS) - 1)) as usize];
+            p += 1;
+        }
+        if written == len {
+            return Err(row_mismatch(i, written + 1, len));
+        }
+        scale.store(&mut out_vals[written], sum);
+        if let Some(c) = out_cols.as_deref_mut() {
+            c[written] = J::from_usize_unchecked(col as usize + scale.base);
+        }
+        written += 1;
+    }
+    if written != len {
+        return Err(row_mismatch(i, written, len));
+    }
     Ok(())
 }
 

@@ -38,6 +38,31 @@ impl ColumnSorter {
         ColumnSorter { simd: false }
     }
 
+    /// The most keys [`ColumnSorter::sort_keys`] sorts in registers: with
+    /// fewer, rows of more products go to the dense accumulator.
+    pub(super) fn key_registers_len(&self) -> usize {
+        if self.simd {
+            avx2::MAX_LEN
+        } else {
+            KEYS_SCALAR_MAX
+        }
+    }
+
+    /// Sorts the first `n` of `keys` (`n <= KEYS`) in increasing order;
+    /// the keys past `n` must be `u32::MAX` (they stay there).
+    #[inline]
+    pub(super) fn sort_keys(&self, keys: &mut [u32; KEYS], n: usize) {
+        if n < 2 {
+            return;
+        }
+        if self.simd && n > KEYS_SCALAR_MAX {
+            // SAFETY: `simd` is set only when the CPU has AVX2.
+            unsafe { avx2::sort_lanes(keys, n) };
+        } else {
+            insertion_sort(&mut keys[..n]);
+        }
+    }
+
     /// Sorts `list` in increasing order.
     #[inline]
     pub(super) fn sort(&self, list: &mut [usize]) {
@@ -57,8 +82,15 @@ impl ColumnSorter {
     }
 }
 
+/// The length of the key arrays [`ColumnSorter::sort_keys`] sorts.
+pub(super) const KEYS: usize = 32;
+
+/// Keys up to this many are sorted by insertion, also with AVX2 (the
+/// network sorts 8 lanes at least).
+const KEYS_SCALAR_MAX: usize = 8;
+
 /// Insertion sort: no call and no recursion for the shortest lists.
-fn insertion_sort(list: &mut [usize]) {
+fn insertion_sort<X: Copy + PartialOrd>(list: &mut [X]) {
     for k in 1..list.len() {
         let x = list[k];
         let mut p = k;
@@ -174,8 +206,21 @@ mod avx2 {
         for (d, &c) in lanes.iter_mut().zip(list.iter()) {
             *d = c as u32;
         }
+        sort_lanes(&mut lanes, list.len());
+        for (d, &c) in list.iter_mut().zip(lanes.iter()) {
+            *d = c as usize;
+        }
+    }
+
+    /// Sorts the first `n` lanes of `lanes` (`n <= MAX_LEN`), whose lanes
+    /// past `n` hold `u32::MAX`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn sort_lanes(lanes: &mut [u32; MAX_LEN], n: usize) {
+        debug_assert!(n <= MAX_LEN && lanes[n..].iter().all(|&x| x == u32::MAX));
         let p = lanes.as_mut_ptr().cast::<__m256i>();
-        let n = list.len();
         // SAFETY (all loads and stores): `lanes` holds 32 u32, four
         // registers, and p.add(r) for r < 4 stays inside it; the unaligned
         // forms need no alignment.
@@ -207,9 +252,6 @@ mod avx2 {
             _mm256_storeu_si256(p.add(2), h0);
             _mm256_storeu_si256(p.add(3), h1);
         }
-        for (d, &c) in list.iter_mut().zip(lanes.iter()) {
-            *d = c as usize;
-        }
     }
 }
 
@@ -220,6 +262,9 @@ mod avx2 {
         false
     }
     pub(super) unsafe fn sort(_list: &mut [usize]) {
+        unreachable!("no AVX2 outside x86-64")
+    }
+    pub(super) unsafe fn sort_lanes(_lanes: &mut [u32; 32], _n: usize) {
         unreachable!("no AVX2 outside x86-64")
     }
 }
@@ -254,6 +299,26 @@ mod tests {
         ) {
             check(&list);
             check(&small);
+        }
+    }
+
+    proptest! {
+        /// Keys of every length up to the most the sorter takes, padded
+        /// with `u32::MAX`, against the standard sort; the padding stays.
+        #[test]
+        fn sorts_keys_like_the_standard_library(
+            keys in prop::collection::vec(0u32..5000, 0..=KEYS),
+        ) {
+            for sorter in sorters() {
+                let n = keys.len().min(sorter.key_registers_len());
+                let mut lanes = [u32::MAX; KEYS];
+                lanes[..n].copy_from_slice(&keys[..n]);
+                sorter.sort_keys(&mut lanes, n);
+                let mut want = keys[..n].to_vec();
+                want.sort_unstable();
+                prop_assert_eq!(&lanes[..n], &want[..], "{:?}", sorter);
+                prop_assert!(lanes[n..].iter().all(|&x| x == u32::MAX));
+            }
         }
     }
 
