@@ -133,8 +133,8 @@ impl Context {
     /// [`Context::spgemm`] into arrays the caller makes once nnz(C) is
     /// known: after the symbolic phase, `alloc(nnz)` returns C's three
     /// arrays (`nrows + 1` row offsets, `nnz` columns and values, with the
-    /// index base C is to have; they need not be initialised, every entry
-    /// is written), and the numeric phase writes them, with C's columns
+    /// index base C is to have), and the numeric phase overwrites every
+    /// entry without reading any (their old contents do not matter), with C's columns
     /// in `opts.column_order`. So a binding hands C to its own arrays
     /// (numpy's) without a copy and without a pass that fills them first.
     /// Nothing is fingerprinted, as in [`Context::spgemm`].
