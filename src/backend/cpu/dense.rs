@@ -740,9 +740,10 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
     } = out;
     let longest = longest(offsets, &rows);
     let mut ws = Workspace::<T>::take(scratch, b.pattern.ncols, longest, true, b_canonical)?;
-    // Rows in order never sort their products: their sums and stamps stay
-    // in cache, and most rows are the previous row moved, which needs no
-    // sort (stencil2d_5pt_725's numeric phase took 18 % longer sorted).
+    // Only scattered rows sort their products: the sums and stamps of rows
+    // in order stay in cache, and most such rows are the previous row
+    // moved, which needs no sort (stencil2d_5pt_725's numeric phase took
+    // 18 % longer sorted).
     let sorted_rows_upto = sorted_rows_upto(&ws.sorter, b.pattern.ncols);
     let origin = offsets[rows.start];
     let first = rows.start;
@@ -812,9 +813,9 @@ fn sorted_rows_upto(sorter: &ColumnSorter, ncols: usize) -> u64 {
 /// # Errors
 /// A row whose products or columns differ from the plan's (a pattern that
 /// changed since the plan).
-// Not inlined: inlined, its arrays and loops cost the accumulator's loop
-// in the same function registers (stencil2d_5pt_725, which never takes
-// this path, 7 % slower).
+// Out of line, so that its arrays do not enlarge the frame of the
+// accumulator's loop (the 7 % that stencil2d_5pt_725 lost with this path
+// in its loop came back only with the loop's own copy, `SCATTERED`).
 #[inline(never)]
 fn sorted_products_row<T: Scalar, I: Index, J: Index>(
     a: &Operand<'_, T, I, J>,
