@@ -108,20 +108,11 @@ impl Context {
         b: &CsrView<'_, T, I, J>,
         opts: &SpgemmOptions<T>,
     ) -> Result<CsrMatrix<T, I, J>> {
-        // One call: the phases run back to back on `a` and `b`, so nothing
-        // is fingerprinted, and a GPU copies A and B once.
-        let operation = Operation {
-            op_a: opts.op_a,
-            op_b: opts.op_b,
-            algorithm: opts.algorithm,
-        };
-        let mut plan = SpgemmPlan::for_one_call(self, a, b, operation)?;
-        // A C too large for `I` or for memory is refused here, from the
-        // lower bound of nnz(C), before the symbolic phase spends O(nprod)
-        // on it: C's arrays are reserved at that bound first.
-        let bound = plan.nnz_lower_bound();
-        check_nnz_fits(bound, a.base(), I::INDEX_TYPE, "at least ")?;
-        let bound = usize::try_from(bound).unwrap_or(usize::MAX);
+        let mut plan = self.plan_for_one_call(a, b, opts)?;
+        // A C too large for memory is refused here, from the lower bound
+        // of nnz(C), before the symbolic phase spends O(nprod) on it: C's
+        // arrays are reserved at that bound first.
+        let bound = usize::try_from(plan.nnz_lower_bound()).unwrap_or(usize::MAX);
         let mut cols = Vec::new();
         let mut values = Vec::new();
         try_reserve(&mut cols, bound, "C's column indices")?;
@@ -131,13 +122,14 @@ impl Context {
     }
 
     /// [`Context::spgemm`] into arrays the caller makes once nnz(C) is
-    /// known: after the symbolic phase, `alloc(nnz)` returns C's three
-    /// arrays (`nrows + 1` row offsets, `nnz` columns and values, with the
-    /// index base C is to have), and the numeric phase overwrites every
-    /// entry without reading any (their old contents do not matter), with C's columns
-    /// in `opts.column_order`. So a binding hands C to its own arrays
-    /// (numpy's) without a copy and without a pass that fills them first.
-    /// Nothing is fingerprinted, as in [`Context::spgemm`].
+    /// known: after the symbolic phase, `alloc(rows, nnz)` returns C's
+    /// three arrays (`rows + 1` row offsets, `nnz` columns and values,
+    /// with the index base C is to have), and the numeric phase overwrites
+    /// every entry without reading any (their old contents do not
+    /// matter), with C's columns in `opts.column_order`. So a binding
+    /// hands C to its own arrays (numpy's) without a copy and without a
+    /// pass that fills them first. Nothing is fingerprinted, as in
+    /// [`Context::spgemm`].
     ///
     /// # Errors
     /// As [`Context::spgemm`]; what `alloc` returns; INVALID_VALUE when
@@ -147,18 +139,12 @@ impl Context {
         a: &CsrView<'_, T, I, J>,
         b: &CsrView<'_, T, I, J>,
         opts: &SpgemmOptions<T>,
-        alloc: impl FnOnce(usize) -> Result<CsrOutput<'o, T, I, J>>,
+        alloc: impl FnOnce(usize, usize) -> Result<CsrOutput<'o, T, I, J>>,
     ) -> Result<()> {
-        let operation = Operation {
-            op_a: opts.op_a,
-            op_b: opts.op_b,
-            algorithm: opts.algorithm,
-        };
-        let mut plan = SpgemmPlan::for_one_call(self, a, b, operation)?;
-        check_nnz_fits(plan.nnz_lower_bound(), a.base(), I::INDEX_TYPE, "at least ")?;
+        let mut plan = self.plan_for_one_call(a, b, opts)?;
         plan.symbolic(self, a, b)?;
         let nnz = plan.nnz().unwrap_or(0);
-        let mut out = alloc(nnz)?;
+        let mut out = alloc(plan.shape().0, nnz)?;
         check_nnz_fits(nnz as u64, out.base, I::INDEX_TYPE, "")?;
         if out.row_offsets.is_none() || out.col_indices.is_none() || out.values.is_none() {
             invalid!("spgemm_into needs all three of C's arrays");
@@ -166,6 +152,27 @@ impl Context {
         out.pattern = None;
         out.column_order = opts.column_order;
         plan.numeric(self, a, b, opts.alpha, T::zero(), out)
+    }
+
+    /// The plan of one [`Context::spgemm`] or [`Context::spgemm_into`]
+    /// call: its phases run back to back on `a` and `b`, so nothing is
+    /// fingerprinted, and a GPU copies A and B once. A C too large for `I`
+    /// is refused here, from the lower bound of nnz(C), before the
+    /// symbolic phase spends O(nprod) on it.
+    fn plan_for_one_call<T: Scalar, I: Index, J: Index>(
+        &self,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        opts: &SpgemmOptions<T>,
+    ) -> Result<SpgemmPlan<I, J>> {
+        let operation = Operation {
+            op_a: opts.op_a,
+            op_b: opts.op_b,
+            algorithm: opts.algorithm,
+        };
+        let plan = SpgemmPlan::for_one_call(self, a, b, operation)?;
+        check_nnz_fits(plan.nnz_lower_bound(), a.base(), I::INDEX_TYPE, "at least ")?;
+        Ok(plan)
     }
 }
 

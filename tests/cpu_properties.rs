@@ -626,8 +626,8 @@ fn check_spgemm_into<T: TestValue, I: Index, J: Index>(
     let m = expected.nrows();
     let (mut offsets, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
     let mut asked = None;
-    ok(ctx.spgemm_into(&a.view(), &b.view(), opts, |nnz| {
-        asked = Some(nnz);
+    ok(ctx.spgemm_into(&a.view(), &b.view(), opts, |rows, nnz| {
+        asked = Some((rows, nnz));
         offsets = vec![I::from_usize_unchecked(7); m + 1];
         cols = vec![J::from_usize_unchecked(5); nnz];
         vals = vec![T::one() + T::one(); nnz];
@@ -638,13 +638,13 @@ fn check_spgemm_into<T: TestValue, I: Index, J: Index>(
             expected.base(),
         ))
     }))?;
-    prop_assert_eq!(asked, Some(expected.nnz()));
+    prop_assert_eq!(asked, Some((m, expected.nnz())));
     prop_assert_eq!(&offsets[..], expected.row_offsets());
     prop_assert_eq!(&cols[..], expected.col_indices());
     prop_assert_eq!(&vals[..], expected.values());
 
     let (mut o2, mut c2, mut v2) = (vec![I::default(); m + 1], Vec::new(), Vec::new());
-    let short = ctx.spgemm_into(&a.view(), &b.view(), opts, |nnz| {
+    let short = ctx.spgemm_into(&a.view(), &b.view(), opts, |_, nnz| {
         c2 = vec![J::default(); nnz + 1];
         v2 = vec![T::zero(); nnz + 1];
         Ok(CsrOutput::full(&mut o2, &mut c2, &mut v2, expected.base()))
@@ -654,7 +654,7 @@ fn check_spgemm_into<T: TestValue, I: Index, J: Index>(
         "arrays one too long: {}",
         describe(&short)
     );
-    let refused = ctx.spgemm_into::<T, I, J>(&a.view(), &b.view(), opts, |_| {
+    let refused = ctx.spgemm_into::<T, I, J>(&a.view(), &b.view(), opts, |_, _| {
         Err(Error::AllocFailed("the caller's arrays".into()))
     });
     prop_assert!(

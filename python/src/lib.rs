@@ -254,6 +254,32 @@ struct Call {
     threads: Option<usize>,
 }
 
+/// New numpy arrays for C's `rows + 1` row offsets and `nnz` columns and
+/// values, uninitialised: the numeric phase writes every entry (checked
+/// against these lengths) before anything reads them, and on an error they
+/// are dropped unread.
+type CArrays<'py, T, I> = (
+    Bound<'py, PyArray1<I>>,
+    Bound<'py, PyArray1<I>>,
+    Bound<'py, PyArray1<T>>,
+);
+
+fn new_c_arrays<'py, T: Value, I: Idx>(
+    py: Python<'py>,
+    rows: usize,
+    nnz: usize,
+) -> CArrays<'py, T, I> {
+    // SAFETY: see above; nothing reads the arrays before rusparse has
+    // written them.
+    unsafe {
+        (
+            PyArray1::<I>::new(py, [rows + 1], false),
+            PyArray1::<I>::new(py, [nnz], false),
+            PyArray1::<T>::new(py, [nnz], false),
+        )
+    }
+}
+
 /// The numeric phase of `plan` into new numpy arrays of C (row offsets,
 /// columns, values), written in place by rusparse, as the C ABI's `copy`
 /// writes a caller's arrays: numpy allocates them uninitialised (no pass
@@ -272,16 +298,7 @@ fn numeric_into_numpy<'py, T: Value, I: Idx>(
         return Err(PyValueError::new_err("the symbolic phase has not run"));
     };
     let (m, _) = plan.shape();
-    // SAFETY: uninitialised arrays, which rusparse writes completely (row
-    // offsets, nnz columns and nnz values, checked against these lengths)
-    // before anything reads them; on an error they are dropped unread.
-    let (indptr, indices, data) = unsafe {
-        (
-            PyArray1::<I>::new(py, [m + 1], false),
-            PyArray1::<I>::new(py, [nnz], false),
-            PyArray1::<T>::new(py, [nnz], false),
-        )
-    };
+    let (indptr, indices, data) = new_c_arrays::<T, I>(py, m, nnz);
     {
         // SAFETY: the arrays were just made here; nothing else holds them.
         let (o, c, v) = unsafe {
@@ -335,24 +352,9 @@ fn spgemm_typed<'py, T: Value, I: Idx>(
         ctx.run(|| {
             let va = sa.view()?;
             let vb = if sa.same(&sb) { va } else { sb.view()? };
-            let rows = if call.op_a == Op::N {
-                va.nrows()
-            } else {
-                va.ncols()
-            };
-            ctx.spgemm_into(&va, &vb, &opts, |nnz| {
+            ctx.spgemm_into(&va, &vb, &opts, |rows, nnz| {
                 Python::attach(|py| {
-                    // SAFETY: new uninitialised arrays, which rusparse writes
-                    // completely (row offsets, nnz columns and nnz values,
-                    // checked against these lengths) before anything reads
-                    // them; on an error they are dropped unread.
-                    let (o, c, v) = unsafe {
-                        (
-                            PyArray1::<I>::new(py, [rows + 1], false),
-                            PyArray1::<I>::new(py, [nnz], false),
-                            PyArray1::<T>::new(py, [nnz], false),
-                        )
-                    };
+                    let (o, c, v) = new_c_arrays::<T, I>(py, rows, nnz);
                     // SAFETY: the arrays are new, contiguous and held in
                     // `made` until the numeric phase has written them; nothing
                     // else refers to them before they are returned.
