@@ -350,10 +350,9 @@ impl RowWork {
     pub fn block_magnitudes(&self) -> &[u64] {
         &self.block_magnitudes
     }
-    /// Whether most entries of op(A) (at least [`IN_ORDER_SHARE`] of them,
-    /// in a sample of one row in [`IN_ORDER_SAMPLE`]) lie at most
-    /// [`IN_ORDER_STEP`] columns past the entry at the same position of the
-    /// row before: then consecutive rows of C read rows of
+    /// Whether most entries of op(A) (at least 75 % of them, in a sample of
+    /// one row in 16) lie at most 8 columns past the entry at the same
+    /// position of the row before: then consecutive rows of C read rows of
     /// op(B) that follow each other (stencils, bands, structured meshes),
     /// which the hardware prefetcher already streams, and the CPU kernels
     /// do not prefetch them. False for work counted elsewhere
