@@ -615,7 +615,8 @@ fn prop_exact<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult
 
 /// `Context::spgemm_into` writes `expected` into the arrays its `alloc`
 /// makes at nnz(C) (filled with garbage first: every entry must be
-/// written); arrays of the wrong length and an `alloc` error are refused.
+/// written); arrays of the wrong length, values alone and an `alloc` error
+/// are refused, each with its message.
 fn check_spgemm_into<T: TestValue, I: Index, J: Index>(
     ctx: &Context,
     a: &CsrMatrix<T, I, J>,
@@ -654,12 +655,36 @@ fn check_spgemm_into<T: TestValue, I: Index, J: Index>(
         "arrays one too long: {}",
         describe(&short)
     );
+    let message = short
+        .err()
+        .map(|e| e.message().to_string())
+        .unwrap_or_default();
+    prop_assert!(
+        message.contains("C's column indices hold") && message.contains("expected nnz(C)"),
+        "{}",
+        message
+    );
+    let mut v3 = Vec::new();
+    let partial = ctx.spgemm_into(&a.view(), &b.view(), opts, |_, nnz| {
+        v3 = vec![T::zero(); nnz];
+        Ok(CsrOutput::values_only(&mut v3, expected.base()))
+    });
+    prop_assert!(is_invalid(&partial), "values alone: {}", describe(&partial));
+    let message = partial
+        .err()
+        .map(|e| e.message().to_string())
+        .unwrap_or_default();
+    prop_assert!(
+        message.contains("needs all three of C's arrays"),
+        "{}",
+        message
+    );
     let refused = ctx.spgemm_into::<T, I, J>(&a.view(), &b.view(), opts, |_, _| {
         Err(Error::AllocFailed("the caller's arrays".into()))
     });
     prop_assert!(
-        matches!(refused, Err(Error::AllocFailed(_))),
-        "alloc's error: {}",
+        matches!(&refused, Err(Error::AllocFailed(m)) if m == "the caller's arrays"),
+        "alloc's error, as it returned it: {}",
         describe(&refused)
     );
     Ok(())
