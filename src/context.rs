@@ -406,7 +406,18 @@ pub(crate) struct Pool {
 
 impl Pool {
     /// Runs `op` in the pool (see [`rayon::ThreadPool::install`]).
+    ///
+    /// rayon's `install` is generic over `op`; it is instantiated here once,
+    /// for a `dyn` closure, instead of for every closure of every value and
+    /// index type (see [`crate::parallel`]).
     pub(crate) fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
+        let mut op = Some(op);
+        let mut result = None;
+        self.install_dyn(&mut || result = Some(op.take().expect("install runs op once")()));
+        result.expect("install ran op")
+    }
+
+    fn install_dyn(&self, op: &mut (dyn FnMut() + Send)) {
         self.pool.install(op)
     }
 

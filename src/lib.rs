@@ -32,8 +32,9 @@ pub mod ffi;
 mod host_allocator;
 /// cbindgen:ignore
 pub mod memory_meter;
-pub mod plan;
 /// cbindgen:ignore
+mod parallel;
+pub mod plan;
 mod product;
 pub mod reference;
 mod spgemm;

@@ -147,7 +147,6 @@ pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
 /// # Panics
 /// When `len` exceeds `v`'s capacity (reserve first, fallibly).
 pub fn resize_in_parallel<T: Copy + Send + Sync>(v: &mut Vec<T>, len: usize, x: T) {
-    use rayon::prelude::*;
     let from = v.len();
     if len <= from {
         return;
@@ -168,7 +167,10 @@ pub fn resize_in_parallel<T: Copy + Send + Sync>(v: &mut Vec<T>, len: usize, x: 
         let misaligned = (spare.as_ptr() as usize % BLOCK_BYTES) / std::mem::size_of::<T>().max(1);
         let head_len = ((block - misaligned) % block).min(spare.len());
         let (head, rest) = spare.split_at_mut(head_len);
-        rayon::join(|| fill(head), || rest.par_chunks_mut(block).for_each(fill));
+        let pieces = std::iter::once(head)
+            .chain(rest.chunks_mut(block))
+            .collect();
+        crate::parallel::map_pieces(pieces, fill);
     }
     // SAFETY: every element of [from, len) was written just above, and
     // `len` is within the capacity.

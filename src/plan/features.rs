@@ -22,8 +22,8 @@
 use super::predict::{predict_nnz, NnzPrediction, PLANNING_SAMPLING};
 use super::row_work::{ENTRY_CLASSES, STRATA};
 use super::{RowPattern, RowWork};
+use crate::parallel::map_indices;
 use crate::types::Index;
-use rayon::prelude::*;
 
 /// Side of the square density image of A (its cells are
 /// `IMAGE_SIDE x IMAGE_SIDE` blocks of rows and columns).
@@ -165,27 +165,26 @@ fn row_lengths<I: Index, J: Index>(x: &RowPattern<'_, I, J>, work: Option<&RowWo
         return RowLengths::default();
     }
     const GRAIN: usize = 1 << 14;
-    let sums = (0..x.nrows.div_ceil(GRAIN))
-        .into_par_iter()
-        .map(|c| {
-            let rows = c * GRAIN..((c + 1) * GRAIN).min(x.nrows);
-            let mut s = LengthSums::default();
-            let mut previous = x.offsets[rows.start].as_usize() as u64;
-            for (i, end) in rows.clone().zip(&x.offsets[rows.start + 1..=rows.end]) {
-                let end = end.as_usize() as u64;
-                let l = end - previous;
-                previous = end;
-                s.sum += l;
-                s.sum_sq += u128::from(l) * u128::from(l);
-                s.max = s.max.max(l);
-                s.empty += u64::from(l == 0);
-                if let Some(work) = work {
-                    s.passes += u128::from(work.row(i) * merge_passes(l));
-                }
+    let sums = map_indices(x.nrows.div_ceil(GRAIN), 1, |c| {
+        let rows = c * GRAIN..((c + 1) * GRAIN).min(x.nrows);
+        let mut s = LengthSums::default();
+        let mut previous = x.offsets[rows.start].as_usize() as u64;
+        for (i, end) in rows.clone().zip(&x.offsets[rows.start + 1..=rows.end]) {
+            let end = end.as_usize() as u64;
+            let l = end - previous;
+            previous = end;
+            s.sum += l;
+            s.sum_sq += u128::from(l) * u128::from(l);
+            s.max = s.max.max(l);
+            s.empty += u64::from(l == 0);
+            if let Some(work) = work {
+                s.passes += u128::from(work.row(i) * merge_passes(l));
             }
-            s
-        })
-        .reduce(LengthSums::default, LengthSums::add);
+        }
+        s
+    })
+    .into_iter()
+    .fold(LengthSums::default(), LengthSums::add);
     let n = x.nrows as f64;
     let mean = sums.sum as f64 / n;
     let var = (sums.sum_sq as f64 / n - mean * mean).max(0.0);

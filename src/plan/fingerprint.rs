@@ -2,8 +2,8 @@
 //! the plan was made can refuse an input whose pattern changed (the reuse
 //! API allows new values, never a new pattern).
 
+use crate::parallel::map_indices;
 use crate::types::{Index, Scalar};
-use rayon::prelude::*;
 
 /// Elements hashed per parallel task; fixed so the result does not depend
 /// on the thread count.
@@ -65,11 +65,10 @@ fn hash_slice_finding<X: Sync>(
     key: impl Fn(&X) -> u64 + Sync + Copy,
     find: impl Fn(usize, &[X]) -> Option<usize> + Sync,
 ) -> (u64, Option<usize>) {
-    let blocks: Vec<(u64, Option<usize>)> = xs
-        .par_chunks(BLOCK)
-        .enumerate()
-        .map(|(k, block)| (hash_block(block, seed, key), find(k * BLOCK, block)))
-        .collect();
+    let blocks = map_indices(xs.len().div_ceil(BLOCK), 1, |k| {
+        let block = &xs[k * BLOCK..xs.len().min((k + 1) * BLOCK)];
+        (hash_block(block, seed, key), find(k * BLOCK, block))
+    });
     let first = blocks.iter().filter_map(|&(_, f)| f).min();
     let hash = blocks
         .iter()

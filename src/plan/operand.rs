@@ -60,11 +60,15 @@ impl<'a, I: Index, J: Index> RowPattern<'a, I, J> {
     /// duplicates): the merge-based kernels and the single-entry fast path
     /// need it. O(nnz), parallel.
     pub fn rows_canonical(&self) -> bool {
-        use rayon::prelude::*;
-        (0..self.nrows).into_par_iter().with_min_len(1024).all(|i| {
-            let r = self.range(i);
-            self.cols[r].windows(2).all(|w| w[0] < w[1])
+        const BLOCK: usize = 1024;
+        crate::parallel::map_indices(self.nrows.div_ceil(BLOCK), 1, |blk| {
+            (blk * BLOCK..self.nrows.min((blk + 1) * BLOCK)).all(|i| {
+                let r = self.range(i);
+                self.cols[r].windows(2).all(|w| w[0] < w[1])
+            })
         })
+        .into_iter()
+        .all(|canonical| canonical)
     }
 }
 
@@ -391,6 +395,13 @@ fn transpose_pattern<T: Scalar, I: Index, J: Index>(
     })
 }
 
+/// Sorts `(column, entry, row)` triples by column, then entry, in parallel;
+/// not generic, so rayon's sort is compiled once.
+fn sort_by_column(entries: &mut [(usize, usize, usize)]) {
+    use rayon::slice::ParallelSliceMut;
+    entries.par_sort_unstable_by_key(|&(c, k, _)| (c, k));
+}
+
 /// The transpose of `x` restricted to its non-empty columns: the sorted
 /// distinct (zero-based) columns of `x`, and a pattern whose row `r` is
 /// column `keys[r]` of `x` (entries by increasing source row, as
@@ -411,10 +422,7 @@ fn transpose_present_columns<T: Scalar, I: Index, J: Index>(
                 .map(|k| (x.col_indices()[k].to_usize() - b, k, i)),
         );
     }
-    {
-        use rayon::slice::ParallelSliceMut;
-        entries.par_sort_unstable_by_key(|&(c, k, _)| (c, k));
-    }
+    sort_by_column(&mut entries);
     let (mut keys, mut offsets) = (Vec::new(), Vec::new());
     try_reserve(&mut keys, nnz, "inner indices")?;
     try_reserve(&mut offsets, nnz + 1, "transposed row offsets")?;

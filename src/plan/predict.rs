@@ -20,8 +20,8 @@ use super::row_work::{
     STRATA,
 };
 use super::{RowPattern, RowWork};
+use crate::parallel::map_indices;
 use crate::types::Index;
-use rayon::prelude::*;
 use std::convert::Infallible;
 
 /// How [`predict_nnz`] picks the rows it computes.
@@ -261,13 +261,16 @@ fn rows_nnz<I: Index, J: Index>(
     work: &RowWork,
     rows: &[usize],
 ) -> Vec<u64> {
-    rows.par_iter()
-        .with_min_len(8)
-        .map_init(
-            || ColumnSet::new(b.ncols),
-            |set, &i| row_nnz(a, b, i, work.row(i), set),
-        )
-        .collect()
+    // A column set per piece: 4 pieces per thread, of 8 rows at least.
+    let per_piece = rows.len().div_ceil(4 * rayon::current_num_threads()).max(8);
+    map_indices(rows.len().div_ceil(per_piece), 1, |p| {
+        let mut set = ColumnSet::new(b.ncols);
+        rows[p * per_piece..rows.len().min((p + 1) * per_piece)]
+            .iter()
+            .map(|&i| row_nnz(a, b, i, work.row(i), &mut set))
+            .collect::<Vec<u64>>()
+    })
+    .concat()
 }
 
 /// Predicts nnz(C) of `a * b` (both `op`-applied patterns) from a sample of
@@ -622,43 +625,39 @@ impl StratifiedPlan {
         const BLOCK: usize = 16 * MAGNITUDE_BLOCK;
         let nrows = work.nrows();
         let block_magnitudes = work.block_magnitudes();
-        let blocks: Vec<Vec<(usize, usize)>> = (0..nrows.div_ceil(BLOCK))
-            .into_par_iter()
-            .map(|blk| {
-                let mut taken = Vec::new();
-                let first = blk * BLOCK / MAGNITUDE_BLOCK;
-                let last = ((blk + 1) * BLOCK / MAGNITUDE_BLOCK).min(block_magnitudes.len());
-                for (k, &magnitudes) in block_magnitudes[first..last].iter().enumerate() {
-                    let block_threshold = (0..64)
-                        .filter(|&m| magnitudes >> m & 1 == 1)
-                        .map(|m| self.magnitude_threshold[m])
-                        .max()
-                        .unwrap_or(0);
-                    let block_whole = magnitudes & self.whole_magnitudes != 0;
-                    if block_threshold == 0 && !block_whole {
+        let blocks: Vec<Vec<(usize, usize)>> = map_indices(nrows.div_ceil(BLOCK), 1, |blk| {
+            let mut taken = Vec::new();
+            let first = blk * BLOCK / MAGNITUDE_BLOCK;
+            let last = ((blk + 1) * BLOCK / MAGNITUDE_BLOCK).min(block_magnitudes.len());
+            for (k, &magnitudes) in block_magnitudes[first..last].iter().enumerate() {
+                let block_threshold = (0..64)
+                    .filter(|&m| magnitudes >> m & 1 == 1)
+                    .map(|m| self.magnitude_threshold[m])
+                    .max()
+                    .unwrap_or(0);
+                let block_whole = magnitudes & self.whole_magnitudes != 0;
+                if block_threshold == 0 && !block_whole {
+                    continue;
+                }
+                let start = (first + k) * MAGNITUDE_BLOCK;
+                for i in start..(start + MAGNITUDE_BLOCK).min(nrows) {
+                    let hash = row_hash(i);
+                    let hashed_in = hash < block_threshold;
+                    if !hashed_in && !block_whole {
                         continue;
                     }
-                    let start = (first + k) * MAGNITUDE_BLOCK;
-                    for i in start..(start + MAGNITUDE_BLOCK).min(nrows) {
-                        let hash = row_hash(i);
-                        let hashed_in = hash < block_threshold;
-                        if !hashed_in && !block_whole {
-                            continue;
-                        }
-                        let w = work.row(i);
-                        if w == 0 || (!hashed_in && self.whole_magnitudes >> magnitude(w) & 1 == 0)
-                        {
-                            continue;
-                        }
-                        let h = stratum_of(w, shapes.entries(i));
-                        if self.whole[h] || hash < self.threshold[h] {
-                            taken.push((i, h));
-                        }
+                    let w = work.row(i);
+                    if w == 0 || (!hashed_in && self.whole_magnitudes >> magnitude(w) & 1 == 0) {
+                        continue;
+                    }
+                    let h = stratum_of(w, shapes.entries(i));
+                    if self.whole[h] || hash < self.threshold[h] {
+                        taken.push((i, h));
                     }
                 }
-                taken
-            })
-            .collect();
+            }
+            taken
+        });
         blocks.concat()
     }
 

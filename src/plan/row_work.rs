@@ -3,8 +3,8 @@
 
 use super::operand::RowPattern;
 use crate::error::{try_reserve, try_vec, Result};
+use crate::parallel::map_pieces;
 use crate::types::Index;
-use rayon::prelude::*;
 
 /// Rows per parallel task when counting products.
 const COUNT_GRAIN: usize = 4096;
@@ -207,41 +207,42 @@ impl RowWork {
         let m = a.nrows;
         let mut prefix = try_vec(m + 1, 0u64, "row products")?;
         let mut block_magnitudes = try_vec(m.div_ceil(MAGNITUDE_BLOCK), 0u64, "row magnitudes")?;
-        let (strata, in_order) = prefix[1..]
-            .par_chunks_mut(COUNT_GRAIN)
-            .zip(block_magnitudes.par_chunks_mut(COUNT_GRAIN / MAGNITUDE_BLOCK))
+        let pieces = prefix[1..]
+            .chunks_mut(COUNT_GRAIN)
+            .zip(block_magnitudes.chunks_mut(COUNT_GRAIN / MAGNITUDE_BLOCK))
             .enumerate()
-            .map(|(c, (out, magnitudes))| {
-                let first = c * COUNT_GRAIN;
-                let mut strata = [Stratum::default(); STRATA];
-                let mut in_order = (0u64, 0u64);
-                for (r, slot) in out.iter_mut().enumerate() {
-                    let entries = a.range(first + r);
-                    let len = entries.len();
-                    if r % IN_ORDER_SAMPLE == 1 {
-                        in_order.0 += entries_in_order(a, first + r);
-                        in_order.1 += len as u64;
-                    }
-                    let (nprod, longest) = entries.fold((0u64, 0u64), |(sum, max), k| {
-                        let row = b.range(a.col(k));
-                        let l = (row.end - row.start) as u64;
-                        (sum + l, max.max(l))
-                    });
-                    *slot = nprod;
-                    if nprod > 0 {
-                        magnitudes[r / MAGNITUDE_BLOCK] |= 1 << magnitude(nprod);
-                        let s = &mut strata[stratum_of(nprod, len)];
-                        s.rows += 1;
-                        s.products += nprod;
-                        s.lower_bound += longest;
-                    }
+            .collect();
+        let (strata, in_order) = map_pieces(pieces, |(c, (out, magnitudes))| {
+            let first = c * COUNT_GRAIN;
+            let mut strata = [Stratum::default(); STRATA];
+            let mut in_order = (0u64, 0u64);
+            for (r, slot) in out.iter_mut().enumerate() {
+                let entries = a.range(first + r);
+                let len = entries.len();
+                if r % IN_ORDER_SAMPLE == 1 {
+                    in_order.0 += entries_in_order(a, first + r);
+                    in_order.1 += len as u64;
                 }
-                (strata, in_order)
-            })
-            .reduce(
-                || ([Stratum::default(); STRATA], (0, 0)),
-                |(x, p), (y, q)| (add_strata(x, y), (p.0 + q.0, p.1 + q.1)),
-            );
+                let (nprod, longest) = entries.fold((0u64, 0u64), |(sum, max), k| {
+                    let row = b.range(a.col(k));
+                    let l = (row.end - row.start) as u64;
+                    (sum + l, max.max(l))
+                });
+                *slot = nprod;
+                if nprod > 0 {
+                    magnitudes[r / MAGNITUDE_BLOCK] |= 1 << magnitude(nprod);
+                    let s = &mut strata[stratum_of(nprod, len)];
+                    s.rows += 1;
+                    s.products += nprod;
+                    s.lower_bound += longest;
+                }
+            }
+            (strata, in_order)
+        })
+        .into_iter()
+        .fold(([Stratum::default(); STRATA], (0, 0)), |(x, p), (y, q)| {
+            (add_strata(x, y), (p.0 + q.0, p.1 + q.1))
+        });
         let max_row = prefix[1..].iter().copied().max().unwrap_or(0);
         for i in 0..m {
             prefix[i + 1] += prefix[i];

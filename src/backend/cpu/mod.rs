@@ -36,10 +36,10 @@ pub use scratch::ScratchPool;
 use rows::{Chunk, ColumnsPiece, NumericPiece};
 
 use crate::error::Result;
+use crate::parallel::{try_for_each_piece, try_map_pieces};
 use crate::plan::select::DENSE_MAX_BYTES;
 use crate::plan::{RowPattern, RowWork};
 use crate::types::{Algorithm, Index, Scalar};
-use rayon::prelude::*;
 
 /// Where the symbolic phase puts its result.
 #[derive(Debug)]
@@ -208,14 +208,14 @@ impl CpuBackend<'_> {
     ) -> Result<Option<Vec<UpperChunk<T, J>>>> {
         let dense_ok = b.pattern.ncols.saturating_mul(std::mem::size_of::<T>()) <= DENSE_MAX_BYTES;
         let pool = cap.map(brmerge::UpperPool::new);
-        let chunks: Result<Vec<_>> = split_by_chunks(counts, work.bounds(), |r| r)
-            .into_par_iter()
-            .zip(work.chunks().collect::<Vec<_>>())
-            .map(|(counts, rows)| {
+        let pieces = split_by_chunks(counts, work.bounds(), |r| r);
+        let chunks = try_map_pieces(
+            pieces.into_iter().zip(work.chunks()).collect(),
+            |(counts, rows)| {
                 let chunk = self.chunk(rows, work);
                 brmerge::upper_chunk(a, b, chunk, (dense_ok, ratio, pool.as_ref()), counts)
-            })
-            .collect();
+            },
+        );
         match chunks {
             Err(crate::Error::InvalidValue(_)) if pool.is_some() => Ok(None),
             other => other.map(Some),
@@ -234,12 +234,10 @@ impl CpuBackend<'_> {
         out: NumericOutput<'_, T, J>,
     ) -> Result<()> {
         let (pieces, scale) = output_pieces(out, work.bounds());
-        pieces
-            .into_par_iter()
-            .zip(chunks)
-            .try_for_each(|((vals, cols), chunk)| {
-                brmerge::copy_upper_chunk(chunk, &scale, cols, vals)
-            })
+        try_for_each_piece(
+            pieces.into_iter().zip(chunks).collect(),
+            |((vals, cols), chunk)| brmerge::copy_upper_chunk(chunk, &scale, cols, vals),
+        )
     }
 }
 
@@ -263,37 +261,43 @@ impl CpuBackend<'_> {
         let bounds = work.bounds();
         let bitmap = self.counts_with_bitmap(b.ncols);
         match out {
-            SymbolicOutput::Counts(counts) => split_by_chunks(counts, bounds, |r| r)
-                .into_par_iter()
-                .zip(work.chunks().collect::<Vec<_>>())
-                .try_for_each(|(counts, rows)| {
-                    let chunk = self.chunk(rows, work);
-                    if bitmap {
-                        dense::count_rows(a, b, chunk, counts)
-                    } else {
-                        hash::count_rows(a, b, chunk, counts)
-                    }
-                }),
+            SymbolicOutput::Counts(counts) => {
+                let pieces = split_by_chunks(counts, bounds, |r| r);
+                try_for_each_piece(
+                    pieces.into_iter().zip(work.chunks()).collect(),
+                    |(counts, rows)| {
+                        let chunk = self.chunk(rows, work);
+                        if bitmap {
+                            dense::count_rows(a, b, chunk, counts)
+                        } else {
+                            hash::count_rows(a, b, chunk, counts)
+                        }
+                    },
+                )
+            }
             SymbolicOutput::Columns {
                 offsets,
                 cols,
                 base,
-            } => split_by_chunks(cols, bounds, |r| offsets[r])
-                .into_par_iter()
-                .zip(work.chunks().collect::<Vec<_>>())
-                .try_for_each(|(cols, rows)| {
-                    let chunk = self.chunk(rows, work);
-                    let out = ColumnsPiece {
-                        offsets,
-                        cols,
-                        base,
-                    };
-                    if bitmap {
-                        dense::list_rows(a, b, chunk, out)
-                    } else {
-                        hash::list_rows(a, b, chunk, out)
-                    }
-                }),
+            } => {
+                let pieces = split_by_chunks(cols, bounds, |r| offsets[r]);
+                try_for_each_piece(
+                    pieces.into_iter().zip(work.chunks()).collect(),
+                    |(cols, rows)| {
+                        let chunk = self.chunk(rows, work);
+                        let out = ColumnsPiece {
+                            offsets,
+                            cols,
+                            base,
+                        };
+                        if bitmap {
+                            dense::list_rows(a, b, chunk, out)
+                        } else {
+                            hash::list_rows(a, b, chunk, out)
+                        }
+                    },
+                )
+            }
         }
     }
 
@@ -341,29 +345,24 @@ impl CpuBackend<'_> {
             scale: &scale,
             sorted,
         };
+        let pieces = pieces.into_iter().zip(work.chunks()).collect();
         if let Some(pattern) = known {
-            return pieces
-                .into_par_iter()
-                .zip(work.chunks().collect::<Vec<_>>())
-                .try_for_each(|((vals, cols), rows)| {
-                    let chunk = self.chunk(rows, work);
-                    pattern::accumulate_rows(a, b, chunk, pattern, piece(vals, cols))
-                });
+            return try_for_each_piece(pieces, |((vals, cols), rows)| {
+                let chunk = self.chunk(rows, work);
+                pattern::accumulate_rows(a, b, chunk, pattern, piece(vals, cols))
+            });
         }
         let algorithm = self.numeric_algorithm();
-        pieces
-            .into_par_iter()
-            .zip(work.chunks().collect::<Vec<_>>())
-            .try_for_each(|((vals, cols), rows)| {
-                let (chunk, out) = (self.chunk(rows, work), piece(vals, cols));
-                match algorithm {
-                    Algorithm::Dense => dense::accumulate_rows(a, b, chunk, out),
-                    Algorithm::BrmergePrecise | Algorithm::BrmergeUpper => {
-                        brmerge::accumulate_rows(a, b, chunk, out)
-                    }
-                    _ => hash::accumulate_rows(a, b, chunk, out),
+        try_for_each_piece(pieces, |((vals, cols), rows)| {
+            let (chunk, out) = (self.chunk(rows, work), piece(vals, cols));
+            match algorithm {
+                Algorithm::Dense => dense::accumulate_rows(a, b, chunk, out),
+                Algorithm::BrmergePrecise | Algorithm::BrmergeUpper => {
+                    brmerge::accumulate_rows(a, b, chunk, out)
                 }
-            })
+                _ => hash::accumulate_rows(a, b, chunk, out),
+            }
+        })
     }
 }
 

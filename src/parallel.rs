@@ -1,0 +1,159 @@
+//! Parallel loops whose rayon scheduling code is compiled once.
+//!
+//! rayon's loop machinery (its jobs, splitting and `join`) is generic over
+//! the closure and the iterator of each loop. A loop inside a function that
+//! is generic over the value and index types was therefore compiled again
+//! for each of their sixteen combinations, and again in every crate that
+//! instantiates them (the test binaries, the benchmark): that machinery was
+//! about a third of the library's LLVM IR, and of the time `cargo test`
+//! spends compiling it. Here it is instantiated for one closure type,
+//! `&dyn Fn(usize)`, and the typed work is reached through it: one dynamic
+//! call per task (a chunk of rows, a block of entries), never per row.
+//!
+//! The loops run in the current rayon pool (a [`crate::Context`]'s inside
+//! [`crate::Context::run`]). Results come back in index order; of several
+//! errors, the one of the lowest index among the tasks that ran is reported.
+
+use std::sync::{Mutex, PoisonError};
+
+use crate::Result;
+
+/// Runs `task(k)` for each `k` in `0..n`, in parallel; rayon splits the
+/// range in jobs of at least `min_len` indices.
+pub(crate) fn for_each_index(n: usize, min_len: usize, task: &(dyn Fn(usize) + Sync)) {
+    use rayon::prelude::*;
+    (0..n)
+        .into_par_iter()
+        .with_min_len(min_len.max(1))
+        .for_each(task);
+}
+
+/// `f(k)` for each `k` in `0..n`, computed in parallel (jobs of at least
+/// `min_len` indices), in index order.
+pub(crate) fn map_indices<R: Send>(
+    n: usize,
+    min_len: usize,
+    f: impl Fn(usize) -> R + Sync,
+) -> Vec<R> {
+    let slots: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    for_each_index(n, min_len, &|k| {
+        let r = f(k);
+        *slots[k].lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+    });
+    slots
+        .into_iter()
+        .map(|s| {
+            s.into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .expect("every index ran")
+        })
+        .collect()
+}
+
+/// `f(piece)` for each of `pieces` (say, the mutable parts of an output
+/// that belong to each chunk of rows), in parallel, in order.
+pub(crate) fn map_pieces<P: Send, R: Send>(pieces: Vec<P>, f: impl Fn(P) -> R + Sync) -> Vec<R> {
+    let slots: Vec<Mutex<Option<P>>> = pieces.into_iter().map(|p| Mutex::new(Some(p))).collect();
+    map_indices(slots.len(), 1, |k| {
+        let piece = slots[k]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        f(piece.expect("each piece is taken once"))
+    })
+}
+
+/// [`map_pieces`] for work that can fail. Once a piece has failed, pieces
+/// not yet started are skipped; the error reported is the first, in order,
+/// of the pieces that ran.
+pub(crate) fn try_map_pieces<P: Send, R: Send>(
+    pieces: Vec<P>,
+    f: impl Fn(P) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let results = map_pieces(pieces, |p| {
+        if failed.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        let r = f(p);
+        if r.is_err() {
+            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Some(r)
+    });
+    // A skipped piece comes after a failed one has started, but may come
+    // before it in order: report the first error, whatever its place.
+    let mut out = Vec::with_capacity(results.len());
+    let mut skipped = false;
+    for r in results {
+        match r {
+            Some(Ok(x)) => out.push(x),
+            Some(Err(e)) => return Err(e),
+            None => skipped = true,
+        }
+    }
+    assert!(!skipped, "a piece was skipped although none failed");
+    Ok(out)
+}
+
+/// [`try_map_pieces`] for work that returns nothing.
+pub(crate) fn try_for_each_piece<P: Send>(
+    pieces: Vec<P>,
+    f: impl Fn(P) -> Result<()> + Sync,
+) -> Result<()> {
+    try_map_pieces(pieces, f).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+
+    #[test]
+    fn results_come_back_in_order() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            assert_eq!(
+                map_indices(1000, 7, |k| k * k),
+                (0..1000).map(|k| k * k).collect::<Vec<_>>()
+            );
+            assert!(map_indices(0, 1, |k| k).is_empty());
+            let mut data = vec![0usize; 100];
+            let pieces: Vec<&mut [usize]> = data.chunks_mut(9).collect();
+            let lens = map_pieces(pieces, |p| {
+                p.iter_mut().for_each(|x| *x += 1);
+                p.len()
+            });
+            assert_eq!(lens.iter().sum::<usize>(), 100);
+            assert!(data.iter().all(|&x| x == 1));
+        });
+    }
+
+    #[test]
+    fn the_first_error_in_order_is_reported() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let r = try_map_pieces((0..64).collect(), |k: usize| {
+                if k % 10 == 3 {
+                    Err(Error::InvalidValue(format!("piece {k}")))
+                } else {
+                    Ok(k)
+                }
+            });
+            // Piece 3 may be skipped when a later one failed first, but
+            // then that later error is the one reported; never Ok.
+            assert!(matches!(r, Err(Error::InvalidValue(m)) if m.starts_with("piece ")));
+            assert_eq!(
+                try_map_pieces((0..64).collect(), |k: usize| Ok::<_, Error>(2 * k)).unwrap(),
+                (0..64).map(|k| 2 * k).collect::<Vec<_>>()
+            );
+            assert!(try_for_each_piece(vec![1, 2], |_| Ok(())).is_ok());
+        });
+    }
+}
