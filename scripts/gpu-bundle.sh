@@ -11,9 +11,13 @@
 #                           tests and their dev-dependencies costs 3-4 min);
 #                           RUSPARSE_BUNDLE_TEST_BINARIES=FILE (what CI
 #                           does) takes those a workspace `cargo test` built,
-#                           from FILE, its `cargo test --no-run
-#                           --message-format=json` (scripts/test.sh writes
-#                           target/test-binaries.json), building none
+#                           and its rusparse-bench, from FILE, its `cargo
+#                           test --no-run --message-format=json`
+#                           (scripts/test.sh writes target/test-binaries.json),
+#                           with the library RUSPARSE_BUNDLE_LIBRARY (CI: the
+#                           C tests' debug build), building none: CI checks
+#                           this script and gpu-check.sh, not a release
+#                           build of the benchmark (5 minutes on 2 cores)
 # all stripped, and prints the folder's path and size (the copy to the GPU
 # machine carries at most 64 MiB with the working tree). Then, there:
 #   scripts/gpu-check.sh "$OUT"        (gpu-bin/ passed in `carry`)
@@ -24,11 +28,15 @@ out="$root/gpu-bin"
 limit_mib=56
 
 export RUSPARSE_NO_HEADER_UPDATE=1 CARGO_TERM_COLOR=never
-echo "== building the library, the benchmark and the GPU test binaries (release)"
-# One invocation: built apart, the library and the benchmark unify their
-# dependencies' features differently, so each build recompiled rusparse
-# over the other's (about a minute of CI's bundle step, every time).
-cargo build -q --release -p rusparse -p rusparse-bench
+library=target/release/librusparse.so
+bench=target/release/rusparse-bench
+if [ -z "${RUSPARSE_BUNDLE_TEST_BINARIES:-}" ]; then
+    echo "== building the library, the benchmark and the GPU test binaries (release)"
+    # One invocation: built apart, the library and the benchmark unify their
+    # dependencies' features differently, so each build recompiled rusparse
+    # over the other's (about a minute of CI's bundle step, every time).
+    cargo build -q --release -p rusparse -p rusparse-bench
+fi
 tests=(cuda_backend cuda_ffi nvrtc_kernels)
 test_args=()
 for t in "${tests[@]}"; do test_args+=(--test "$t"); done
@@ -54,6 +62,16 @@ if [ -n "${RUSPARSE_BUNDLE_TEST_BINARIES:-}" ]; then
     # and the tests (minutes on 2 cores): take the workspace build's.
     echo "== the test binaries from $RUSPARSE_BUNDLE_TEST_BINARIES (test profile, built by cargo test)"
     mapfile -t executables < <(python3 -c "$pick" "$root" "${tests[@]}" < "$RUSPARSE_BUNDLE_TEST_BINARIES")
+    library=${RUSPARSE_BUNDLE_LIBRARY:?RUSPARSE_BUNDLE_TEST_BINARIES needs RUSPARSE_BUNDLE_LIBRARY, the librusparse.so to bundle}
+    bench=$(python3 -c '
+import json, sys
+paths = {m["executable"] for m in map(json.loads, sys.stdin)
+         if m.get("reason") == "compiler-artifact" and m.get("executable")
+         and m["target"]["name"] == "rusparse-bench" and "bin" in m["target"]["kind"]
+         and not m["profile"]["test"]}
+if len(paths) != 1:
+    sys.exit(f"gpu-bundle: {len(paths)} rusparse-bench programs in the list")
+print(paths.pop())' < "$RUSPARSE_BUNDLE_TEST_BINARIES")
 else
     mapfile -t executables < <(
         cargo test -q --profile "${RUSPARSE_BUNDLE_TEST_PROFILE:-release}" -p rusparse --no-run \
@@ -66,7 +84,8 @@ fi
 
 rm -rf "$out"
 mkdir -p "$out/tests"
-cp target/release/librusparse.so target/release/rusparse-bench "$out/"
+cp "$library" "$out/librusparse.so"
+cp "$bench" "$out/rusparse-bench"
 for e in "${executables[@]}"; do
     cp "${e#*$'\t'}" "$out/tests/${e%%$'\t'*}"
 done

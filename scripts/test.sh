@@ -159,27 +159,43 @@ if [ $quick -eq 1 ]; then
     exit 0
 fi
 
-step "cargo test (unit, property, header and doc tests)"
-cargo test
+# The whole suite's Rust build: every feature but c-allocator-hooks (which
+# no test binary may have), so that the HIP back end's unit tests, its
+# hiprtc kernel compile (tests/hip_kernels.rs), the allocation-failure test
+# and the benchmark's emulated GPUs come out of this one build; the steps
+# below run its binaries instead of building rusparse again in other
+# feature sets (each such build cost 2-3 minutes on 2 cores). What only a
+# build without `hip` compiles is checked by clippy above and by the C
+# tests (errors.c asks for a HIP handle of a library built without it).
+features=hip,failure-injection,rusparse-bench/emulated-gpu
+export RUSPARSE_REQUIRE_HIPRTC=1
+step "cargo test --features $features (unit, property, header, doc and integration tests; hiprtc compiles every kernel for gfx906 and gfx90a)"
+cargo test --features "$features"
 
 # Later steps run some of the test binaries that `cargo test` built, directly:
 # a `cargo test --test NAME` there resolves the build dependencies' features
 # differently (serde's, through cbindgen), and the feature builds between
 # (c-allocator-hooks, hip, ...) overwrite the cdylib, so cargo would rebuild
 # rusparse, minutes each time on 2 cores. Their paths, listed now:
-cargo test --no-run --message-format=json 2>/dev/null > target/test-binaries.json
-# The path of the integration test binary NAME in that list.
+cargo test --features "$features" --no-run --message-format=json 2>/dev/null > target/test-binaries.json
+# The path of the integration test binary NAME in that list (KIND test), or
+# of the program NAME that the build made for the tests (KIND bin).
 test_binary() {
     python3 -c '
 import json, sys
-name = sys.argv[1]
+name, kind = sys.argv[1], sys.argv[2]
 paths = [m["executable"] for m in map(json.loads, open("target/test-binaries.json"))
          if m.get("reason") == "compiler-artifact" and m.get("executable")
-         and m["target"]["name"] == name and "test" in m["target"]["kind"]]
+         and m["target"]["name"] == name and kind in m["target"]["kind"]
+         and m["profile"]["test"] == (kind == "test")]
 if len(paths) != 1:
-    sys.exit(f"test_binary: {len(paths)} test binaries named {name}")
-print(paths[0])' "$1"
+    sys.exit(f"test_binary: {len(paths)} {kind} binaries named {name}")
+print(paths[0])' "$1" "${2:-test}"
 }
+# The benchmark (soak) from that build; a `cargo run -p rusparse-bench`
+# would resolve features differently and rebuild rusparse.
+bench="$(test_binary rusparse-bench bin)"
+
 
 # NVRTC 13 (the CUDA 13 wheel, found through RUSPARSE_NVRTC, as on the GPU
 # machines with a CUDA 13 driver): it has no compute_70, so the targets move
@@ -194,26 +210,23 @@ if [ ! -e "$nvrtc13_dir/nvidia/cu13/lib/libnvrtc.so.13" ]; then
 fi
 
 step "soak: 10,000 random products of every type, base, op and algorithm against the reference"
-cargo run -q -p rusparse-bench -- soak --cases 10000 --seed 1
+"$bench" soak --cases 10000 --seed 1
 
 step "race check: the kernel tests on the emulated GPU under ThreadSanitizer with the GPU's memory model (a missing rs_syncwarp or rs_sync is a reported race; kernels/README.md, \"Race check\")"
 # --workspace keeps the dependencies' features those of the build above, so
 # only the kernels and the tests are rebuilt.
-cargo test --workspace --features rusparse-kernel-host-tests/race-check \
+cargo test --workspace --features "$features,rusparse-kernel-host-tests/race-check" \
     --test emulator --test hash_kernels --test transpose --test scan_binning
 
 step "soak on two emulated GPUs (kernels/host-tests): 100 random products through the C ABI on device arrays (three phases incl. ALG3, reuse with new values and beta, scalars in device memory) against the reference"
-cargo run -q -p rusparse-bench --features emulated-gpu -- soak --cases 100 --seed 1 --gpu emulated --gpu-share 100
+"$bench" soak --cases 100 --seed 1 --gpu emulated --gpu-share 100
 
 valgrind_cmd="valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$root/c_tests/valgrind.supp"
 step "allocation failure: every fallible allocation of the sample flows (Rust API and C ABI) failed in turn (--features failure-injection), under valgrind"
-CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$valgrind_cmd" \
-    cargo test --features failure-injection --test alloc_failure -- --nocapture
+$valgrind_cmd "$(test_binary alloc_failure)" --nocapture
 
-step "HIP back end: clippy (with the failure-injection and the bench's emulated-gpu features too), unit tests and hiprtc kernel compile (gfx906, gfx90a) with --features hip"
-cargo clippy --all-targets --features hip,failure-injection,rusparse-bench/emulated-gpu -- -D warnings
-RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --lib -- backend::hip context::
-RUSPARSE_REQUIRE_HIPRTC=1 cargo test --features hip --test hip_kernels
+step "clippy with --features $features (the HIP back end, allocation-failure injection, the bench's emulated GPUs)"
+cargo clippy --all-targets --features "$features" -- -D warnings
 
 # The lib alone: no test binary may get this global allocator
 # (tests/memory_budget.rs and the bench have their own).
@@ -244,7 +257,7 @@ ctest --test-dir target/c_tests_valgrind --output-on-failure
 
 step "valgrind on the Rust side: the C ABI fuzz replay and random programs, and a 2,000-case soak"
 $valgrind_cmd "$(test_binary fuzz_c_abi)"
-$valgrind_cmd target/debug/rusparse-bench soak --cases 2000 --seed 7 >/dev/null
+$valgrind_cmd "$bench" soak --cases 2000 --seed 7 >/dev/null
 
 # AddressSanitizer for Rust code needs -Zsanitizer, which the stable
 # toolchain accepts with RUSTC_BOOTSTRAP=1 (its rust-std ships the ASan
@@ -350,11 +363,13 @@ mpiexec "${mpiexec_flags[@]}" -n 2 target/cmake-build/petsc/tests/petsc_products
     -dll_append "$prefix/lib/librusparse_petsc.so" -n 6 -g 400 | tail -n 1
 
 step "the GPU check as far as no GPU allows: scripts/gpu-bundle.sh builds the bundle (under its size limit), scripts/gpu-check.sh runs to its summary with 'no GPU' for every GPU step; its test_nvrtc_kernels is the NVRTC 13 compile of every kernel instantiation (RUSPARSE_NVRTC=target/nvrtc-cu13/...)"
-# The test binaries of the bundle are those `cargo test` built above (test
-# profile), taken from target/test-binaries.json: a `cargo test --test ...`
-# would rebuild rusparse (see test_binary). A GPU machine gets release ones
-# from a plain run.
-RUSPARSE_BUNDLE_TEST_BINARIES="$root/target/test-binaries.json" ./scripts/gpu-bundle.sh | tail -n 1
+# The test binaries and the benchmark of the bundle are those `cargo test`
+# built above (test profile), taken from target/test-binaries.json, and the
+# library the C tests' (target/c-abi): a release build of them would take
+# 5 minutes, and CI has no GPU to run them on. A GPU machine gets release
+# ones from a plain run.
+RUSPARSE_BUNDLE_TEST_BINARIES="$root/target/test-binaries.json" RUSPARSE_BUNDLE_LIBRARY="$lib" \
+    ./scripts/gpu-bundle.sh | tail -n 1
 rm -rf target/gpu-check
 # 6 minutes: an upper bound; without a GPU only the NVRTC 13 compile (about
 # a minute) and kernel_resources take time.
