@@ -192,9 +192,12 @@ if len(paths) != 1:
     sys.exit(f"test_binary: {len(paths)} {kind} binaries named {name}")
 print(paths[0])' "$1" "${2:-test}"
 }
-# The benchmark (soak) from that build; a `cargo run -p rusparse-bench`
-# would resolve features differently and rebuild rusparse.
-bench="$(test_binary rusparse-bench bin)"
+# The benchmark (soak) from that build, copied (cargo's path for it is
+# shared by every build of it); a `cargo run -p rusparse-bench` would
+# resolve features differently and rebuild rusparse.
+mkdir -p target/suite-bin
+cp "$(test_binary rusparse-bench bin)" target/suite-bin/rusparse-bench
+bench="$root/target/suite-bin/rusparse-bench"
 
 
 # NVRTC 13 (the CUDA 13 wheel, found through RUSPARSE_NVRTC, as on the GPU
@@ -277,8 +280,10 @@ asan_run=("${asan[@]}" ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1)
 "${asan_run[@]}" cargo test -p rusparse --target "$host" --test fuzz_c_abi --test huge_requests --test shared_handle
 # The benchmark without its default feature `plot`: the soak draws nothing,
 # and plotters with its image and font crates would be built under ASan too.
-"${asan_run[@]}" cargo run -q -p rusparse-bench --no-default-features --target "$host" -- \
-    soak --cases 3000 --seed 5 >/dev/null
+# In the test profile, so that it links the ASan build of rusparse the tests
+# above used (a dev-profile build of the same crate is another unit).
+"${asan_run[@]}" cargo build -q --profile test -p rusparse-bench --no-default-features --target "$host"
+"${asan_run[@]}" "$root/target/asan/$host/debug/rusparse-bench" soak --cases 3000 --seed 5 >/dev/null
 
 # The Python package (python/, its own cargo workspace): clippy, then the
 # wheel built by maturin (one release build of the extension) and installed
