@@ -10,12 +10,13 @@
 #                           profile's instead (a release build of the
 #                           tests and their dev-dependencies costs 3-4 min);
 #                           RUSPARSE_BUNDLE_TEST_BINARIES=FILE (what CI
-#                           does) takes those a workspace `cargo test` built,
-#                           and its rusparse-bench, from FILE, its `cargo
-#                           test --no-run --message-format=json`
-#                           (scripts/test.sh writes target/test-binaries.json),
-#                           with the library RUSPARSE_BUNDLE_LIBRARY (CI: the
-#                           C tests' debug build), building none: CI checks
+#                           does) takes those a workspace `cargo test` built
+#                           from FILE, its `cargo test --no-run
+#                           --message-format=json` (scripts/test.sh writes
+#                           target/test-binaries.json), with the benchmark
+#                           RUSPARSE_BUNDLE_BENCH (CI: that build's) and the
+#                           library RUSPARSE_BUNDLE_LIBRARY (CI: the C
+#                           tests' debug build), building none: CI checks
 #                           this script and gpu-check.sh, not a release
 #                           build of the benchmark (5 minutes on 2 cores)
 # all stripped, and prints the folder's path and size (the copy to the GPU
@@ -63,15 +64,7 @@ if [ -n "${RUSPARSE_BUNDLE_TEST_BINARIES:-}" ]; then
     echo "== the test binaries from $RUSPARSE_BUNDLE_TEST_BINARIES (test profile, built by cargo test)"
     mapfile -t executables < <(python3 -c "$pick" "$root" "${tests[@]}" < "$RUSPARSE_BUNDLE_TEST_BINARIES")
     library=${RUSPARSE_BUNDLE_LIBRARY:?RUSPARSE_BUNDLE_TEST_BINARIES needs RUSPARSE_BUNDLE_LIBRARY, the librusparse.so to bundle}
-    bench=$(python3 -c '
-import json, sys
-paths = {m["executable"] for m in map(json.loads, sys.stdin)
-         if m.get("reason") == "compiler-artifact" and m.get("executable")
-         and m["target"]["name"] == "rusparse-bench" and "bin" in m["target"]["kind"]
-         and not m["profile"]["test"]}
-if len(paths) != 1:
-    sys.exit(f"gpu-bundle: {len(paths)} rusparse-bench programs in the list")
-print(paths.pop())' < "$RUSPARSE_BUNDLE_TEST_BINARIES")
+    bench=${RUSPARSE_BUNDLE_BENCH:?RUSPARSE_BUNDLE_TEST_BINARIES needs RUSPARSE_BUNDLE_BENCH, the rusparse-bench to bundle}
 else
     mapfile -t executables < <(
         cargo test -q --profile "${RUSPARSE_BUNDLE_TEST_PROFILE:-release}" -p rusparse --no-run \

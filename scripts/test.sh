@@ -374,7 +374,7 @@ step "the GPU check as far as no GPU allows: scripts/gpu-bundle.sh builds the bu
 # 5 minutes, and CI has no GPU to run them on. A GPU machine gets release
 # ones from a plain run.
 RUSPARSE_BUNDLE_TEST_BINARIES="$root/target/test-binaries.json" RUSPARSE_BUNDLE_LIBRARY="$lib" \
-    ./scripts/gpu-bundle.sh | tail -n 1
+    RUSPARSE_BUNDLE_BENCH="$bench" ./scripts/gpu-bundle.sh | tail -n 1
 rm -rf target/gpu-check
 # 6 minutes: an upper bound; without a GPU only the NVRTC 13 compile (about
 # a minute) and kernel_resources take time.

@@ -1,7 +1,7 @@
 //! Compressed sparse row matrices: borrowed views and owned matrices.
 
 use crate::error::{invalid, Error, Result};
-use crate::parallel::map_indices;
+use crate::parallel::map_blocks;
 use crate::plan::fingerprint::scan_pattern;
 use crate::types::{ColumnOrder, Index, IndexBase, Scalar};
 
@@ -142,13 +142,10 @@ const VALIDATE_GRAIN: usize = 1 << 16;
 /// The first `i < n` with `bad(i)`, scanning blocks of indices in parallel
 /// (each block serially, so the inner loop stays tight).
 fn first_position(n: usize, bad: impl Fn(usize) -> bool + Sync) -> Option<usize> {
-    map_indices(n.div_ceil(VALIDATE_GRAIN), 1, |block| {
-        let start = block * VALIDATE_GRAIN;
-        (start..n.min(start + VALIDATE_GRAIN)).find(|&i| bad(i))
-    })
-    .into_iter()
-    .flatten()
-    .min()
+    map_blocks(n, VALIDATE_GRAIN, |mut block| block.find(|&i| bad(i)))
+        .into_iter()
+        .flatten()
+        .min()
 }
 
 /// Checks the structure of a CSR matrix (see [`CsrView::try_new`]).

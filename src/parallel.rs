@@ -14,29 +14,21 @@
 //! [`crate::Context::run`]). Results come back in index order; of several
 //! errors, the one of the lowest index among the tasks that ran is reported.
 
+use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 use crate::Result;
 
-/// Runs `task(k)` for each `k` in `0..n`, in parallel; rayon splits the
-/// range in jobs of at least `min_len` indices.
-pub(crate) fn for_each_index(n: usize, min_len: usize, task: &(dyn Fn(usize) + Sync)) {
+/// Runs `task(k)` for each `k` in `0..n`, in parallel.
+fn for_each_index(n: usize, task: &(dyn Fn(usize) + Sync)) {
     use rayon::prelude::*;
-    (0..n)
-        .into_par_iter()
-        .with_min_len(min_len.max(1))
-        .for_each(task);
+    (0..n).into_par_iter().for_each(task);
 }
 
-/// `f(k)` for each `k` in `0..n`, computed in parallel (jobs of at least
-/// `min_len` indices), in index order.
-pub(crate) fn map_indices<R: Send>(
-    n: usize,
-    min_len: usize,
-    f: impl Fn(usize) -> R + Sync,
-) -> Vec<R> {
+/// `f(k)` for each `k` in `0..n`, computed in parallel, in index order.
+pub(crate) fn map_indices<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
     let slots: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    for_each_index(n, min_len, &|k| {
+    for_each_index(n, &|k| {
         let r = f(k);
         *slots[k].lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
     });
@@ -50,11 +42,21 @@ pub(crate) fn map_indices<R: Send>(
         .collect()
 }
 
+/// `f(range)` for each block `range` of `block` consecutive indices of
+/// `0..n` (the last one shorter), computed in parallel, in order.
+pub(crate) fn map_blocks<R: Send>(
+    n: usize,
+    block: usize,
+    f: impl Fn(Range<usize>) -> R + Sync,
+) -> Vec<R> {
+    map_indices(n.div_ceil(block), |k| f(k * block..n.min((k + 1) * block)))
+}
+
 /// `f(piece)` for each of `pieces` (say, the mutable parts of an output
 /// that belong to each chunk of rows), in parallel, in order.
 pub(crate) fn map_pieces<P: Send, R: Send>(pieces: Vec<P>, f: impl Fn(P) -> R + Sync) -> Vec<R> {
     let slots: Vec<Mutex<Option<P>>> = pieces.into_iter().map(|p| Mutex::new(Some(p))).collect();
-    map_indices(slots.len(), 1, |k| {
+    map_indices(slots.len(), |k| {
         let piece = slots[k]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -117,10 +119,13 @@ mod tests {
             .unwrap();
         pool.install(|| {
             assert_eq!(
-                map_indices(1000, 7, |k| k * k),
+                map_indices(1000, |k| k * k),
                 (0..1000).map(|k| k * k).collect::<Vec<_>>()
             );
-            assert!(map_indices(0, 1, |k| k).is_empty());
+            assert!(map_indices(0, |k| k).is_empty());
+            assert_eq!(map_blocks(10, 4, |r| r), vec![0..4, 4..8, 8..10]);
+            assert_eq!(map_blocks(8, 4, |r| r), vec![0..4, 4..8]);
+            assert!(map_blocks(0, 4, |r| r).is_empty());
             let mut data = vec![0usize; 100];
             let pieces: Vec<&mut [usize]> = data.chunks_mut(9).collect();
             let lens = map_pieces(pieces, |p| {

@@ -22,7 +22,7 @@
 use super::predict::{predict_nnz, NnzPrediction, PLANNING_SAMPLING};
 use super::row_work::{ENTRY_CLASSES, STRATA};
 use super::{RowPattern, RowWork};
-use crate::parallel::map_indices;
+use crate::parallel::map_blocks;
 use crate::types::Index;
 
 /// Side of the square density image of A (its cells are
@@ -165,8 +165,7 @@ fn row_lengths<I: Index, J: Index>(x: &RowPattern<'_, I, J>, work: Option<&RowWo
         return RowLengths::default();
     }
     const GRAIN: usize = 1 << 14;
-    let sums = map_indices(x.nrows.div_ceil(GRAIN), 1, |c| {
-        let rows = c * GRAIN..((c + 1) * GRAIN).min(x.nrows);
+    let sums = map_blocks(x.nrows, GRAIN, |rows| {
         let mut s = LengthSums::default();
         let mut previous = x.offsets[rows.start].as_usize() as u64;
         for (i, end) in rows.clone().zip(&x.offsets[rows.start + 1..=rows.end]) {

@@ -2,7 +2,7 @@
 //! the plan was made can refuse an input whose pattern changed (the reuse
 //! API allows new values, never a new pattern).
 
-use crate::parallel::map_indices;
+use crate::parallel::map_blocks;
 use crate::types::{Index, Scalar};
 
 /// Elements hashed per parallel task; fixed so the result does not depend
@@ -65,9 +65,9 @@ fn hash_slice_finding<X: Sync>(
     key: impl Fn(&X) -> u64 + Sync + Copy,
     find: impl Fn(usize, &[X]) -> Option<usize> + Sync,
 ) -> (u64, Option<usize>) {
-    let blocks = map_indices(xs.len().div_ceil(BLOCK), 1, |k| {
-        let block = &xs[k * BLOCK..xs.len().min((k + 1) * BLOCK)];
-        (hash_block(block, seed, key), find(k * BLOCK, block))
+    let blocks = map_blocks(xs.len(), BLOCK, |r| {
+        let block = &xs[r.clone()];
+        (hash_block(block, seed, key), find(r.start, block))
     });
     let first = blocks.iter().filter_map(|&(_, f)| f).min();
     let hash = blocks

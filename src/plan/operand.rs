@@ -61,8 +61,8 @@ impl<'a, I: Index, J: Index> RowPattern<'a, I, J> {
     /// need it. O(nnz), parallel.
     pub fn rows_canonical(&self) -> bool {
         const BLOCK: usize = 1024;
-        crate::parallel::map_indices(self.nrows.div_ceil(BLOCK), 1, |blk| {
-            (blk * BLOCK..self.nrows.min((blk + 1) * BLOCK)).all(|i| {
+        crate::parallel::map_blocks(self.nrows, BLOCK, |mut rows| {
+            rows.all(|i| {
                 let r = self.range(i);
                 self.cols[r].windows(2).all(|w| w[0] < w[1])
             })

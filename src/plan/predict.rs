@@ -20,7 +20,7 @@ use super::row_work::{
     STRATA,
 };
 use super::{RowPattern, RowWork};
-use crate::parallel::map_indices;
+use crate::parallel::{map_blocks, map_indices};
 use crate::types::Index;
 use std::convert::Infallible;
 
@@ -263,9 +263,9 @@ fn rows_nnz<I: Index, J: Index>(
 ) -> Vec<u64> {
     // A column set per piece: 4 pieces per thread, of 8 rows at least.
     let per_piece = rows.len().div_ceil(4 * rayon::current_num_threads()).max(8);
-    map_indices(rows.len().div_ceil(per_piece), 1, |p| {
+    map_blocks(rows.len(), per_piece, |piece| {
         let mut set = ColumnSet::new(b.ncols);
-        rows[p * per_piece..rows.len().min((p + 1) * per_piece)]
+        rows[piece]
             .iter()
             .map(|&i| row_nnz(a, b, i, work.row(i), &mut set))
             .collect::<Vec<u64>>()
@@ -625,7 +625,7 @@ impl StratifiedPlan {
         const BLOCK: usize = 16 * MAGNITUDE_BLOCK;
         let nrows = work.nrows();
         let block_magnitudes = work.block_magnitudes();
-        let blocks: Vec<Vec<(usize, usize)>> = map_indices(nrows.div_ceil(BLOCK), 1, |blk| {
+        let blocks: Vec<Vec<(usize, usize)>> = map_indices(nrows.div_ceil(BLOCK), |blk| {
             let mut taken = Vec::new();
             let first = blk * BLOCK / MAGNITUDE_BLOCK;
             let last = ((blk + 1) * BLOCK / MAGNITUDE_BLOCK).min(block_magnitudes.len());

@@ -121,6 +121,12 @@ fn split_by_chunks<'a, X>(
     pieces
 }
 
+/// Each piece with the rows of its chunk (pieces made by [`split_by_chunks`]
+/// or [`output_pieces`] from `work`'s bounds), for the parallel loops.
+fn with_rows<P>(pieces: Vec<P>, work: &RowWork) -> Vec<(P, std::ops::Range<usize>)> {
+    pieces.into_iter().zip(work.chunks()).collect()
+}
+
 /// The pieces of C's values (and columns, when given) per chunk of rows,
 /// and the scaling of the numeric phase.
 #[allow(clippy::type_complexity)]
@@ -209,13 +215,10 @@ impl CpuBackend<'_> {
         let dense_ok = b.pattern.ncols.saturating_mul(std::mem::size_of::<T>()) <= DENSE_MAX_BYTES;
         let pool = cap.map(brmerge::UpperPool::new);
         let pieces = split_by_chunks(counts, work.bounds(), |r| r);
-        let chunks = try_map_pieces(
-            pieces.into_iter().zip(work.chunks()).collect(),
-            |(counts, rows)| {
-                let chunk = self.chunk(rows, work);
-                brmerge::upper_chunk(a, b, chunk, (dense_ok, ratio, pool.as_ref()), counts)
-            },
-        );
+        let chunks = try_map_pieces(with_rows(pieces, work), |(counts, rows)| {
+            let chunk = self.chunk(rows, work);
+            brmerge::upper_chunk(a, b, chunk, (dense_ok, ratio, pool.as_ref()), counts)
+        });
         match chunks {
             Err(crate::Error::InvalidValue(_)) if pool.is_some() => Ok(None),
             other => other.map(Some),
@@ -263,17 +266,14 @@ impl CpuBackend<'_> {
         match out {
             SymbolicOutput::Counts(counts) => {
                 let pieces = split_by_chunks(counts, bounds, |r| r);
-                try_for_each_piece(
-                    pieces.into_iter().zip(work.chunks()).collect(),
-                    |(counts, rows)| {
-                        let chunk = self.chunk(rows, work);
-                        if bitmap {
-                            dense::count_rows(a, b, chunk, counts)
-                        } else {
-                            hash::count_rows(a, b, chunk, counts)
-                        }
-                    },
-                )
+                try_for_each_piece(with_rows(pieces, work), |(counts, rows)| {
+                    let chunk = self.chunk(rows, work);
+                    if bitmap {
+                        dense::count_rows(a, b, chunk, counts)
+                    } else {
+                        hash::count_rows(a, b, chunk, counts)
+                    }
+                })
             }
             SymbolicOutput::Columns {
                 offsets,
@@ -281,22 +281,19 @@ impl CpuBackend<'_> {
                 base,
             } => {
                 let pieces = split_by_chunks(cols, bounds, |r| offsets[r]);
-                try_for_each_piece(
-                    pieces.into_iter().zip(work.chunks()).collect(),
-                    |(cols, rows)| {
-                        let chunk = self.chunk(rows, work);
-                        let out = ColumnsPiece {
-                            offsets,
-                            cols,
-                            base,
-                        };
-                        if bitmap {
-                            dense::list_rows(a, b, chunk, out)
-                        } else {
-                            hash::list_rows(a, b, chunk, out)
-                        }
-                    },
-                )
+                try_for_each_piece(with_rows(pieces, work), |(cols, rows)| {
+                    let chunk = self.chunk(rows, work);
+                    let out = ColumnsPiece {
+                        offsets,
+                        cols,
+                        base,
+                    };
+                    if bitmap {
+                        dense::list_rows(a, b, chunk, out)
+                    } else {
+                        hash::list_rows(a, b, chunk, out)
+                    }
+                })
             }
         }
     }
@@ -345,7 +342,7 @@ impl CpuBackend<'_> {
             scale: &scale,
             sorted,
         };
-        let pieces = pieces.into_iter().zip(work.chunks()).collect();
+        let pieces = with_rows(pieces, work);
         if let Some(pattern) = known {
             return try_for_each_piece(pieces, |((vals, cols), rows)| {
                 let chunk = self.chunk(rows, work);
