@@ -232,7 +232,12 @@ pub fn features<I: Index, J: Index>(
     v[3] = log2(nnz_a);
     v[4] = log2(nnz_b);
     let la = row_lengths(a, Some(work));
-    let lb = row_lengths(b, None);
+    // A·A (or a product of one pattern with itself): B's rows are A's.
+    let lb = if a.same_arrays(b) {
+        la
+    } else {
+        row_lengths(b, None)
+    };
     (v[5], v[6], v[7], v[8]) = (la.mean, la.max, la.cv, la.empty);
     (v[9], v[10], v[11]) = (lb.mean, lb.max, lb.cv);
 

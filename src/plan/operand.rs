@@ -56,16 +56,49 @@ impl<'a, I: Index, J: Index> RowPattern<'a, I, J> {
     pub fn row_len(&self, i: usize) -> usize {
         self.offsets[i + 1].as_usize() - self.offsets[i].as_usize()
     }
+    /// True when both patterns are the same arrays read the same way (a
+    /// product of a pattern with itself, as A·A).
+    pub fn same_arrays(&self, other: &Self) -> bool {
+        (self.nrows, self.ncols, self.base) == (other.nrows, other.ncols, other.base)
+            && std::ptr::eq(self.offsets, other.offsets)
+            && std::ptr::eq(self.cols, other.cols)
+    }
+
     /// True when every row lists strictly increasing columns (sorted, no
     /// duplicates): the merge-based kernels and the single-entry fast path
     /// need it. O(nnz), parallel.
+    ///
+    /// Each block of rows is read flat: the positions where a column does
+    /// not exceed the one before it (a vectorised count over the block's
+    /// columns) must all be first entries of rows (a pass over the block's
+    /// row offsets). Row by row, the short rows of stencils and meshes
+    /// cost a loop set-up each (stencil2d_5pt_725: 2.2 ms one thread).
     pub fn rows_canonical(&self) -> bool {
-        const BLOCK: usize = 1024;
-        crate::parallel::map_blocks(self.nrows, BLOCK, |mut rows| {
-            rows.all(|i| {
-                let r = self.range(i);
-                self.cols[r].windows(2).all(|w| w[0] < w[1])
-            })
+        const BLOCK: usize = 1 << 14;
+        crate::parallel::map_blocks(self.nrows, BLOCK, |rows| {
+            let start = self.offsets[rows.start].as_usize() - self.base;
+            let end = self.offsets[rows.end].as_usize() - self.base;
+            let cols = &self.cols[start..end];
+            let descents: usize = cols
+                .iter()
+                .zip(cols.iter().skip(1))
+                .map(|(x, y)| usize::from(y <= x))
+                .sum();
+            if descents == 0 {
+                return true;
+            }
+            // Descents at the first entry of a row (several empty rows
+            // share one position; it is counted once).
+            let mut at_row_starts = 0usize;
+            let mut last = start;
+            for o in &self.offsets[rows.start + 1..rows.end] {
+                let p = o.as_usize() - self.base;
+                if p > last && p < end {
+                    at_row_starts += usize::from(cols[p - start] <= cols[p - start - 1]);
+                    last = p;
+                }
+            }
+            descents == at_row_starts
         })
         .into_iter()
         .all(|canonical| canonical)
@@ -474,4 +507,84 @@ fn keep_inner_columns<I: Index, J: Index>(
         cols,
         source: kept,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RowPattern;
+    use proptest::prelude::*;
+
+    /// Row by row, as the definition says.
+    fn canonical_by_rows(off: &[i32], cols: &[i32]) -> bool {
+        off.windows(2).all(|r| {
+            cols[r[0] as usize..r[1] as usize]
+                .windows(2)
+                .all(|w| w[0] < w[1])
+        })
+    }
+
+    fn pattern(rows: &[Vec<i32>]) -> (Vec<i32>, Vec<i32>) {
+        let mut off = vec![0i32];
+        let mut cols = Vec::new();
+        for r in rows {
+            cols.extend_from_slice(r);
+            off.push(cols.len() as i32);
+        }
+        (off, cols)
+    }
+
+    #[test]
+    fn rows_canonical_cases() {
+        let cases: [(&[&[i32]], bool); 8] = [
+            (&[], true),
+            (&[&[], &[]], true),
+            (&[&[0, 3, 5], &[1, 2]], true),
+            // A row starting at or below the previous row's last column.
+            (&[&[4, 5], &[5, 6], &[], &[0]], true),
+            (&[&[0, 2, 1]], false),
+            (&[&[1, 1]], false),
+            (&[&[3], &[], &[2, 2]], false),
+            (&[&[0, 1], &[7, 2]], false),
+        ];
+        for (rows, canonical) in cases {
+            let (off, cols) = pattern(&rows.iter().map(|r| r.to_vec()).collect::<Vec<_>>());
+            let p = RowPattern::zero_based(&off, &cols, 8);
+            assert_eq!(p.rows_canonical(), canonical, "{rows:?}");
+        }
+    }
+
+    /// One bad row anywhere among blocks of many rows (empty rows, rows
+    /// ending above the next row's start) is found; without it the pattern
+    /// is canonical.
+    #[test]
+    fn rows_canonical_across_blocks() {
+        let rows: Vec<Vec<i32>> = (0..40_000)
+            .map(|i| match i % 5 {
+                0 => vec![],
+                1 => vec![i % 7],
+                _ => vec![i % 3, 10 + i % 4, 20],
+            })
+            .collect();
+        let (off, cols) = pattern(&rows);
+        assert!(RowPattern::zero_based(&off, &cols, 32).rows_canonical());
+        for bad in [2, 16_383, 16_384, 16_387, 39_999] {
+            let mut rows = rows.clone();
+            rows[bad] = vec![5, 5];
+            let (off, cols) = pattern(&rows);
+            assert!(
+                !RowPattern::zero_based(&off, &cols, 32).rows_canonical(),
+                "row {bad}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn rows_canonical_matches_rows(rows in proptest::collection::vec(
+            proptest::collection::vec(0i32..6, 0..4), 0..40)) {
+            let (off, cols) = pattern(&rows);
+            let p = RowPattern::zero_based(&off, &cols, 6);
+            prop_assert_eq!(p.rows_canonical(), canonical_by_rows(&off, &cols));
+        }
+    }
 }

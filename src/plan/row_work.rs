@@ -212,38 +212,49 @@ impl RowWork {
             .zip(block_magnitudes.chunks_mut(COUNT_GRAIN / MAGNITUDE_BLOCK))
             .enumerate()
             .collect();
-        let (strata, in_order) = map_pieces(pieces, |(c, (out, magnitudes))| {
+        let (strata, in_order, max_row) = map_pieces(pieces, |(c, (out, magnitudes))| {
             let first = c * COUNT_GRAIN;
             let mut strata = [Stratum::default(); STRATA];
             let mut in_order = (0u64, 0u64);
-            for (r, slot) in out.iter_mut().enumerate() {
-                let entries = a.range(first + r);
-                let len = entries.len();
+            let mut max_row = 0u64;
+            // One bounds check per row of A (its entries) and per entry (the
+            // two offsets of B's row), columns and offsets walked as slices:
+            // this loop is a pass over every entry of A on every product.
+            let offsets = &a.offsets[first..=first + out.len()];
+            let mut start = offsets[0].as_usize() - a.base;
+            for (r, (slot, end)) in out.iter_mut().zip(&offsets[1..]).enumerate() {
+                let end = end.as_usize() - a.base;
+                let entries = &a.cols[start..end];
                 if r % IN_ORDER_SAMPLE == 1 {
                     in_order.0 += entries_in_order(a, first + r);
-                    in_order.1 += len as u64;
+                    in_order.1 += entries.len() as u64;
                 }
-                let (nprod, longest) = entries.fold((0u64, 0u64), |(sum, max), k| {
-                    let row = b.range(a.col(k));
-                    let l = (row.end - row.start) as u64;
-                    (sum + l, max.max(l))
-                });
+                let (mut nprod, mut longest) = (0u64, 0u64);
+                for &k in entries {
+                    let j = k.as_usize() - a.base;
+                    let row = &b.offsets[j..j + 2];
+                    let l = (row[1].as_usize() - row[0].as_usize()) as u64;
+                    nprod += l;
+                    longest = longest.max(l);
+                }
                 *slot = nprod;
+                max_row = max_row.max(nprod);
                 if nprod > 0 {
                     magnitudes[r / MAGNITUDE_BLOCK] |= 1 << magnitude(nprod);
-                    let s = &mut strata[stratum_of(nprod, len)];
+                    let s = &mut strata[stratum_of(nprod, entries.len())];
                     s.rows += 1;
                     s.products += nprod;
                     s.lower_bound += longest;
                 }
+                start = end;
             }
-            (strata, in_order)
+            (strata, in_order, max_row)
         })
         .into_iter()
-        .fold(([Stratum::default(); STRATA], (0, 0)), |(x, p), (y, q)| {
-            (add_strata(x, y), (p.0 + q.0, p.1 + q.1))
-        });
-        let max_row = prefix[1..].iter().copied().max().unwrap_or(0);
+        .fold(
+            ([Stratum::default(); STRATA], (0, 0), 0),
+            |(x, p, m), (y, q, n)| (add_strata(x, y), (p.0 + q.0, p.1 + q.1), m.max(n)),
+        );
         for i in 0..m {
             prefix[i + 1] += prefix[i];
         }
