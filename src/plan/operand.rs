@@ -509,6 +509,19 @@ fn keep_inner_columns<I: Index, J: Index>(
     })
 }
 
+/// The zero-based offsets and columns of a pattern given as rows of
+/// column lists (for tests).
+#[cfg(test)]
+pub(crate) fn arrays_from_rows(rows: &[Vec<i32>]) -> (Vec<i32>, Vec<i32>) {
+    let mut off = vec![0i32];
+    let mut cols = Vec::new();
+    for r in rows {
+        cols.extend_from_slice(r);
+        off.push(cols.len() as i32);
+    }
+    (off, cols)
+}
+
 #[cfg(test)]
 mod tests {
     use super::RowPattern;
@@ -523,15 +536,7 @@ mod tests {
         })
     }
 
-    fn pattern(rows: &[Vec<i32>]) -> (Vec<i32>, Vec<i32>) {
-        let mut off = vec![0i32];
-        let mut cols = Vec::new();
-        for r in rows {
-            cols.extend_from_slice(r);
-            off.push(cols.len() as i32);
-        }
-        (off, cols)
-    }
+    use super::arrays_from_rows as pattern;
 
     #[test]
     fn rows_canonical_cases() {

@@ -727,16 +727,7 @@ mod tests {
         RowPattern::zero_based(offsets, cols, ncols)
     }
 
-    /// A pattern from rows of column lists (zero-based).
-    fn build(rows: &[Vec<i32>]) -> (Vec<i32>, Vec<i32>) {
-        let mut off = vec![0i32];
-        let mut cols = Vec::new();
-        for r in rows {
-            cols.extend_from_slice(r);
-            off.push(cols.len() as i32);
-        }
-        (off, cols)
-    }
+    use crate::plan::operand::arrays_from_rows as build;
 
     /// nnz(C) by sorting each row's columns (independent of ColumnSet).
     fn exact_nnz(a: &RowPattern<'_, i32, i32>, b: &RowPattern<'_, i32, i32>) -> u64 {
