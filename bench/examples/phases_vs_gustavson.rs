@@ -1,0 +1,149 @@
+//! Where a short-row product's time goes, without Python or a peer's
+//! process in the way: rusparse's phases (plan, symbolic, numeric) against
+//! scipy's algorithm (`csr_matmat`: a count pass with a mask, then a
+//! numeric pass with a linked list of the row's columns; output unsorted)
+//! written plainly in Rust, both on one matrix, C's arrays allocated and
+//! touched once outside the timing. The matrix is the 5-point stencil on an
+//! n × n grid (stencil2d_5pt_n: 5 entries a row, 25 products into 13).
+//!
+//!     cargo run --release -p rusparse-bench --example phases_vs_gustavson -- [threads] [n] [runs]
+//!
+//! Prints the minimum over the runs of each phase, in ms.
+
+use rusparse::{Algorithm, BackendKind, Context, CsrOutput, CsrView, IndexBase, Op, SpgemmPlan};
+use std::time::Instant;
+
+/// The 5-point stencil on an n × n grid (zero-based CSR pattern).
+fn stencil(n: usize) -> (Vec<i32>, Vec<i32>) {
+    let mut offsets = vec![0i32];
+    let mut cols = Vec::new();
+    for y in 0..n {
+        for x in 0..n {
+            let (i, w) = ((y * n + x) as i32, n as i32);
+            let neighbours = [
+                (y > 0, i - w),
+                (x > 0, i - 1),
+                (true, i),
+                (x + 1 < n, i + 1),
+                (y + 1 < n, i + w),
+            ];
+            cols.extend(neighbours.iter().filter(|(on, _)| *on).map(|&(_, c)| c));
+            offsets.push(cols.len() as i32);
+        }
+    }
+    (offsets, cols)
+}
+
+/// scipy's count pass: the number of entries of C.
+fn gustavson_count(offsets: &[i32], cols: &[i32], m: usize, ncols: usize) -> usize {
+    let mut mask = vec![usize::MAX; ncols];
+    let mut nnz = 0;
+    for i in 0..m {
+        for &j in &cols[offsets[i] as usize..offsets[i + 1] as usize] {
+            let j = j as usize;
+            for &k in &cols[offsets[j] as usize..offsets[j + 1] as usize] {
+                let k = k as usize;
+                if mask[k] != i {
+                    mask[k] = i;
+                    nnz += 1;
+                }
+            }
+        }
+    }
+    nnz
+}
+
+/// scipy's numeric pass into C's arrays (rows unsorted).
+fn gustavson_numeric(
+    (offsets, cols, vals): (&[i32], &[i32], &[f64]),
+    m: usize,
+    ncols: usize,
+    (c_offsets, c_cols, c_vals): (&mut [i32], &mut [i32], &mut [f64]),
+) {
+    let mut next = vec![-1i64; ncols];
+    let mut sums = vec![0f64; ncols];
+    let mut nnz = 0usize;
+    c_offsets[0] = 0;
+    for i in 0..m {
+        let (mut head, mut length) = (-2i64, 0);
+        for jj in offsets[i] as usize..offsets[i + 1] as usize {
+            let (j, v) = (cols[jj] as usize, vals[jj]);
+            for kk in offsets[j] as usize..offsets[j + 1] as usize {
+                let k = cols[kk] as usize;
+                sums[k] += v * vals[kk];
+                if next[k] == -1 {
+                    next[k] = head;
+                    head = k as i64;
+                    length += 1;
+                }
+            }
+        }
+        for _ in 0..length {
+            let h = head as usize;
+            c_cols[nnz] = h as i32;
+            c_vals[nnz] = sums[h];
+            nnz += 1;
+            head = next[h];
+            next[h] = -1;
+            sums[h] = 0.0;
+        }
+        c_offsets[i + 1] = nnz as i32;
+    }
+}
+
+fn main() -> rusparse::Result<()> {
+    let arg = |k: usize, default: usize| {
+        std::env::args()
+            .nth(k)
+            .map_or(default, |s| s.parse().expect("a number"))
+    };
+    let (threads, n, runs) = (arg(1, 1), arg(2, 725), arg(3, 20).max(1));
+    let (offsets, cols) = stencil(n);
+    let m = n * n;
+    let vals: Vec<f64> = (0..cols.len()).map(|k| 1.0 + (k % 7) as f64).collect();
+    let nnz = gustavson_count(&offsets, &cols, m, m);
+    let mut c = (vec![0i32; m + 1], vec![0i32; nnz], vec![0f64; nnz]);
+
+    let mut ctx = Context::new(BackendKind::Cpu)?;
+    ctx.set_num_threads(threads)?;
+    let a = CsrView::try_new(m, m, &offsets, &cols, &vals, IndexBase::Zero)?;
+    let mut rusparse = [f64::MAX; 4];
+    let mut plain = [f64::MAX; 3];
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &a, Op::N, Algorithm::Default)?;
+        let planned = ms(t0);
+        let t1 = Instant::now();
+        plan.symbolic(&ctx, &a, &a)?;
+        let symbolic = ms(t1);
+        let t2 = Instant::now();
+        let out = CsrOutput::full(&mut c.0, &mut c.1, &mut c.2, IndexBase::Zero);
+        plan.numeric(&ctx, &a, &a, 1.0, 0.0, out)?;
+        let numeric = ms(t2);
+        for (best, t) in rusparse
+            .iter_mut()
+            .zip([planned, symbolic, numeric, ms(t0)])
+        {
+            *best = best.min(t);
+        }
+
+        let t0 = Instant::now();
+        std::hint::black_box(gustavson_count(&offsets, &cols, m, m));
+        let count = ms(t0);
+        let t1 = Instant::now();
+        let arrays = (&mut c.0[..], &mut c.1[..], &mut c.2[..]);
+        gustavson_numeric((&offsets, &cols, &vals), m, m, arrays);
+        let numeric = ms(t1);
+        for (best, t) in plain.iter_mut().zip([count, numeric, ms(t0)]) {
+            *best = best.min(t);
+        }
+    }
+    println!(
+        "stencil2d_5pt_{n} ({m} rows, nnz(C) {nnz}), f64, minimum of {runs} runs, ms\n\
+         rusparse, {threads} thread(s): plan {:.2}  symbolic {:.2}  numeric {:.2}  total {:.2}\n\
+         scipy's algorithm in Rust, 1 thread: count {:.2}  numeric {:.2}  total {:.2}",
+        rusparse[0], rusparse[1], rusparse[2], rusparse[3], plain[0], plain[1], plain[2]
+    );
+    Ok(())
+}
