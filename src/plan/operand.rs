@@ -75,33 +75,37 @@ impl<'a, I: Index, J: Index> RowPattern<'a, I, J> {
     /// cost a loop set-up each (stencil2d_5pt_725: 2.2 ms one thread).
     pub fn rows_canonical(&self) -> bool {
         const BLOCK: usize = 1 << 14;
-        crate::parallel::map_blocks(self.nrows, BLOCK, |rows| {
-            let start = self.offsets[rows.start].as_usize() - self.base;
-            let end = self.offsets[rows.end].as_usize() - self.base;
-            let cols = &self.cols[start..end];
-            let descents: usize = cols
-                .iter()
-                .zip(cols.iter().skip(1))
-                .map(|(x, y)| usize::from(y <= x))
-                .sum();
-            if descents == 0 {
-                return true;
+        crate::parallel::map_blocks(self.nrows, BLOCK, |rows| self.block_canonical(rows))
+            .into_iter()
+            .all(|canonical| canonical)
+    }
+
+    /// [`RowPattern::rows_canonical`] for the rows `rows` alone, in one
+    /// thread.
+    pub fn block_canonical(&self, rows: std::ops::Range<usize>) -> bool {
+        let start = self.offsets[rows.start].as_usize() - self.base;
+        let end = self.offsets[rows.end].as_usize() - self.base;
+        let cols = &self.cols[start..end];
+        let descents: usize = cols
+            .iter()
+            .zip(cols.iter().skip(1))
+            .map(|(x, y)| usize::from(y <= x))
+            .sum();
+        if descents == 0 {
+            return true;
+        }
+        // Descents at the first entry of a row (several empty rows share
+        // one position; it is counted once).
+        let mut at_row_starts = 0usize;
+        let mut last = start;
+        for o in &self.offsets[rows.start + 1..rows.end] {
+            let p = o.as_usize() - self.base;
+            if p > last && p < end {
+                at_row_starts += usize::from(cols[p - start] <= cols[p - start - 1]);
+                last = p;
             }
-            // Descents at the first entry of a row (several empty rows
-            // share one position; it is counted once).
-            let mut at_row_starts = 0usize;
-            let mut last = start;
-            for o in &self.offsets[rows.start + 1..rows.end] {
-                let p = o.as_usize() - self.base;
-                if p > last && p < end {
-                    at_row_starts += usize::from(cols[p - start] <= cols[p - start - 1]);
-                    last = p;
-                }
-            }
-            descents == at_row_starts
-        })
-        .into_iter()
-        .all(|canonical| canonical)
+        }
+        descents == at_row_starts
     }
 }
 

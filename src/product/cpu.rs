@@ -362,8 +362,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         ctx.run(|| {
             let (pa, pb) = operands(a, op_a, b, op_b)?;
             let (ra, rb) = (pa.rows(a), pb.rows(b));
-            let b_canonical = rb.rows_canonical();
             let work = RowWork::new(&ra, &rb, chunks)?;
+            let b_canonical = work
+                .b_rows_canonical()
+                .unwrap_or_else(|| rb.rows_canonical());
             let shape = ProductShape {
                 products: work.total(),
                 b_cols: pb.ncols(),
