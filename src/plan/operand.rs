@@ -528,6 +528,7 @@ pub(crate) fn arrays_from_rows(rows: &[Vec<i32>]) -> (Vec<i32>, Vec<i32>) {
 
 #[cfg(test)]
 mod tests {
+    use super::arrays_from_rows as pattern;
     use super::RowPattern;
     use proptest::prelude::*;
 
@@ -539,8 +540,6 @@ mod tests {
                 .all(|w| w[0] < w[1])
         })
     }
-
-    use super::arrays_from_rows as pattern;
 
     #[test]
     fn rows_canonical_cases() {

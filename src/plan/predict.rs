@@ -20,7 +20,7 @@ use super::row_work::{
     STRATA,
 };
 use super::{RowPattern, RowWork};
-use crate::parallel::{map_blocks, map_indices};
+use crate::parallel::map_blocks;
 use crate::types::Index;
 use std::convert::Infallible;
 
@@ -621,15 +621,14 @@ impl StratifiedPlan {
     /// the groups its block holds (by nprod's magnitude) or a group of its
     /// magnitude is taken whole.
     fn pick(&self, work: &RowWork, shapes: &impl RowShapes) -> Vec<(usize, usize)> {
-        // Rows in blocks of BLOCK, in parallel.
-        const BLOCK: usize = 16 * MAGNITUDE_BLOCK;
+        // Rows in blocks of 16 magnitude blocks, in parallel.
+        const BLOCKS: usize = 16;
         let nrows = work.nrows();
         let block_magnitudes = work.block_magnitudes();
-        let blocks: Vec<Vec<(usize, usize)>> = map_indices(nrows.div_ceil(BLOCK), |blk| {
+        let blocks = map_blocks(block_magnitudes.len(), BLOCKS, |blocks| {
             let mut taken = Vec::new();
-            let first = blk * BLOCK / MAGNITUDE_BLOCK;
-            let last = ((blk + 1) * BLOCK / MAGNITUDE_BLOCK).min(block_magnitudes.len());
-            for (k, &magnitudes) in block_magnitudes[first..last].iter().enumerate() {
+            let first = blocks.start;
+            for (k, &magnitudes) in block_magnitudes[blocks].iter().enumerate() {
                 let block_threshold = (0..64)
                     .filter(|&m| magnitudes >> m & 1 == 1)
                     .map(|m| self.magnitude_threshold[m])
