@@ -953,6 +953,28 @@ fn prop_plan<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult 
     ))?;
     prop_assert_eq!(&cols_only[..], r1.col_indices());
 
+    // The reuse flow's plan: the symbolic phase keeps C's columns and the
+    // first write_structure copies them (the second lists them again);
+    // the same structure either way, and the values on it.
+    let mut keeping = plan_for(ctx, &a1, &b1, p)?;
+    keeping.expect_structure_first();
+    prop_assert!(keeping.peak_memory_bound() >= plan.peak_memory_bound());
+    prop_assert_eq!(ok(keeping.symbolic(ctx, &a2.view(), &b2.view()))?, nnz);
+    for _ in 0..2 {
+        let (mut ro, mut cols, mut vals) = outputs::<T, I, J>(p.m, nnz);
+        ok(keeping.write_structure(ctx, &a2.view(), &b2.view(), &mut ro, &mut cols, p.base))?;
+        ok(keeping.numeric::<T, I>(
+            ctx,
+            &a2.view(),
+            &b2.view(),
+            alpha,
+            T::zero(),
+            CsrOutput::values_on_pattern(&mut vals, &cols, p.base),
+        ))?;
+        let c = ok(CsrMatrix::try_from_parts(p.m, p.n, ro, cols, vals, p.base))?;
+        prop_assert_eq!(&c, &r2);
+    }
+
     // Output arrays of the wrong length are refused.
     let mut long_vals = vec![T::zero(); nnz + 1];
     let bad = plan.numeric::<T, I>(

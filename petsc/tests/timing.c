@@ -2,7 +2,7 @@ static const char help[] = "Times MatMatMult(A, P) and MatPtAP(A, P) with aij an
                            "A is the 7-point (or 27-point) 3-D Poisson matrix on an n^3 grid, P the first prolongator GAMG builds for it.\n"
                            "  -n <64>       grid points per direction\n"
                            "  -stencil <7>  7 or 27 points\n"
-                           "  -rusparse_only  time aijrusparse alone (for profiles: -log_view shows its events only)\n"
+                           "  -rusparse_only  time aijrusparse alone (for profiles; -log_view shows each product and type as a stage)\n"
                            "  -repeat <5>   timed repetitions (the median is printed)\n"
                            "Load the plug-in with -dll_append /path/librusparse_petsc.so.\n\n";
 
@@ -76,12 +76,13 @@ static int CompareDoubles(const void *a, const void *b)
 }
 
 /* Median over `repeat` runs of the slowest rank's seconds. */
-static PetscErrorCode Time(Mat A, Mat P, PetscBool ptap, PetscInt repeat, double *initial, double *reuse)
+static PetscErrorCode Time(Mat A, Mat P, PetscBool ptap, PetscInt repeat, PetscLogStage stage, double *initial, double *reuse)
 {
   double t[2][64];
   Mat    C;
 
   PetscFunctionBegin;
+  PetscCall(PetscLogStagePush(stage));
   PetscCheck(repeat >= 1 && repeat <= 64, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-repeat 1..64");
   for (PetscInt r = 0; r < repeat; r++) {
     for (int phase = 0; phase < 2; phase++) {
@@ -97,6 +98,7 @@ static PetscErrorCode Time(Mat A, Mat P, PetscBool ptap, PetscInt repeat, double
     }
     PetscCall(MatDestroy(&C));
   }
+  PetscCall(PetscLogStagePop());
   qsort(t[0], (size_t)repeat, sizeof(double), CompareDoubles);
   qsort(t[1], (size_t)repeat, sizeof(double), CompareDoubles);
   *initial = t[0][repeat / 2];
@@ -140,8 +142,15 @@ int main(int argc, char **argv)
   for (int ptap = 0; ptap < 2; ptap++) {
     double plain[2], rs[2];
     plain[0] = plain[1] = 0;
-    if (!rusparse_only) PetscCall(Time(A, P, (PetscBool)ptap, repeat, &plain[0], &plain[1]));
-    PetscCall(Time(Ars, Prs, (PetscBool)ptap, repeat, &rs[0], &rs[1]));
+    PetscLogStage stage[2];
+    char          name[64];
+
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s aij", ptap ? "PtAP" : "AP"));
+    PetscCall(PetscLogStageRegister(name, &stage[0]));
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s aijrusparse", ptap ? "PtAP" : "AP"));
+    PetscCall(PetscLogStageRegister(name, &stage[1]));
+    if (!rusparse_only) PetscCall(Time(A, P, (PetscBool)ptap, repeat, stage[0], &plain[0], &plain[1]));
+    PetscCall(Time(Ars, Prs, (PetscBool)ptap, repeat, stage[1], &rs[0], &rs[1]));
     for (int phase = 0; phase < 2; phase++)
       PetscCall(PetscPrintf(PETSC_COMM_WORLD, "| %s | %s | %.4f | %.4f | %.2f |\n", names[ptap], phase ? "reuse (numeric)" : "initial (symbolic + numeric)", plain[phase], rs[phase], plain[phase] / rs[phase]));
   }

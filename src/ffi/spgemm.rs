@@ -326,7 +326,7 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
     let placement = place(&x.h.ctx, x.a, x.b, &others)?;
     // SAFETY: the descriptors' arrays hold the sizes they state (the C
     // API's contract).
-    let product = unsafe {
+    let mut product = unsafe {
         Product::work_estimation(
             &x.h.ctx,
             &placement,
@@ -335,6 +335,10 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
             (x.a, x.b, x.c),
         )
     }?;
+    if flow == Flow::Reuse {
+        // reuse_copy writes C's structure before reuse_compute its values.
+        product.expect_structure_first();
+    }
     x.h.last_placed.set(Some(placement.backend()));
     x.descr.planned = Some(Planned {
         flow,

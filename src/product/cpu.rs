@@ -8,7 +8,10 @@ use super::SpgemmPlan;
 use super::{check_output_lengths, Backend, Fill, NumericJob, Operation};
 use crate::backend::cpu::memory::{upper_temporary_entries, RowBounds};
 use crate::backend::cpu::ScratchPool;
-use crate::backend::cpu::{CpuBackend, NumericOutput, Operand, SymbolicOutput, UpperChunk};
+use crate::backend::cpu::{
+    CpuBackend, ListedColumns, NumericOutput, Operand, SymbolicOutput, UpperChunk,
+    LISTED_BLOCK_ENTRIES,
+};
 use crate::context::Context;
 use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView};
 use crate::error::{invalid, try_vec, Error, Result};
@@ -23,7 +26,7 @@ use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, Scal
 use crate::validate_structure;
 use std::any::Any;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A product planned on the CPU (the CPU arm of [`SpgemmPlan`]): the row
 /// access to op(A) and op(B), the products of every row, the chosen CPU
@@ -70,6 +73,32 @@ pub(crate) struct CpuPlan<I, J> {
     /// Under a budget, the most entries BRMerge-Upper's temporary C takes
     /// (its predicted size with head room, shared by the chunks).
     upper_cap: Option<usize>,
+    /// Whether the symbolic phase keeps C's columns for
+    /// [`CpuPlan::write_structure`] ([`CpuPlan::expect_structure_first`]).
+    list_in_symbolic: bool,
+    /// C's columns kept by the symbolic phase, until the structure is
+    /// written.
+    listed: ListedStore<J>,
+}
+
+/// C's columns as the symbolic phase listed them, chunk by chunk
+/// ([`CpuPlan::expect_structure_first`]); taken by the structure phase.
+struct ListedStore<J>(Mutex<Option<Vec<ListedColumns<J>>>>);
+
+impl<J> ListedStore<J> {
+    fn take(&self) -> Option<Vec<ListedColumns<J>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+    fn put(&self, chunks: Option<Vec<ListedColumns<J>>>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = chunks;
+    }
+}
+
+impl<J> std::fmt::Debug for ListedStore<J> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.0.lock().map(|g| g.is_some()).unwrap_or(false);
+        write!(f, "ListedStore {{ kept: {kept} }}")
+    }
 }
 
 /// Bytes of slack in every bound for the phases' small bookkeeping (the
@@ -427,6 +456,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 upper_cap: footprint
                     .upper_capped
                     .map(|e| usize::try_from(e).unwrap_or(usize::MAX)),
+                list_in_symbolic: false,
+                listed: ListedStore(Mutex::new(None)),
             })
         })
     }
@@ -439,6 +470,37 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// [`SpgemmPlan::concurrency`] on the CPU.
     pub(crate) fn concurrency(&self) -> usize {
         self.concurrency
+    }
+
+    /// Tells the plan that its caller writes C's structure before C's
+    /// values (the C ABI's reuse flow: `reuse_nnz`, `reuse_copy`, then
+    /// `reuse_compute`). The symbolic phase then keeps C's columns as it
+    /// counts them, and the structure phase copies them, instead of a
+    /// counting pass and a listing pass over the products. Not under a
+    /// memory budget, nor when the columns might not fit in the memory the
+    /// system has left: the kept columns' blocks (at most 4 * nprod
+    /// indices: a block is left when the next row does not fit, so it is
+    /// half full, or the row that did not fit is at least half its size)
+    /// are added to the plan's peak bound.
+    pub(crate) fn expect_structure_first(&mut self) {
+        if self.budget.is_some() || self.list_in_symbolic {
+            return;
+        }
+        let index = std::mem::size_of::<J>() as u64;
+        let chunks = self.work.bounds().len().saturating_sub(1) as u64;
+        let bytes = self
+            .work
+            .total()
+            .saturating_mul(4 * index)
+            .saturating_add(chunks.saturating_mul(LISTED_BLOCK_ENTRIES as u64 * index));
+        let room = |need: u64| {
+            need < crate::system_memory::CHECKED_FROM_BYTES
+                || !crate::system_memory::available_bytes().is_some_and(|left| need > left)
+        };
+        if room(self.peak_bound.saturating_add(bytes)) {
+            self.list_in_symbolic = true;
+            self.peak_bound = self.peak_bound.saturating_add(bytes);
+        }
     }
 
     /// Runs a phase on at most [`CpuPlan::concurrency`] threads (fewer
@@ -560,10 +622,13 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         b: &CsrView<'_, T, I, J>,
     ) -> Result<usize> {
         self.upper = None;
+        self.listed.put(None);
         let (offsets, upper) = self.run(ctx, || -> Result<(Vec<usize>, Option<UpperStore>)> {
             // BRMerge-Upper keeps a temporary C that the numeric phase copies,
-            // so its plan must see the planned patterns now.
-            self.check_inputs(a, b, self.selected == Algorithm::BrmergeUpper)?;
+            // and a listing symbolic phase C's columns that the structure
+            // phase copies, so they must see the planned patterns now.
+            let keeps = self.selected == Algorithm::BrmergeUpper || self.list_in_symbolic;
+            self.check_inputs(a, b, keeps)?;
             let m = self.work.nrows();
             let mut counts = try_vec(m + 1, 0usize, "C's row sizes")?;
             let (ra, rb) = (self.a.rows(a), self.b.rows(b));
@@ -607,12 +672,20 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     })
                 }
                 None => {
-                    backend.symbolic(
-                        &ra,
-                        &rb,
-                        &self.work,
-                        SymbolicOutput::Counts(&mut counts[1..]),
-                    )?;
+                    let listed = if self.list_in_symbolic {
+                        backend.listing_symbolic(&ra, &rb, &self.work, &mut counts[1..])?
+                    } else {
+                        None
+                    };
+                    if listed.is_none() {
+                        backend.symbolic(
+                            &ra,
+                            &rb,
+                            &self.work,
+                            SymbolicOutput::Counts(&mut counts[1..]),
+                        )?;
+                    }
+                    self.listed.put(listed);
                     None
                 }
             };
@@ -690,6 +763,13 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             self.check_inputs(a, b, true)?;
             self.write_row_offsets(row_offsets, base)?;
             let offsets = self.offsets()?;
+            if let Some(listed) = self.listed.take() {
+                copy_listed(&listed, &self.work, offsets, col_indices, base.offset())?;
+                for chunk in listed {
+                    chunk.keep(ctx.scratch());
+                }
+                return Ok(());
+            }
             self.backend(ctx).symbolic(
                 &self.a.rows(a),
                 &self.b.rows(b),
@@ -806,6 +886,40 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             }
         })
     }
+}
+
+/// Writes the columns the symbolic phase listed, chunk by chunk of
+/// `work`, into C's columns (`offsets`: C's zero-based row offsets), plus
+/// `base`.
+///
+/// # Errors
+/// [`Error::InternalError`] when a chunk listed another number of columns
+/// than its rows' offsets say (never: both come from the same pass).
+fn copy_listed<J: Index>(
+    listed: &[ListedColumns<J>],
+    work: &RowWork,
+    offsets: &[usize],
+    cols: &mut [J],
+    base: usize,
+) -> Result<()> {
+    let mut pieces = Vec::with_capacity(listed.len());
+    let mut rest = cols;
+    for (chunk, rows) in listed.iter().zip(work.chunks()) {
+        let len = offsets[rows.end] - offsets[rows.start];
+        if chunk.len() != len {
+            return Err(Error::InternalError(format!(
+                "the symbolic phase listed {} columns for rows {rows:?}, whose offsets hold {len}",
+                chunk.len()
+            )));
+        }
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
+        pieces.push((chunk, head));
+        rest = tail;
+    }
+    crate::parallel::try_for_each_piece(pieces, |(chunk, out)| {
+        chunk.copy_to(out, base);
+        Ok(())
+    })
 }
 
 /// Fingerprints of A's and B's patterns.
@@ -1064,5 +1178,143 @@ mod tests {
             matches!(&err, Error::InvalidValue(m) if m.contains("column indices hold 2 entries")),
             "{err}"
         );
+    }
+
+    /// A (2000 rows) and B (1002 x 100,000) whose product has empty rows,
+    /// rows of one entry of A (B's row copied), rows of A repeating the
+    /// row before, rows of three products, and two rows of C with every
+    /// column, longer than a block of kept columns.
+    fn listing_operands() -> (CsrMatrix<f64, i64, i32>, CsrMatrix<f64, i64, i32>) {
+        let n = 100_000usize;
+        assert!(n > LISTED_BLOCK_ENTRIES);
+        let mut tb = Vec::new();
+        for c in 0..n {
+            tb.push(((c % 2) as i32, c as i32, 1.0 + (c % 5) as f64));
+        }
+        for r in 2..1002usize {
+            for c in [(r * 37) % n, (r * 37 + 1) % n, (r * 91 + 5) % n] {
+                tb.push((r as i32, c as i32, r as f64));
+            }
+        }
+        let mut ta = Vec::new();
+        for i in 0..2000usize {
+            let g = i / 7;
+            let cols: Vec<usize> = match i % 7 {
+                0 => vec![],
+                1 => vec![2 + i % 1000],
+                // Rows 2 and 3: every column; row 3 repeats row 2 and
+                // starts a new block.
+                2 | 3 if i % 500 == i % 7 => vec![0, 1],
+                3 | 4 => vec![2 + g % 500, 503 + g % 400, 1001],
+                _ => vec![
+                    2 + (i * 13) % 333,
+                    400 + (i * 17) % 300,
+                    800 + (i * 29) % 200,
+                ],
+            };
+            for c in cols {
+                ta.push((i as i32, c as i32, 1.0 + (i % 3) as f64));
+            }
+        }
+        let to = |t: Vec<(i32, i32, f64)>| -> Vec<(usize, usize, f64)> {
+            t.into_iter()
+                .map(|(r, c, v)| (r as usize, c as usize, v))
+                .collect()
+        };
+        (
+            CsrMatrix::from_triplets(2000, 1002, &to(ta), IndexBase::Zero).unwrap(),
+            CsrMatrix::from_triplets(1002, n, &to(tb), IndexBase::Zero).unwrap(),
+        )
+    }
+
+    #[test]
+    fn kept_columns_give_the_structure_across_blocks_and_once() {
+        let (a, b) = listing_operands();
+        let want = crate::reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, 1.0).unwrap();
+        for threads in [1, 2, 3] {
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            let mut plan =
+                CpuPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, Algorithm::Dense).unwrap();
+            let plain_bound = plan.peak_memory_bound();
+            plan.expect_structure_first();
+            assert!(plan.list_in_symbolic);
+            assert!(plan.peak_memory_bound() >= plain_bound + 4 * 4 * plan.work.total());
+            let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+            assert_eq!(nnz, want.nnz());
+            assert!(plan.listed.0.lock().unwrap().is_some());
+            for round in 0..2 {
+                let mut ro = vec![-1i64; a.nrows() + 1];
+                let mut cols = vec![-1i32; nnz];
+                plan.write_structure(
+                    &ctx,
+                    &a.view(),
+                    &b.view(),
+                    &mut ro,
+                    &mut cols,
+                    IndexBase::One,
+                )
+                .unwrap();
+                // The first call took the kept columns; the second listed them.
+                assert!(plan.listed.0.lock().unwrap().is_none(), "round {round}");
+                let one = |x: &[i64]| x.iter().map(|v| v - 1).collect::<Vec<_>>();
+                assert_eq!(
+                    one(&ro),
+                    want.row_offsets(),
+                    "threads {threads}, round {round}"
+                );
+                let cols: Vec<i32> = cols.iter().map(|c| c - 1).collect();
+                assert_eq!(
+                    &cols[..],
+                    want.col_indices(),
+                    "threads {threads}, round {round}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn keeping_columns_refuses_a_changed_pattern_in_the_symbolic_phase() {
+        let (a, b) = listing_operands();
+        let ctx = Context::cpu().unwrap();
+        let mut plan =
+            CpuPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, Algorithm::Dense).unwrap();
+        plan.expect_structure_first();
+        // Same nnz, one entry moved to a row of B with 50,000 entries.
+        let mut cols = a.col_indices().to_vec();
+        let k = a.row_offsets()[5] as usize;
+        cols[k] = 0;
+        let moved = CsrView::try_new(
+            a.nrows(),
+            a.ncols(),
+            a.row_offsets(),
+            &cols,
+            a.values(),
+            IndexBase::Zero,
+        )
+        .unwrap();
+        let err = plan.symbolic(&ctx, &moved, &b.view()).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidValue(m) if m.contains("changed")),
+            "{err}"
+        );
+        assert!(plan.listed.0.lock().unwrap().is_none());
+        // The planned pattern still works.
+        assert!(plan.symbolic(&ctx, &a.view(), &b.view()).is_ok());
+    }
+
+    #[test]
+    fn columns_are_not_kept_under_a_memory_budget() {
+        let (a, b) = listing_operands();
+        let ctx = Context::cpu().unwrap();
+        ctx.set_memory_budget(Some(1 << 30));
+        let mut plan =
+            CpuPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, Algorithm::Dense).unwrap();
+        let bound = plan.peak_memory_bound();
+        plan.expect_structure_first();
+        assert!(!plan.list_in_symbolic);
+        assert_eq!(plan.peak_memory_bound(), bound);
+        plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+        assert!(plan.listed.0.lock().unwrap().is_none());
     }
 }

@@ -468,6 +468,22 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         }
     }
 
+    /// Says that C's structure will be written
+    /// ([`SpgemmPlan::write_structure`]) before its values, as cuSPARSE's
+    /// reuse flow does. On the CPU the symbolic phase then keeps C's sorted
+    /// columns as it counts the rows, and `write_structure` copies them
+    /// (once; a second call lists them again), instead of a second pass
+    /// over the products. Call it before [`SpgemmPlan::symbolic`]. It
+    /// changes nothing under a memory budget, when the kept columns might
+    /// not fit in the memory the system has left, or on a GPU; otherwise
+    /// [`SpgemmPlan::peak_memory_bound`] grows by the kept columns' bound
+    /// (4 * nprod indices).
+    pub fn expect_structure_first(&mut self) {
+        if let On::Cpu(p) = &mut self.on {
+            p.expect_structure_first();
+        }
+    }
+
     /// Symbolic phase: finds the exact size of every row of C and returns
     /// nnz(C). Cost on the CPU: O(nprod), parallel; memory O(rows) plus
     /// one hash table per chunk.
@@ -859,6 +875,12 @@ impl Product {
     /// What a GPU product ran so far; `None` on the CPU.
     pub(crate) fn gpu_info(&self) -> Option<GpuPlanInfo> {
         each_plan!(self, p => p.gpu_info())
+    }
+
+    /// The caller writes C's structure before its values (the reuse flow;
+    /// [`SpgemmPlan::expect_structure_first`]).
+    pub(crate) fn expect_structure_first(&mut self) {
+        each_plan!(self, p => p.expect_structure_first())
     }
 
     /// ALG3's `chunk_fraction` on a GPU (the CPU has no such tables).

@@ -28,8 +28,9 @@
 
 use super::brmerge::make_room;
 use super::rows::{
-    copy_cols, copy_scaled_row, prefetch_rows_of_b, repeats_previous, row_mismatch, single_entry,
-    too_many_columns, Chunk, ColumnsPiece, NumericPiece, Operand, Scale, PREFETCH_AHEAD,
+    copy_cols, copy_scaled_row, prefetch_rows_of_b, repeats_previous, row_mismatch, shift_cols,
+    single_entry, too_many_columns, Chunk, ColumnsPiece, NumericPiece, Operand, Scale,
+    PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use super::sort_columns::{ColumnSorter, KEYS};
@@ -339,7 +340,9 @@ impl<T: Scalar> Workspace<T> {
     }
 
     /// Accumulates row `i` (values only when `a_vals` / `b_vals` are given).
-    /// At most `limit` new columns are recorded; the return value is the
+    /// At most `limit` new columns are recorded; `expected`, the row's
+    /// expected size (at most `limit`), decides whether the row goes into
+    /// the bit map; the return value is the
     /// number of distinct columns (more than `limit` means a stale plan)
     /// and, when the row went into the bit map, its column span (otherwise
     /// its columns are in `list`, unsorted). The values are arguments of
@@ -353,13 +356,13 @@ impl<T: Scalar> Workspace<T> {
         b: &RowPattern<'_, I, J>,
         b_vals: Option<&[T]>,
         i: usize,
-        limit: usize,
+        (limit, expected): (usize, usize),
     ) -> (usize, Option<(usize, usize)>) {
         let (bits, sums, list) = (&mut self.bits, &mut self.sums, &mut self.list);
-        if self.b_canonical && limit as u64 >= LONG_ROW_PRODUCTS / 2 {
+        if self.b_canonical && expected as u64 >= LONG_ROW_PRODUCTS / 2 {
             let (lo, hi) = row_span(a, b, i);
             let words = span_words(lo, hi);
-            if words > 0 && words < SCAN_WORDS_PER_ENTRY * limit {
+            if words > 0 && words < SCAN_WORDS_PER_ENTRY * expected {
                 mark_clustered(a, a_vals, b, b_vals, i, bits, sums);
                 let n = bits[lo >> 6..=hi >> 6]
                     .iter()
@@ -576,9 +579,9 @@ impl<T: Scalar> UnsizedRows<T> {
             return Ok(n);
         }
         let (a_vals, b_vals) = (Some(a.values), Some(b.values));
-        let (n, span) = self
-            .ws
-            .accumulate(&a.pattern, a_vals, &b.pattern, b_vals, i, limit);
+        let (n, span) =
+            self.ws
+                .accumulate(&a.pattern, a_vals, &b.pattern, b_vals, i, (limit, limit));
         if n > limit {
             self.ws.reset();
             let room = bound - cols.len().min(bound);
@@ -684,7 +687,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
                 continue;
             }
         }
-        let (n, span) = ws.accumulate(a, None, b, None, i, out.len());
+        let (n, span) = ws.accumulate(a, None, b, None, i, (out.len(), out.len()));
         if n != out.len() {
             ws.reset();
             return Err(row_mismatch(i, n, out.len()));
@@ -695,6 +698,175 @@ pub(super) fn list_rows<I: Index, J: Index>(
     }
     ws.keep(scratch);
     Ok(())
+}
+
+/// Entries of one block of [`ListedColumns`] (a row longer than this takes
+/// a block of its own size).
+pub(crate) const LISTED_BLOCK_ENTRIES: usize = 1 << 16;
+
+/// The sorted distinct columns (zero-based) of a chunk's rows of C, listed
+/// by a symbolic phase whose caller writes C's structure next (the reuse
+/// flow's `reuse_nnz`, then `reuse_copy`): the structure is then copied
+/// from here instead of listed by a second pass over the products. The
+/// rows follow each other in blocks; no row is split between blocks, and
+/// a block is never grown (so nothing is copied while listing, and the
+/// memory is C's columns plus at most a block per chunk).
+pub(crate) struct ListedColumns<J> {
+    /// Each block with the number of its entries in use.
+    blocks: Vec<(Vec<J>, usize)>,
+}
+
+/// A block of [`ListedColumns`] kept in the context's scratch pool between
+/// products (a fresh block costs a page fault per 4 KiB, which on
+/// stencil2d_5pt_725 made listing slower than counting and listing again).
+struct ListedBlock<J>(Vec<J>);
+
+impl<J: Index> Scratch for ListedBlock<J> {
+    fn bytes(&self) -> usize {
+        bytes_of(&self.0)
+    }
+}
+
+impl<J: Index> ListedColumns<J> {
+    /// Room for a row of `n` entries at the end of the last block (a
+    /// block from `scratch`, or a new one, when it has none); returns that
+    /// row's slice.
+    #[inline]
+    fn push_row(&mut self, n: usize, scratch: &ScratchPool) -> Result<&mut [J]> {
+        let fits = self
+            .blocks
+            .last()
+            .is_some_and(|(b, used)| b.len() - used >= n);
+        if !fits {
+            let want = n.max(LISTED_BLOCK_ENTRIES);
+            let ListedBlock(block) = scratch.take_or_make(
+                |b: &ListedBlock<J>| b.0.len() >= want,
+                || {
+                    try_vec(
+                        want,
+                        J::default(),
+                        "C's columns listed by the symbolic phase",
+                    )
+                    .map(ListedBlock)
+                },
+            )?;
+            self.blocks.push((block, 0));
+        }
+        let (block, used) = self.blocks.last_mut().expect("a block was just made");
+        let at = *used;
+        *used += n;
+        Ok(&mut block[at..at + n])
+    }
+
+    /// Lists the last row listed (its `n` columns) once more.
+    fn repeat_last_row(&mut self, n: usize, scratch: &ScratchPool) -> Result<()> {
+        let last = self.blocks.len() - 1;
+        let (block, used) = &mut self.blocks[last];
+        let start = *used - n;
+        if block.len() - *used >= n {
+            block.copy_within(start..*used, *used);
+            *used += n;
+        } else {
+            self.push_row(n, scratch)?;
+            let (old, new) = self.blocks.split_at_mut(last + 1);
+            new[0].0[..n].copy_from_slice(&old[last].0[start..start + n]);
+        }
+        Ok(())
+    }
+
+    /// Number of columns listed.
+    pub(crate) fn len(&self) -> usize {
+        self.blocks.iter().map(|(_, used)| used).sum()
+    }
+
+    /// Writes the listed columns, plus `base`, into `out` (exactly
+    /// [`ListedColumns::len`] long).
+    pub(crate) fn copy_to(&self, out: &mut [J], base: usize) {
+        let mut at = 0;
+        for (block, used) in &self.blocks {
+            shift_cols(&block[..*used], 0, base, &mut out[at..at + used]);
+            at += used;
+        }
+    }
+
+    /// Gives the blocks to `scratch` for the next listing.
+    pub(crate) fn keep(self, scratch: &ScratchPool) {
+        for (block, _) in self.blocks {
+            scratch.give(ListedBlock(block));
+        }
+    }
+}
+
+/// The symbolic phase of a chunk that also keeps C's columns: each row's
+/// size into `counts` (as [`count_rows`]) and its sorted distinct columns
+/// into the [`ListedColumns`] returned (as [`list_rows`] writes them), in
+/// one pass over the products.
+pub(super) fn list_rows_unsized<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    chunk: Chunk<'_>,
+    counts: &mut [usize],
+) -> Result<ListedColumns<J>> {
+    let Chunk {
+        rows,
+        work,
+        scratch,
+        b_canonical,
+    } = chunk;
+    // A row has at most its products' and op(B)'s columns.
+    let limit_of = |i: usize| {
+        usize::try_from(work.row(i))
+            .unwrap_or(usize::MAX)
+            .min(b.ncols)
+    };
+    let longest = rows.clone().map(limit_of).max().unwrap_or(0);
+    let mut ws = Workspace::<f32>::take(scratch, b.ncols, longest, false, b_canonical)?;
+    let mut out = ListedColumns { blocks: Vec::new() };
+    let first = rows.start;
+    for (c, i) in rows.enumerate() {
+        let limit = limit_of(i);
+        if limit == 0 {
+            counts[c] = 0;
+            continue;
+        }
+        if repeats_previous(a, first, i) {
+            counts[c] = counts[c - 1];
+            if counts[c] > 0 {
+                out.repeat_last_row(counts[c], scratch)?;
+            }
+            continue;
+        }
+        if b_canonical {
+            if let Some(k) = single_entry(a, i) {
+                let r = a.col(k);
+                counts[c] = b.row_len(r);
+                copy_cols(b, r, 0, out.push_row(counts[c], scratch)?);
+                continue;
+            }
+        }
+        // Not knowing the row's size, take half its products, so that
+        // the bit map serves the rows count_rows reads from it (64 products
+        // or more), not A·P's rows of 32 products into 13 entries.
+        let (n, span) = ws.accumulate(a, None, b, None, i, (limit, limit / 2));
+        if n > limit {
+            // More products than planned: the pattern changed.
+            ws.reset();
+            return Err(too_many_columns(i, limit));
+        }
+        let sort =
+            !(span.is_none() && ws.take_shifted_previous(n, || first_column_shift(a, first, i)));
+        let row = match out.push_row(n, scratch) {
+            Ok(row) => row,
+            Err(e) => {
+                ws.reset();
+                return Err(e);
+            }
+        };
+        ws.emit(n, span, Some(row), None, 0, sort);
+        counts[c] = n;
+    }
+    ws.keep(scratch);
+    Ok(out)
 }
 
 /// Numeric phase for the chunk's rows: `vals = alpha * row + beta * vals`,
@@ -773,7 +945,7 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
             continue;
         }
         let (a_vals, b_vals) = (Some(a.values), Some(b.values));
-        let (n, span) = ws.accumulate(&a.pattern, a_vals, &b.pattern, b_vals, i, len);
+        let (n, span) = ws.accumulate(&a.pattern, a_vals, &b.pattern, b_vals, i, (len, len));
         if n != len {
             ws.reset();
             return Err(row_mismatch(i, n, len));
@@ -1013,5 +1185,47 @@ mod tests {
             assert_eq!(c.col_indices(), expected.col_indices(), "{threads} threads");
             assert_eq!(c.values(), expected.values(), "{threads} threads");
         }
+    }
+
+    #[test]
+    fn listed_columns_keep_rows_whole_across_blocks_and_reuse_them() {
+        use super::{ListedColumns, ScratchPool, LISTED_BLOCK_ENTRIES};
+        let pool = ScratchPool::new(1 << 30);
+        let mut listed = ListedColumns::<i32> { blocks: Vec::new() };
+        let first: Vec<i32> = (0..LISTED_BLOCK_ENTRIES as i32 - 3).collect();
+        let long: Vec<i32> = (0..LISTED_BLOCK_ENTRIES as i32 + 5).rev().collect();
+        listed
+            .push_row(first.len(), &pool)
+            .unwrap()
+            .copy_from_slice(&first);
+        // Fits in the first block's last three entries.
+        listed.push_row(2, &pool).unwrap().copy_from_slice(&[7, 9]);
+        assert_eq!(listed.blocks.len(), 1);
+        // Its repeat does not: a new block.
+        listed.repeat_last_row(2, &pool).unwrap();
+        assert_eq!(listed.blocks.len(), 2);
+        // A row longer than a block, in a block of its own, and its repeat.
+        listed
+            .push_row(long.len(), &pool)
+            .unwrap()
+            .copy_from_slice(&long);
+        listed.repeat_last_row(long.len(), &pool).unwrap();
+        assert_eq!(listed.blocks.len(), 4);
+        let want: Vec<i32> = [&first[..], &[7, 9, 7, 9], &long, &long]
+            .concat()
+            .iter()
+            .map(|c| c + 1)
+            .collect();
+        assert_eq!(listed.len(), want.len());
+        let mut out = vec![0i32; want.len()];
+        listed.copy_to(&mut out, 1);
+        assert_eq!(out, want);
+        // The blocks go to the pool, and the next listing takes one.
+        listed.keep(&pool);
+        let kept = pool.bytes();
+        assert!(kept >= 4 * LISTED_BLOCK_ENTRIES * 4);
+        let mut next = ListedColumns::<i32> { blocks: Vec::new() };
+        next.push_row(1, &pool).unwrap()[0] = 5;
+        assert!(pool.bytes() < kept);
     }
 }

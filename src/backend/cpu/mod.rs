@@ -30,6 +30,7 @@ pub mod scratch;
 mod sort_columns;
 
 pub(crate) use brmerge::UpperChunk;
+pub(crate) use dense::{ListedColumns, LISTED_BLOCK_ENTRIES};
 pub(crate) use rows::{Operand, Scale};
 pub use scratch::ScratchPool;
 
@@ -296,6 +297,33 @@ impl CpuBackend<'_> {
                 })
             }
         }
+    }
+
+    /// The symbolic phase of a caller that writes C's structure next:
+    /// `counts[i]` receives nnz of row `i`, and each chunk's sorted columns
+    /// are kept ([`ListedColumns`]), in one pass over the products, so that
+    /// writing the structure is a copy. `None` (nothing counted) when the
+    /// rows are not counted with a bit map (op(B) too wide, or the hash
+    /// algorithm): then count with [`CpuBackend::symbolic`].
+    ///
+    /// # Errors
+    /// [`crate::Error::AllocFailed`]; [`crate::Error::InvalidValue`] when
+    /// a row has more products than planned.
+    pub(crate) fn listing_symbolic<I: Index, J: Index>(
+        &self,
+        a: &RowPattern<'_, I, J>,
+        b: &RowPattern<'_, I, J>,
+        work: &RowWork,
+        counts: &mut [usize],
+    ) -> Result<Option<Vec<ListedColumns<J>>>> {
+        if !self.counts_with_bitmap(b.ncols) {
+            return Ok(None);
+        }
+        let pieces = split_by_chunks(counts, work.bounds(), |r| r);
+        try_map_pieces(with_rows(pieces, work), |(counts, rows)| {
+            dense::list_rows_unsized(a, b, self.chunk(rows, work), counts)
+        })
+        .map(Some)
     }
 
     /// Numeric phase, straight into C's arrays.
