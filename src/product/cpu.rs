@@ -35,7 +35,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// write C (numeric, structure) also check that the patterns are the ones
 /// the plan was made for (a parallel hash of the index arrays, O(nnz)).
 /// The symbolic phase does not hash them (but for BRMerge-Upper, whose
-/// temporary C the numeric phase copies): its kernels refuse a pattern
+/// temporary C the numeric phase copies, and in the reuse flow, whose
+/// listed columns the structure phase copies): its kernels refuse a pattern
 /// that does not fit the plan's row work, and a changed pattern they miss
 /// makes only C's row sizes wrong: the numeric phase then refuses the
 /// changed operands (hash), and on the planned ones it refuses a row whose
