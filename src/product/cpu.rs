@@ -764,6 +764,22 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             self.check_inputs(a, b, true)?;
             self.write_row_offsets(row_offsets, base)?;
             let offsets = self.offsets()?;
+            // BRMerge-Upper's temporary C holds the columns (its values
+            // need not be current for the structure).
+            let upper = self
+                .upper
+                .as_ref()
+                .and_then(|u| u.chunks.downcast_ref::<Vec<UpperChunk<T, J>>>());
+            if let Some(chunks) = upper {
+                let backend = self.backend(ctx);
+                return backend.upper_structure(
+                    chunks,
+                    &self.work,
+                    offsets,
+                    col_indices,
+                    base.offset(),
+                );
+            }
             if let Some(listed) = self.listed.take() {
                 copy_listed(&listed, &self.work, offsets, col_indices, base.offset())?;
                 for chunk in listed {
@@ -1317,5 +1333,52 @@ mod tests {
         assert_eq!(plan.peak_memory_bound(), bound);
         plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
         assert!(plan.listed.0.lock().unwrap().is_none());
+    }
+
+    #[test]
+    fn brmerge_upper_writes_the_structure_from_its_temporary_c() {
+        let (a, b) = listing_operands();
+        let want = crate::reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, 1.0).unwrap();
+        let mut ctx = Context::cpu().unwrap();
+        ctx.set_num_threads(2).unwrap();
+        let mut plan = CpuPlan::new(
+            &ctx,
+            &a.view(),
+            Op::N,
+            &b.view(),
+            Op::N,
+            Algorithm::BrmergeUpper,
+        )
+        .unwrap();
+        assert_eq!(plan.selected, Algorithm::BrmergeUpper);
+        let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+        assert!(plan.upper.is_some());
+        let mut ro = vec![0i32; a.nrows() + 1];
+        let mut cols = vec![-1i32; nnz];
+        plan.write_structure(
+            &ctx,
+            &a.view(),
+            &b.view(),
+            &mut ro,
+            &mut cols,
+            IndexBase::Zero,
+        )
+        .unwrap();
+        let ro: Vec<i64> = ro.iter().map(|&x| x as i64).collect();
+        assert_eq!(&ro[..], want.row_offsets());
+        assert_eq!(&cols[..], want.col_indices());
+        // Too short an output is refused, not written past.
+        let mut short = vec![0i32; nnz - 1];
+        let mut ro = vec![0i32; a.nrows() + 1];
+        assert!(plan
+            .write_structure(
+                &ctx,
+                &a.view(),
+                &b.view(),
+                &mut ro,
+                &mut short,
+                IndexBase::Zero
+            )
+            .is_err());
     }
 }

@@ -481,6 +481,23 @@ pub(super) fn copy_upper_chunk<T: Scalar, J: Index>(
     Ok(())
 }
 
+/// BRMerge-Upper's structure phase for one chunk: its temporary C's
+/// columns, plus `base`, into the chunk's piece of C's columns.
+///
+/// # Errors
+/// [`crate::Error::InvalidValue`] when the sizes do not match.
+pub(super) fn copy_upper_cols<T, J: Index>(
+    chunk: &UpperChunk<T, J>,
+    base: usize,
+    cols: &mut [J],
+) -> Result<()> {
+    if chunk.cols.len() != cols.len() {
+        return Err(row_mismatch(0, chunk.cols.len(), cols.len()));
+    }
+    shift_cols(&chunk.cols, 0, base, cols);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{

@@ -245,6 +245,29 @@ impl CpuBackend<'_> {
     }
 }
 
+impl CpuBackend<'_> {
+    /// BRMerge-Upper's structure phase: copies the columns of the
+    /// temporary C made by [`CpuBackend::upper_symbolic`] into C's columns
+    /// (`offsets`: C's zero-based row offsets), plus `base`, instead of
+    /// listing them again from the products.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidValue`] when the sizes do not match.
+    pub(crate) fn upper_structure<T: Scalar, J: Index>(
+        &self,
+        chunks: &[UpperChunk<T, J>],
+        work: &RowWork,
+        offsets: &[usize],
+        cols: &mut [J],
+        base: usize,
+    ) -> Result<()> {
+        let pieces = split_by_chunks(cols, work.bounds(), |r| offsets[r]);
+        try_for_each_piece(pieces.into_iter().zip(chunks).collect(), |(cols, chunk)| {
+            brmerge::copy_upper_cols(chunk, base, cols)
+        })
+    }
+}
+
 /// The two phases of a planned product, over row access to op(A) and
 /// op(B). Output is sorted with duplicates summed and deterministic; a row
 /// whose size differs from the plan's is an error, never a write out of
