@@ -1244,6 +1244,25 @@ mod tests {
         )
     }
 
+    /// C's structure as `plan.write_structure` writes it with `base`, read
+    /// back zero-based; `cols` entries long (an error when that is not nnz).
+    fn written_structure(
+        plan: &CpuPlan<i64, i32>,
+        ctx: &Context,
+        (a, b): (&CsrMatrix<f64, i64, i32>, &CsrMatrix<f64, i64, i32>),
+        cols: usize,
+        base: IndexBase,
+    ) -> Result<(Vec<i64>, Vec<i32>)> {
+        let mut ro = vec![-1i64; a.nrows() + 1];
+        let mut c = vec![-1i32; cols];
+        plan.write_structure(ctx, &a.view(), &b.view(), &mut ro, &mut c, base)?;
+        let k = base.offset();
+        Ok((
+            ro.iter().map(|v| v - k as i64).collect(),
+            c.iter().map(|v| v - k as i32).collect(),
+        ))
+    }
+
     #[test]
     fn kept_columns_give_the_structure_across_blocks_and_once() {
         let (a, b) = listing_operands();
@@ -1261,31 +1280,13 @@ mod tests {
             assert_eq!(nnz, want.nnz());
             assert!(plan.listed.0.lock().unwrap().is_some());
             for round in 0..2 {
-                let mut ro = vec![-1i64; a.nrows() + 1];
-                let mut cols = vec![-1i32; nnz];
-                plan.write_structure(
-                    &ctx,
-                    &a.view(),
-                    &b.view(),
-                    &mut ro,
-                    &mut cols,
-                    IndexBase::One,
-                )
-                .unwrap();
+                let (ro, cols) =
+                    written_structure(&plan, &ctx, (&a, &b), nnz, IndexBase::One).unwrap();
                 // The first call took the kept columns; the second listed them.
                 assert!(plan.listed.0.lock().unwrap().is_none(), "round {round}");
-                let one = |x: &[i64]| x.iter().map(|v| v - 1).collect::<Vec<_>>();
-                assert_eq!(
-                    one(&ro),
-                    want.row_offsets(),
-                    "threads {threads}, round {round}"
-                );
-                let cols: Vec<i32> = cols.iter().map(|c| c - 1).collect();
-                assert_eq!(
-                    &cols[..],
-                    want.col_indices(),
-                    "threads {threads}, round {round}"
-                );
+                let at = format!("threads {threads}, round {round}");
+                assert_eq!(&ro[..], want.row_offsets(), "{at}");
+                assert_eq!(&cols[..], want.col_indices(), "{at}");
             }
         }
     }
@@ -1353,32 +1354,10 @@ mod tests {
         assert_eq!(plan.selected, Algorithm::BrmergeUpper);
         let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
         assert!(plan.upper.is_some());
-        let mut ro = vec![0i32; a.nrows() + 1];
-        let mut cols = vec![-1i32; nnz];
-        plan.write_structure(
-            &ctx,
-            &a.view(),
-            &b.view(),
-            &mut ro,
-            &mut cols,
-            IndexBase::Zero,
-        )
-        .unwrap();
-        let ro: Vec<i64> = ro.iter().map(|&x| x as i64).collect();
+        let (ro, cols) = written_structure(&plan, &ctx, (&a, &b), nnz, IndexBase::Zero).unwrap();
         assert_eq!(&ro[..], want.row_offsets());
         assert_eq!(&cols[..], want.col_indices());
         // Too short an output is refused, not written past.
-        let mut short = vec![0i32; nnz - 1];
-        let mut ro = vec![0i32; a.nrows() + 1];
-        assert!(plan
-            .write_structure(
-                &ctx,
-                &a.view(),
-                &b.view(),
-                &mut ro,
-                &mut short,
-                IndexBase::Zero
-            )
-            .is_err());
+        assert!(written_structure(&plan, &ctx, (&a, &b), nnz - 1, IndexBase::Zero).is_err());
     }
 }
