@@ -156,14 +156,11 @@ pub(crate) fn ensure_memory_for(bytes: u64, what: &str) -> Result<()> {
             crate::system_memory::MEMORY_LIMIT_ENV
         )));
     }
-    if bytes < crate::system_memory::CHECKED_FROM_BYTES {
-        return Ok(());
-    }
-    match crate::system_memory::available_bytes() {
-        Some(left) if bytes > left => Err(Error::AllocFailed(format!(
+    match crate::system_memory::short_of_memory(bytes) {
+        Some(left) => Err(Error::AllocFailed(format!(
             "could not allocate {what}: {bytes} bytes needed, {left} bytes of memory left"
         ))),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 

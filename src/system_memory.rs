@@ -190,6 +190,16 @@ fn huge_pages_wanted() -> bool {
 /// Requests below this size are not checked (256 MiB).
 pub(crate) const CHECKED_FROM_BYTES: u64 = 256 << 20;
 
+/// The memory the system has left, when a request of `bytes` is large
+/// enough to be checked ([`CHECKED_FROM_BYTES`] or more) and would not fit
+/// in it; `None` when it fits, is not checked, or the system does not say.
+pub(crate) fn short_of_memory(bytes: u64) -> Option<u64> {
+    if bytes < CHECKED_FROM_BYTES {
+        return None;
+    }
+    available_bytes().filter(|&left| bytes > left)
+}
+
 /// Bytes this process could still allocate and touch, or `None` when the
 /// system does not say.
 pub(crate) fn available_bytes() -> Option<u64> {

@@ -211,12 +211,9 @@ fn fit_budget<T: Scalar, J: Index>(
     let first = peak(selected, threads);
     let limit = match budget {
         Some(b) => b,
-        None if first < crate::system_memory::CHECKED_FROM_BYTES => {
-            return Ok((selected, threads, first))
-        }
-        None => match crate::system_memory::available_bytes() {
-            Some(left) if first > left => left,
-            _ => return Ok((selected, threads, first)),
+        None => match crate::system_memory::short_of_memory(first) {
+            Some(left) => left,
+            None => return Ok((selected, threads, first)),
         },
     };
     let algorithms = budget_fallbacks(requested, selected, shape);
@@ -494,13 +491,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             .total()
             .saturating_mul(4 * index)
             .saturating_add(chunks.saturating_mul(LISTED_BLOCK_ENTRIES as u64 * index));
-        let room = |need: u64| {
-            need < crate::system_memory::CHECKED_FROM_BYTES
-                || !crate::system_memory::available_bytes().is_some_and(|left| need > left)
-        };
-        if room(self.peak_bound.saturating_add(bytes)) {
+        let peak = self.peak_bound.saturating_add(bytes);
+        if crate::system_memory::short_of_memory(peak).is_none() {
             self.list_in_symbolic = true;
-            self.peak_bound = self.peak_bound.saturating_add(bytes);
+            self.peak_bound = peak;
         }
     }
 
@@ -772,7 +766,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 .and_then(|u| u.chunks.downcast_ref::<Vec<UpperChunk<T, J>>>());
             if let Some(chunks) = upper {
                 let backend = self.backend(ctx);
-                return backend.upper_structure(
+                return backend.kept_structure(
                     chunks,
                     &self.work,
                     offsets,
@@ -781,7 +775,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 );
             }
             if let Some(listed) = self.listed.take() {
-                copy_listed(&listed, &self.work, offsets, col_indices, base.offset())?;
+                let backend = self.backend(ctx);
+                backend.kept_structure(&listed, &self.work, offsets, col_indices, base.offset())?;
                 for chunk in listed {
                     chunk.keep(ctx.scratch());
                 }
@@ -903,40 +898,6 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             }
         })
     }
-}
-
-/// Writes the columns the symbolic phase listed, chunk by chunk of
-/// `work`, into C's columns (`offsets`: C's zero-based row offsets), plus
-/// `base`.
-///
-/// # Errors
-/// [`Error::InternalError`] when a chunk listed another number of columns
-/// than its rows' offsets say (never: both come from the same pass).
-fn copy_listed<J: Index>(
-    listed: &[ListedColumns<J>],
-    work: &RowWork,
-    offsets: &[usize],
-    cols: &mut [J],
-    base: usize,
-) -> Result<()> {
-    let mut pieces = Vec::with_capacity(listed.len());
-    let mut rest = cols;
-    for (chunk, rows) in listed.iter().zip(work.chunks()) {
-        let len = offsets[rows.end] - offsets[rows.start];
-        if chunk.len() != len {
-            return Err(Error::InternalError(format!(
-                "the symbolic phase listed {} columns for rows {rows:?}, whose offsets hold {len}",
-                chunk.len()
-            )));
-        }
-        let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
-        pieces.push((chunk, head));
-        rest = tail;
-    }
-    crate::parallel::try_for_each_piece(pieces, |(chunk, out)| {
-        chunk.copy_to(out, base);
-        Ok(())
-    })
 }
 
 /// Fingerprints of A's and B's patterns.

@@ -775,18 +775,29 @@ impl<J: Index> ListedColumns<J> {
     }
 
     /// Number of columns listed.
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.blocks.iter().map(|(_, used)| used).sum()
     }
 
-    /// Writes the listed columns, plus `base`, into `out` (exactly
-    /// [`ListedColumns::len`] long).
-    pub(crate) fn copy_to(&self, out: &mut [J], base: usize) {
+    /// Writes the listed columns, plus `base`, into `out`.
+    ///
+    /// # Errors
+    /// [`crate::Error::InternalError`] when `out` is not
+    /// [`ListedColumns::len`] long.
+    pub(crate) fn copy_to(&self, out: &mut [J], base: usize) -> Result<()> {
+        if out.len() != self.len() {
+            return Err(crate::Error::InternalError(format!(
+                "the symbolic phase listed {} columns for a chunk of C whose offsets hold {}",
+                self.len(),
+                out.len()
+            )));
+        }
         let mut at = 0;
         for (block, used) in &self.blocks {
             shift_cols(&block[..*used], 0, base, &mut out[at..at + used]);
             at += used;
         }
+        Ok(())
     }
 
     /// Gives the blocks to `scratch` for the next listing.
@@ -1218,7 +1229,8 @@ mod tests {
             .collect();
         assert_eq!(listed.len(), want.len());
         let mut out = vec![0i32; want.len()];
-        listed.copy_to(&mut out, 1);
+        listed.copy_to(&mut out, 1).unwrap();
+        assert!(listed.copy_to(&mut out[1..], 1).is_err());
         assert_eq!(out, want);
         // The blocks go to the pool, and the next listing takes one.
         listed.keep(&pool);

@@ -245,25 +245,53 @@ impl CpuBackend<'_> {
     }
 }
 
-impl CpuBackend<'_> {
-    /// BRMerge-Upper's structure phase: copies the columns of the
-    /// temporary C made by [`CpuBackend::upper_symbolic`] into C's columns
-    /// (`offsets`: C's zero-based row offsets), plus `base`, instead of
-    /// listing them again from the products.
+/// Columns of C that a symbolic phase kept, one chunk of rows each: BRMerge-
+/// Upper's temporary C ([`UpperChunk`]) or the listed columns
+/// ([`ListedColumns`]). The structure phase copies them.
+pub(crate) trait KeptColumns<J>: Sync {
+    /// Writes the chunk's columns, plus `base`, into `out`, its piece of
+    /// C's columns.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidValue`] when the sizes do not match.
-    pub(crate) fn upper_structure<T: Scalar, J: Index>(
+    /// When `out` is not as long as the chunk's columns.
+    fn copy_columns(&self, out: &mut [J], base: usize) -> Result<()>;
+}
+
+impl<T: Scalar, J: Index> KeptColumns<J> for UpperChunk<T, J> {
+    fn copy_columns(&self, out: &mut [J], base: usize) -> Result<()> {
+        brmerge::copy_upper_cols(self, base, out)
+    }
+}
+
+impl<J: Index> KeptColumns<J> for ListedColumns<J> {
+    fn copy_columns(&self, out: &mut [J], base: usize) -> Result<()> {
+        self.copy_to(out, base)
+    }
+}
+
+impl CpuBackend<'_> {
+    /// The structure phase from the columns a symbolic phase kept
+    /// ([`CpuBackend::upper_symbolic`], [`CpuBackend::listing_symbolic`]),
+    /// one per chunk of `work`, copied into C's columns (`offsets`: C's
+    /// zero-based row offsets), plus `base`, instead of listed again from
+    /// the products.
+    ///
+    /// # Errors
+    /// Those of [`KeptColumns::copy_columns`] when the sizes do not match:
+    /// [`crate::Error::InvalidValue`] for BRMerge-Upper's temporary C,
+    /// [`crate::Error::InternalError`] for listed columns (never: their
+    /// counts and columns come from the same pass).
+    pub(crate) fn kept_structure<J: Index, K: KeptColumns<J>>(
         &self,
-        chunks: &[UpperChunk<T, J>],
+        kept: &[K],
         work: &RowWork,
         offsets: &[usize],
         cols: &mut [J],
         base: usize,
     ) -> Result<()> {
         let pieces = split_by_chunks(cols, work.bounds(), |r| offsets[r]);
-        try_for_each_piece(pieces.into_iter().zip(chunks).collect(), |(cols, chunk)| {
-            brmerge::copy_upper_cols(chunk, base, cols)
+        try_for_each_piece(pieces.into_iter().zip(kept).collect(), |(cols, chunk)| {
+            chunk.copy_columns(cols, base)
         })
     }
 }
