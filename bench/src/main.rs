@@ -55,7 +55,7 @@ use sparse::{index_name, BenchScalar, SparseMatrix};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use timing::{Product, Stats};
+use timing::{Flow, Product, Stats};
 
 #[global_allocator]
 static ALLOCATOR: timing::CountingAllocator = timing::CountingAllocator;
@@ -116,6 +116,28 @@ impl ColumnOrderArg {
         match self {
             ColumnOrderArg::Sorted => ColumnOrder::Sorted,
             ColumnOrderArg::Any => ColumnOrder::Any,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum FlowArg {
+    /// Plan, symbolic, allocate C, numeric (rusparseSpGEMM_compute).
+    OneCall,
+    /// The reuse flow's first product, as PETSc runs it: structure
+    /// (reuse_nnz, reuse_copy), then values on it (reuse_compute).
+    Reuse,
+    /// The reuse flow's later products (PETSc's MAT_REUSE_MATRIX): only
+    /// reuse_compute is timed.
+    ReuseValues,
+}
+
+impl FlowArg {
+    fn flow(self) -> Flow {
+        match self {
+            FlowArg::OneCall => Flow::OneCall,
+            FlowArg::Reuse => Flow::Reuse,
+            FlowArg::ReuseValues => Flow::ReuseValues,
         }
     }
 }
@@ -257,6 +279,9 @@ struct Cli {
     /// sorted, a rusparse extension; the GPU always sorts).
     #[arg(long, value_enum, default_value_t = ColumnOrderArg::Sorted)]
     column_order: ColumnOrderArg,
+    /// CPU: the C ABI flow each timed run follows.
+    #[arg(long, value_enum, default_value_t = FlowArg::OneCall)]
+    flow: FlowArg,
     /// Value type.
     #[arg(long, value_enum, default_value_t = ValueArg::F64)]
     value: ValueArg,
@@ -447,6 +472,7 @@ fn run_cases<T: BenchScalar, I: Index>(
             op_b,
             algorithm: cli.algorithm.algorithm(),
             column_order: cli.column_order.order(),
+            flow: cli.flow.flow(),
         };
         let failed = |e: rusparse::Error| format!("{}: rusparse failed: {e}", case.name);
         let budgets: Vec<Option<usize>> = if cli.memory_budget.is_empty() {
@@ -681,6 +707,7 @@ fn run_case_gpu_budget<T: BenchScalar, I: Index>(
             op_b: Op::N,
             algorithm: Algorithm::Default,
             column_order: ColumnOrder::Sorted,
+            flow: Flow::OneCall,
         }
         .measure(0, 1, || {})
         .map_err(|e| {
