@@ -117,6 +117,37 @@ fn automatic(shape: &ProductShape, features: impl FnOnce() -> Features) -> Algor
     choose(&SELECTOR_TREE, shape, &features())
 }
 
+/// The automatic choice for a product whose structure is written before its
+/// values (the reuse flow: `reuse_nnz`, `reuse_copy`, then `reuse_compute`
+/// again and again, as PETSc's MatProduct runs it through the C ABI): the
+/// tree's pick `selected`, except that BRMerge-Upper becomes the dense
+/// accumulator where that can run. A concrete algorithm asked for is kept.
+///
+/// The tree was trained on one-call products, where BRMerge-Upper's
+/// numeric phase only copies the temporary C its symbolic phase merged,
+/// values and all. In the reuse flow that copy serves one `reuse_compute`;
+/// every later one adds into C's known structure whatever the algorithm,
+/// and the dense accumulator's symbolic phase lists C's columns in one
+/// pass without values. Measured through PETSc (docs/scale-out.md), the
+/// GAMG setup (PCSetUp) of ex56 on one rank took 4.5-4.9 s with the dense
+/// accumulator against 5.7-7.0 s with BRMerge-Upper, that of ex45 on two
+/// ranks 1.23-1.25 s against 1.38-1.56 s, and the timing program's PtAP
+/// was within the noise.
+pub fn for_structure_first(
+    requested: Algorithm,
+    selected: Algorithm,
+    shape: &ProductShape,
+) -> Algorithm {
+    match (requested.is_concrete(), selected) {
+        (false, Algorithm::BrmergeUpper)
+            if runnable(Algorithm::Dense, shape) == Algorithm::Dense =>
+        {
+            Algorithm::Dense
+        }
+        _ => selected,
+    }
+}
+
 /// `tree`'s pick for `features`, made runnable on `shape`.
 fn choose(tree: &[SelectorNode], shape: &ProductShape, features: &Features) -> Algorithm {
     match tree_pick(tree, features) {
@@ -208,6 +239,33 @@ mod tests {
 
     fn no_features() -> Features {
         panic!("a concrete request must not compute features")
+    }
+
+    /// The reuse flow trades an automatic BRMerge-Upper for the dense
+    /// accumulator where it fits, and keeps everything else.
+    #[test]
+    fn structure_first_takes_dense_for_an_automatic_brmerge_upper() {
+        let narrow = shape(1000, true);
+        let wide = shape(DENSE_MAX_BYTES, true);
+        let upper = Algorithm::BrmergeUpper;
+        assert_eq!(
+            for_structure_first(Algorithm::Default, upper, &narrow),
+            Algorithm::Dense
+        );
+        assert_eq!(
+            for_structure_first(Algorithm::Alg2, upper, &narrow),
+            Algorithm::Dense
+        );
+        // Too wide for a dense row: BRMerge-Upper stays.
+        assert_eq!(for_structure_first(Algorithm::Default, upper, &wide), upper);
+        // Asked for by name: kept.
+        assert_eq!(for_structure_first(upper, upper, &narrow), upper);
+        for other in [Algorithm::Dense, Algorithm::Hash, Algorithm::BrmergePrecise] {
+            assert_eq!(
+                for_structure_first(Algorithm::Default, other, &narrow),
+                other
+            );
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::plan::features::planning_features;
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
 use crate::plan::memory::{self, concurrency_levels, scratch_room, MemoryNeed};
 use crate::plan::predict::{self, NnzPrediction, PLANNING_SAMPLING};
-use crate::plan::select::{budget_fallbacks, select, ProductShape};
+use crate::plan::select::{budget_fallbacks, for_structure_first, select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
 use crate::spgemm::{check_nnz_fits, operands};
 use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, Scalar};
@@ -74,6 +74,10 @@ pub(crate) struct CpuPlan<I, J> {
     /// Under a budget, the most entries BRMerge-Upper's temporary C takes
     /// (its predicted size with head room, shared by the chunks).
     upper_cap: Option<usize>,
+    /// The algorithm, and the peak bound with it, that
+    /// [`CpuPlan::expect_structure_first`] switches to
+    /// ([`for_structure_first`]); `None` when it keeps `selected`.
+    structure_first: Option<(Algorithm, u64)>,
     /// Whether the symbolic phase keeps C's columns for
     /// [`CpuPlan::write_structure`] ([`CpuPlan::expect_structure_first`]).
     list_in_symbolic: bool,
@@ -201,13 +205,7 @@ fn fit_budget<T: Scalar, J: Index>(
     (budget, planning): (Option<u64>, u64),
 ) -> Result<(Algorithm, usize, u64)> {
     let threads = ctx.num_threads().max(1);
-    let peak = |alg, c| {
-        footprint
-            .need::<T, J>(alg, c, ctx.scratch())
-            .peak()
-            .saturating_add(if c < threads { budget_pool_bytes(c) } else { 0 })
-            .max(planning)
-    };
+    let peak = |alg, c| plan_peak::<T, J>(ctx, footprint, (alg, c), planning);
     let first = peak(selected, threads);
     let limit = match budget {
         Some(b) => b,
@@ -233,6 +231,26 @@ fn fit_budget<T: Scalar, J: Index>(
         // allocations say what did not fit.
         (Err(_), None) => Ok((selected, threads, first)),
     }
+}
+
+/// The peak bound of a plan that runs `algorithm` on `concurrency` chunks
+/// at once (and so, below the context's threads, in a pool of its own).
+fn plan_peak<T: Scalar, J: Index>(
+    ctx: &Context,
+    footprint: &Footprint,
+    (algorithm, concurrency): (Algorithm, usize),
+    planning: u64,
+) -> u64 {
+    let pool = if concurrency < ctx.num_threads().max(1) {
+        budget_pool_bytes(concurrency)
+    } else {
+        0
+    };
+    footprint
+        .need::<T, J>(algorithm, concurrency, ctx.scratch())
+        .peak()
+        .saturating_add(pool)
+        .max(planning)
 }
 
 /// Bytes the thread pool of `threads` threads that a phase starts when it
@@ -436,6 +454,13 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 &footprint,
                 (budget, planning),
             )?;
+            // Never under a budget: the reuse flow keeps what fit it.
+            let structure_first = Some(for_structure_first(algorithm, selected, &shape))
+                .filter(|&alg| alg != selected && budget.is_none())
+                .map(|alg| {
+                    let peak = plan_peak::<T, J>(ctx, &footprint, (alg, concurrency), planning);
+                    (alg, peak)
+                });
             Ok(CpuPlan {
                 algorithm,
                 selected,
@@ -454,6 +479,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 upper_cap: footprint
                     .upper_capped
                     .map(|e| usize::try_from(e).unwrap_or(usize::MAX)),
+                structure_first,
                 list_in_symbolic: false,
                 listed: ListedStore(Mutex::new(None)),
             })
@@ -479,10 +505,16 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// system has left: the kept columns' blocks (at most 4 * nprod
     /// indices: a block is left when the next row does not fit, so it is
     /// half full, or the row that did not fit is at least half its size)
-    /// are added to the plan's peak bound.
+    /// are added to the plan's peak bound. Without a budget, an automatic
+    /// choice of BRMerge-Upper also becomes the dense accumulator where it
+    /// fits ([`for_structure_first`]), with that algorithm's peak bound.
     pub(crate) fn expect_structure_first(&mut self) {
         if self.budget.is_some() || self.list_in_symbolic {
             return;
+        }
+        if let Some((algorithm, peak)) = self.structure_first.take() {
+            self.selected = algorithm;
+            self.peak_bound = peak;
         }
         let index = std::mem::size_of::<J>() as u64;
         let chunks = self.work.bounds().len().saturating_sub(1) as u64;
@@ -1295,6 +1327,59 @@ mod tests {
         assert_eq!(plan.peak_memory_bound(), bound);
         plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
         assert!(plan.listed.0.lock().unwrap().is_none());
+    }
+
+    /// A band of `width` entries a row on `n` rows: B's rows are long
+    /// enough for the trained tree to pick BRMerge-Upper for A·A.
+    fn band(n: usize, width: usize) -> CsrMatrix<f64, i64, i32> {
+        let t: Vec<(usize, usize, f64)> = (0..n)
+            .flat_map(|i| {
+                (i..(i + width).min(n)).map(move |j| (i, j, 1.0 + ((i * 7 + j) % 5) as f64))
+            })
+            .collect();
+        CsrMatrix::from_triplets(n, n, &t, IndexBase::Zero).unwrap()
+    }
+
+    /// The reuse flow trades an automatic BRMerge-Upper for the dense
+    /// accumulator, with that algorithm's peak bound, and its C is the
+    /// reference's; BRMerge-Upper asked for by name stays, as does every
+    /// choice under a memory budget.
+    #[test]
+    fn the_reuse_flow_trades_an_automatic_brmerge_upper_for_dense() {
+        let a = band(3000, 40);
+        let want = crate::reference::spgemm(&a.view(), Op::N, &a.view(), Op::N, 1.0).unwrap();
+        let ctx = Context::cpu().unwrap();
+        let plan_for =
+            |algorithm| CpuPlan::new(&ctx, &a.view(), Op::N, &a.view(), Op::N, algorithm).unwrap();
+        let mut plan = plan_for(Algorithm::Default);
+        assert_eq!(plan.selected, Algorithm::BrmergeUpper);
+        let dense_bound = plan_for(Algorithm::Dense).peak_memory_bound();
+        plan.expect_structure_first();
+        assert_eq!(plan.selected, Algorithm::Dense);
+        assert!(plan.list_in_symbolic);
+        assert!(plan.peak_memory_bound() >= dense_bound + 4 * 4 * plan.work.total());
+        let nnz = plan.symbolic(&ctx, &a.view(), &a.view()).unwrap();
+        assert!(plan.upper.is_none());
+        let (ro, cols) = written_structure(&plan, &ctx, (&a, &a), nnz, IndexBase::Zero).unwrap();
+        assert_eq!(&ro[..], want.row_offsets());
+        assert_eq!(&cols[..], want.col_indices());
+        let mut vals = vec![f64::NAN; nnz];
+        let out = CsrOutput::<f64, i64, i32>::values_on_pattern(&mut vals, &cols, IndexBase::Zero);
+        plan.numeric(&ctx, &a.view(), &a.view(), 1.0, 0.0, out)
+            .unwrap();
+        assert_eq!(&vals[..], want.values());
+
+        let mut named = plan_for(Algorithm::BrmergeUpper);
+        named.expect_structure_first();
+        assert_eq!(named.selected, Algorithm::BrmergeUpper);
+        ctx.set_memory_budget(Some(1 << 30));
+        let mut budgeted = plan_for(Algorithm::Default);
+        let (selected, bound) = (budgeted.selected, budgeted.peak_memory_bound());
+        budgeted.expect_structure_first();
+        assert_eq!(
+            (budgeted.selected, budgeted.peak_memory_bound()),
+            (selected, bound)
+        );
     }
 
     #[test]

@@ -477,7 +477,12 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     /// changes nothing under a memory budget, when the kept columns might
     /// not fit in the memory the system has left, or on a GPU; otherwise
     /// [`SpgemmPlan::peak_memory_bound`] grows by the kept columns' bound
-    /// (4 * nprod indices).
+    /// (4 * nprod indices). Without a budget, an automatic choice of
+    /// BRMerge-Upper also becomes the dense accumulator where op(B) is
+    /// narrow enough for it ([`SpgemmPlan::selected_algorithm`] says so):
+    /// BRMerge-Upper's advantage, a numeric phase that copies the values
+    /// its symbolic phase merged, serves only the first values of the
+    /// flow, and its symbolic phase costs more than the dense one's.
     pub fn expect_structure_first(&mut self) {
         if let On::Cpu(p) = &mut self.on {
             p.expect_structure_first();
