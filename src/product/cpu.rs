@@ -790,6 +790,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             self.check_inputs(a, b, true)?;
             self.write_row_offsets(row_offsets, base)?;
             let offsets = self.offsets()?;
+            let backend = self.backend(ctx);
             // BRMerge-Upper's temporary C holds the columns (its values
             // need not be current for the structure).
             let upper = self
@@ -797,7 +798,6 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 .as_ref()
                 .and_then(|u| u.chunks.downcast_ref::<Vec<UpperChunk<T, J>>>());
             if let Some(chunks) = upper {
-                let backend = self.backend(ctx);
                 return backend.kept_structure(
                     chunks,
                     &self.work,
@@ -807,14 +807,13 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 );
             }
             if let Some(listed) = self.listed.take() {
-                let backend = self.backend(ctx);
                 backend.kept_structure(&listed, &self.work, offsets, col_indices, base.offset())?;
                 for chunk in listed {
                     chunk.keep(ctx.scratch());
                 }
                 return Ok(());
             }
-            self.backend(ctx).symbolic(
+            backend.symbolic(
                 &self.a.rows(a),
                 &self.b.rows(b),
                 &self.work,
