@@ -4,6 +4,7 @@ static const char help[] = "Times MatMatMult(A, P) and MatPtAP(A, P) with aij an
                            "  -stencil <7>  7 or 27 points\n"
                            "  -rusparse_only  time aijrusparse alone (for profiles; -log_view shows each product and type as a stage)\n"
                            "  -repeat <5>   timed repetitions (the median is printed)\n"
+                           "  -products <both>  ap, ptap or both (profile one product alone)\n"
                            "Load the plug-in with -dll_append /path/librusparse_petsc.so.\n\n";
 
 /*
@@ -110,6 +111,7 @@ int main(int argc, char **argv)
 {
   PetscInt    n = 64, repeat = 5, stencil = 7, nnz[3];
   PetscBool   rusparse_only = PETSC_FALSE;
+  char        products[8] = "both";
   Mat         A, P, Ars, Prs, C;
   PetscMPIInt size;
   MatInfo     info;
@@ -121,6 +123,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-repeat", &repeat, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-stencil", &stencil, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-rusparse_only", &rusparse_only, NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-products", products, sizeof(products), NULL));
+  PetscCheck(!strcmp(products, "ap") || !strcmp(products, "ptap") || !strcmp(products, "both"), PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-products ap, ptap or both");
   PetscCall(Poisson(n, stencil, &A));
   PetscCall(GamgProlongator(A, &P));
   PetscCall(MatConvert(A, "aijrusparse", MAT_INITIAL_MATRIX, &Ars));
@@ -145,6 +149,7 @@ int main(int argc, char **argv)
     PetscLogStage stage[2];
     char          name[64];
 
+    if (strcmp(products, "both") && strcmp(products, ptap ? "ptap" : "ap")) continue;
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s aij", ptap ? "PtAP" : "AP"));
     PetscCall(PetscLogStageRegister(name, &stage[0]));
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s aijrusparse", ptap ? "PtAP" : "AP"));

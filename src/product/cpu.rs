@@ -846,6 +846,21 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         beta: T,
         out: CsrOutput<'_, T, IC, J>,
     ) -> Result<()> {
+        self.numeric_with(ctx, (a, b), (alpha, beta), out, false)
+    }
+
+    /// [`CpuPlan::numeric`]; `c_checked`: `out.pattern`'s fingerprint was
+    /// found equal to that of the structure this plan wrote, which, with
+    /// A's and B's fingerprints checked here, lets the known-structure
+    /// kernel skip its per-column product counts.
+    fn numeric_with<T: Scalar, IC: Index>(
+        &self,
+        ctx: &Context,
+        (a, b): (&CsrView<'_, T, I, J>, &CsrView<'_, T, I, J>),
+        (alpha, beta): (T, T),
+        out: CsrOutput<'_, T, IC, J>,
+        c_checked: bool,
+    ) -> Result<()> {
         let CsrOutput {
             row_offsets,
             col_indices,
@@ -869,6 +884,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             }
             _ => None,
         };
+        // A's and B's fingerprints are compared below when the plan has them.
+        let pattern_checked = c_checked && pattern.is_some() && self.fingerprints.is_some();
         self.run(ctx, || {
             self.check_inputs(a, b, true)?;
             if let Some(ro) = row_offsets {
@@ -889,6 +906,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         alpha,
                         beta,
                         pattern: None,
+                        pattern_checked: false,
                     },
                 );
             }
@@ -911,6 +929,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         alpha,
                         beta,
                         pattern,
+                        pattern_checked,
                     },
                 ),
                 None => match col_indices {
@@ -1082,7 +1101,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 }
                 let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
                 let out = CsrOutput::<T, IC, J>::values_on_pattern(values, cols, c.base);
-                CpuPlan::numeric(self, ctx, &a, &b, alpha, beta, out)?;
+                self.numeric_with(ctx, (&a, &b), (alpha, beta), out, true)?;
                 Ok(now)
             }
         }

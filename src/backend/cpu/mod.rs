@@ -76,6 +76,11 @@ pub struct NumericOutput<'a, T, J> {
     /// earlier structure phase wrote them (with `base`), so the products
     /// can be added into known positions. `None`: find the columns again.
     pub pattern: Option<&'a [J]>,
+    /// `pattern` is C's structure for these A and B: the fingerprints of
+    /// A's and B's patterns matched the plan's and `pattern`'s matched the
+    /// structure the plan wrote. The known-structure kernel then keeps sums
+    /// without per-column product counts (see `pattern.rs`).
+    pub pattern_checked: bool,
     /// C's index base.
     pub base: usize,
     /// Scales the product.
@@ -143,6 +148,7 @@ fn output_pieces<'a, T: Scalar, J>(
         alpha,
         beta,
         pattern: _,
+        pattern_checked: _,
         sorted: _,
     } = out;
     let cols: Vec<Option<&mut [J]>> = match cols {
@@ -399,7 +405,7 @@ impl CpuBackend<'_> {
         let chunks = work.bounds().len().saturating_sub(1).max(1) as u64;
         let busy = work.total() / chunks >= b.ncols as u64 / 4;
         let known = match (&out.cols, out.pattern) {
-            (None, Some(p)) if pattern::fits(b.ncols) && busy => Some(p),
+            (None, Some(p)) if pattern::fits(b.ncols) && busy => Some((p, out.pattern_checked)),
             _ => None,
         };
         let sorted = out.sorted || out.cols.is_none();
@@ -492,6 +498,7 @@ mod tests {
                     alpha: 1.0,
                     beta: 0.0,
                     pattern: None,
+                    pattern_checked: false,
                 };
                 let e = backend
                     .numeric(&wide, &ones, &b, &ones, &work, out)
