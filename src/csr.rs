@@ -422,8 +422,12 @@ pub struct CsrOutput<'a, T, I, J> {
     /// row's columns again (the reuse flow's `reuse_compute`, whose C ABI
     /// checks the structure's fingerprint first); a product whose column is
     /// not in its row, a column listed twice or reached by no product is
-    /// INVALID_VALUE, never a write elsewhere. The values always follow the
-    /// plan's structure.
+    /// INVALID_VALUE, never a write elsewhere. Columns whose fingerprint
+    /// and base equal those the plan's last `write_structure` wrote are
+    /// trusted as C's structure (as the C ABI trusts its checked ones):
+    /// only their range is checked, which skips counting each column's
+    /// products (docs/behaviour.md, "When input is checked"). The values
+    /// always follow the plan's structure.
     pub pattern: Option<&'a [J]>,
     /// The order of the columns within each row: honoured when the columns
     /// and the values are written together, sorted otherwise (see

@@ -1796,8 +1796,11 @@ fn changed_pattern_with_pairwise_swapped_columns_is_refused() {
 
 /// Values on a known structure (`CsrOutput::values_on_pattern`, the reuse
 /// flow's numeric phase) on a product large enough for the known-structure
-/// kernel: the values of the structure the plan wrote, and INVALID_VALUE
-/// for a structure in which a product's column is missing.
+/// kernel: the values of the structure the plan wrote (the columns it
+/// fingerprinted, which skip the per-column counts), the same values on a
+/// copy of those columns shifted to base one (not the fingerprinted
+/// columns: counted), and INVALID_VALUE for a structure in which a
+/// product's column is missing.
 #[test]
 fn values_on_pattern_use_and_check_the_structure() {
     let ctx = Context::cpu().unwrap();
@@ -1837,6 +1840,13 @@ fn values_on_pattern_use_and_check_the_structure() {
         plan.numeric(&ctx, &a.view(), &b.view(), 2.0, 0.0, out)
             .unwrap();
         assert_eq!(&vals[..], want.values(), "{algorithm:?}");
+        let one_based: Vec<i32> = cols.iter().map(|c| c + 1).collect();
+        let mut vals1 = vec![f64::NAN; nnz];
+        let out =
+            CsrOutput::<f64, i32, i32>::values_on_pattern(&mut vals1, &one_based, IndexBase::One);
+        plan.numeric(&ctx, &a.view(), &b.view(), 2.0, 0.0, out)
+            .unwrap();
+        assert_eq!(&vals1[..], want.values(), "{algorithm:?}, base one");
         // The first row's last column replaced by its first: a column listed
         // twice, and products with nowhere to go.
         let mut wrong = cols.clone();

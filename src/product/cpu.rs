@@ -84,6 +84,11 @@ pub(crate) struct CpuPlan<I, J> {
     /// C's columns kept by the symbolic phase, until the structure is
     /// written.
     listed: ListedStore<J>,
+    /// The fingerprint and index base of C's columns as the Rust API's
+    /// [`CpuPlan::write_structure`] last wrote them: a values-only output
+    /// on the same columns then needs no per-column product counts
+    /// ([`CpuPlan::numeric`]).
+    written: Mutex<Option<(u64, IndexBase)>>,
 }
 
 /// C's columns as the symbolic phase listed them, chunk by chunk
@@ -482,6 +487,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 structure_first,
                 list_in_symbolic: false,
                 listed: ListedStore(Mutex::new(None)),
+                written: Mutex::new(None),
             })
         })
     }
@@ -775,8 +781,36 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         Ok(())
     }
 
-    /// [`SpgemmPlan::write_structure`] on the CPU.
+    /// [`SpgemmPlan::write_structure`] on the CPU; remembers the columns'
+    /// fingerprint for [`CpuPlan::numeric`].
     pub(crate) fn write_structure<T: Scalar, IC: Index>(
+        &self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        row_offsets: &mut [IC],
+        col_indices: &mut [J],
+        base: IndexBase,
+    ) -> Result<()> {
+        self.record_written(None);
+        self.write_structure_only(ctx, a, b, row_offsets, col_indices, base)?;
+        self.record_written(Some((self.columns_fingerprint(ctx, col_indices), base)));
+        Ok(())
+    }
+
+    fn record_written(&self, print: Option<(u64, IndexBase)>) {
+        *self.written.lock().unwrap_or_else(PoisonError::into_inner) = print;
+    }
+
+    /// The fingerprint of C's columns `cols` (the rows are the plan's).
+    fn columns_fingerprint(&self, ctx: &Context, cols: &[J]) -> u64 {
+        let rows = self.c_offsets.as_ref().map_or(0, |o| o.len());
+        ctx.run(|| pattern_fingerprint::<J, J>(rows, self.b.ncols(), &[], cols))
+    }
+
+    /// Writes C's structure (the C ABI's `reuse_copy` fingerprints it
+    /// itself).
+    fn write_structure_only<T: Scalar, IC: Index>(
         &self,
         ctx: &Context,
         a: &CsrView<'_, T, I, J>,
@@ -846,7 +880,16 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         beta: T,
         out: CsrOutput<'_, T, IC, J>,
     ) -> Result<()> {
-        self.numeric_with(ctx, (a, b), (alpha, beta), out, false)
+        // Columns given without values to write: checked when they are
+        // the ones `write_structure` wrote last, with the same base.
+        let written = *self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        let c_checked = match (&out.col_indices, out.pattern, written) {
+            (None, Some(p), Some((print, base))) => {
+                base == out.base && self.columns_fingerprint(ctx, p) == print
+            }
+            _ => false,
+        };
+        self.numeric_with(ctx, (a, b), (alpha, beta), out, c_checked)
     }
 
     /// [`CpuPlan::numeric`]; `c_checked`: `out.pattern`'s fingerprint was
@@ -1089,7 +1132,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 Ok(0)
             }
             Fill::Structure => {
-                self.write_structure(ctx, &a, &b, offsets, cols, c.base)?;
+                self.write_structure_only(ctx, &a, &b, offsets, cols, c.base)?;
                 Ok(fingerprint(offsets, cols))
             }
             Fill::Values => {

@@ -9,7 +9,8 @@
 //! zero what was read), in two forms:
 //!
 //! - **Counted** (a pattern nobody checked: the Rust API's
-//!   [`crate::CsrOutput::values_on_pattern`]): each cell also counts its
+//!   [`crate::CsrOutput::values_on_pattern`] on columns other than those
+//!   the plan's `write_structure` wrote last): each cell also counts its
 //!   products, which makes the kernel safe on its own. A row's gather
 //!   reads, and zeroes, the sum and the count of each of its columns, so
 //!   after it every column of the row has had at least one product (a zero
@@ -20,7 +21,8 @@
 //!   nor left for a later row.
 //! - **Sums alone** (the C ABI's `reuse_compute`, which has compared the
 //!   fingerprints of A's and B's patterns with the plan's and of C's with
-//!   the structure `reuse_copy` wrote, before anything is written): C's
+//!   the structure `reuse_copy` wrote, before anything is written; the
+//!   Rust API likewise on the columns `write_structure` wrote): C's
 //!   pattern is then the product's structure, up to a 64-bit hash
 //!   collision, and the counts would only repeat that check. Without them
 //!   a cell is 8 bytes instead of 16 (f64), and the accumulator of A·P
