@@ -130,8 +130,8 @@ impl<T: Scalar> Slot<T> for Sum<T> {
 }
 
 /// Bytes a chunk takes to add into C's known structure over `ncols`
-/// columns of op(B) (with index base up to 1), for values of `T`.
-/// (the counted cells: an upper bound for both).
+/// columns of op(B) (with index base up to 1), for values of `T`: those
+/// of the counted cells, an upper bound for the sums alone.
 pub(super) fn workspace_bytes<T>(ncols: usize) -> u64 {
     (ncols as u64 + 1).saturating_mul(std::mem::size_of::<Counted<T>>() as u64)
 }
@@ -460,8 +460,7 @@ mod tests {
         for (pattern, base) in cases {
             let scratch = ScratchPool::default();
             let mut vals = [0.0; 4];
-            let shifted: Vec<i32> = pattern.to_vec();
-            let at = (&shifted[..], &[0, 2, 4][..], base);
+            let at = (&pattern[..], &[0, 2, 4][..], base);
             let e = run_checked(&scratch, (&a, &b), at, (1.0, 0.0), &mut vals, true).unwrap_err();
             assert!(e.to_string().contains("out of range"), "{pattern:?}: {e}");
             assert_eq!(scratch.bytes(), 0, "a failed accumulator was kept");
