@@ -781,23 +781,6 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         Ok(())
     }
 
-    /// [`SpgemmPlan::write_structure`] on the CPU; remembers the columns'
-    /// fingerprint for [`CpuPlan::numeric`].
-    pub(crate) fn write_structure<T: Scalar, IC: Index>(
-        &self,
-        ctx: &Context,
-        a: &CsrView<'_, T, I, J>,
-        b: &CsrView<'_, T, I, J>,
-        row_offsets: &mut [IC],
-        col_indices: &mut [J],
-        base: IndexBase,
-    ) -> Result<()> {
-        self.record_written(None);
-        self.write_structure_only(ctx, a, b, row_offsets, col_indices, base)?;
-        self.record_written(Some((self.columns_fingerprint(ctx, col_indices), base)));
-        Ok(())
-    }
-
     fn record_written(&self, print: Option<(u64, IndexBase)>) {
         *self.written.lock().unwrap_or_else(PoisonError::into_inner) = print;
     }
@@ -808,9 +791,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         ctx.run(|| pattern_fingerprint::<J, J>(rows, self.b.ncols(), &[], cols))
     }
 
-    /// Writes C's structure (the C ABI's `reuse_copy` fingerprints it
-    /// itself).
-    fn write_structure_only<T: Scalar, IC: Index>(
+    /// [`SpgemmPlan::write_structure`] on the CPU; remembers the columns'
+    /// fingerprint for [`CpuPlan::numeric`] (an O(nnz(C)) pass, also for
+    /// the C ABI's `reuse_copy`, which hashes C again for its own check).
+    pub(crate) fn write_structure<T: Scalar, IC: Index>(
         &self,
         ctx: &Context,
         a: &CsrView<'_, T, I, J>,
@@ -819,6 +803,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         col_indices: &mut [J],
         base: IndexBase,
     ) -> Result<()> {
+        self.record_written(None);
         self.check_output_sizes(Some(row_offsets.len()), Some(col_indices.len()), None)?;
         self.run(ctx, || {
             self.check_inputs(a, b, true)?;
@@ -853,11 +838,13 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 &self.work,
                 SymbolicOutput::Columns {
                     offsets,
-                    cols: col_indices,
+                    cols: &mut *col_indices,
                     base: base.offset(),
                 },
             )
-        })
+        })?;
+        self.record_written(Some((self.columns_fingerprint(ctx, col_indices), base)));
+        Ok(())
     }
 
     fn check_output_sizes(
@@ -1132,7 +1119,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 Ok(0)
             }
             Fill::Structure => {
-                self.write_structure_only(ctx, &a, &b, offsets, cols, c.base)?;
+                self.write_structure(ctx, &a, &b, offsets, cols, c.base)?;
                 Ok(fingerprint(offsets, cols))
             }
             Fill::Values => {
