@@ -85,7 +85,7 @@ pub(crate) struct CpuPlan<I, J> {
     /// written.
     listed: ListedStore<J>,
     /// The fingerprint and index base of C's columns as the Rust API's
-    /// [`CpuPlan::write_structure`] last wrote them: a values-only output
+    /// [`SpgemmPlan::write_structure`] last wrote them: a values-only output
     /// on the same columns then needs no per-column product counts
     /// ([`CpuPlan::numeric`]).
     written: Mutex<Option<(u64, IndexBase)>>,
@@ -781,7 +781,12 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         Ok(())
     }
 
-    fn record_written(&self, print: Option<(u64, IndexBase)>) {
+    /// Remembers (or, with `None`, forgets) C's columns as the Rust API's
+    /// [`SpgemmPlan::write_structure`] wrote them, by fingerprint and
+    /// base, for [`CpuPlan::numeric`]. The C ABI keeps its own fingerprint
+    /// of C and never calls this.
+    pub(crate) fn remember_written(&self, ctx: &Context, cols: Option<(&[J], IndexBase)>) {
+        let print = cols.map(|(c, base)| (self.columns_fingerprint(ctx, c), base));
         *self.written.lock().unwrap_or_else(PoisonError::into_inner) = print;
     }
 
@@ -791,9 +796,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         ctx.run(|| pattern_fingerprint::<J, J>(rows, self.b.ncols(), &[], cols))
     }
 
-    /// [`SpgemmPlan::write_structure`] on the CPU; remembers the columns'
-    /// fingerprint for [`CpuPlan::numeric`] (an O(nnz(C)) pass, also for
-    /// the C ABI's `reuse_copy`, which hashes C again for its own check).
+    /// [`SpgemmPlan::write_structure`] on the CPU.
     pub(crate) fn write_structure<T: Scalar, IC: Index>(
         &self,
         ctx: &Context,
@@ -803,7 +806,6 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         col_indices: &mut [J],
         base: IndexBase,
     ) -> Result<()> {
-        self.record_written(None);
         self.check_output_sizes(Some(row_offsets.len()), Some(col_indices.len()), None)?;
         self.run(ctx, || {
             self.check_inputs(a, b, true)?;
@@ -838,13 +840,11 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 &self.work,
                 SymbolicOutput::Columns {
                     offsets,
-                    cols: &mut *col_indices,
+                    cols: col_indices,
                     base: base.offset(),
                 },
             )
-        })?;
-        self.record_written(Some((self.columns_fingerprint(ctx, col_indices), base)));
-        Ok(())
+        })
     }
 
     fn check_output_sizes(

@@ -552,7 +552,13 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         base: IndexBase,
     ) -> Result<()> {
         match &self.on {
-            On::Cpu(p) => p.write_structure(ctx, a, b, row_offsets, col_indices, base),
+            On::Cpu(p) => {
+                // Remembered for a values-only numeric phase on these columns.
+                p.remember_written(ctx, None);
+                p.write_structure(ctx, a, b, row_offsets, &mut *col_indices, base)?;
+                p.remember_written(ctx, Some((col_indices, base)));
+                Ok(())
+            }
             On::Gpu(g) => {
                 let out = CsrOutput::<T, IC, J> {
                     row_offsets: Some(row_offsets),

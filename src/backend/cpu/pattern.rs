@@ -338,26 +338,9 @@ mod tests {
 
     /// The kernel on `alpha * a * b + beta * vals` into `vals` at C's
     /// columns `pattern` (index base `base` for A, B and C) with row offsets
-    /// `offsets`, all rows in one chunk, with the accumulators of `scratch`.
+    /// `offsets`, all rows in one chunk, with the accumulators of `scratch`;
+    /// `checked` for a pattern whose fingerprints matched (sums alone).
     fn run_in(
-        scratch: &ScratchPool,
-        (a, b): (&Csr, &Csr),
-        (pattern, offsets, base): (&[i32], &[usize], i32),
-        (alpha, beta): (f64, f64),
-        vals: &mut [f64],
-    ) -> Result<()> {
-        run_checked(
-            scratch,
-            (a, b),
-            (pattern, offsets, base),
-            (alpha, beta),
-            vals,
-            false,
-        )
-    }
-
-    /// [`run_in`], with `checked` for a pattern whose fingerprints matched.
-    fn run_checked(
         scratch: &ScratchPool,
         (a, b): (&Csr, &Csr),
         (pattern, offsets, base): (&[i32], &[usize], i32),
@@ -413,7 +396,7 @@ mod tests {
         scale: (f64, f64),
         vals: &mut [f64],
     ) -> Result<()> {
-        run_in(&ScratchPool::default(), ab, at, scale, vals)
+        run_in(&ScratchPool::default(), ab, at, scale, vals, false)
     }
 
     /// A = [1 2; 0 3], B = [4 0; 5 6]: C = [14 12; 15 18].
@@ -431,7 +414,7 @@ mod tests {
         let mut vals = [f64::NAN; 4];
         let at = (pattern, &[0, 2, 4][..], 0);
         let scratch = ScratchPool::default();
-        run_checked(&scratch, (&a, &b), at, (1.0, 0.0), &mut vals, checked).unwrap();
+        run_in(&scratch, (&a, &b), at, (1.0, 0.0), &mut vals, checked).unwrap();
         vals
     }
 
@@ -461,7 +444,7 @@ mod tests {
             let scratch = ScratchPool::default();
             let mut vals = [0.0; 4];
             let at = (&pattern[..], &[0, 2, 4][..], base);
-            let e = run_checked(&scratch, (&a, &b), at, (1.0, 0.0), &mut vals, true).unwrap_err();
+            let e = run_in(&scratch, (&a, &b), at, (1.0, 0.0), &mut vals, true).unwrap_err();
             assert!(e.to_string().contains("out of range"), "{pattern:?}: {e}");
             assert_eq!(scratch.bytes(), 0, "a failed accumulator was kept");
         }
@@ -477,7 +460,7 @@ mod tests {
             let scratch = ScratchPool::default();
             let mut vals = vec![0.0; pattern.len()];
             let at = (pattern, offsets, 0);
-            let e = run_in(&scratch, (&a, &b), at, (1.0, 0.0), &mut vals).unwrap_err();
+            let e = run_in(&scratch, (&a, &b), at, (1.0, 0.0), &mut vals, false).unwrap_err();
             assert_eq!(
                 scratch.bytes(),
                 0,
@@ -585,7 +568,7 @@ mod tests {
                     let mut vals = old.clone();
                     let at = (&shifted[..], &offsets[..], base);
                     let ab = (&a, &b);
-                    run_checked(&scratch, ab, at, (alpha, beta), &mut vals, checked).unwrap();
+                    run_in(&scratch, ab, at, (alpha, beta), &mut vals, checked).unwrap();
                     assert_eq!(
                         vals, want,
                         "seed {seed} base {base} reversed {reversed} checked {checked}"
