@@ -1516,8 +1516,9 @@ combinations! {
 /// `ColumnOrder::Any` really skips the sort where an algorithm sorts: a
 /// row whose columns first appear as 5, 2, 4 is written in that order by
 /// the hash accumulator (BRMerge merges, and the dense accumulator sorts
-/// rows of few products, so they sort anyway), and sorted by default; the
-/// dense accumulator keeps the order on a row of many scattered products.
+/// rows of few products and merges rows of A with two entries, so they
+/// sort anyway), and sorted by default; the dense accumulator keeps the
+/// order on a row of many scattered products.
 #[test]
 fn any_column_order_skips_the_sort() {
     // A = [1 1], B = [[0 0 0 0 0 1], [0 0 2 0 3 0]]: C = [0 0 2 0 3 1].
@@ -1564,14 +1565,24 @@ fn any_column_order_skips_the_sort() {
         assert_eq!(any.values(), vals, "{algorithm:?}");
     }
 
-    // The dense accumulator on a row of 34 scattered products: B's row 0
-    // holds columns 50,000, 51,000, ..., row 1 columns 0, 1,000, ...; in
-    // any order the row keeps the order the columns first appear in.
+    // The dense accumulator on a row of 35 scattered products (of three
+    // entries of A: a row of two is a merge, sorted anyway): B's row 0
+    // holds columns 50,000, 51,000, ..., row 1 columns 0, 1,000, ..., row
+    // 2 column 99,999; in any order the row keeps the order the columns
+    // first appear in.
     let n = 100_000;
+    let a = CsrMatrix::<f64, i32>::from_triplets(
+        1,
+        3,
+        &[(0, 0, 1.0), (0, 1, 1.0), (0, 2, 1.0)],
+        IndexBase::Zero,
+    )
+    .unwrap();
     let b_entries: Vec<(usize, usize, f64)> = (0..17)
         .flat_map(|k| [(0, 50_000 + 1000 * k, 1.0), (1, 1000 * k, 2.0)])
+        .chain([(2, n - 1, 3.0)])
         .collect();
-    let b = CsrMatrix::<f64, i32>::from_triplets(2, n, &b_entries, IndexBase::Zero).unwrap();
+    let b = CsrMatrix::<f64, i32>::from_triplets(3, n, &b_entries, IndexBase::Zero).unwrap();
     let run = |column_order| {
         let opts = SpgemmOptions {
             algorithm: Algorithm::Dense,
@@ -1583,6 +1594,7 @@ fn any_column_order_skips_the_sort() {
     let first_seen: Vec<i32> = (0..17)
         .map(|k| 50_000 + 1000 * k)
         .chain((0..17).map(|k| 1000 * k))
+        .chain([n as i32 - 1])
         .collect();
     let mut sorted_cols = first_seen.clone();
     sorted_cols.sort_unstable();

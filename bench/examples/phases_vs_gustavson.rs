@@ -7,6 +7,10 @@
 //! n × n grid (stencil2d_5pt_n: 5 entries a row, 25 products into 13).
 //!
 //!     cargo run --release -p rusparse-bench --example phases_vs_gustavson -- [threads] [n] [runs]
+//!     cargo run --release -p rusparse-bench --example phases_vs_gustavson -- [threads] FILE.mtx[.gz] [runs]
+//!
+//! With a Matrix Market file in place of n, the product is that matrix
+//! squared (real values; a square matrix).
 //!
 //! Also times the reuse flow's symbolic phases (`symbolic`, then
 //! `write_structure`) with and without `expect_structure_first`. Prints
@@ -14,6 +18,14 @@
 
 use rusparse::{Algorithm, BackendKind, Context, CsrOutput, CsrView, IndexBase, Op, SpgemmPlan};
 use std::time::Instant;
+
+// The benchmark's own reader, shared with its binary.
+#[path = "../src/matrix_market.rs"]
+#[allow(dead_code)]
+mod matrix_market;
+#[path = "../src/sparse.rs"]
+#[allow(dead_code)]
+mod sparse;
 
 /// The 5-point stencil on an n × n grid (zero-based CSR pattern).
 fn stencil(n: usize) -> (Vec<i32>, Vec<i32>) {
@@ -99,10 +111,30 @@ fn main() -> rusparse::Result<()> {
             .nth(k)
             .map_or(default, |s| s.parse().expect("a number"))
     };
-    let (threads, n, runs) = (arg(1, 1), arg(2, 725), arg(3, 20).max(1));
-    let (offsets, cols) = stencil(n);
-    let m = n * n;
-    let vals: Vec<f64> = (0..cols.len()).map(|k| 1.0 + (k % 7) as f64).collect();
+    let (threads, runs) = (arg(1, 1), arg(3, 20).max(1));
+    let matrix = std::env::args()
+        .nth(2)
+        .filter(|s| s.parse::<usize>().is_err());
+    let (name, offsets, cols, vals, m) = match matrix {
+        Some(path) => {
+            let a = matrix_market::read_path(std::path::Path::new(&path))
+                .and_then(|a| a.to_csr::<f64, i32>())
+                .expect("a readable real Matrix Market file");
+            assert_eq!(a.nrows(), a.ncols(), "the product is A·A: a square matrix");
+            let (m, name) = (
+                a.nrows(),
+                path.rsplit('/').next().unwrap_or(&path).to_string(),
+            );
+            let (offsets, cols, vals) = a.into_parts();
+            (name, offsets, cols, vals, m)
+        }
+        None => {
+            let n = arg(2, 725);
+            let (offsets, cols) = stencil(n);
+            let vals: Vec<f64> = (0..cols.len()).map(|k| 1.0 + (k % 7) as f64).collect();
+            (format!("stencil2d_5pt_{n}"), offsets, cols, vals, n * n)
+        }
+    };
     let nnz = gustavson_count(&offsets, &cols, m, m);
     let mut c = (vec![0i32; m + 1], vec![0i32; nnz], vec![0f64; nnz]);
 
@@ -162,7 +194,7 @@ fn main() -> rusparse::Result<()> {
         }
     }
     println!(
-        "stencil2d_5pt_{n} ({m} rows, nnz(C) {nnz}), f64, minimum of {runs} runs, ms\n\
+        "{name} ({m} rows, nnz(C) {nnz}), f64, minimum of {runs} runs, ms\n\
          rusparse's reuse flow, structure listed again: symbolic {:.2}  structure {:.2}\n\
          rusparse's reuse flow, structure kept (expect_structure_first): symbolic {:.2}  structure {:.2}\n\
          rusparse, {threads} thread(s): plan {:.2}  symbolic {:.2}  numeric {:.2}  total {:.2}\n\

@@ -1,7 +1,7 @@
 //! Pieces every CPU row kernel shares: what a kernel is given (an operand
 //! with its values, a chunk of rows, the chunk's piece of C), the output
 //! scaling, the error for a row whose size differs from the plan's, and
-//! the direct path for rows of A with a single entry.
+//! the direct paths for rows of A with one or two entries.
 
 use super::scratch::ScratchPool;
 use crate::error::Error;
@@ -50,9 +50,10 @@ impl Chunk<'_> {
     /// already streams (one thread, minimum of 15 interleaved runs through
     /// the C ABI: stencil2d_5pt_725 126 -> 109 ms, stencil3d_7pt_100 412 ->
     /// 394 ms; scattered rows lose without it: uniform_r4_200000's
-    /// symbolic phase 16 -> 37 ms).
+    /// symbolic phase 16 -> 37 ms); nor when op(B) stays in cache anyway
+    /// ([`RowWork::b_fits_in_cache`]).
     pub fn prefetch(&self) -> bool {
-        !self.work.b_rows_in_order()
+        !(self.work.b_rows_in_order() || self.work.b_fits_in_cache())
     }
 }
 
@@ -133,6 +134,95 @@ pub(crate) fn single_entry<I: Index, J: Index>(
 ) -> Option<usize> {
     let r = a.range(i);
     (r.end == r.start + 1).then_some(r.start)
+}
+
+/// The positions of the two entries of row `i` of A, when it has exactly
+/// two.
+#[inline(always)]
+pub(crate) fn two_entries<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    i: usize,
+) -> Option<(usize, usize)> {
+    let r = a.range(i);
+    (r.end == r.start + 2).then_some((r.start, r.start + 1))
+}
+
+/// The number of distinct columns of two rows with strictly increasing
+/// columns: a merge that counts the common ones, with no branch on the
+/// columns (road networks and meshes' boundaries have many rows of A with
+/// two entries, whose few products a dense accumulator spent most of its
+/// time setting up and reading back).
+#[inline]
+pub(crate) fn merged_len<J: Index>(x: &[J], y: &[J]) -> usize {
+    let (mut p, mut q, mut common) = (0, 0, 0);
+    while p < x.len() && q < y.len() {
+        let (c, d) = (x[p], y[q]);
+        p += usize::from(c <= d);
+        q += usize::from(d <= c);
+        common += usize::from(c == d);
+    }
+    x.len() + y.len() - common
+}
+
+/// Row `i` of C for a row of A with two entries, `(row_of_b, factor)`
+/// each, as the merge of the two scaled rows of B (canonical), written in
+/// increasing columns into `out_vals` (and `out_cols`, when given), which
+/// are exactly that row's slices. Each sum is the dense accumulator's bit
+/// for bit: from zero, the first entry's product first.
+///
+/// # Errors
+/// The merged row's length differs from the slices' (a pattern that
+/// changed since the plan).
+#[inline]
+pub(crate) fn merge_two_rows<T: Scalar, I: Index, J: Index>(
+    b: &Operand<'_, T, I, J>,
+    (first, f): (usize, T),
+    (second, g): (usize, T),
+    i: usize,
+    scale: &Scale<T>,
+    mut out_cols: Option<&mut [J]>,
+    out_vals: &mut [T],
+) -> Result<(), Error> {
+    let (bp, bv) = (&b.pattern, b.values);
+    let (rx, ry) = (bp.range(first), bp.range(second));
+    let (xc, xv) = (&bp.cols[rx.clone()], &bv[rx]);
+    let (yc, yv) = (&bp.cols[ry.clone()], &bv[ry]);
+    let len = out_vals.len();
+    let shift = |c: J| J::from_usize_unchecked(c.as_usize() - bp.base + scale.base);
+    let (mut p, mut q, mut w) = (0, 0, 0);
+    while p < xc.len() && q < yc.len() {
+        let (c, d) = (xc[p], yc[q]);
+        let (take_x, take_y) = (c <= d, d <= c);
+        let sx = if take_x { f * xv[p] } else { T::zero() };
+        let sy = if take_y { g * yv[q] } else { T::zero() };
+        let Some(dst) = out_vals.get_mut(w) else {
+            return Err(row_mismatch(i, merged_len(xc, yc), len));
+        };
+        scale.store(dst, T::zero() + sx + sy);
+        if let Some(oc) = out_cols.as_deref_mut() {
+            oc[w] = shift(if take_x { c } else { d });
+        }
+        w += 1;
+        p += usize::from(take_x);
+        q += usize::from(take_y);
+    }
+    let (rest, rest_vals, factor, from) = if p < xc.len() {
+        (xc, xv, f, p)
+    } else {
+        (yc, yv, g, q)
+    };
+    if w + rest.len() - from != len {
+        return Err(row_mismatch(i, w + rest.len() - from, len));
+    }
+    for (d, &v) in out_vals[w..].iter_mut().zip(&rest_vals[from..]) {
+        scale.store(d, T::zero() + factor * v);
+    }
+    if let Some(oc) = out_cols {
+        for (d, &c) in oc[w..].iter_mut().zip(&rest[from..]) {
+            *d = shift(c);
+        }
+    }
+    Ok(())
 }
 
 /// Writes row `row_of_b` of B scaled by `factor` as row `i` of C
@@ -245,6 +335,132 @@ pub(crate) fn prefetch_rows_of_b<T, I: Index, J: Index>(
                 // SAFETY: as above.
                 unsafe { _mm_prefetch::<_MM_HINT_T0>((v as *const T).cast::<i8>()) };
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{merge_two_rows, merged_len, Operand, Scale};
+    use crate::plan::RowPattern;
+    use std::collections::BTreeMap;
+
+    /// B's rows, one-based (base 1), for the merges below: disjoint,
+    /// interleaved, overlapping, nested, empty and single rows.
+    const ROWS: [&[i32]; 6] = [
+        &[1, 4, 6],
+        &[2, 4, 5, 9],
+        &[],
+        &[4],
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9],
+        &[7, 8],
+    ];
+
+    fn b_arrays() -> (Vec<i32>, Vec<i32>, Vec<f64>) {
+        let mut offsets = vec![1];
+        let mut cols = Vec::new();
+        for r in ROWS {
+            cols.extend_from_slice(r);
+            offsets.push(cols.len() as i32 + 1);
+        }
+        // Values with distinct bits, and one negative zero.
+        let mut vals: Vec<f64> = (0..cols.len()).map(|k| 0.5 + k as f64 * 1.25).collect();
+        vals[1] = -0.0;
+        (offsets, cols, vals)
+    }
+
+    #[test]
+    fn merged_rows_equal_accumulated_ones_in_either_base() {
+        let (offsets, cols, vals) = b_arrays();
+        let b = Operand {
+            pattern: RowPattern {
+                nrows: ROWS.len(),
+                ncols: 10,
+                offsets: &offsets,
+                cols: &cols,
+                base: 1,
+            },
+            values: &vals,
+        };
+        let (f, g) = (1.5, -0.75);
+        for x in 0..ROWS.len() {
+            for y in 0..ROWS.len() {
+                // The dense accumulator's sums: from zero, x's products first.
+                let mut sums = BTreeMap::new();
+                for (row, factor) in [(x, f), (y, g)] {
+                    let r = b.pattern.range(row);
+                    for (&c, &v) in cols[r.clone()].iter().zip(&vals[r]) {
+                        *sums.entry(c as usize - 1).or_insert(0.0) += factor * v;
+                    }
+                }
+                let rx = &cols[b.pattern.range(x)];
+                let ry = &cols[b.pattern.range(y)];
+                assert_eq!(merged_len(rx, ry), sums.len(), "rows {x} and {y}");
+                for base in [0usize, 1] {
+                    let scale = Scale {
+                        alpha: 2.0,
+                        beta: 0.0,
+                        base,
+                    };
+                    let (mut out_cols, mut out_vals) =
+                        (vec![-7; sums.len()], vec![f64::NAN; sums.len()]);
+                    merge_two_rows(
+                        &b,
+                        (x, f),
+                        (y, g),
+                        0,
+                        &scale,
+                        Some(&mut out_cols),
+                        &mut out_vals,
+                    )
+                    .unwrap();
+                    let want_cols: Vec<i32> = sums.keys().map(|&c| (c + base) as i32).collect();
+                    let want_vals: Vec<u64> = sums.values().map(|&s| (2.0 * s).to_bits()).collect();
+                    assert_eq!(out_cols, want_cols, "rows {x} and {y}, base {base}");
+                    let got: Vec<u64> = out_vals.iter().map(|v| v.to_bits()).collect();
+                    assert_eq!(got, want_vals, "rows {x} and {y}, base {base}");
+                    // Values alone (C's columns known), and beta = 1.
+                    let keep = Scale {
+                        alpha: 1.0,
+                        beta: 1.0,
+                        base,
+                    };
+                    let mut again = vec![1.0; sums.len()];
+                    merge_two_rows(&b, (x, f), (y, g), 0, &keep, None, &mut again).unwrap();
+                    for (a, s) in again.iter().zip(sums.values()) {
+                        assert_eq!(*a, s + 1.0);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_merged_row_of_another_length_is_refused() {
+        let (offsets, cols, vals) = b_arrays();
+        let b = Operand {
+            pattern: RowPattern {
+                nrows: ROWS.len(),
+                ncols: 10,
+                offsets: &offsets,
+                cols: &cols,
+                base: 1,
+            },
+            values: &vals,
+        };
+        let scale = Scale {
+            alpha: 1.0,
+            beta: 0.0,
+            base: 0,
+        };
+        // Rows 0 and 1 merge into 6 columns: 5 and 7 slots are both wrong,
+        // and nothing is written past the slots given.
+        for len in [0, 5, 7] {
+            let mut out = vec![0.0; len];
+            let mut oc = vec![0i32; len];
+            let err = merge_two_rows(&b, (0, 1.0), (1, 1.0), 3, &scale, Some(&mut oc), &mut out)
+                .unwrap_err();
+            assert!(err.to_string().contains("row 3"), "{err}");
         }
     }
 }
