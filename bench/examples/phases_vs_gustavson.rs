@@ -10,7 +10,9 @@
 //!     cargo run --release -p rusparse-bench --example phases_vs_gustavson -- [threads] FILE.mtx[.gz] [runs]
 //!
 //! With a Matrix Market file in place of n, the product is that matrix
-//! squared (real values; a square matrix).
+//! squared (real values; a square matrix). A fourth argument names the
+//! algorithm (hash, brmerge-precise, brmerge-upper, dense; default: the
+//! planner's choice).
 //!
 //! Also times the reuse flow's symbolic phases (`symbolic`, then
 //! `write_structure`) with and without `expect_structure_first`. Prints
@@ -112,6 +114,14 @@ fn main() -> rusparse::Result<()> {
             .map_or(default, |s| s.parse().expect("a number"))
     };
     let (threads, runs) = (arg(1, 1), arg(3, 20).max(1));
+    let algorithm = match std::env::args().nth(4).as_deref() {
+        None | Some("auto") => Algorithm::Default,
+        Some("hash") => Algorithm::Hash,
+        Some("brmerge-precise") => Algorithm::BrmergePrecise,
+        Some("brmerge-upper") => Algorithm::BrmergeUpper,
+        Some("dense") => Algorithm::Dense,
+        Some(other) => panic!("unknown algorithm {other}"),
+    };
     let matrix = std::env::args()
         .nth(2)
         .filter(|s| s.parse::<usize>().is_err());
@@ -146,7 +156,7 @@ fn main() -> rusparse::Result<()> {
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     for _ in 0..runs {
         let t0 = Instant::now();
-        let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &a, Op::N, Algorithm::Default)?;
+        let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &a, Op::N, algorithm)?;
         let planned = ms(t0);
         let t1 = Instant::now();
         plan.symbolic(&ctx, &a, &a)?;
@@ -179,7 +189,7 @@ fn main() -> rusparse::Result<()> {
     let mut reuse = [[f64::MAX; 2]; 2];
     for _ in 0..runs {
         for (keep, best) in reuse.iter_mut().enumerate() {
-            let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &a, Op::N, Algorithm::Default)?;
+            let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &a, Op::N, algorithm)?;
             if keep == 1 {
                 plan.expect_structure_first();
             }
