@@ -369,19 +369,28 @@ mod tests {
         (offsets, cols, vals)
     }
 
-    #[test]
-    fn merged_rows_equal_accumulated_ones_in_either_base() {
-        let (offsets, cols, vals) = b_arrays();
-        let b = Operand {
+    /// B over the arrays of [`b_arrays`]: one-based, 10 columns.
+    fn operand<'a>(
+        offsets: &'a [i32],
+        cols: &'a [i32],
+        vals: &'a [f64],
+    ) -> Operand<'a, f64, i32, i32> {
+        Operand {
             pattern: RowPattern {
                 nrows: ROWS.len(),
                 ncols: 10,
-                offsets: &offsets,
-                cols: &cols,
+                offsets,
+                cols,
                 base: 1,
             },
-            values: &vals,
-        };
+            values: vals,
+        }
+    }
+
+    #[test]
+    fn merged_rows_equal_accumulated_ones_in_either_base() {
+        let (offsets, cols, vals) = b_arrays();
+        let b = operand(&offsets, &cols, &vals);
         let (f, g) = (1.5, -0.75);
         for x in 0..ROWS.len() {
             for y in 0..ROWS.len() {
@@ -438,16 +447,7 @@ mod tests {
     #[test]
     fn a_merged_row_of_another_length_is_refused() {
         let (offsets, cols, vals) = b_arrays();
-        let b = Operand {
-            pattern: RowPattern {
-                nrows: ROWS.len(),
-                ncols: 10,
-                offsets: &offsets,
-                cols: &cols,
-                base: 1,
-            },
-            values: &vals,
-        };
+        let b = operand(&offsets, &cols, &vals);
         let scale = Scale {
             alpha: 1.0,
             beta: 0.0,
