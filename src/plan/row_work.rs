@@ -400,7 +400,7 @@ impl RowWork {
     /// then its rows are no cache misses however A's rows read them, and
     /// the CPU kernels neither prefetch them nor sort short rows instead
     /// of accumulating them (1138_bus squared, one thread, minimum of 500
-    /// runs: numeric phase 0.25 -> 0.18 ms). False for work counted
+    /// interleaved runs: numeric phase 0.24 -> 0.20 ms). False for work counted
     /// elsewhere ([`RowWork::from_row_products`]).
     pub fn b_fits_in_cache(&self) -> bool {
         self.b_fits_in_cache

@@ -218,9 +218,7 @@ pub(crate) fn merge_two_rows<T: Scalar, I: Index, J: Index>(
         scale.store(d, T::zero() + factor * v);
     }
     if let Some(oc) = out_cols {
-        for (d, &c) in oc[w..].iter_mut().zip(&rest[from..]) {
-            *d = shift(c);
-        }
+        shift_cols(&rest[from..], bp.base, scale.base, &mut oc[w..]);
     }
     Ok(())
 }
