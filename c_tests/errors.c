@@ -679,6 +679,14 @@ static void test_spgemm_arguments(void) {
     EXPECT_STATUS_MSG(rusparseSpGEMM_setColumnOrder(descr, (rusparseColumnOrder_t)2), INVALID,
                       "rusparseColumnOrder_t");
     EXPECT_STATUS(rusparseSpGEMM_setColumnOrder(descr, RUSPARSE_COLUMN_ORDER_SORTED), SUCCESS);
+    /* so does setPatternCheck (a rusparse extension) */
+    EXPECT_STATUS_MSG(rusparseSpGEMM_setPatternCheck(NULL, RUSPARSE_PATTERN_CHECK_CALLER), INVALID,
+                      "spgemmDescr is NULL");
+    EXPECT_STATUS_MSG(rusparseSpGEMM_setPatternCheck(descr, (rusparsePatternCheck_t)2), INVALID,
+                      "rusparsePatternCheck_t");
+    EXPECT_STATUS_MSG(rusparseSpGEMM_setPatternCheck(descr, (rusparsePatternCheck_t)-1), INVALID,
+                      "rusparsePatternCheck_t");
+    EXPECT_STATUS(rusparseSpGEMM_setPatternCheck(descr, RUSPARSE_PATTERN_CHECK_HASH), SUCCESS);
     /* and getBinCounts, which also checks its arguments */
     {
         int32_t bins = -1;

@@ -11,10 +11,15 @@
  *   new value arrays set with rusparseSpMatSetValues, reuse_compute
  *     (alpha, beta != 0: beta applies to the previous C)  -> compare.
  *
- * For every value type x index types x base x opA x opB. Then a pattern
+ * For every value type x index types x base x opA x opB; every other flow
+ * makes its second and third reuse_compute with RUSPARSE_PATTERN_CHECK_CALLER
+ * (no pattern hashes), which must give the same values. Then a pattern
  * change of A or B (a moved column index, a moved row boundary) before
- * reuse_compute must be INVALID_VALUE and leave C untouched; restoring the
- * pattern makes reuse_compute work again.
+ * reuse_compute must be INVALID_VALUE and leave C untouched; under
+ * RUSPARSE_PATTERN_CHECK_CALLER the same call skips the hash (it is not
+ * that error, and accesses nothing outside the arrays: valgrind runs this
+ * test), and HASH again refuses it; restoring the pattern makes
+ * reuse_compute work again.
  */
 #include "common.h"
 
@@ -137,7 +142,7 @@ static void reuse_compute_and_check(reuse_t *r, cf64_t alpha_v, cf64_t beta_v, c
 
 static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix, int base,
                      rusparseOperation_t opA, rusparseOperation_t opB, rusparseSpGEMMAlg_t alg,
-                     uint64_t seed, int64_t m, int64_t k, int64_t n, int percent_a) {
+                     uint64_t seed, int64_t m, int64_t k, int64_t n, int percent_a, int caller) {
     reuse_t r;
     rng_t rng;
     int cx = dt_is_complex(dt);
@@ -163,6 +168,8 @@ static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix,
     reuse_setup(&r);
 
     reuse_compute_and_check(&r, cplx(1, 0), cplx(0, 0), "first compute");
+    /* The patterns are unchanged from here on: the caller may vouch for them. */
+    if (caller) CHECK(rusparseSpGEMM_setPatternCheck(r.descr, RUSPARSE_PATTERN_CHECK_CALLER));
 
     /* new values, same arrays */
     tmat_revalue(&rng, &r.a, cx);
@@ -185,6 +192,23 @@ static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix,
     reuse_compute_and_check(&r, alpha3, beta3, "third compute (SpMatSetValues, beta != 0)");
 
     reuse_teardown(&r);
+}
+
+/* With a changed pattern of A or B: RUSPARSE_PATTERN_CHECK_CALLER computes
+   without the hash, so the call does not fail with the hash's error (it may
+   succeed with values of the changed pattern, or fail otherwise), and
+   RUSPARSE_PATTERN_CHECK_HASH refuses it again. */
+static void caller_skips_hash(reuse_t *r, const scalar_t *alpha, const scalar_t *beta) {
+    rusparseStatus_t st;
+    CHECK(rusparseSpGEMM_setPatternCheck(r->descr, RUSPARSE_PATTERN_CHECK_CALLER));
+    st = rusparseSpGEMMreuse_compute(r->h, r->opA, r->opB, alpha, r->A.d, r->B.d, beta, r->matC, r->dt,
+                                     r->alg, r->descr);
+    EXPECT_TRUE(st == RUSPARSE_STATUS_SUCCESS || strstr(rusparseGetLastErrorMessage(), "changed since") == NULL,
+                "[%s] CALLER still hashed the patterns: %s", r->label, rusparseGetLastErrorMessage());
+    CHECK(rusparseSpGEMM_setPatternCheck(r->descr, RUSPARSE_PATTERN_CHECK_HASH));
+    EXPECT_STATUS_MSG(rusparseSpGEMMreuse_compute(r->h, r->opA, r->opB, alpha, r->A.d, r->B.d, beta, r->matC,
+                                                  r->dt, r->alg, r->descr),
+                      RUSPARSE_STATUS_INVALID_VALUE, "pattern");
 }
 
 /* A pattern change before reuse_compute is INVALID_VALUE and leaves C as it was. */
@@ -238,6 +262,7 @@ static void pattern_change(rusparseHandle_t h, rusparseDataType_t dt, rusparseOp
                           RUSPARSE_STATUS_INVALID_VALUE, "pattern");
         EXPECT_TRUE(memcmp(saved, r.c_val, cbytes) == 0, "[%s] C's values changed by a failed call",
                     r.label);
+        caller_skips_hash(&r, &alpha, &beta);
         idx_set(X->off, r.ot, at, old_off);
     } else {
         /* move one column index to a column the row does not have */
@@ -254,6 +279,7 @@ static void pattern_change(rusparseHandle_t h, rusparseDataType_t dt, rusparseOp
                           RUSPARSE_STATUS_INVALID_VALUE, "pattern");
         EXPECT_TRUE(memcmp(saved, r.c_val, cbytes) == 0, "[%s] C's values changed by a failed call",
                     r.label);
+        caller_skips_hash(&r, &alpha, &beta);
         idx_set(X->col, r.ct, e, old_c);
     }
     /* pattern restored: works again, with new values */
@@ -291,22 +317,22 @@ int main(int argc, char **argv) {
                     for (ob = 0; ob < 3; ob++, flows++)
                         if (quick && flows % 4 != 0)
                             run_flow(h, dts[di], idx[ii], base, ops[oa], ops[ob], algs[flows % NUM_ALGS],
-                                     0xabc000u + (uint64_t)flows, 4, 3, 3, 45);
+                                     0xabc000u + (uint64_t)flows, 4, 3, 3, 45, flows % 2);
                         else
                             run_flow(h, dts[di], idx[ii], base, ops[oa], ops[ob], algs[flows % NUM_ALGS],
-                                     0xabc000u + (uint64_t)flows, 8, 6, 7, 45);
+                                     0xabc000u + (uint64_t)flows, 8, 6, 7, 45, flows % 2);
 
     /* empty shapes: 0 rows, inner dimension 0, 0 columns, nnz(A) == 0 */
     for (di = 0; di < 4; di++)
         for (oa = 0; oa < 3; oa++, flows += 4) {
             run_flow(h, dts[di], idx[di % 3], oa % 2, ops[oa], ops[(oa + di) % 3], RUSPARSE_SPGEMM_DEFAULT,
-                     0xe000u + (uint64_t)flows, 0, 4, 3, 50);
+                     0xe000u + (uint64_t)flows, 0, 4, 3, 50, oa % 2);
             run_flow(h, dts[di], idx[di % 3], oa % 2, ops[oa], ops[(oa + di) % 3], RUSPARSE_SPGEMM_DEFAULT,
-                     0xe100u + (uint64_t)flows, 3, 0, 2, 50);
+                     0xe100u + (uint64_t)flows, 3, 0, 2, 50, oa % 2);
             run_flow(h, dts[di], idx[di % 3], oa % 2, ops[oa], ops[(oa + di) % 3], RUSPARSE_SPGEMM_DEFAULT,
-                     0xe200u + (uint64_t)flows, 4, 3, 0, 50);
+                     0xe200u + (uint64_t)flows, 4, 3, 0, 50, oa % 2);
             run_flow(h, dts[di], idx[di % 3], oa % 2, ops[oa], ops[(oa + di) % 3], RUSPARSE_SPGEMM_DEFAULT,
-                     0xe300u + (uint64_t)flows, 4, 3, 5, 0);
+                     0xe300u + (uint64_t)flows, 4, 3, 5, 0, oa % 2);
         }
 
     for (di = 0; di < 4; di++)

@@ -84,6 +84,9 @@ module rusparse
   ! rusparseColumnOrder_t (rusparseSpGEMM_setColumnOrder, a rusparse extension)
   integer(c_int), parameter :: RUSPARSE_COLUMN_ORDER_SORTED = 0
   integer(c_int), parameter :: RUSPARSE_COLUMN_ORDER_ANY = 1
+  ! rusparsePatternCheck_t (rusparseSpGEMM_setPatternCheck, a rusparse extension)
+  integer(c_int), parameter :: RUSPARSE_PATTERN_CHECK_HASH = 0
+  integer(c_int), parameter :: RUSPARSE_PATTERN_CHECK_CALLER = 1
   ! The library's version: rusparseGetVersion (major * 1000 + minor * 100
   ! + patch), so it is defined once, in Cargo.toml.
 
@@ -334,6 +337,12 @@ module rusparse
       import :: c_int, c_ptr
       type(c_ptr), value :: spgemm_descr
       integer(c_int), value :: order
+    end function
+    integer(c_int) function rusparseSpGEMM_setPatternCheck(spgemm_descr, check) &
+        bind(C, name="rusparseSpGEMM_setPatternCheck")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: spgemm_descr
+      integer(c_int), value :: check
     end function
     integer(c_int) function rusparseSpGEMM_getBinCounts(spgemm_descr, which, rows_per_bin, &
         capacity, num_bins) bind(C, name="rusparseSpGEMM_getBinCounts")

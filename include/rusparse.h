@@ -360,6 +360,27 @@ typedef enum {
 } rusparseColumnOrder_t;
 
 /**
+ * How the numeric phases of a product check that A's, B's and (for
+ * `rusparseSpGEMMreuse_compute`) C's patterns are the planned ones, set on
+ * an SpGEMM descriptor with `rusparseSpGEMM_setPatternCheck` (rusparse
+ * extension; cuSPARSE does not check).
+ */
+typedef enum {
+  /**
+   * A 64-bit hash of the index arrays, compared before C is written
+   * (the default).
+   */
+  RUSPARSE_PATTERN_CHECK_HASH = 0,
+  /**
+   * No hash: the caller vouches that the patterns did not change since
+   * work estimation (C's: since `rusparseSpGEMMreuse_copy`). Sizes are
+   * still checked and nothing is accessed outside the arrays, but a
+   * changed pattern gives wrong values or an error.
+   */
+  RUSPARSE_PATTERN_CHECK_CALLER = 1,
+} rusparsePatternCheck_t;
+
+/**
  * The device properties the bins are derived from.
  */
 typedef struct DeviceLimits DeviceLimits;
@@ -943,6 +964,27 @@ rusparseStatus_t rusparseSpGEMMreuse_compute(rusparseHandle_t handle,
  */
 rusparseStatus_t rusparseSpGEMM_setColumnOrder(rusparseSpGEMMDescr_t spgemmDescr,
                                                rusparseColumnOrder_t order);
+
+/**
+ * Sets how the numeric phases (`rusparseSpGEMM_copy`,
+ * `rusparseSpGEMMreuse_copy`, `rusparseSpGEMMreuse_compute`) check that
+ * A's and B's patterns, and for `reuse_compute` C's structure, are the
+ * ones planned (a rusparse extension: cuSPARSE does not check).
+ * `RUSPARSE_PATTERN_CHECK_HASH` (the default) compares a 64-bit hash of
+ * the index arrays before C is written: O(nnz(A) + nnz(B) + nnz(C)) per
+ * call, about a tenth of a `reuse_compute` on short rows.
+ * `RUSPARSE_PATTERN_CHECK_CALLER` skips the hashes, for callers that
+ * know the patterns did not change (they own the arrays, or track
+ * changes, as PETSc's nonzero state): shapes and nnz are still checked
+ * and nothing is read or written outside the arrays, but a pattern
+ * changed with the same nnz then gives wrong values or an error instead
+ * of the hash's INVALID_VALUE. The GPU back ends ignore it (their
+ * kernels validate the operands). May be called at any time; it holds
+ * for the calls after it. INVALID_VALUE for a NULL descriptor or a
+ * `check` that is not a `rusparsePatternCheck_t`.
+ */
+rusparseStatus_t rusparseSpGEMM_setPatternCheck(rusparseSpGEMMDescr_t spgemmDescr,
+                                                rusparsePatternCheck_t check);
 
 /**
  * Predicts nnz(C) of `op(A) * op(B)` without computing C (rusparse

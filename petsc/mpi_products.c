@@ -591,23 +591,26 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
   PetscCall(PetscLogEventEnd(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
   PetscCheck(!changed, comm, PETSC_ERR_ARG_INCOMP, "rusparse: a factor's nonzero pattern changed since the symbolic phase (MAT_REUSE_MATRIX needs the same nonzero pattern)");
 
+  /* The merged operands and Z are this record's own arrays, made in the
+     symbolic phase and never changed since, and the factors' patterns were
+     just checked against them: rusparse need not hash them again. */
   x = RsRowsView(&p->x, p->x.own_rows);
   PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
   switch (p->type) {
   case MATPRODUCT_AB:
     y = RsRowsView(&p->y, p->y.rows);
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
     break;
   case MATPRODUCT_AtB:
     y = RsRowsView(&p->y, p->y.own_rows);
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
     break;
   default: /* PtAP */
     y  = RsRowsView(&p->y, p->y.rows);
     ap = RsMpiProductAp(p);
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->ap_i, p->ap_j, p->ap_a));
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->ap_i, p->ap_j, p->ap_a, PETSC_TRUE));
     y = RsRowsView(&p->y, p->y.own_rows);
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a));
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
   }
   PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
 

@@ -135,6 +135,35 @@ PetscErrorCode RsCsrOfMat(Mat M, RsCsr *v)
   PetscFunctionReturn(0);
 }
 
+/* ---- whether patterns changed ------------------------------------------------ */
+static PetscErrorCode RsMatPatternState(Mat M, PetscInt64 *id, PetscObjectState *state)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetId((PetscObject)M, id));
+  PetscCall(MatGetNonzeroState(M, state));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode RsPatternStateGet(RsPatternState *s, Mat A, Mat B, Mat C)
+{
+  PetscFunctionBegin;
+  PetscCall(RsMatPatternState(A, &s->id[0], &s->state[0]));
+  PetscCall(RsMatPatternState(B, &s->id[1], &s->state[1]));
+  PetscCall(RsMatPatternState(C, &s->id[2], &s->state[2]));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode RsPatternStateSame(const RsPatternState *s, Mat A, Mat B, Mat C, PetscBool *same)
+{
+  RsPatternState now;
+
+  PetscFunctionBegin;
+  PetscCall(RsPatternStateGet(&now, A, B, C));
+  *same = PETSC_TRUE;
+  for (int k = 0; k < 3; k++) *same = (PetscBool)(*same && now.id[k] == s->id[k] && now.state[k] == s->state[k]);
+  PetscFunctionReturn(0);
+}
+
 /* ---- one rusparse product Z = op(X) * Y -------------------------------------- */
 PetscErrorCode RsStageDestroy(RsStage *st)
 {
@@ -209,7 +238,7 @@ PetscErrorCode RsStageSymbolic(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsSt
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode RsStageNumeric(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za)
+PetscErrorCode RsStageNumeric(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za, PetscBool unchanged)
 {
   const PetscScalar one = 1.0, zero = 0.0;
 
@@ -221,6 +250,7 @@ PetscErrorCode RsStageNumeric(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsSta
   RsCall(rusparseCsrSetPointers(st->X, (void *)x->i, (void *)x->j, (void *)x->a));
   RsCall(rusparseCsrSetPointers(st->Y, (void *)y->i, (void *)y->j, (void *)y->a));
   RsCall(rusparseCsrSetPointers(st->Z, zi, zj, za));
+  RsCall(rusparseSpGEMM_setPatternCheck(st->spgemm, unchanged ? RUSPARSE_PATTERN_CHECK_CALLER : RUSPARSE_PATTERN_CHECK_HASH));
   RsCall(rusparseSpGEMMreuse_compute(h, st->op, RUSPARSE_OPERATION_NON_TRANSPOSE, &one, st->X, st->Y, &zero, st->Z, RS_VALUE, alg, st->spgemm));
   PetscCall(PetscLogFlops(st->flops));
   PetscFunctionReturn(0);
@@ -236,6 +266,7 @@ typedef struct {
   RsCsr            ap; /* PtAP's A*P, in ap_i, ap_j, ap_a */
   PetscInt        *ap_i, *ap_j;
   PetscScalar     *ap_a;
+  RsPatternState   state; /* A's, B's and C's patterns after the symbolic phase */
 } RsProduct;
 
 static PetscErrorCode RsProductDestroy(void *data)
@@ -259,6 +290,7 @@ static PetscErrorCode RsProductNumeric(Mat C)
   const PetscInt *ci, *cj;
   PetscScalar    *ca;
   PetscMemType    mtype;
+  PetscBool       same = PETSC_FALSE;
 
   PetscFunctionBegin;
   PetscCall(RsProductGetInfo(C, &info));
@@ -267,13 +299,15 @@ static PetscErrorCode RsProductNumeric(Mat C)
   PetscCall(RsCsrOfMat(info.A, &a));
   PetscCall(RsCsrOfMat(info.B, &b));
   PetscCall(MatSeqAIJGetCSRAndMemType(C, &ci, &cj, NULL, &mtype));
+  PetscCall(RsPatternStateSame(&p->state, info.A, info.B, C, &same));
   PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
   PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
   if (p->type == MATPRODUCT_PtAP) {
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, p->ap_i, p->ap_j, p->ap_a));
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &b, &p->ap, (PetscInt *)ci, (PetscInt *)cj, ca));
+    /* A*P lands in the record's own arrays, whose pattern never changes. */
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, p->ap_i, p->ap_j, p->ap_a, same));
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &b, &p->ap, (PetscInt *)ci, (PetscInt *)cj, ca, same));
   } else {
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, (PetscInt *)ci, (PetscInt *)cj, ca));
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, (PetscInt *)ci, (PetscInt *)cj, ca, same));
   }
   PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
   PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
@@ -350,6 +384,7 @@ static PetscErrorCode RsProductSymbolic(Mat C)
   PetscCall(MatGetType(info.A, &type));
   PetscCall(MatSetType(C, type));
   PetscCall(RsSetStructure(C, m, ci, cj));
+  PetscCall(RsPatternStateGet(&p->state, info.A, info.B, C));
   PetscCall(PetscFree(ci));
   PetscCall(PetscFree(cj));
   PetscCall(PetscFree(ca));

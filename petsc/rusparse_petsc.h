@@ -89,6 +89,18 @@ typedef struct {
    in device memory is PETSC_ERR_SUP). */
 PetscErrorCode RsCsrOfMat(Mat, RsCsr *);
 
+/* The identities and nonzero states of a product's A, B and C: PETSc raises
+   a matrix's nonzero state whenever its nonzero pattern changes, so equal
+   states mean the patterns the symbolic phase saw (PETSc's own reuse of a
+   preconditioner relies on the same). */
+typedef struct {
+  PetscInt64       id[3];
+  PetscObjectState state[3];
+} RsPatternState;
+
+PetscErrorCode RsPatternStateGet(RsPatternState *, Mat A, Mat B, Mat C);
+PetscErrorCode RsPatternStateSame(const RsPatternState *, Mat A, Mat B, Mat C, PetscBool *same);
+
 /* One rusparse product Z = op(X) * Y through the reuse flow. */
 typedef struct {
   rusparseOperation_t   op;
@@ -102,8 +114,11 @@ typedef struct {
 /* The symbolic phase: Z's sorted structure in *zi, *zj (and a value array
    *za), allocated with PetscMalloc; the caller owns them. */
 PetscErrorCode RsStageSymbolic(rusparseHandle_t, rusparseSpGEMMAlg_t, RsStage *, rusparseOperation_t, const RsCsr *x, const RsCsr *y, PetscInt **zi, PetscInt **zj, PetscScalar **za, PetscInt *znnz);
-/* The numeric phase: Z's values for the current values of X and Y. */
-PetscErrorCode RsStageNumeric(rusparseHandle_t, rusparseSpGEMMAlg_t, RsStage *, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za);
+/* The numeric phase: Z's values for the current values of X and Y.
+   `unchanged`: the caller knows that X's, Y's and Z's patterns are those of
+   the symbolic phase (arrays it owns, or PETSc's nonzero states unchanged),
+   so rusparse skips hashing them (RUSPARSE_PATTERN_CHECK_CALLER). */
+PetscErrorCode RsStageNumeric(rusparseHandle_t, rusparseSpGEMMAlg_t, RsStage *, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za, PetscBool unchanged);
 PetscErrorCode RsStageDestroy(RsStage *);
 
 /* The PETSc algorithm a user chose for this product (MatProductSetAlgorithm,

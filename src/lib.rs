@@ -56,7 +56,8 @@ pub use system_memory::{
     HUGE_PAGES_FROM_BYTES, MEMORY_LIMIT_ENV,
 };
 pub use types::{
-    Algorithm, BackendKind, ColumnOrder, DataType, Index, IndexBase, IndexType, Op, Scalar,
+    Algorithm, BackendKind, ColumnOrder, DataType, Index, IndexBase, IndexType, Op, PatternCheck,
+    Scalar,
 };
 
 /// The library version, from Cargo.toml.

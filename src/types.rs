@@ -296,6 +296,30 @@ pub enum ColumnOrder {
     Any,
 }
 
+/// How the phases of a planned product after the plan make sure that A's
+/// and B's patterns (and, for a values-only output, C's) are still the ones
+/// the plan was made for.
+///
+/// [`PatternCheck::Hash`] is the default: every phase that writes C
+/// compares a parallel 64-bit hash of the index arrays with the plan's
+/// (O(nnz), about a tenth of a short-row numeric phase). A caller that
+/// already knows the patterns did not change (it owns the arrays, or
+/// tracks changes as PETSc's nonzero state does) sets
+/// [`PatternCheck::Caller`] (C: `rusparseSpGEMM_setPatternCheck`) and
+/// skips the hashes: shapes and nnz are still checked (O(1)), C's columns
+/// are still range-checked where they are read, and nothing is ever read
+/// or written outside the arrays; but a pattern changed with the same nnz
+/// then gives wrong values or an error, not the hash's error. The GPU back
+/// ends validate their operands in their kernels and ignore it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum PatternCheck {
+    /// Hash the patterns in every phase that writes C (the default).
+    #[default]
+    Hash,
+    /// The caller vouches that the patterns are the planned ones.
+    Caller,
+}
+
 /// The SpGEMM algorithms of the C API (`rusparseSpGEMMAlg_t`).
 ///
 /// On the CPU back end every algorithm is deterministic: the same input gives

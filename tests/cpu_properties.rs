@@ -22,7 +22,7 @@ use proptest::test_runner::TestCaseError;
 use rusparse::plan::operand::{renumbers_inner, RENUMBER_INNER_FROM};
 use rusparse::{
     reference, validate_structure, Algorithm, ColumnOrder, Complex, Context, CsrMatrix, CsrOutput,
-    Error, Index, IndexBase, Op, Scalar, SpgemmOptions, SpgemmPlan,
+    CsrView, Error, Index, IndexBase, Op, PatternCheck, Scalar, SpgemmOptions, SpgemmPlan,
 };
 use std::fmt::Debug;
 use std::sync::OnceLock;
@@ -1866,6 +1866,100 @@ fn values_on_pattern_use_and_check_the_structure() {
         wrong[row0 - 1] = wrong[0];
         let out = CsrOutput::<f64, i32, i32>::values_on_pattern(&mut vals, &wrong, IndexBase::Zero);
         let r = plan.numeric(&ctx, &a.view(), &b.view(), 2.0, 0.0, out);
+        assert!(is_invalid(&r), "{algorithm:?}: {}", describe(&r));
+    }
+}
+
+/// `PatternCheck::Caller` skips the hashes: the same values as with the
+/// hashes while the patterns are unchanged; a changed pattern of A (same
+/// nnz) that the hash refuses is computed instead; and a wrong values-only
+/// pattern (a column listed twice, leaving a product in the accumulator)
+/// gives that call wrong values but no later product of the context
+/// inherits the leftover.
+#[test]
+fn pattern_check_caller_skips_the_hashes() {
+    let ctx = Context::cpu().unwrap();
+    let a = seeded::<f64>(200, 40, 3, 11, |x| x as f64 - 2.5);
+    let b = seeded::<f64>(40, 30, 4, 12, |x| x as f64 * 0.5 + 1.0);
+    let want = reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, 2.0).unwrap();
+    // A with one column moved within its row: same shape and nnz.
+    let (mut moved_cols, offsets) = (a.col_indices().to_vec(), a.row_offsets().to_vec());
+    let row = (0..200)
+        .find(|&i| offsets[i + 1] - offsets[i] >= 1)
+        .unwrap();
+    let e = offsets[row] as usize;
+    let taken: Vec<i32> = moved_cols[e..offsets[row + 1] as usize].to_vec();
+    moved_cols[e] = (0..40).find(|c| !taken.contains(c)).unwrap();
+    let moved =
+        CsrView::try_new(200, 40, &offsets, &moved_cols, a.values(), IndexBase::Zero).unwrap();
+    for algorithm in [Algorithm::Default, Algorithm::Hash, Algorithm::Dense] {
+        let mut plan =
+            SpgemmPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, algorithm).unwrap();
+        let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+        let (mut ro, mut cols) = (vec![0i32; 201], vec![0i32; nnz]);
+        plan.write_structure(
+            &ctx,
+            &a.view(),
+            &b.view(),
+            &mut ro,
+            &mut cols,
+            IndexBase::Zero,
+        )
+        .unwrap();
+        let full = |plan: &SpgemmPlan<i32, i32>, a: &CsrView<'_, f64, i32, i32>| {
+            let (mut o, mut c, mut v) = (vec![0i32; 201], vec![0i32; nnz], vec![0.0; nnz]);
+            let out = CsrOutput::full(&mut o, &mut c, &mut v, IndexBase::Zero);
+            plan.numeric(&ctx, a, &b.view(), 2.0, 0.0, out).map(|_| v)
+        };
+        let on_pattern = |plan: &SpgemmPlan<i32, i32>, cols: &[i32]| {
+            let mut v = vec![f64::NAN; nnz];
+            let out = CsrOutput::<f64, i32, i32>::values_on_pattern(&mut v, cols, IndexBase::Zero);
+            plan.numeric(&ctx, &a.view(), &b.view(), 2.0, 0.0, out)
+                .map(|_| v)
+        };
+        // The hash refuses the moved column.
+        let r = full(&plan, &moved);
+        assert!(is_invalid(&r), "{algorithm:?}: {}", describe(&r));
+        plan.set_pattern_check(PatternCheck::Caller);
+        assert_eq!(
+            full(&plan, &a.view()).unwrap(),
+            want.values(),
+            "{algorithm:?}"
+        );
+        assert_eq!(
+            on_pattern(&plan, &cols).unwrap(),
+            want.values(),
+            "{algorithm:?}"
+        );
+        // Vouched for, the moved column is not hashed: computed, or
+        // refused by the kernels for another reason (a row size).
+        if let Err(e) = full(&plan, &moved) {
+            assert!(
+                !e.to_string().contains("changed since"),
+                "{algorithm:?}: {e}"
+            );
+        }
+        // A column listed twice in the last row (so that no later row of
+        // the call reads the product it leaves behind): wrong values for
+        // this call only.
+        let mut wrong = cols.clone();
+        let last_row = ro[199] as usize;
+        assert!(nnz - last_row >= 2, "test bug: C's last row is too short");
+        wrong[nnz - 1] = wrong[last_row];
+        let got = on_pattern(&plan, &wrong).unwrap();
+        assert_ne!(
+            got,
+            want.values(),
+            "{algorithm:?}: the wrong pattern went unnoticed"
+        );
+        assert_eq!(
+            on_pattern(&plan, &cols).unwrap(),
+            want.values(),
+            "{algorithm:?}: a leftover"
+        );
+        // Hashed again, the moved column is refused again.
+        plan.set_pattern_check(PatternCheck::Hash);
+        let r = full(&plan, &moved);
         assert!(is_invalid(&r), "{algorithm:?}: {}", describe(&r));
     }
 }

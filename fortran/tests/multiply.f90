@@ -143,6 +143,10 @@ contains
                "setColumnOrder refuses an order that is not a rusparseColumnOrder_t")
     call check(rusparseSpGEMM_setColumnOrder(descr, RUSPARSE_COLUMN_ORDER_SORTED) == &
                RUSPARSE_STATUS_SUCCESS, "setColumnOrder (sorted, the default)")
+    call check(rusparseSpGEMM_setPatternCheck(descr, 2) == RUSPARSE_STATUS_INVALID_VALUE, &
+               "setPatternCheck refuses a check that is not a rusparsePatternCheck_t")
+    call check(rusparseSpGEMM_setPatternCheck(descr, RUSPARSE_PATTERN_CHECK_HASH) == &
+               RUSPARSE_STATUS_SUCCESS, "setPatternCheck (hash, the default)")
     call check(rusparseSpGEMM_predictNnz(handle, n_op, n_op, mat_a, mat_b, nprod) == &
                RUSPARSE_STATUS_SUCCESS .and. nprod == 14, "predictNnz (exact at this size)")
     allocate (c_cols(nnz), c_vals(nnz))

@@ -25,7 +25,7 @@ use super::types::*;
 use crate::product::placement::{arrays, check_same, place};
 use crate::product::{Fill, MatrixArrays, NumericJob, Operation, Product};
 use crate::spgemm::check_nnz_fits;
-use crate::types::{ColumnOrder, Op};
+use crate::types::{ColumnOrder, Op, PatternCheck};
 use crate::{Error, Result};
 use std::ffi::c_void;
 
@@ -73,6 +73,8 @@ pub(crate) struct SpgemmDescr {
     pub(super) planned: Option<Planned>,
     /// C's column order for `rusparseSpGEMM_copy` (rusparse extension).
     pub(super) column_order: ColumnOrder,
+    /// How the numeric phases check the patterns (rusparse extension).
+    pub(super) pattern_check: PatternCheck,
 }
 
 impl Opaque for rusparseSpGEMMDescr {
@@ -388,6 +390,7 @@ fn fill_output(
             device_scalars: x.h.device_pointers,
             c_fingerprint: p.c_fingerprint,
             column_order: x.descr.column_order,
+            pattern_check: x.descr.pattern_check,
         };
         let mut pointers: Vec<_> = arrays(x.c, "matC").into();
         if x.h.device_pointers && fill != Fill::Structure {

@@ -8,7 +8,7 @@ use super::spgemm::*;
 use super::types::*;
 use crate::product::placement::place;
 use crate::product::{dispatch, predict_nnz_on_device, validated_views, MatrixArrays, Placement};
-use crate::types::{ColumnOrder, Op};
+use crate::types::{ColumnOrder, Op, PatternCheck};
 use crate::{Error, Index, Result, Scalar, SpgemmOptions};
 use std::ffi::c_void;
 
@@ -44,6 +44,46 @@ pub unsafe extern "C" fn rusparseSpGEMM_setColumnOrder(
         let _claim = unsafe { rusparseSpGEMMDescr::claim(spgemmDescr) }?;
         let d = unsafe { rusparseSpGEMMDescr::get_mut(spgemmDescr) }?;
         d.column_order = order;
+        Ok(())
+    })
+}
+
+/// Sets how the numeric phases (`rusparseSpGEMM_copy`,
+/// `rusparseSpGEMMreuse_copy`, `rusparseSpGEMMreuse_compute`) check that
+/// A's and B's patterns, and for `reuse_compute` C's structure, are the
+/// ones planned (a rusparse extension: cuSPARSE does not check).
+/// `RUSPARSE_PATTERN_CHECK_HASH` (the default) compares a 64-bit hash of
+/// the index arrays before C is written: O(nnz(A) + nnz(B) + nnz(C)) per
+/// call, about a tenth of a `reuse_compute` on short rows.
+/// `RUSPARSE_PATTERN_CHECK_CALLER` skips the hashes, for callers that
+/// know the patterns did not change (they own the arrays, or track
+/// changes, as PETSc's nonzero state): shapes and nnz are still checked
+/// and nothing is read or written outside the arrays, but a pattern
+/// changed with the same nnz then gives wrong values or an error instead
+/// of the hash's INVALID_VALUE. The GPU back ends ignore it (their
+/// kernels validate the operands). May be called at any time; it holds
+/// for the calls after it. INVALID_VALUE for a NULL descriptor or a
+/// `check` that is not a `rusparsePatternCheck_t`.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseSpGEMM_setPatternCheck(
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    check: PatternCheckArg,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_setPatternCheck", || {
+        let check = match check {
+            0 => PatternCheck::Hash,
+            1 => PatternCheck::Caller,
+            _ => {
+                return Err(Error::InvalidValue(format!(
+                    "check = {check} is not a rusparsePatternCheck_t"
+                )))
+            }
+        };
+        // SAFETY: NULL or a live descriptor; claimed first, so no other
+        // call holds a reference to it.
+        let _claim = unsafe { rusparseSpGEMMDescr::claim(spgemmDescr) }?;
+        let d = unsafe { rusparseSpGEMMDescr::get_mut(spgemmDescr) }?;
+        d.pattern_check = check;
         Ok(())
     })
 }

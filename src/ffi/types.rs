@@ -184,6 +184,22 @@ pub enum rusparseColumnOrder_t {
     RUSPARSE_COLUMN_ORDER_ANY = 1,
 }
 
+/// How the numeric phases of a product check that A's, B's and (for
+/// `rusparseSpGEMMreuse_compute`) C's patterns are the planned ones, set on
+/// an SpGEMM descriptor with `rusparseSpGEMM_setPatternCheck` (rusparse
+/// extension; cuSPARSE does not check).
+#[repr(C)]
+pub enum rusparsePatternCheck_t {
+    /// A 64-bit hash of the index arrays, compared before C is written
+    /// (the default).
+    RUSPARSE_PATTERN_CHECK_HASH = 0,
+    /// No hash: the caller vouches that the patterns did not change since
+    /// work estimation (C's: since `rusparseSpGEMMreuse_copy`). Sizes are
+    /// still checked and nothing is accessed outside the arrays, but a
+    /// changed pattern gives wrong values or an error.
+    RUSPARSE_PATTERN_CHECK_CALLER = 1,
+}
+
 /// `rusparseStatus_t` as received from C.
 pub type StatusArg = c_int;
 /// `rusparseOperation_t` as received from C.
@@ -204,6 +220,8 @@ pub type BackendArg = c_int;
 pub type SpGEMMBinsArg = c_int;
 /// `rusparseColumnOrder_t` as received from C.
 pub type ColumnOrderArg = c_int;
+/// `rusparsePatternCheck_t` as received from C.
+pub type PatternCheckArg = c_int;
 
 /// Opaque library context (one per handle).
 pub struct rusparseContext {

@@ -22,7 +22,7 @@ use crate::plan::predict::{self, NnzPrediction, PLANNING_SAMPLING};
 use crate::plan::select::{budget_fallbacks, for_structure_first, select, ProductShape};
 use crate::plan::{OperandPattern, RowWork};
 use crate::spgemm::{check_nnz_fits, operands};
-use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, Scalar};
+use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, PatternCheck, Scalar};
 use crate::validate_structure;
 use std::any::Any;
 use std::ffi::c_void;
@@ -89,6 +89,9 @@ pub(crate) struct CpuPlan<I, J> {
     /// on the same columns then needs no per-column product counts
     /// ([`CpuPlan::numeric`]).
     written: Mutex<Option<(u64, IndexBase)>>,
+    /// Whether the phases hash the patterns or trust the caller
+    /// ([`PatternCheck`]).
+    pattern_check: PatternCheck,
 }
 
 /// C's columns as the symbolic phase listed them, chunk by chunk
@@ -488,6 +491,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 list_in_symbolic: false,
                 listed: ListedStore(Mutex::new(None)),
                 written: Mutex::new(None),
+                pattern_check: PatternCheck::Hash,
             })
         })
     }
@@ -514,6 +518,11 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// are added to the plan's peak bound. Without a budget, an automatic
     /// choice of BRMerge-Upper also becomes the dense accumulator where it
     /// fits ([`for_structure_first`]), with that algorithm's peak bound.
+    /// [`SpgemmPlan::set_pattern_check`] on the CPU.
+    pub(crate) fn set_pattern_check(&mut self, check: PatternCheck) {
+        self.pattern_check = check;
+    }
+
     pub(crate) fn expect_structure_first(&mut self) {
         if self.budget.is_some() || self.list_in_symbolic {
             return;
@@ -627,7 +636,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 );
             }
         }
-        let Some((a_fingerprint, b_fingerprint)) = self.fingerprints.filter(|_| patterns) else {
+        let hashed = patterns && self.pattern_check == PatternCheck::Hash;
+        let Some((a_fingerprint, b_fingerprint)) = self.fingerprints.filter(|_| hashed) else {
             return Ok(());
         };
         let (fa, fb) = fingerprints(a, b);
@@ -871,6 +881,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         // the ones `write_structure` wrote last, with the same base.
         let written = *self.written.lock().unwrap_or_else(PoisonError::into_inner);
         let c_checked = match (&out.col_indices, out.pattern, written) {
+            (None, Some(_), _) if self.pattern_check == PatternCheck::Caller => true,
             (None, Some(p), Some((print, base))) => {
                 base == out.base && self.columns_fingerprint(ctx, p) == print
             }
@@ -914,8 +925,11 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             }
             _ => None,
         };
-        // A's and B's fingerprints are compared below when the plan has them.
-        let pattern_checked = c_checked && pattern.is_some() && self.fingerprints.is_some();
+        // A's and B's fingerprints are compared below when the plan has them
+        // (or the caller vouches for the patterns).
+        let pattern_checked = c_checked
+            && pattern.is_some()
+            && (self.fingerprints.is_some() || self.pattern_check == PatternCheck::Caller);
         self.run(ctx, || {
             self.check_inputs(a, b, true)?;
             if let Some(ro) = row_offsets {
@@ -1089,6 +1103,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         (a, b, c): (&MatrixArrays, &MatrixArrays, &MatrixArrays),
         job: &NumericJob,
     ) -> Result<u64> {
+        self.pattern_check = job.pattern_check;
         let (alpha, beta) = if job.fill == Fill::Structure {
             (T::one(), T::zero())
         } else {
@@ -1123,7 +1138,11 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 Ok(fingerprint(offsets, cols))
             }
             Fill::Values => {
-                let now = fingerprint(offsets, cols);
+                // The caller may vouch for C's structure as for A's and B's.
+                let now = match job.pattern_check {
+                    PatternCheck::Hash => fingerprint(offsets, cols),
+                    PatternCheck::Caller => job.c_fingerprint.unwrap_or_default(),
+                };
                 if Some(now) != job.c_fingerprint {
                     return Err(Error::InvalidValue(
                         "matC's row offsets or column indices changed since rusparseSpGEMMreuse_copy wrote them".into(),

@@ -54,7 +54,7 @@ use crate::error::{invalid, try_reserve, try_vec, Result};
 use crate::plan::predict::NnzPrediction;
 use crate::spgemm::check_nnz_fits;
 use crate::system_memory::resize_in_parallel;
-use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, Scalar};
+use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, PatternCheck, Scalar};
 use cpu::CpuPlan;
 use gpu::GpuProduct;
 use std::ffi::c_void;
@@ -106,6 +106,8 @@ pub(crate) struct NumericJob {
     pub(crate) c_fingerprint: Option<u64>,
     /// C's column order within each row, for `All`.
     pub(crate) column_order: ColumnOrder,
+    /// Whether the patterns are hashed or vouched for by the caller.
+    pub(crate) pattern_check: PatternCheck,
 }
 
 /// The phases of one planned product on one back end, over arrays by
@@ -489,6 +491,24 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         }
     }
 
+    /// How the later phases check that A's and B's patterns (and a
+    /// values-only output's columns) are the planned ones: hashed
+    /// ([`PatternCheck::Hash`], the default) or vouched for by the caller
+    /// ([`PatternCheck::Caller`]), which spares an O(nnz) hash of A, B and
+    /// C per phase. With [`PatternCheck::Caller`], a values-only output
+    /// ([`CsrOutput::values_on_pattern`]) is taken to be this product's
+    /// structure: its sums are gathered at its columns with no per-column
+    /// product counts, so a wrong pattern gives wrong values (or an error
+    /// for a column out of range) rather than the counts' error. Shapes
+    /// and nnz are still checked, and nothing is read or written outside
+    /// the given arrays. A GPU plan ignores it (its kernels validate the
+    /// operands in every phase).
+    pub fn set_pattern_check(&mut self, check: PatternCheck) {
+        if let On::Cpu(p) = &mut self.on {
+            p.set_pattern_check(check);
+        }
+    }
+
     /// Symbolic phase: finds the exact size of every row of C and returns
     /// nnz(C). Cost on the CPU: O(nprod), parallel; memory O(rows) plus
     /// one hash table per chunk.
@@ -649,6 +669,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             device_scalars: false,
             c_fingerprint: None,
             column_order: ColumnOrder::Sorted,
+            pattern_check: PatternCheck::Hash,
         };
         let arrays = (&host_arrays(a), &host_arrays(b), &c);
         // SAFETY: the arrays come from live slices, C's from exclusive ones
