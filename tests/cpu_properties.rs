@@ -1834,19 +1834,7 @@ fn values_on_pattern_use_and_check_the_structure() {
     let b = CsrMatrix::<f64, i32>::from_triplets(6, 6, &tb, IndexBase::Zero).unwrap();
     let want = reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, 2.0).unwrap();
     for algorithm in [Algorithm::Default, Algorithm::Hash, Algorithm::Dense] {
-        let mut plan =
-            SpgemmPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, algorithm).unwrap();
-        let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
-        let (mut ro, mut cols) = (vec![0i32; 65], vec![0i32; nnz]);
-        plan.write_structure(
-            &ctx,
-            &a.view(),
-            &b.view(),
-            &mut ro,
-            &mut cols,
-            IndexBase::Zero,
-        )
-        .unwrap();
+        let (plan, nnz, ro, cols) = planned_structure(&ctx, &a, &b, algorithm);
         let mut vals = vec![f64::NAN; nnz];
         let out = CsrOutput::<f64, i32, i32>::values_on_pattern(&mut vals, &cols, IndexBase::Zero);
         plan.numeric(&ctx, &a.view(), &b.view(), 2.0, 0.0, out)
@@ -1868,6 +1856,29 @@ fn values_on_pattern_use_and_check_the_structure() {
         let r = plan.numeric(&ctx, &a.view(), &b.view(), 2.0, 0.0, out);
         assert!(is_invalid(&r), "{algorithm:?}: {}", describe(&r));
     }
+}
+
+/// A plan of `a * b` (zero-based `i32`) through its symbolic phase, with
+/// C's structure written: the plan, nnz(C), C's row offsets and columns.
+fn planned_structure(
+    ctx: &Context,
+    a: &CsrMatrix<f64, i32>,
+    b: &CsrMatrix<f64, i32>,
+    algorithm: Algorithm,
+) -> (SpgemmPlan<i32, i32>, usize, Vec<i32>, Vec<i32>) {
+    let mut plan = SpgemmPlan::new(ctx, &a.view(), Op::N, &b.view(), Op::N, algorithm).unwrap();
+    let nnz = plan.symbolic(ctx, &a.view(), &b.view()).unwrap();
+    let (mut ro, mut cols) = (vec![0i32; a.nrows() + 1], vec![0i32; nnz]);
+    plan.write_structure(
+        ctx,
+        &a.view(),
+        &b.view(),
+        &mut ro,
+        &mut cols,
+        IndexBase::Zero,
+    )
+    .unwrap();
+    (plan, nnz, ro, cols)
 }
 
 /// `PatternCheck::Caller` skips the hashes: the same values as with the
@@ -1893,19 +1904,7 @@ fn pattern_check_caller_skips_the_hashes() {
     let moved =
         CsrView::try_new(200, 40, &offsets, &moved_cols, a.values(), IndexBase::Zero).unwrap();
     for algorithm in [Algorithm::Default, Algorithm::Hash, Algorithm::Dense] {
-        let mut plan =
-            SpgemmPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, algorithm).unwrap();
-        let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
-        let (mut ro, mut cols) = (vec![0i32; 201], vec![0i32; nnz]);
-        plan.write_structure(
-            &ctx,
-            &a.view(),
-            &b.view(),
-            &mut ro,
-            &mut cols,
-            IndexBase::Zero,
-        )
-        .unwrap();
+        let (mut plan, nnz, ro, cols) = planned_structure(&ctx, &a, &b, algorithm);
         let full = |plan: &SpgemmPlan<i32, i32>, a: &CsrView<'_, f64, i32, i32>| {
             let (mut o, mut c, mut v) = (vec![0i32; 201], vec![0i32; nnz], vec![0.0; nnz]);
             let out = CsrOutput::full(&mut o, &mut c, &mut v, IndexBase::Zero);

@@ -39,13 +39,24 @@ pub unsafe extern "C" fn rusparseSpGEMM_setColumnOrder(
                 )))
             }
         };
-        // SAFETY: NULL or a live descriptor; claimed first, so no other
-        // call holds a reference to it.
-        let _claim = unsafe { rusparseSpGEMMDescr::claim(spgemmDescr) }?;
-        let d = unsafe { rusparseSpGEMMDescr::get_mut(spgemmDescr) }?;
-        d.column_order = order;
-        Ok(())
+        // SAFETY: as `set_on_descr` asks.
+        unsafe { set_on_descr(spgemmDescr, |d| d.column_order = order) }
     })
+}
+
+/// Sets one of the descriptor's rusparse options.
+///
+/// # Safety
+/// `descr` is NULL or a live descriptor.
+unsafe fn set_on_descr(
+    descr: rusparseSpGEMMDescr_t,
+    set: impl FnOnce(&mut SpgemmDescr),
+) -> Result<()> {
+    // SAFETY: NULL or a live descriptor; claimed first, so no other call
+    // holds a reference to it.
+    let _claim = unsafe { rusparseSpGEMMDescr::claim(descr) }?;
+    set(unsafe { rusparseSpGEMMDescr::get_mut(descr) }?);
+    Ok(())
 }
 
 /// Sets how the numeric phases (`rusparseSpGEMM_copy`,
@@ -79,12 +90,8 @@ pub unsafe extern "C" fn rusparseSpGEMM_setPatternCheck(
                 )))
             }
         };
-        // SAFETY: NULL or a live descriptor; claimed first, so no other
-        // call holds a reference to it.
-        let _claim = unsafe { rusparseSpGEMMDescr::claim(spgemmDescr) }?;
-        let d = unsafe { rusparseSpGEMMDescr::get_mut(spgemmDescr) }?;
-        d.pattern_check = check;
-        Ok(())
+        // SAFETY: as `set_on_descr` asks.
+        unsafe { set_on_descr(spgemmDescr, |d| d.pattern_check = check) }
     })
 }
 
