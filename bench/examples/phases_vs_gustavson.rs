@@ -12,7 +12,8 @@
 //! With a Matrix Market file in place of n, the product is that matrix
 //! squared (real values; a square matrix). A fourth argument names the
 //! algorithm (hash, brmerge-precise, brmerge-upper, dense; default: the
-//! planner's choice).
+//! planner's choice, `auto`), and a fifth, a second Matrix Market file,
+//! makes the product A·B (GAMG's A·P, say).
 //!
 //! Also times the reuse flow's symbolic phases (`symbolic`, then
 //! `write_structure`) with and without `expect_structure_first`. Prints
@@ -50,14 +51,18 @@ fn stencil(n: usize) -> (Vec<i32>, Vec<i32>) {
     (offsets, cols)
 }
 
-/// scipy's count pass: the number of entries of C.
-fn gustavson_count(offsets: &[i32], cols: &[i32], m: usize, ncols: usize) -> usize {
-    let mut mask = vec![usize::MAX; ncols];
+/// A zero-based CSR matrix: row offsets, columns, values, rows, columns.
+type Csr = (Vec<i32>, Vec<i32>, Vec<f64>, usize, usize);
+
+/// scipy's count pass: the number of entries of C = A·B.
+fn gustavson_count(a: &Csr, b: &Csr) -> usize {
+    let (offsets, cols, m) = (&a.0, &a.1, a.3);
+    let mut mask = vec![usize::MAX; b.4];
     let mut nnz = 0;
     for i in 0..m {
         for &j in &cols[offsets[i] as usize..offsets[i + 1] as usize] {
             let j = j as usize;
-            for &k in &cols[offsets[j] as usize..offsets[j + 1] as usize] {
+            for &k in &b.1[b.0[j] as usize..b.0[j + 1] as usize] {
                 let k = k as usize;
                 if mask[k] != i {
                     mask[k] = i;
@@ -71,22 +76,22 @@ fn gustavson_count(offsets: &[i32], cols: &[i32], m: usize, ncols: usize) -> usi
 
 /// scipy's numeric pass into C's arrays (rows unsorted).
 fn gustavson_numeric(
-    (offsets, cols, vals): (&[i32], &[i32], &[f64]),
-    m: usize,
-    ncols: usize,
+    a: &Csr,
+    b: &Csr,
     (c_offsets, c_cols, c_vals): (&mut [i32], &mut [i32], &mut [f64]),
 ) {
-    let mut next = vec![-1i64; ncols];
-    let mut sums = vec![0f64; ncols];
+    let (offsets, cols, vals, m) = (&a.0, &a.1, &a.2, a.3);
+    let mut next = vec![-1i64; b.4];
+    let mut sums = vec![0f64; b.4];
     let mut nnz = 0usize;
     c_offsets[0] = 0;
     for i in 0..m {
         let (mut head, mut length) = (-2i64, 0);
         for jj in offsets[i] as usize..offsets[i + 1] as usize {
             let (j, v) = (cols[jj] as usize, vals[jj]);
-            for kk in offsets[j] as usize..offsets[j + 1] as usize {
-                let k = cols[kk] as usize;
-                sums[k] += v * vals[kk];
+            for kk in b.0[j] as usize..b.0[j + 1] as usize {
+                let k = b.1[kk] as usize;
+                sums[k] += v * b.2[kk];
                 if next[k] == -1 {
                     next[k] = head;
                     head = k as i64;
@@ -125,45 +130,57 @@ fn main() -> rusparse::Result<()> {
     let matrix = std::env::args()
         .nth(2)
         .filter(|s| s.parse::<usize>().is_err());
-    let (name, offsets, cols, vals, m) = match matrix {
-        Some(path) => {
-            let a = matrix_market::read_path(std::path::Path::new(&path))
-                .and_then(|a| a.to_csr::<f64, i32>())
-                .expect("a readable real Matrix Market file");
-            assert_eq!(a.nrows(), a.ncols(), "the product is A·A: a square matrix");
-            let (m, name) = (
-                a.nrows(),
-                path.rsplit('/').next().unwrap_or(&path).to_string(),
-            );
-            let (offsets, cols, vals) = a.into_parts();
-            (name, offsets, cols, vals, m)
-        }
+    let read = |path: &str| -> (String, Csr) {
+        let x = matrix_market::read_path(std::path::Path::new(path))
+            .and_then(|x| x.to_csr::<f64, i32>())
+            .expect("a readable real Matrix Market file");
+        let (m, n) = (x.nrows(), x.ncols());
+        let (offsets, cols, vals) = x.into_parts();
+        let name = path.rsplit('/').next().unwrap_or(path).to_string();
+        (name, (offsets, cols, vals, m, n))
+    };
+    let (name, ma) = match matrix {
+        Some(path) => read(&path),
         None => {
             let n = arg(2, 725);
             let (offsets, cols) = stencil(n);
             let vals: Vec<f64> = (0..cols.len()).map(|k| 1.0 + (k % 7) as f64).collect();
-            (format!("stencil2d_5pt_{n}"), offsets, cols, vals, n * n)
+            (
+                format!("stencil2d_5pt_{n}"),
+                (offsets, cols, vals, n * n, n * n),
+            )
         }
     };
-    let nnz = gustavson_count(&offsets, &cols, m, m);
+    let (name, mb) = match std::env::args().nth(5) {
+        Some(path) => {
+            let (b_name, mb) = read(&path);
+            (format!("{name} · {b_name}"), mb)
+        }
+        None => (name, ma.clone()),
+    };
+    assert_eq!(ma.4, mb.3, "A's columns and B's rows differ");
+    let m = ma.3;
+    let nnz = gustavson_count(&ma, &mb);
     let mut c = (vec![0i32; m + 1], vec![0i32; nnz], vec![0f64; nnz]);
 
     let mut ctx = Context::new(BackendKind::Cpu)?;
     ctx.set_num_threads(threads)?;
-    let a = CsrView::try_new(m, m, &offsets, &cols, &vals, IndexBase::Zero)?;
+    let a = CsrView::try_new(ma.3, ma.4, &ma.0, &ma.1, &ma.2, IndexBase::Zero)?;
+    let b = CsrView::try_new(mb.3, mb.4, &mb.0, &mb.1, &mb.2, IndexBase::Zero)?;
+    let chosen = SpgemmPlan::new(&ctx, &a, Op::N, &b, Op::N, algorithm)?.selected_algorithm();
     let mut rusparse = [f64::MAX; 4];
     let mut plain = [f64::MAX; 3];
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     for _ in 0..runs {
         let t0 = Instant::now();
-        let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &a, Op::N, algorithm)?;
+        let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &b, Op::N, algorithm)?;
         let planned = ms(t0);
         let t1 = Instant::now();
-        plan.symbolic(&ctx, &a, &a)?;
+        plan.symbolic(&ctx, &a, &b)?;
         let symbolic = ms(t1);
         let t2 = Instant::now();
         let out = CsrOutput::full(&mut c.0, &mut c.1, &mut c.2, IndexBase::Zero);
-        plan.numeric(&ctx, &a, &a, 1.0, 0.0, out)?;
+        plan.numeric(&ctx, &a, &b, 1.0, 0.0, out)?;
         let numeric = ms(t2);
         for (best, t) in rusparse
             .iter_mut()
@@ -173,11 +190,11 @@ fn main() -> rusparse::Result<()> {
         }
 
         let t0 = Instant::now();
-        std::hint::black_box(gustavson_count(&offsets, &cols, m, m));
+        std::hint::black_box(gustavson_count(&ma, &mb));
         let count = ms(t0);
         let t1 = Instant::now();
         let arrays = (&mut c.0[..], &mut c.1[..], &mut c.2[..]);
-        gustavson_numeric((&offsets, &cols, &vals), m, m, arrays);
+        gustavson_numeric(&ma, &mb, arrays);
         let numeric = ms(t1);
         for (best, t) in plain.iter_mut().zip([count, numeric, ms(t0)]) {
             *best = best.min(t);
@@ -189,15 +206,15 @@ fn main() -> rusparse::Result<()> {
     let mut reuse = [[f64::MAX; 2]; 2];
     for _ in 0..runs {
         for (keep, best) in reuse.iter_mut().enumerate() {
-            let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &a, Op::N, algorithm)?;
+            let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &b, Op::N, algorithm)?;
             if keep == 1 {
                 plan.expect_structure_first();
             }
             let t0 = Instant::now();
-            plan.symbolic(&ctx, &a, &a)?;
+            plan.symbolic(&ctx, &a, &b)?;
             let symbolic = ms(t0);
             let t1 = Instant::now();
-            plan.write_structure(&ctx, &a, &a, &mut c.0, &mut c.1, IndexBase::Zero)?;
+            plan.write_structure(&ctx, &a, &b, &mut c.0, &mut c.1, IndexBase::Zero)?;
             for (b, t) in best.iter_mut().zip([symbolic, ms(t1)]) {
                 *b = b.min(t);
             }
@@ -207,7 +224,7 @@ fn main() -> rusparse::Result<()> {
         "{name} ({m} rows, nnz(C) {nnz}), f64, minimum of {runs} runs, ms\n\
          rusparse's reuse flow, structure listed again: symbolic {:.2}  structure {:.2}\n\
          rusparse's reuse flow, structure kept (expect_structure_first): symbolic {:.2}  structure {:.2}\n\
-         rusparse, {threads} thread(s): plan {:.2}  symbolic {:.2}  numeric {:.2}  total {:.2}\n\
+         rusparse, {threads} thread(s), {chosen:?}: plan {:.2}  symbolic {:.2}  numeric {:.2}  total {:.2}\n\
          scipy's algorithm in Rust, 1 thread: count {:.2}  numeric {:.2}  total {:.2}",
         reuse[0][0],
         reuse[0][1],

@@ -70,7 +70,13 @@ impl ColumnSorter {
         if n < 2 || list.windows(2).all(|w| w[0] <= w[1]) {
             return;
         }
-        if self.simd && n <= avx2::MAX_LEN {
+        // Short lists by insertion, as `sort_keys` does: the network pads
+        // to 8 lanes at least (GAMG's A·P_tent, about 3 columns a row of C:
+        // numeric phase 16.5 / 16.4 / 15.3 -> 15.4 / 14.4 / 13.7 ms, one
+        // thread, alternating runs).
+        if n <= KEYS_SCALAR_MAX {
+            insertion_sort(list);
+        } else if self.simd && n <= avx2::MAX_LEN {
             // SAFETY: `simd` is set only when the CPU has AVX2 and every
             // column is below `u32::MAX` (`avx2::usable`).
             unsafe { avx2::sort(list) };
