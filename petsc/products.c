@@ -303,7 +303,8 @@ static PetscErrorCode RsProductNumeric(Mat C)
   PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
   PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
   if (p->type == MATPRODUCT_PtAP) {
-    /* A*P lands in the record's own arrays, whose pattern never changes. */
+    /* Both stages read A's or P's pattern, so both trust it only when
+       unchanged (A*P itself lands in the record's own arrays). */
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, p->ap_i, p->ap_j, p->ap_a, same));
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &b, &p->ap, (PetscInt *)ci, (PetscInt *)cj, ca, same));
   } else {

@@ -506,6 +506,11 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         self.concurrency
     }
 
+    /// [`SpgemmPlan::set_pattern_check`] on the CPU.
+    pub(crate) fn set_pattern_check(&mut self, check: PatternCheck) {
+        self.pattern_check = check;
+    }
+
     /// Tells the plan that its caller writes C's structure before C's
     /// values (the C ABI's reuse flow: `reuse_nnz`, `reuse_copy`, then
     /// `reuse_compute`). The symbolic phase then keeps C's columns as it
@@ -518,11 +523,6 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// are added to the plan's peak bound. Without a budget, an automatic
     /// choice of BRMerge-Upper also becomes the dense accumulator where it
     /// fits ([`for_structure_first`]), with that algorithm's peak bound.
-    /// [`SpgemmPlan::set_pattern_check`] on the CPU.
-    pub(crate) fn set_pattern_check(&mut self, check: PatternCheck) {
-        self.pattern_check = check;
-    }
-
     pub(crate) fn expect_structure_first(&mut self) {
         if self.budget.is_some() || self.list_in_symbolic {
             return;
@@ -1138,12 +1138,13 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 Ok(fingerprint(offsets, cols))
             }
             Fill::Values => {
-                // The caller may vouch for C's structure as for A's and B's.
-                let now = match job.pattern_check {
-                    PatternCheck::Hash => fingerprint(offsets, cols),
-                    PatternCheck::Caller => job.c_fingerprint.unwrap_or_default(),
+                // The caller may vouch for C's structure as for A's and B's;
+                // `reuse_copy` must have written it either way.
+                let unchanged = match job.pattern_check {
+                    PatternCheck::Hash => Some(fingerprint(offsets, cols)) == job.c_fingerprint,
+                    PatternCheck::Caller => job.c_fingerprint.is_some(),
                 };
-                if Some(now) != job.c_fingerprint {
+                if !unchanged {
                     return Err(Error::InvalidValue(
                         "matC's row offsets or column indices changed since rusparseSpGEMMreuse_copy wrote them".into(),
                     ));
@@ -1151,7 +1152,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
                 let out = CsrOutput::<T, IC, J>::values_on_pattern(values, cols, c.base);
                 self.numeric_with(ctx, (&a, &b), (alpha, beta), out, true)?;
-                Ok(now)
+                Ok(job.c_fingerprint.unwrap_or_default())
             }
         }
     }

@@ -27,9 +27,9 @@
 //!   [`crate::PatternCheck::Caller`]): C's pattern is then the product's
 //!   structure, up to a 64-bit hash collision or the caller's word, and
 //!   the counts would only repeat that check. Should it not be, the call's
-//!   values are wrong but the accumulator is cleared before it is kept. Without them
-//!   a cell is 8 bytes instead of 16 (f64), and the accumulator of A·P
-//!   below (82,007 columns) 0.66 MB instead of 1.3 MB. The gather still
+//!   values are wrong but the accumulator is cleared before it is kept.
+//!   Without them a cell is 8 bytes instead of 16 (f64), and the
+//!   accumulator of A·P below (82,007 columns) 0.66 MB instead of 1.3 MB. The gather still
 //!   refuses a column out of range, so nothing is written outside C or the
 //!   accumulator. On PETSc's MAT_REUSE_MATRIX A·P (n = 64, one rank, one
 //!   thread, five alternating runs) this took the median `reuse_compute`
