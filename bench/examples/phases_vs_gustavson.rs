@@ -19,7 +19,9 @@
 //! `write_structure`) with and without `expect_structure_first`. Prints
 //! the minimum over the runs of each phase, in ms.
 
-use rusparse::{Algorithm, BackendKind, Context, CsrOutput, CsrView, IndexBase, Op, SpgemmPlan};
+use rusparse::{
+    Algorithm, BackendKind, Context, CsrOutput, CsrView, IndexBase, Op, PatternCheck, SpgemmPlan,
+};
 use std::time::Instant;
 
 // The benchmark's own reader, shared with its binary.
@@ -203,33 +205,43 @@ fn main() -> rusparse::Result<()> {
     // The reuse flow's symbolic phases (cuSPARSE's reuse_nnz, reuse_copy):
     // counted, then listed by a second pass; or listed once as counted
     // (expect_structure_first) and copied.
-    let mut reuse = [[f64::MAX; 2]; 2];
+    // Then the values alone on the written structure (reuse_compute),
+    // with the patterns vouched for by the caller.
+    let mut reuse = [[f64::MAX; 3]; 2];
     for _ in 0..runs {
         for (keep, best) in reuse.iter_mut().enumerate() {
             let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &b, Op::N, algorithm)?;
             if keep == 1 {
                 plan.expect_structure_first();
             }
+            plan.set_pattern_check(PatternCheck::Caller);
             let t0 = Instant::now();
             plan.symbolic(&ctx, &a, &b)?;
             let symbolic = ms(t0);
             let t1 = Instant::now();
             plan.write_structure(&ctx, &a, &b, &mut c.0, &mut c.1, IndexBase::Zero)?;
-            for (b, t) in best.iter_mut().zip([symbolic, ms(t1)]) {
+            let structure = ms(t1);
+            let t2 = Instant::now();
+            let out =
+                CsrOutput::<f64, i32, i32>::values_on_pattern(&mut c.2, &c.1, IndexBase::Zero);
+            plan.numeric(&ctx, &a, &b, 1.0, 0.0, out)?;
+            for (b, t) in best.iter_mut().zip([symbolic, structure, ms(t2)]) {
                 *b = b.min(t);
             }
         }
     }
     println!(
         "{name} ({m} rows, nnz(C) {nnz}), f64, minimum of {runs} runs, ms\n\
-         rusparse's reuse flow, structure listed again: symbolic {:.2}  structure {:.2}\n\
-         rusparse's reuse flow, structure kept (expect_structure_first): symbolic {:.2}  structure {:.2}\n\
+         rusparse's reuse flow, structure listed again: symbolic {:.2}  structure {:.2}  values {:.2}\n\
+         rusparse's reuse flow, structure kept (expect_structure_first): symbolic {:.2}  structure {:.2}  values {:.2}\n\
          rusparse, {threads} thread(s), {chosen:?}: plan {:.2}  symbolic {:.2}  numeric {:.2}  total {:.2}\n\
          scipy's algorithm in Rust, 1 thread: count {:.2}  numeric {:.2}  total {:.2}",
         reuse[0][0],
         reuse[0][1],
+        reuse[0][2],
         reuse[1][0],
         reuse[1][1],
+        reuse[1][2],
         rusparse[0],
         rusparse[1],
         rusparse[2],

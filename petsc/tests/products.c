@@ -17,7 +17,11 @@ static const char help[] = "rusparse's PETSc plug-in: AB, AtB and PtAP of aijrus
  *   PtAP P^T*A*P, Q^T*G*Q and R^T*H*R,
  * each through MatMatMult / MatTransposeMatMult / MatPtAP, through the
  * MatProduct API, and (on more than one rank) through the MatProduct API
- * with PETSc's "backend" algorithm chosen; then changes the values twice
+ * with PETSc's "backend" algorithm chosen, and through the MatProduct API
+ * with X's values doubled between MatProductSymbolic and MatProductNumeric
+ * (written into its value arrays, the blocks' on more than one rank: the
+ * numeric phase must use the values it finds, whatever a symbolic phase
+ * saw); then changes the values twice
  * (same pattern) and checks MAT_REUSE_MATRIX / MatProductNumeric. On more
  * than one rank the default products take the plug-in's MPI route, whose
  * AtB and PtAP send rows of C to the ranks that own them. Also: the results are of type
@@ -256,9 +260,35 @@ static Mat Pick(const Inputs *in, int k)
 
 /* api 0: MatMatMult / MatTransposeMatMult / MatPtAP; api 1: MatProduct;
    api 2: MatProduct with PETSc's "backend" algorithm chosen when `backend`
-   (else as api 1: the reference of plain aij). */
-#define NUM_APIS 3
-static const char *const api_names[NUM_APIS] = {"MatMatMult", "MatProduct", "backend"};
+   (else as api 1: the reference of plain aij); api 3: MatProduct with X's
+   values doubled between the symbolic and the numeric phase (and halved
+   back after it: exact). */
+#define NUM_APIS 4
+static const char *const api_names[NUM_APIS] = {"MatMatMult", "MatProduct", "backend", "changed"};
+
+/* X's values times s, written into its value arrays (its blocks' on more
+   than one rank), as a code that fills matrices in place does. */
+static PetscErrorCode ScaleInPlace(Mat X, PetscScalar s)
+{
+  Mat          blocks[2] = {X, NULL};
+  PetscBool    mpi;
+  PetscScalar *v;
+  PetscInt     nnz;
+  MatInfo      info;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectBaseTypeCompare((PetscObject)X, MATMPIAIJ, &mpi));
+  if (mpi) PetscCall(MatMPIAIJGetSeqAIJ(X, &blocks[0], &blocks[1], NULL));
+  for (int k = 0; k < 2; k++) {
+    if (!blocks[k]) continue;
+    PetscCall(MatGetInfo(blocks[k], MAT_LOCAL, &info));
+    nnz = (PetscInt)info.nz_used;
+    PetscCall(MatSeqAIJGetArray(blocks[k], &v));
+    for (PetscInt e = 0; e < nnz; e++) v[e] *= s;
+    PetscCall(MatSeqAIJRestoreArray(blocks[k], &v));
+  }
+  PetscFunctionReturn(0);
+}
 
 static PetscErrorCode Multiply(const Inputs *in, const Case *c, int api, PetscBool backend, MatReuse reuse, Mat *C)
 {
@@ -282,7 +312,9 @@ static PetscErrorCode Multiply(const Inputs *in, const Case *c, int api, PetscBo
     if (api == 2 && backend) PetscCall(MatProductSetAlgorithm(*C, "backend"));
     PetscCall(MatProductSetFromOptions(*C));
     PetscCall(MatProductSymbolic(*C));
+    if (api == 3) PetscCall(ScaleInPlace(X, 2.0));
     PetscCall(MatProductNumeric(*C));
+    if (api == 3) PetscCall(ScaleInPlace(X, 0.5));
   } else {
     PetscCall(MatProductNumeric(*C));
   }
@@ -501,8 +533,7 @@ int main(int argc, char **argv)
 {
   Inputs   plain, rs;
   PetscInt n = 12, g = 3000, before = 0, after = 0, total_failures = 0;
-  Mat      ref[NUM_CASES][NUM_APIS], out[NUM_CASES][NUM_APIS];
-  int      apis;
+  Mat      ref[NUM_CASES][NUM_APIS] = {{NULL}}, out[NUM_CASES][NUM_APIS] = {{NULL}};
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
@@ -510,7 +541,6 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-g", &g, NULL));
   PetscCheck(n >= 2 && n % 2 == 0 && g >= 24 * size, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-n must be even and >= 2, -g >= 24 per rank");
-  apis = size > 1 ? 3 : 2; /* "backend" is an MPIAIJ algorithm */
   PetscCall(PetscLogDefaultBegin());
   PetscCall(PetscLogEventGetId("RusparseSpGEMM", &rs_event));
   PetscCheck(rs_event > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONGSTATE, "the RusparseSpGEMM event is not registered: load the plug-in with -dll_append");
@@ -522,7 +552,8 @@ int main(int argc, char **argv)
     PetscCall(FillInputs(&plain, round));
     PetscCall(FillInputs(&rs, round));
     for (int c = 0; c < NUM_CASES; c++) {
-      for (int api = 0; api < apis; api++) {
+      for (int api = 0; api < NUM_APIS; api++) {
+        if (api == 2 && size == 1) continue; /* "backend" is an MPIAIJ algorithm */
         PetscCall(EventCount(&before));
         PetscCall(Multiply(&plain, &cases[c], api, PETSC_FALSE, reuse, &ref[c][api]));
         PetscCall(EventCount(&after));
@@ -534,7 +565,7 @@ int main(int argc, char **argv)
     }
   }
   for (int c = 0; c < NUM_CASES; c++)
-    for (int api = 0; api < apis; api++) {
+    for (int api = 0; api < NUM_APIS; api++) {
       PetscCall(MatDestroy(&ref[c][api]));
       PetscCall(MatDestroy(&out[c][api]));
     }
