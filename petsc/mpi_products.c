@@ -113,6 +113,75 @@ static PetscErrorCode RsBlocksOf(Mat M, RsBlocks *b)
   PetscFunctionReturn(0);
 }
 
+/* ---- copies between merged rows and an MPIAIJ matrix's two blocks ----------------- */
+/* The value copies between a merged CSR array, whose row r is [block 0's row
+   r | block 1's row r], and the two blocks' arrays, as runs: a run copies
+   `len` values between offset `boff` of block `block` and offset `moff` of
+   the merged array. Consecutive rows coalesce into one run where both sides
+   are contiguous: where block 1's rows are empty, as in most rows when the
+   other ranks' columns are few, block 0's rows follow each other on both
+   sides. So a refresh costs one memcpy a run instead of two a row. */
+typedef struct {
+  PetscInt  n;
+  PetscInt *run; /* 4 n: block, boff, moff, len */
+} RsRuns;
+
+/* The runs of rows [0, m): block k's row r at bi[k][r], of length
+   bi[k][r + 1] - bi[k][r]; the merged row at mi[r]. Rows with
+   skip[r + 1] > skip[r] are left out (skip NULL: none). */
+static PetscErrorCode RsRunsBuild(PetscInt m, const PetscInt *b0i, const PetscInt *b1i, const PetscInt *mi, const PetscInt *skip, RsRuns *runs)
+{
+  PetscInt *all, n = 0;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(4 * (2 * m + 1), &all));
+  for (PetscInt r = 0; r < m; r++) {
+    const PetscInt *bi[2] = {b0i, b1i};
+    PetscInt        moff  = mi[r];
+    if (skip && skip[r + 1] > skip[r]) continue;
+    for (PetscInt k = 0; k < 2; k++) {
+      PetscInt boff = bi[k][r], len = bi[k][r + 1] - boff, *last = all + 4 * (n - 1);
+      if (!len) continue;
+      if (n && last[0] == k && last[1] + last[3] == boff && last[2] + last[3] == moff) last[3] += len;
+      else {
+        PetscInt *run = all + 4 * n++;
+        run[0] = k;
+        run[1] = boff;
+        run[2] = moff;
+        run[3] = len;
+      }
+      moff += len;
+    }
+  }
+  runs->n = n;
+  PetscCall(PetscMalloc1(4 * n, &runs->run));
+  PetscCall(PetscArraycpy(runs->run, all, 4 * n));
+  PetscCall(PetscFree(all));
+  PetscFunctionReturn(0);
+}
+
+/* The merged values from the blocks' values b0, b1. */
+static PetscErrorCode RsRunsMerge(const RsRuns *runs, const PetscScalar *b0, const PetscScalar *b1, PetscScalar *merged)
+{
+  PetscFunctionBegin;
+  for (PetscInt s = 0; s < runs->n; s++) {
+    const PetscInt *run = runs->run + 4 * s;
+    PetscCall(PetscArraycpy(merged + run[2], (run[0] ? b1 : b0) + run[1], run[3]));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The blocks' values b0, b1 from the merged values. */
+static PetscErrorCode RsRunsSplit(const RsRuns *runs, const PetscScalar *merged, PetscScalar *b0, PetscScalar *b1)
+{
+  PetscFunctionBegin;
+  for (PetscInt s = 0; s < runs->n; s++) {
+    const PetscInt *run = runs->run + 4 * s;
+    PetscCall(PetscArraycpy((run[0] ? b1 : b0) + run[1], merged + run[2], run[3]));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* ---- merged rows: a rank's own rows, and rows gathered from other ranks ------------ */
 typedef struct {
   PetscInt     own_rows, rows; /* own rows, then the gathered ones */
@@ -124,6 +193,7 @@ typedef struct {
   PetscInt    *garray;         /* the off-diagonal block's garray at the symbolic phase */
   PetscInt    *garray_compact; /* garray[k]'s compact column */
   PetscSF      gathered;       /* gathered entries <- their owners' own entries; NULL: none */
+  RsRuns       own;            /* the own rows' values from the blocks' */
   PetscInt64       id;         /* the matrix whose pattern the rows were last checked against, */
   PetscObjectState nonzerostate; /* and its nonzero state then */
 } RsRows;
@@ -138,6 +208,7 @@ static PetscErrorCode RsRowsDestroy(RsRows *r)
   PetscCall(PetscFree(r->garray));
   PetscCall(PetscFree(r->garray_compact));
   PetscCall(PetscSFDestroy(&r->gathered));
+  PetscCall(PetscFree(r->own.run));
   PetscFunctionReturn(0);
 }
 
@@ -159,6 +230,11 @@ static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
   same = (PetscBool)(id == r->id && state == r->nonzerostate);
   if (b.m != r->own_rows || b.d.i[b.m] != r->d_nnz || b.o.i[b.m] != r->o_nnz || b.ngarray != r->ngarray || (b.ngarray && memcmp(b.garray, r->garray, (size_t)b.ngarray * sizeof(PetscInt)))) {
     *changed = PETSC_TRUE;
+    PetscFunctionReturn(0);
+  }
+  if (same) {
+    /* The blocks' rows are where they were: copy by runs. */
+    PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
     PetscFunctionReturn(0);
   }
   for (PetscInt row = 0; row < b.m; row++) {
@@ -259,19 +335,18 @@ static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gathe
     PetscCall(PetscSFDestroy(&rowsf));
   }
 
-  /* Own rows with global columns, then the gathered rows' columns and values. */
+  /* Own rows' values; their global columns only when other ranks gather
+     them (the roots of the broadcast), then the gathered rows' columns and
+     values. */
   PetscCall(PetscMalloc1(r->nnz, &r->j));
   PetscCall(PetscMalloc1(r->nnz, &r->a));
-  for (PetscInt row = 0; row < b.m; row++) {
-    PetscInt p = r->i[row];
-    for (PetscInt k = b.d.i[row]; k < b.d.i[row + 1]; k++, p++) {
-      r->j[p] = c->cstart + b.d.j[k];
-      r->a[p] = b.d.a[k];
-    }
-    for (PetscInt k = b.o.i[row]; k < b.o.i[row + 1]; k++, p++) {
-      r->j[p] = b.garray[b.o.j[k]];
-      r->a[p] = b.o.a[k];
-    }
+  PetscCall(RsRunsBuild(b.m, b.d.i, b.o.i, r->i, NULL, &r->own));
+  PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
+  for (PetscInt row = 0; row < b.m && gathering; row++) {
+    PetscInt  d0 = b.d.i[row], dl = b.d.i[row + 1] - d0, o0 = b.o.i[row], ol = b.o.i[row + 1] - o0;
+    PetscInt *j = r->j + r->i[row];
+    for (PetscInt t = 0; t < dl; t++) j[t] = c->cstart + b.d.j[d0 + t];
+    for (PetscInt t = 0; t < ol; t++) j[dl + t] = b.garray[b.o.j[o0 + t]];
   }
   if (r->gathered) {
     PetscCall(PetscSFBcastBegin(r->gathered, MPIU_INT, r->j, r->j + r->own_nnz, MPI_REPLACE));
@@ -287,9 +362,23 @@ static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gathe
   PetscCall(PetscSortRemoveDupsInt(&ntmp, tmp));
   c->nghost = ntmp;
   c->ghost  = tmp;
-  for (PetscInt e = 0; e < r->nnz; e++) PetscCall(RsColsCompact(c, r->j[e], &r->j[e]));
+  /* garray's compact columns: both lists increase, so one merge. */
   PetscCall(PetscMalloc1(b.ngarray, &r->garray_compact));
-  for (PetscInt k = 0; k < b.ngarray; k++) PetscCall(RsColsCompact(c, b.garray[k], &r->garray_compact[k]));
+  for (PetscInt k = 0, g = 0; k < b.ngarray; k++) {
+    while (g < c->nghost && c->ghost[g] < b.garray[k]) g++;
+    PetscCheck(g < c->nghost && c->ghost[g] == b.garray[k], PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: garray's column %" PetscInt_FMT " is not among the other ranks' columns", b.garray[k]);
+    r->garray_compact[k] = c->nown + g;
+  }
+  /* Compact columns: an own row's straight from its blocks (the diagonal
+     block's columns are the compact own columns), a gathered row's by
+     search among the other ranks' columns. */
+  for (PetscInt row = 0; row < b.m; row++) {
+    PetscInt  p = r->i[row], d0 = b.d.i[row], dl = b.d.i[row + 1] - d0, o0 = b.o.i[row], ol = b.o.i[row + 1] - o0;
+    PetscInt *j = r->j + p;
+    for (PetscInt t = 0; t < dl; t++) j[t] = b.d.j[d0 + t];
+    for (PetscInt t = 0; t < ol; t++) j[dl + t] = r->garray_compact[b.o.j[o0 + t]];
+  }
+  for (PetscInt e = r->own_nnz; e < r->nnz; e++) PetscCall(RsColsCompact(c, r->j[e], &r->j[e]));
   PetscFunctionReturn(0);
 }
 
@@ -316,6 +405,7 @@ typedef struct {
   PetscScalar *recv;
   PetscInt    *pos;      /* position in its C row of each entry of a row that received any: Z's own entries, then the received */
   PetscScalar *row;      /* one row of C */
+  RsRuns       copied;   /* the rows that received nothing: C's blocks' values from Z's rows */
 } RsOut;
 
 static PetscErrorCode RsOutDestroy(RsOut *out)
@@ -326,6 +416,7 @@ static PetscErrorCode RsOutDestroy(RsOut *out)
   PetscCall(PetscFree(out->recv));
   PetscCall(PetscFree(out->pos));
   PetscCall(PetscFree(out->row));
+  PetscCall(PetscFree(out->copied.run));
   PetscFunctionReturn(0);
 }
 
@@ -394,10 +485,11 @@ static PetscErrorCode RsOutExchange(MPI_Comm comm, PetscLayout crows, const RsCo
    and assembled here. */
 static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols, PetscInt own_rows, PetscInt z_rows, const PetscInt *zi, const PetscInt *zj, PetscBool exchange, const PetscInt send[], RsOut *out)
 {
-  MPI_Comm        comm;
-  PetscInt       *recv_cols = NULL, zown = zi[own_rows], *ci, *cj, *d_nnz, *o_nnz, *key = NULL, *src = NULL, nkey = 0, nc = 0, longest = 0;
-  Mat             Cd, Co;
-  RsBlocks        cb;
+  MPI_Comm  comm;
+  PetscInt *recv_cols = NULL, zown = zi[own_rows], *dj, *oj, *d_nnz, *o_nnz, *key = NULL, *src = NULL, nkey = 0, nd = 0, no = 0, longest = 0;
+  PetscInt  nown = cols->nown;
+  Mat       Cd, Co;
+  RsBlocks  cb;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectGetComm((PetscObject)C, &comm));
@@ -406,15 +498,18 @@ static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols
   if (exchange) PetscCall(RsOutExchange(comm, crows, cols, own_rows, z_rows, zi, zj, send, out, &recv_cols));
   if (out->recv_nnz) PetscCall(PetscMalloc1(zown + out->recv_nnz, &out->pos));
 
-  /* C's rows in compact order (own columns, then the others), global columns. */
-  PetscCall(PetscMalloc1(own_rows + 1, &ci));
-  PetscCall(PetscMalloc1(zown + out->recv_nnz, &cj));
+  /* C's blocks' columns, row by row: the diagonal block's (local columns)
+     in dj, the off-diagonal block's (global columns) in oj. A row of Z is
+     sorted with the own columns first, so it splits where they end. */
+  PetscCall(PetscMalloc2(zown + out->recv_nnz, &dj, zown + out->recv_nnz, &oj));
   PetscCall(PetscMalloc2(own_rows, &d_nnz, own_rows, &o_nnz));
-  ci[0] = 0;
   for (PetscInt r = 0; r < own_rows; r++) {
-    PetscInt z0 = zi[r], zl = zi[r + 1] - z0, r0 = out->recv_i[r], rl = out->recv_i[r + 1] - r0, u = 0;
+    PetscInt        z0 = zi[r], zl = zi[r + 1] - z0, r0 = out->recv_i[r], rl = out->recv_i[r + 1] - r0, u = 0, ud = 0;
+    const PetscInt *zr = zj + z0;
     if (!rl) {
-      for (PetscInt e = 0; e < zl; e++) cj[nc + e] = RsColsGlobal(cols, zj[z0 + e]);
+      while (ud < zl && zr[ud] < nown) ud++;
+      for (PetscInt e = 0; e < ud; e++) dj[nd + e] = zr[e];
+      for (PetscInt e = ud; e < zl; e++) oj[no + e - ud] = cols->ghost[zr[e] - nown];
       u = zl;
     } else {
       PetscInt n = zl + rl;
@@ -423,22 +518,26 @@ static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols
         nkey = PetscMax(n, 2 * nkey);
         PetscCall(PetscMalloc2(nkey, &key, nkey, &src));
       }
-      for (PetscInt e = 0; e < zl; e++) key[e] = RsColsKey(cols, RsColsGlobal(cols, zj[z0 + e]));
+      for (PetscInt e = 0; e < zl; e++) key[e] = RsColsKey(cols, RsColsGlobal(cols, zr[e]));
       for (PetscInt t = 0; t < rl; t++) key[zl + t] = RsColsKey(cols, recv_cols[r0 + t]);
       for (PetscInt t = 0; t < n; t++) src[t] = t;
       PetscCall(PetscSortIntWithArray(n, key, src));
       for (PetscInt t = 0; t < n; t++) {
-        if (t == 0 || key[t] != key[t - 1]) cj[nc + u++] = RsColsUnkey(cols, key[t]);
+        if (t == 0 || key[t] != key[t - 1]) {
+          PetscInt g = RsColsUnkey(cols, key[t]);
+          if (RsColsOwns(cols, g)) dj[nd + ud++] = g - cols->cstart;
+          else oj[no + u - ud] = g;
+          u++;
+        }
         if (src[t] < zl) out->pos[z0 + src[t]] = u - 1;
         else out->pos[zown + r0 + src[t] - zl] = u - 1;
       }
     }
-    d_nnz[r] = 0;
-    for (PetscInt t = 0; t < u; t++) d_nnz[r] += RsColsOwns(cols, cj[nc + t]);
-    o_nnz[r] = u - d_nnz[r];
-    nc += u;
-    ci[r + 1] = nc;
-    longest   = PetscMax(longest, u);
+    d_nnz[r] = ud;
+    o_nnz[r] = u - ud;
+    nd += ud;
+    no += u - ud;
+    longest = PetscMax(longest, u);
   }
   PetscCall(PetscFree2(key, src));
   PetscCall(PetscFree(recv_cols));
@@ -449,18 +548,9 @@ static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols
   PetscCall(MatMPIAIJSetPreallocation(C, 0, d_nnz, 0, o_nnz));
   PetscCall(MatSetOption(C, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
   PetscCall(MatMPIAIJGetSeqAIJ(C, &Cd, &Co, NULL));
-  {
-    PetscInt *dj, *oj, nd = 0, no = 0, cstart = cols->cstart;
-    PetscCall(PetscMalloc2(nc, &dj, nc, &oj));
-    for (PetscInt r = 0; r < own_rows; r++) {
-      PetscInt e = ci[r];
-      for (PetscInt t = 0; t < d_nnz[r]; t++) dj[nd++] = cj[e++] - cstart;
-      for (PetscInt t = 0; t < o_nnz[r]; t++) oj[no++] = cj[e++];
-    }
-    PetscCall(MatSeqAIJSetColumnIndices(Cd, dj));
-    PetscCall(MatSeqAIJSetColumnIndices(Co, oj));
-    PetscCall(PetscFree2(dj, oj));
-  }
+  PetscCall(MatSeqAIJSetColumnIndices(Cd, dj));
+  PetscCall(MatSeqAIJSetColumnIndices(Co, oj));
+  PetscCall(PetscFree2(dj, oj));
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
@@ -472,10 +562,9 @@ static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols
   PetscCheck(cb.m == own_rows, PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: C has %" PetscInt_FMT " local rows, expected %" PetscInt_FMT, cb.m, own_rows);
   for (PetscInt r = 0; r < own_rows; r++)
     PetscCheck(cb.d.i[r + 1] - cb.d.i[r] == d_nnz[r] && cb.o.i[r + 1] - cb.o.i[r] == o_nnz[r], PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: row %" PetscInt_FMT " of C's blocks does not hold the product's pattern", r);
+  PetscCall(RsRunsBuild(own_rows, cb.d.i, cb.o.i, zi, out->recv_i, &out->copied));
   PetscCall(PetscMalloc1(longest, &out->row));
   PetscCall(PetscFree2(d_nnz, o_nnz));
-  PetscCall(PetscFree(ci));
-  PetscCall(PetscFree(cj));
   PetscFunctionReturn(0);
 }
 
@@ -495,12 +584,7 @@ static PetscErrorCode RsOutNumeric(Mat C, RsOut *out, const PetscInt *zi, const 
   PetscCall(MatSeqAIJGetCSRAndMemType(Co, &oi, &oj, &unused, &mtype));
   PetscCall(MatSeqAIJGetArrayWrite(Cd, &da));
   PetscCall(MatSeqAIJGetArrayWrite(Co, &oa));
-  for (PetscInt r = 0; r < own; r++) {
-    PetscInt dl = di[r + 1] - di[r];
-    if (out->recv_i[r + 1] != out->recv_i[r]) continue;
-    PetscCall(PetscArraycpy(da + di[r], za + zi[r], dl));
-    PetscCall(PetscArraycpy(oa + oi[r], za + zi[r] + dl, oi[r + 1] - oi[r]));
-  }
+  PetscCall(RsRunsSplit(&out->copied, za, da, oa));
   if (out->sent) PetscCall(PetscSFReduceEnd(out->sent, MPIU_SCALAR, za + zown, out->recv, MPI_REPLACE));
   if (out->recv_nnz) {
     for (PetscInt r = 0; r < own; r++) {
