@@ -315,8 +315,9 @@ static PetscErrorCode RsProductNumeric(Mat C)
   PetscFunctionReturn(0);
 }
 
-/* Gives the preallocated SeqAIJ matrix C the structure (ci, cj) with zero
-   values: whole sorted rows copied in (MAT_SORTED_FULL), then assembled. */
+/* Gives the SeqAIJ matrix C the structure (ci, cj) with zero values:
+   preallocated exactly, its column indices given whole (one copy, no
+   insertion row by row), assembled. */
 static PetscErrorCode RsSetStructure(Mat C, PetscInt m, const PetscInt *ci, const PetscInt *cj)
 {
   PetscInt *row_nnz;
@@ -326,12 +327,11 @@ static PetscErrorCode RsSetStructure(Mat C, PetscInt m, const PetscInt *ci, cons
   for (PetscInt i = 0; i < m; i++) row_nnz[i] = ci[i + 1] - ci[i];
   PetscCall(MatSeqAIJSetPreallocation(C, 0, row_nnz));
   PetscCall(PetscFree(row_nnz));
-  PetscCall(MatSetOption(C, MAT_SORTED_FULL, PETSC_TRUE));
-  for (PetscInt i = 0; i < m; i++) PetscCall(MatSetValues(C, 1, &i, ci[i + 1] - ci[i], cj + ci[i], NULL, INSERT_VALUES));
-  PetscCall(MatSetOption(C, MAT_SORTED_FULL, PETSC_FALSE));
+  PetscCall(MatSeqAIJSetColumnIndices(C, (PetscInt *)cj));
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  PetscCall(MatZeroEntries(C));
   PetscFunctionReturn(0);
 }
 
