@@ -15,9 +15,10 @@
 //! planner's choice, `auto`), and a fifth, a second Matrix Market file,
 //! makes the product A·B (GAMG's A·P, say).
 //!
-//! Also times the reuse flow's symbolic phases (`symbolic`, then
-//! `write_structure`) with and without `expect_structure_first`. Prints
-//! the minimum over the runs of each phase, in ms.
+//! Also times the reuse flow's phases (`symbolic`, `write_structure`, then
+//! the values alone on that structure, the patterns vouched for by the
+//! caller) with and without `expect_structure_first`. Prints the minimum
+//! over the runs of each phase, in ms.
 
 use rusparse::{
     Algorithm, BackendKind, Context, CsrOutput, CsrView, IndexBase, Op, PatternCheck, SpgemmPlan,
