@@ -213,7 +213,7 @@ static PetscErrorCode RsRowsDestroy(RsRows *r)
 }
 
 /* The rows' values from M's blocks; *changed when M's pattern is not the one
-   the rows were made from (then the values are partly stale). */
+   the rows were made from (then nothing is copied). */
 static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
 {
   RsBlocks         b;
@@ -224,7 +224,8 @@ static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
   PetscFunctionBegin;
   PetscCall(RsBlocksOf(M, &b));
   /* The same matrix with no new nonzero locations since its pattern was
-     last checked: only the values are copied. */
+     last checked: only the values are copied. Otherwise every row's
+     columns are checked first. */
   PetscCall(PetscObjectGetId((PetscObject)M, &id));
   PetscCall(MatGetNonzeroState(M, &state));
   same = (PetscBool)(id == r->id && state == r->nonzerostate);
@@ -232,27 +233,22 @@ static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
     *changed = PETSC_TRUE;
     PetscFunctionReturn(0);
   }
-  if (same) {
-    /* The blocks' rows are where they were: copy by runs. */
-    PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
-    PetscFunctionReturn(0);
-  }
-  for (PetscInt row = 0; row < b.m; row++) {
-    PetscInt p = r->i[row], dl = b.d.i[row + 1] - b.d.i[row], ol = b.o.i[row + 1] - b.o.i[row];
-    const PetscInt    *dj = b.d.j + b.d.i[row], *oj = b.o.j + b.o.i[row], *j = r->j + p;
-    const PetscScalar *da = b.d.a + b.d.i[row], *oa = b.o.a + b.o.i[row];
-    PetscScalar       *a  = r->a + p;
-    PetscBool          bad = (PetscBool)(dl + ol != r->i[row + 1] - p);
+  for (PetscInt row = 0; row < b.m && !same; row++) {
+    PetscInt        p = r->i[row], dl = b.d.i[row + 1] - b.d.i[row], ol = b.o.i[row + 1] - b.o.i[row];
+    const PetscInt *dj = b.d.j + b.d.i[row], *oj = b.o.j + b.o.i[row], *j = r->j + p;
+    PetscBool       bad = (PetscBool)(dl + ol != r->i[row + 1] - p);
 
-    for (PetscInt k = 0; k < dl && !bad && !same; k++) bad = (PetscBool)(dj[k] != j[k]);
-    for (PetscInt k = 0; k < ol && !bad && !same; k++) bad = (PetscBool)(r->garray_compact[oj[k]] != j[dl + k]);
+    for (PetscInt k = 0; k < dl && !bad; k++) bad = (PetscBool)(dj[k] != j[k]);
+    for (PetscInt k = 0; k < ol && !bad; k++) bad = (PetscBool)(r->garray_compact[oj[k]] != j[dl + k]);
     if (bad) {
       *changed = PETSC_TRUE;
       PetscFunctionReturn(0);
     }
-    PetscCall(PetscArraycpy(a, da, dl));
-    PetscCall(PetscArraycpy(a + dl, oa, ol));
   }
+  /* Each row's columns are the merged row's, so the blocks' rows are where
+     the runs were made for (own columns below nown, the others above, split
+     each row alike): copy by runs. */
+  PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
   r->id           = id;
   r->nonzerostate = state;
   PetscFunctionReturn(0);
@@ -266,6 +262,19 @@ static PetscErrorCode RsRowsRefreshGathered(RsRows *r)
   PetscCall(PetscSFBcastBegin(r->gathered, MPIU_SCALAR, r->a, r->a + r->own_nnz, MPI_REPLACE));
   PetscCall(PetscSFBcastEnd(r->gathered, MPIU_SCALAR, r->a, r->a + r->own_nnz, MPI_REPLACE));
   PetscFunctionReturn(0);
+}
+
+/* Every own row's columns from M's blocks: the diagonal block's shifted by
+   `dshift`, the off-diagonal block's through `omap` (garray: global
+   columns; garray_compact: compact ones). */
+static void RsRowsOwnColumns(RsRows *r, const RsBlocks *b, PetscInt dshift, const PetscInt *omap)
+{
+  for (PetscInt row = 0; row < b->m; row++) {
+    PetscInt  d0 = b->d.i[row], dl = b->d.i[row + 1] - d0, o0 = b->o.i[row], ol = b->o.i[row + 1] - o0;
+    PetscInt *j = r->j + r->i[row];
+    for (PetscInt t = 0; t < dl; t++) j[t] = dshift + b->d.j[d0 + t];
+    for (PetscInt t = 0; t < ol; t++) j[dl + t] = omap[b->o.j[o0 + t]];
+  }
 }
 
 /* M's own rows merged, with the global rows gather[0..ngather) of M
@@ -342,12 +351,7 @@ static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gathe
   PetscCall(PetscMalloc1(r->nnz, &r->a));
   PetscCall(RsRunsBuild(b.m, b.d.i, b.o.i, r->i, NULL, &r->own));
   PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
-  for (PetscInt row = 0; row < b.m && gathering; row++) {
-    PetscInt  d0 = b.d.i[row], dl = b.d.i[row + 1] - d0, o0 = b.o.i[row], ol = b.o.i[row + 1] - o0;
-    PetscInt *j = r->j + r->i[row];
-    for (PetscInt t = 0; t < dl; t++) j[t] = c->cstart + b.d.j[d0 + t];
-    for (PetscInt t = 0; t < ol; t++) j[dl + t] = b.garray[b.o.j[o0 + t]];
-  }
+  if (gathering) RsRowsOwnColumns(r, &b, c->cstart, b.garray);
   if (r->gathered) {
     PetscCall(PetscSFBcastBegin(r->gathered, MPIU_INT, r->j, r->j + r->own_nnz, MPI_REPLACE));
     PetscCall(PetscSFBcastEnd(r->gathered, MPIU_INT, r->j, r->j + r->own_nnz, MPI_REPLACE));
@@ -372,12 +376,7 @@ static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gathe
   /* Compact columns: an own row's straight from its blocks (the diagonal
      block's columns are the compact own columns), a gathered row's by
      search among the other ranks' columns. */
-  for (PetscInt row = 0; row < b.m; row++) {
-    PetscInt  p = r->i[row], d0 = b.d.i[row], dl = b.d.i[row + 1] - d0, o0 = b.o.i[row], ol = b.o.i[row + 1] - o0;
-    PetscInt *j = r->j + p;
-    for (PetscInt t = 0; t < dl; t++) j[t] = b.d.j[d0 + t];
-    for (PetscInt t = 0; t < ol; t++) j[dl + t] = r->garray_compact[b.o.j[o0 + t]];
-  }
+  RsRowsOwnColumns(r, &b, 0, r->garray_compact);
   for (PetscInt e = r->own_nnz; e < r->nnz; e++) PetscCall(RsColsCompact(c, r->j[e], &r->j[e]));
   PetscFunctionReturn(0);
 }
