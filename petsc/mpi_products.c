@@ -183,6 +183,32 @@ static PetscErrorCode RsRunsSplit(const RsRuns *runs, const PetscScalar *merged,
 }
 
 /* ---- merged rows: a rank's own rows, and rows gathered from other ranks ------------ */
+/* What a matrix's values were when its own rows' values were copied: the
+   states of the matrix and of its two blocks (values written through a
+   block's arrays raise the block's state alone), and the blocks' ids (a
+   block made anew starts its state afresh). Equal states mean equal values,
+   so the copy is skipped: in the numeric phase right after the symbolic
+   phase, and in MAT_REUSE_MATRIX for a factor that did not change (GAMG's
+   P when only A's values are new). */
+typedef struct {
+  PetscInt64       id[2];
+  PetscObjectState state[3];
+} RsValues;
+
+static PetscErrorCode RsValuesOf(Mat M, RsValues *v)
+{
+  Mat d, o;
+
+  PetscFunctionBegin;
+  PetscCall(MatMPIAIJGetSeqAIJ(M, &d, &o, NULL));
+  PetscCall(RsObjectStateGet((PetscObject)M, &v->state[0]));
+  PetscCall(RsObjectStateGet((PetscObject)d, &v->state[1]));
+  PetscCall(RsObjectStateGet((PetscObject)o, &v->state[2]));
+  PetscCall(PetscObjectGetId((PetscObject)d, &v->id[0]));
+  PetscCall(PetscObjectGetId((PetscObject)o, &v->id[1]));
+  PetscFunctionReturn(0);
+}
+
 typedef struct {
   PetscInt     own_rows, rows; /* own rows, then the gathered ones */
   PetscInt     d_nnz, o_nnz, own_nnz, nnz;
@@ -196,6 +222,7 @@ typedef struct {
   RsRuns       own;            /* the own rows' values from the blocks' */
   PetscInt64       id;         /* the matrix whose pattern the rows were last checked against, */
   PetscObjectState nonzerostate; /* and its nonzero state then */
+  RsValues         values;       /* the own rows' values were copied from these */
 } RsRows;
 
 static PetscErrorCode RsRowsDestroy(RsRows *r)
@@ -213,13 +240,15 @@ static PetscErrorCode RsRowsDestroy(RsRows *r)
 }
 
 /* The rows' values from M's blocks; *changed when M's pattern is not the one
-   the rows were made from (then nothing is copied). */
-static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
+   the rows were made from (then nothing is copied), *copied when the values
+   were copied (they had changed since the last copy). */
+static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed, PetscBool *copied)
 {
   RsBlocks         b;
   PetscInt64       id;
   PetscObjectState state;
   PetscBool        same;
+  RsValues         now;
 
   PetscFunctionBegin;
   PetscCall(RsBlocksOf(M, &b));
@@ -245,12 +274,16 @@ static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed)
       PetscFunctionReturn(0);
     }
   }
-  /* Each row's columns are the merged row's, so the blocks' rows are where
-     the runs were made for (own columns below nown, the others above, split
-     each row alike): copy by runs. */
-  PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
   r->id           = id;
   r->nonzerostate = state;
+  /* Each row's columns are the merged row's, so the blocks' rows are where
+     the runs were made for (own columns below nown, the others above, split
+     each row alike): copy by runs, unless the values are those copied last. */
+  PetscCall(RsValuesOf(M, &now));
+  if (!memcmp(&now, &r->values, sizeof(now))) PetscFunctionReturn(0);
+  PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
+  r->values = now;
+  *copied   = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
 
@@ -351,6 +384,7 @@ static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gathe
   PetscCall(PetscMalloc1(r->nnz, &r->a));
   PetscCall(RsRunsBuild(b.m, b.d.i, b.o.i, r->i, NULL, &r->own));
   PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
+  PetscCall(RsValuesOf(M, &r->values));
   if (gathering) RsRowsOwnColumns(r, &b, c->cstart, b.garray);
   if (r->gathered) {
     PetscCall(PetscSFBcastBegin(r->gathered, MPIU_INT, r->j, r->j + r->own_nnz, MPI_REPLACE));
@@ -656,7 +690,7 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
 {
   RsProductInfo info;
   RsMpiProduct *p;
-  PetscBool     changed = PETSC_FALSE;
+  PetscBool     changed = PETSC_FALSE, x_copied = PETSC_FALSE, y_copied = PETSC_FALSE, any[2];
   MPI_Comm      comm;
   RsCsr         x, y, ap;
 
@@ -667,12 +701,17 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
   PetscCheck(p, comm, PETSC_ERR_ORDER, "rusparse: the numeric phase ran before the symbolic phase");
 
   PetscCall(PetscLogEventBegin(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
-  PetscCall(RsRowsRefreshOwn(info.A, &p->x, &changed));
-  PetscCall(RsRowsRefreshOwn(info.B, &p->y, &changed));
-  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &changed, 1, MPIU_BOOL, MPI_LOR, comm));
-  if (!changed) PetscCall(RsRowsRefreshGathered(&p->y));
+  PetscCall(RsRowsRefreshOwn(info.A, &p->x, &changed, &x_copied));
+  PetscCall(RsRowsRefreshOwn(info.B, &p->y, &changed, &y_copied));
+  /* Whether any rank's pattern changed, and whether any rank copied new
+     values of B: the gathered rows are other ranks' own rows of B, so they
+     are broadcast again only then. */
+  any[0] = changed;
+  any[1] = y_copied;
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, any, 2, MPIU_BOOL, MPI_LOR, comm));
+  if (!any[0] && any[1]) PetscCall(RsRowsRefreshGathered(&p->y));
   PetscCall(PetscLogEventEnd(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
-  PetscCheck(!changed, comm, PETSC_ERR_ARG_INCOMP, "rusparse: a factor's nonzero pattern changed since the symbolic phase (MAT_REUSE_MATRIX needs the same nonzero pattern)");
+  PetscCheck(!any[0], comm, PETSC_ERR_ARG_INCOMP, "rusparse: a factor's nonzero pattern changed since the symbolic phase (MAT_REUSE_MATRIX needs the same nonzero pattern)");
 
   /* The merged operands and Z are this record's own arrays, made in the
      symbolic phase and never changed since, and the factors' patterns were

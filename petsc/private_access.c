@@ -105,3 +105,10 @@ PetscErrorCode RsMatStateIncrease(Mat C)
   PetscCall(PetscObjectStateIncrease((PetscObject)C));
   PetscFunctionReturn(0);
 }
+
+PetscErrorCode RsObjectStateGet(PetscObject o, PetscObjectState *state)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet(o, state));
+  PetscFunctionReturn(0);
+}

@@ -44,6 +44,9 @@ PetscErrorCode RsProductSetData(Mat C, void *data, PetscErrorCode (*destroy)(voi
 PetscErrorCode RsProductGetData(Mat C, void **data);
 /* Marks C's values as changed (its blocks were written directly). */
 PetscErrorCode RsMatStateIncrease(Mat C);
+/* An object's state: it increases with every change of the object (a
+   matrix's values, also through its arrays' Get/Restore). */
+PetscErrorCode RsObjectStateGet(PetscObject, PetscObjectState *);
 
 /* ---- types.c --------------------------------------------------------------- */
 /* What -mat_rusparse_backend / _alg / _threads chose for a matrix. */

@@ -5,12 +5,16 @@ static const char help[] = "Times MatMatMult(A, P) and MatPtAP(A, P) with aij an
                            "  -rusparse_only  time aijrusparse alone (for profiles; -log_view shows each product and type as a stage)\n"
                            "  -repeat <5>   timed repetitions (the median is printed)\n"
                            "  -products <both>  ap, ptap or both (profile one product alone)\n"
+                           "  -dump <prefix>  also write A and P to <prefix>A.mtx and <prefix>P.mtx (Matrix Market), for\n"
+                           "                  profiling the products outside PETSc (phases_vs_gustavson)\n"
                            "Load the plug-in with -dll_append /path/librusparse_petsc.so.\n\n";
 
 /*
  * For each type (aij, then aijrusparse, on the same matrices converted):
  *   initial  MatMatMult / MatPtAP with MAT_INITIAL_MATRIX (symbolic + numeric)
- *   reuse    the same with MAT_REUSE_MATRIX (numeric only)
+ *   reuse    the same with MAT_REUSE_MATRIX (numeric only), after new values of
+ *            A (MatScale(A, -1), not timed): GAMG's case when it keeps its
+ *            prolongator for a new operator (P's values unchanged)
  * The median over -repeat runs of the slowest rank's time (MPI_MAX) is
  * printed, with the ratio aij / aijrusparse (> 1: rusparse is faster).
  */
@@ -77,6 +81,22 @@ static int CompareDoubles(const void *a, const void *b)
 }
 
 /* Median over `repeat` runs of the slowest rank's seconds. */
+/* Writes M to <prefix><name> in Matrix Market format. */
+static PetscErrorCode Dump(Mat M, const char *prefix, const char *name)
+{
+  char        path[PETSC_MAX_PATH_LEN];
+  PetscViewer v;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s%s", prefix, name));
+  PetscCall(PetscViewerASCIIOpen(PetscObjectComm((PetscObject)M), path, &v));
+  PetscCall(PetscViewerPushFormat(v, PETSC_VIEWER_ASCII_MATRIXMARKET));
+  PetscCall(MatView(M, v));
+  PetscCall(PetscViewerPopFormat(v));
+  PetscCall(PetscViewerDestroy(&v));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode Time(Mat A, Mat P, PetscBool ptap, PetscInt repeat, PetscLogStage stage, double *initial, double *reuse)
 {
   double t[2][64];
@@ -89,6 +109,7 @@ static PetscErrorCode Time(Mat A, Mat P, PetscBool ptap, PetscInt repeat, PetscL
     for (int phase = 0; phase < 2; phase++) {
       MatReuse how = phase == 0 ? MAT_INITIAL_MATRIX : MAT_REUSE_MATRIX;
       double   local, slowest;
+      if (how == MAT_REUSE_MATRIX) PetscCall(MatScale(A, -1.0));
       PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
       local = MPI_Wtime();
       if (ptap) PetscCall(MatPtAP(A, P, how, PETSC_DEFAULT, &C));
@@ -111,7 +132,7 @@ int main(int argc, char **argv)
 {
   PetscInt    n = 64, repeat = 5, stencil = 7, nnz[3];
   PetscBool   rusparse_only = PETSC_FALSE;
-  char        products[8] = "both";
+  char        products[8] = "both", dump[PETSC_MAX_PATH_LEN] = "";
   Mat         A, P, Ars, Prs, C;
   PetscMPIInt size;
   MatInfo     info;
@@ -124,9 +145,14 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-stencil", &stencil, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-rusparse_only", &rusparse_only, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-products", products, sizeof(products), NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-dump", dump, sizeof(dump), NULL));
   PetscCheck(!strcmp(products, "ap") || !strcmp(products, "ptap") || !strcmp(products, "both"), PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-products ap, ptap or both");
   PetscCall(Poisson(n, stencil, &A));
   PetscCall(GamgProlongator(A, &P));
+  if (dump[0]) {
+    PetscCall(Dump(A, dump, "A.mtx"));
+    PetscCall(Dump(P, dump, "P.mtx"));
+  }
   PetscCall(MatConvert(A, "aijrusparse", MAT_INITIAL_MATRIX, &Ars));
   PetscCall(MatConvert(P, "aijrusparse", MAT_INITIAL_MATRIX, &Prs));
   PetscCall(MatGetInfo(A, MAT_GLOBAL_SUM, &info));
