@@ -981,6 +981,11 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
                 continue;
             }
         }
+        if len <= TINY_ROW && a.pattern.row_len(i) <= TINY_ROW {
+            tiny_row(a, b, i, scale, out_cols, out_vals)?;
+            ws.previous.clear();
+            continue;
+        }
         if repeats_previous(&a.pattern, first, i) && ws.previous.len() == len && len > 0 {
             accumulate_repeated_row(a, b, i, &mut ws, scale, out_cols, out_vals);
             continue;
@@ -1082,6 +1087,80 @@ fn sorted_products_row<T: Scalar, I: Index, J: Index>(
     }
     if written != len {
         return Err(row_mismatch(i, written, len));
+    }
+    Ok(())
+}
+
+/// The most columns of a row of C, and entries of its row of A, that
+/// [`tiny_row`] computes.
+const TINY_ROW: usize = 8;
+
+/// Row `i` of C when it has at most [`TINY_ROW`] columns (and its row of
+/// A at most as many entries): the products are summed into a small array
+/// kept sorted by insertion, with no dense accumulator to stamp, list, sort
+/// and read back. Such rows are those of a product with an aggregation
+/// prolongator (one entry a row of B: GAMG's A·P_tent, 7 products into
+/// about 3 columns), whose numeric phase this took from 17.2-26.4 to
+/// 13.4-16.7 ms (65³ Poisson, one thread, minimum of 20 alternating runs
+/// in one process); stencil2d_5pt_725 (13 columns a row, which the test
+/// on C's row length skips at no cost) and luxembourg_osm did not move.
+/// The sums are the accumulator's bit for bit (from zero, in stored
+/// order); the row comes out sorted.
+///
+/// # Errors
+/// A row whose products or columns differ from the plan's (a pattern that
+/// changed since the plan).
+#[inline]
+fn tiny_row<T: Scalar, I: Index, J: Index>(
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    i: usize,
+    scale: &Scale<T>,
+    out_cols: Option<&mut [J]>,
+    out_vals: &mut [T],
+) -> Result<()> {
+    const N: usize = TINY_ROW;
+    let (ap, bp) = (&a.pattern, &b.pattern);
+    let mut cols = [0usize; N];
+    let mut sums = [T::zero(); N];
+    let mut n = 0usize;
+    for k in ap.range(i) {
+        let r = bp.range(ap.col(k));
+        let f = a.values[k];
+        for (&c, &v) in bp.cols[r.clone()].iter().zip(&b.values[r]) {
+            let c = c.as_usize() - bp.base;
+            let product = f * v;
+            // The first position whose column is not below c.
+            let mut j = n;
+            while j > 0 && cols[j - 1] > c {
+                j -= 1;
+            }
+            if j > 0 && cols[j - 1] == c {
+                sums[j - 1] += product;
+                continue;
+            }
+            if n == N {
+                return Err(too_many_columns(i, N));
+            }
+            for t in (j..n).rev() {
+                cols[t + 1] = cols[t];
+                sums[t + 1] = sums[t];
+            }
+            cols[j] = c;
+            sums[j] = T::zero() + product;
+            n += 1;
+        }
+    }
+    if n != out_vals.len() {
+        return Err(row_mismatch(i, n, out_vals.len()));
+    }
+    for (d, &sum) in out_vals.iter_mut().zip(&sums[..n]) {
+        scale.store(d, sum);
+    }
+    if let Some(out) = out_cols {
+        for (d, &c) in out.iter_mut().zip(&cols[..n]) {
+            *d = J::from_usize_unchecked(c + scale.base);
+        }
     }
     Ok(())
 }
@@ -1230,6 +1309,77 @@ mod tests {
             assert_eq!(c.row_offsets(), expected.row_offsets(), "{threads} threads");
             assert_eq!(c.col_indices(), expected.col_indices(), "{threads} threads");
             assert_eq!(c.values(), expected.values(), "{threads} threads");
+        }
+    }
+
+    /// Rows of C with at most `TINY_ROW` columns from rows of A with at
+    /// most as many entries (the tiny-row path), beside rows past either
+    /// limit: A's rows have 0 to 11 entries, B is an aggregation (one entry
+    /// a row, three rows a column) but for every 7th row, which has three
+    /// entries out of order with one column twice (B not canonical), and
+    /// some products are -0.0 (a zero of A times a negative value of B).
+    /// C equals the reference bit for bit (a sum of -0.0 alone is +0.0, as
+    /// the accumulator's from zero) on 1 and 2 threads.
+    #[test]
+    fn tiny_rows_equal_the_reference_bit_for_bit() {
+        use crate::CsrView;
+        let (n, k) = (240usize, 80usize);
+        let mut ta = Vec::new();
+        for i in 0..n {
+            for e in 0..(i % 12) {
+                let j = (i + 5 * e) % n;
+                let v = if (i + e) % 9 == 0 {
+                    0.0
+                } else {
+                    ((i + e) % 5) as f64 - 2.5
+                };
+                ta.push((i, j, v));
+            }
+        }
+        let a = CsrMatrix::<f64, i32, i32>::from_triplets(n, n, &ta, IndexBase::Zero).unwrap();
+        let (mut offsets, mut cols, mut vals) = (vec![0i32], Vec::new(), Vec::new());
+        for r in 0..n {
+            if r % 7 == 3 {
+                let c = ((r / 3 + 1) % k) as i32;
+                cols.extend([c, (r / 3) as i32, c]);
+                vals.extend([-1.5, 0.25, 3.0]);
+            } else {
+                cols.push((r / 3) as i32);
+                vals.push(-((r % 4) as f64) - 0.5);
+            }
+            offsets.push(cols.len() as i32);
+        }
+        let b = CsrView::try_new(n, k, &offsets, &cols, &vals, IndexBase::Zero).unwrap();
+        let av = a.view();
+        let expected = reference::spgemm(&av, Op::N, &b, Op::N, 2.0).unwrap();
+        let lens: Vec<usize> = expected
+            .row_offsets()
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .collect();
+        assert!(lens.iter().any(|&l| (1..=super::TINY_ROW).contains(&l)));
+        assert!((0..n).any(|i| i % 12 > super::TINY_ROW && lens[i] > 0));
+        assert!(
+            expected.values().contains(&0.0),
+            "some sums are zeros of A's"
+        );
+        for threads in [1, 2] {
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            let opts = SpgemmOptions {
+                alpha: 2.0,
+                algorithm: Algorithm::Dense,
+                ..SpgemmOptions::default()
+            };
+            let c = ctx.spgemm(&av, &b, &opts).unwrap();
+            assert_eq!(c.row_offsets(), expected.row_offsets(), "{threads} threads");
+            assert_eq!(c.col_indices(), expected.col_indices(), "{threads} threads");
+            let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(c.values()),
+                bits(expected.values()),
+                "{threads} threads"
+            );
         }
     }
 
