@@ -1234,6 +1234,36 @@ mod tests {
         }
     }
 
+    /// `C = 2·A·B` with the dense kernel (which the plan must select) on
+    /// each of `threads` equals `expected` (the reference's) bit for bit.
+    fn dense_equals_bit_for_bit(
+        a: &crate::CsrView<'_, f64, i32, i32>,
+        b: &crate::CsrView<'_, f64, i32, i32>,
+        expected: &CsrMatrix<f64, i32, i32>,
+        threads: &[usize],
+    ) {
+        let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        for &threads in threads {
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            let plan = SpgemmPlan::new(&ctx, a, Op::N, b, Op::N, Algorithm::Dense).unwrap();
+            assert_eq!(plan.selected_algorithm(), Algorithm::Dense);
+            let opts = SpgemmOptions {
+                alpha: 2.0,
+                algorithm: Algorithm::Dense,
+                ..SpgemmOptions::default()
+            };
+            let c = ctx.spgemm(a, b, &opts).unwrap();
+            assert_eq!(c.row_offsets(), expected.row_offsets(), "{threads} threads");
+            assert_eq!(c.col_indices(), expected.col_indices(), "{threads} threads");
+            assert_eq!(
+                bits(c.values()),
+                bits(expected.values()),
+                "{threads} threads"
+            );
+        }
+    }
+
     /// The previous row's sorted columns are taken, moved, only when they
     /// are exactly this row's set: not for a set of the same size with
     /// one column elsewhere, another size, or a move below column 0.
@@ -1295,21 +1325,7 @@ mod tests {
         let b = CsrMatrix::<f64, i32, i32>::from_triplets(n, n, &tb, IndexBase::Zero).unwrap();
         let (av, bv) = (a.view(), b.view());
         let expected = reference::spgemm(&av, Op::N, &bv, Op::N, 2.0).unwrap();
-        for threads in [1, 2, 3] {
-            let mut ctx = Context::cpu().unwrap();
-            ctx.set_num_threads(threads).unwrap();
-            let plan = SpgemmPlan::new(&ctx, &av, Op::N, &bv, Op::N, Algorithm::Dense).unwrap();
-            assert_eq!(plan.selected_algorithm(), Algorithm::Dense);
-            let opts = SpgemmOptions {
-                alpha: 2.0,
-                algorithm: Algorithm::Dense,
-                ..SpgemmOptions::default()
-            };
-            let c = ctx.spgemm(&av, &bv, &opts).unwrap();
-            assert_eq!(c.row_offsets(), expected.row_offsets(), "{threads} threads");
-            assert_eq!(c.col_indices(), expected.col_indices(), "{threads} threads");
-            assert_eq!(c.values(), expected.values(), "{threads} threads");
-        }
+        dense_equals_bit_for_bit(&av, &bv, &expected, &[1, 2, 3]);
     }
 
     /// Rows of C with at most `TINY_ROW` columns from rows of A with at
@@ -1363,24 +1379,7 @@ mod tests {
             expected.values().contains(&0.0),
             "some sums are zeros of A's"
         );
-        for threads in [1, 2] {
-            let mut ctx = Context::cpu().unwrap();
-            ctx.set_num_threads(threads).unwrap();
-            let opts = SpgemmOptions {
-                alpha: 2.0,
-                algorithm: Algorithm::Dense,
-                ..SpgemmOptions::default()
-            };
-            let c = ctx.spgemm(&av, &b, &opts).unwrap();
-            assert_eq!(c.row_offsets(), expected.row_offsets(), "{threads} threads");
-            assert_eq!(c.col_indices(), expected.col_indices(), "{threads} threads");
-            let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-            assert_eq!(
-                bits(c.values()),
-                bits(expected.values()),
-                "{threads} threads"
-            );
-        }
+        dense_equals_bit_for_bit(&av, &b, &expected, &[1, 2]);
     }
 
     /// Long rows are counted with stamps up to `STAMPED_COUNT_MAX_COLS`
