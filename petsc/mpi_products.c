@@ -240,8 +240,8 @@ static PetscErrorCode RsRowsDestroy(RsRows *r)
 }
 
 /* The rows' values from M's blocks; *changed when M's pattern is not the one
-   the rows were made from (then nothing is copied), *copied when the values
-   were copied (they had changed since the last copy). */
+   the rows were made from (then nothing is copied); *copied (when given)
+   when the values were copied (they had changed since the last copy). */
 static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed, PetscBool *copied)
 {
   RsBlocks         b;
@@ -283,7 +283,7 @@ static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed, Pet
   if (!memcmp(&now, &r->values, sizeof(now))) PetscFunctionReturn(0);
   PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
   r->values = now;
-  *copied   = PETSC_TRUE;
+  if (copied) *copied = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
 
@@ -690,7 +690,7 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
 {
   RsProductInfo info;
   RsMpiProduct *p;
-  PetscBool     changed = PETSC_FALSE, x_copied = PETSC_FALSE, y_copied = PETSC_FALSE, any[2];
+  PetscBool     changed = PETSC_FALSE, y_copied = PETSC_FALSE, any[2];
   MPI_Comm      comm;
   RsCsr         x, y, ap;
 
@@ -701,7 +701,7 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
   PetscCheck(p, comm, PETSC_ERR_ORDER, "rusparse: the numeric phase ran before the symbolic phase");
 
   PetscCall(PetscLogEventBegin(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
-  PetscCall(RsRowsRefreshOwn(info.A, &p->x, &changed, &x_copied));
+  PetscCall(RsRowsRefreshOwn(info.A, &p->x, &changed, NULL));
   PetscCall(RsRowsRefreshOwn(info.B, &p->y, &changed, &y_copied));
   /* Whether any rank's pattern changed, and whether any rank copied new
      values of B: the gathered rows are other ranks' own rows of B, so they

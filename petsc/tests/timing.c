@@ -80,7 +80,6 @@ static int CompareDoubles(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* Median over `repeat` runs of the slowest rank's seconds. */
 /* Writes M to <prefix><name> in Matrix Market format. */
 static PetscErrorCode Dump(Mat M, const char *prefix, const char *name)
 {
@@ -97,6 +96,7 @@ static PetscErrorCode Dump(Mat M, const char *prefix, const char *name)
   PetscFunctionReturn(0);
 }
 
+/* Median over `repeat` runs of the slowest rank's seconds. */
 static PetscErrorCode Time(Mat A, Mat P, PetscBool ptap, PetscInt repeat, PetscLogStage stage, double *initial, double *reuse)
 {
   double t[2][64];
