@@ -433,6 +433,32 @@ pub struct CsrOutput<'a, T, I, J> {
     /// and the values are written together, sorted otherwise (see
     /// [`ColumnOrder`]).
     pub column_order: ColumnOrder,
+    /// C's values kept in two arrays instead of `values`, each row split
+    /// between them ([`SplitValues`]); only with `pattern` and nothing else
+    /// (see [`CsrOutput::split_values_on_pattern`]).
+    pub split_values: Option<SplitValues<'a, T, I>>,
+}
+
+/// C's values kept in two arrays, each row of C split between them: row
+/// `i`'s first `first_offsets[i + 1] - first_offsets[i]` values (in C's
+/// column order) at `first[first_offsets[i]..]`, the rest at
+/// `second[second_offsets[i]..]`. This is how a distributed matrix keeps a
+/// rank's rows (PETSc's MPIAIJ: the diagonal and off-diagonal blocks;
+/// hypre's ParCSR: `diag` and `offd`) when C's columns are numbered with
+/// the rank's own columns first: the numeric phase then writes the blocks'
+/// values in place, with no copy of C. The offsets have C's index base,
+/// increase, and split every row exactly (the two lengths add up to the
+/// row's nnz); each array holds at least its last offset's entries.
+#[derive(Debug)]
+pub struct SplitValues<'a, T, I> {
+    /// Row offsets of the first block (`nrows + 1`, with C's index base).
+    pub first_offsets: &'a [I],
+    /// The first block's values.
+    pub first: &'a mut [T],
+    /// Row offsets of the second block (`nrows + 1`, with C's index base).
+    pub second_offsets: &'a [I],
+    /// The second block's values.
+    pub second: &'a mut [T],
 }
 
 impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
@@ -450,6 +476,7 @@ impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
             base,
             pattern: None,
             column_order: ColumnOrder::Sorted,
+            split_values: None,
         }
     }
 
@@ -471,6 +498,7 @@ impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
             base,
             pattern: None,
             column_order: ColumnOrder::Sorted,
+            split_values: None,
         }
     }
 
@@ -485,6 +513,26 @@ impl<'a, T, I, J> CsrOutput<'a, T, I, J> {
             base,
             pattern: Some(col_indices),
             column_order: ColumnOrder::Sorted,
+            split_values: None,
+        }
+    }
+
+    /// [`CsrOutput::values_on_pattern`] with C's values written into two
+    /// arrays, each row split between them ([`SplitValues`]), instead of
+    /// one. With `beta != 0` the values are read from there first.
+    pub fn split_values_on_pattern(
+        split: SplitValues<'a, T, I>,
+        col_indices: &'a [J],
+        base: IndexBase,
+    ) -> Self {
+        CsrOutput {
+            row_offsets: None,
+            col_indices: None,
+            values: None,
+            base,
+            pattern: Some(col_indices),
+            column_order: ColumnOrder::Sorted,
+            split_values: Some(split),
         }
     }
 }

@@ -43,7 +43,7 @@ mod types;
 
 pub use backend::gpu::DeviceAllocator;
 pub use context::{Context, MAX_THREADS, MEMORY_BUDGET_ENV, NUM_THREADS_ENV, SCRATCH_LIMIT_ENV};
-pub use csr::{validate_structure, CsrMatrix, CsrOutput, CsrView};
+pub use csr::{validate_structure, CsrMatrix, CsrOutput, CsrView, SplitValues};
 #[cfg(feature = "failure-injection")]
 pub use error::failure_injection;
 pub use error::{Error, Result};

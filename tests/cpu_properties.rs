@@ -23,6 +23,7 @@ use rusparse::plan::operand::{renumbers_inner, RENUMBER_INNER_FROM};
 use rusparse::{
     reference, validate_structure, Algorithm, ColumnOrder, Complex, Context, CsrMatrix, CsrOutput,
     CsrView, Error, Index, IndexBase, Op, PatternCheck, Scalar, SpgemmOptions, SpgemmPlan,
+    SplitValues,
 };
 use std::fmt::Debug;
 use std::sync::OnceLock;
@@ -934,6 +935,59 @@ fn prop_plan<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult 
     ))?;
     prop_assert_eq!(&on_pattern[..], r1.values());
 
+    // And split between two arrays, each row at a point of its own (PETSc's
+    // diagonal and off-diagonal blocks), each array a value longer than
+    // the offsets ask, which must stay untouched; then with beta = 1 on
+    // those values.
+    let want = r1.values();
+    let (offsets, ob_off) = (r1.row_offsets(), ob.offset() as i64);
+    let row = |i: usize| {
+        offsets[i].as_usize() - p.base.offset()..offsets[i + 1].as_usize() - p.base.offset()
+    };
+    let cut = |i: usize| (i * 7 + 3) % (row(i).len() + 1);
+    let (mut fo, mut so) = (vec![ob_off], vec![ob_off]);
+    for i in 0..p.m {
+        fo.push(fo[i] + cut(i) as i64);
+        so.push(so[i] + (row(i).len() - cut(i)) as i64);
+    }
+    let gap = T::from_parts(-3.0, 0.0);
+    let mut first = vec![gap; (fo[p.m] - ob_off) as usize + 1];
+    let mut second = vec![gap; (so[p.m] - ob_off) as usize + 1];
+    for beta in [T::zero(), T::one()] {
+        ok(plan.numeric::<T, i64>(
+            ctx,
+            &a1.view(),
+            &b1.view(),
+            alpha,
+            beta,
+            CsrOutput::split_values_on_pattern(
+                SplitValues {
+                    first_offsets: &fo,
+                    first: &mut first,
+                    second_offsets: &so,
+                    second: &mut second,
+                },
+                &cols,
+                ob,
+            ),
+        ))?;
+        for i in 0..p.m {
+            let (f, s) = ((fo[i] - ob_off) as usize, (so[i] - ob_off) as usize);
+            let (r, k) = (row(i), cut(i));
+            for (t, &w) in want[r.clone()].iter().enumerate() {
+                let got = if t < k {
+                    first[f + t]
+                } else {
+                    second[s + t - k]
+                };
+                let w = if beta == T::zero() { w } else { w + w };
+                prop_assert_eq!(got, w, "row {} entry {}", i, t);
+            }
+        }
+        prop_assert_eq!(first.last(), Some(&gap));
+        prop_assert_eq!(second.last(), Some(&gap));
+    }
+
     // Columns only (values None) give the sorted structure as well.
     let mut cols_only = vec![J::default(); nnz];
     ok(plan.numeric::<T, I>(
@@ -949,6 +1003,7 @@ fn prop_plan<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult 
             base: p.base,
             pattern: None,
             column_order: Default::default(),
+            split_values: None,
         },
     ))?;
     prop_assert_eq!(&cols_only[..], r1.col_indices());

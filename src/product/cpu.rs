@@ -9,11 +9,11 @@ use super::{check_output_lengths, Backend, Fill, NumericJob, Operation};
 use crate::backend::cpu::memory::{upper_temporary_entries, RowBounds};
 use crate::backend::cpu::ScratchPool;
 use crate::backend::cpu::{
-    CpuBackend, ListedColumns, NumericOutput, Operand, SymbolicOutput, UpperChunk,
+    CpuBackend, ListedColumns, NumericOutput, Operand, SplitRows, SymbolicOutput, UpperChunk,
     LISTED_BLOCK_ENTRIES,
 };
 use crate::context::Context;
-use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView};
+use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView, SplitValues};
 use crate::error::{invalid, try_vec, Error, Result};
 use crate::plan::features::planning_features;
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
@@ -909,6 +909,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             base,
             pattern,
             column_order,
+            split_values,
         } = out;
         // The back end sorts anyway when the columns are not written.
         let sorted = column_order == ColumnOrder::Sorted;
@@ -917,6 +918,22 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             col_indices.as_ref().map(|x| x.len()),
             values.as_ref().map(|x| x.len()),
         )?;
+        let mut split = match split_values {
+            None => None,
+            Some(s) => {
+                if row_offsets.is_some() || col_indices.is_some() || values.is_some() {
+                    return Err(Error::InvalidValue(
+                        "C's values split between two arrays are written only on a known structure, with no other output array".into(),
+                    ));
+                }
+                if pattern.is_none() {
+                    return Err(Error::InvalidValue(
+                        "C's values split between two arrays need C's columns (the structure written earlier)".into(),
+                    ));
+                }
+                Some(split_offsets(self.offsets()?, s, base)?)
+            }
+        };
         // The known structure only serves a values-only output.
         let pattern = match (&col_indices, pattern) {
             (None, Some(p)) => {
@@ -951,12 +968,39 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         beta,
                         pattern: None,
                         pattern_checked: false,
+                        split: None,
                     },
                 );
             }
             let (mut sa, mut sb) = (Vec::new(), Vec::new());
             let av = self.a.values(a, &mut sa)?;
             let bv = self.b.values(b, &mut sb)?;
+            if let Some((first_offsets, second_offsets, first, second)) = split.take() {
+                return backend.numeric(
+                    &self.a.rows(a),
+                    av,
+                    &self.b.rows(b),
+                    bv,
+                    &self.work,
+                    NumericOutput {
+                        offsets,
+                        cols: None,
+                        sorted,
+                        values: &mut [],
+                        base: base.offset(),
+                        alpha,
+                        beta,
+                        pattern,
+                        pattern_checked,
+                        split: Some(SplitRows {
+                            first_offsets: &first_offsets,
+                            first,
+                            second_offsets: &second_offsets,
+                            second,
+                        }),
+                    },
+                );
+            }
             match values {
                 Some(values) => backend.numeric(
                     &self.a.rows(a),
@@ -974,6 +1018,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         beta,
                         pattern,
                         pattern_checked,
+                        split: None,
                     },
                 ),
                 None => match col_indices {
@@ -992,6 +1037,73 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             }
         })
     }
+}
+
+/// The two arrays of C's split values with their offsets zero-based
+/// (first's, second's), checked against C's row `offsets`.
+type CheckedSplit<'a, T> = (Vec<usize>, Vec<usize>, &'a mut [T], &'a mut [T]);
+
+/// Checks that `split` divides each row of C (zero-based row `offsets`)
+/// exactly and stays within its arrays, and returns its offsets
+/// zero-based.
+///
+/// # Errors
+/// [`Error::InvalidValue`] naming the first offending row or array.
+fn split_offsets<'a, T, IC: Index>(
+    offsets: &[usize],
+    split: SplitValues<'a, T, IC>,
+    base: IndexBase,
+) -> Result<CheckedSplit<'a, T>> {
+    let m = offsets.len() - 1;
+    let SplitValues {
+        first_offsets,
+        first,
+        second_offsets,
+        second,
+    } = split;
+    let zero_based = |o: &[IC], name: &str, len: usize| -> Result<Vec<usize>> {
+        if o.len() != m + 1 {
+            return Err(Error::InvalidValue(format!(
+                "the {name} block's row offsets have {} entries, not nrows + 1 = {}",
+                o.len(),
+                m + 1
+            )));
+        }
+        let mut out = Vec::new();
+        crate::error::try_reserve(&mut out, m + 1, "split row offsets")?;
+        for (i, &x) in o.iter().enumerate() {
+            let x = x.to_i64() - base.offset() as i64;
+            let previous = out.last().map_or(0, |&p: &usize| p as i64);
+            if x < previous {
+                return Err(Error::InvalidValue(format!(
+                    "the {name} block's row offset {i} is {} (below the index base or the offset before it)",
+                    o[i].to_i64()
+                )));
+            }
+            out.push(x as usize);
+        }
+        if out[m] > len {
+            return Err(Error::InvalidValue(format!(
+                "the {name} block's last row offset asks for {} values; its array holds {len}",
+                out[m]
+            )));
+        }
+        Ok(out)
+    };
+    let f = zero_based(first_offsets, "first", first.len())?;
+    let s = zero_based(second_offsets, "second", second.len())?;
+    for i in 0..m {
+        let (row, parts) = (
+            offsets[i + 1] - offsets[i],
+            f[i + 1] - f[i] + s[i + 1] - s[i],
+        );
+        if row != parts {
+            return Err(Error::InvalidValue(format!(
+                "row {i} of C has {row} entries but its two blocks hold {parts}"
+            )));
+        }
+    }
+    Ok((f, s, first, second))
 }
 
 /// Fingerprints of A's and B's patterns.
@@ -1412,6 +1524,93 @@ mod tests {
     /// accumulator, with that algorithm's peak bound, and its C is the
     /// reference's; BRMerge-Upper asked for by name stays, as does every
     /// choice under a memory budget.
+    /// C's values split between two arrays ([`SplitValues`]), each row at
+    /// its own point, on a product the known-structure kernel takes (a
+    /// band) and on one it leaves (few products over a wide op(B): the
+    /// values go through one array first); and every malformed split is
+    /// refused before anything is written.
+    #[test]
+    fn split_values_follow_the_rows_on_both_paths_and_bad_splits_are_refused() {
+        let wide: Vec<(usize, usize, f64)> = (0..40)
+            .flat_map(|i| {
+                (0..3).map(move |k| (i, (i * 977 + k * 31_013) % 200_000, 1.0 + k as f64))
+            })
+            .collect();
+        let wide = CsrMatrix::from_triplets(40, 200_000, &wide, IndexBase::Zero).unwrap();
+        let square: Vec<(usize, usize, f64)> = (0..40)
+            .map(|i| (i, (i * 13) % 40, 0.5 + i as f64))
+            .collect();
+        let square = CsrMatrix::from_triplets(40, 40, &square, IndexBase::Zero).unwrap();
+        let ctx = Context::cpu().unwrap();
+        let band = band(500, 9);
+        for (a, b) in [(&band, &band), (&square, &wide)] {
+            let want = crate::reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, 1.0).unwrap();
+            let mut plan =
+                CpuPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, Algorithm::Default).unwrap();
+            let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+            let base = IndexBase::One;
+            let (ro, cols) = written_structure(&plan, &ctx, (a, b), nnz, base).unwrap();
+            let cols: Vec<i32> = cols.iter().map(|c| c + 1).collect();
+            let m = a.nrows();
+            let len = |i: usize| (ro[i + 1] - ro[i]) as usize;
+            let cut = |i: usize| (i * 5 + 1) % (len(i) + 1);
+            let (mut fo, mut so) = (vec![1i64], vec![1i64]);
+            for i in 0..m {
+                fo.push(fo[i] + cut(i) as i64);
+                so.push(so[i] + (len(i) - cut(i)) as i64);
+            }
+            let (mut first, mut second) =
+                (vec![7.0; fo[m] as usize - 1], vec![7.0; so[m] as usize - 1]);
+            let run = |fo: &[i64], so: &[i64], first: &mut [f64], second: &mut [f64], beta| {
+                let split = SplitValues {
+                    first_offsets: fo,
+                    first,
+                    second_offsets: so,
+                    second,
+                };
+                let out = CsrOutput::<f64, i64, i32>::split_values_on_pattern(split, &cols, base);
+                plan.numeric(&ctx, &a.view(), &b.view(), 2.0, beta, out)
+            };
+            run(&fo, &so, &mut first, &mut second, 0.5).unwrap();
+            let joined: Vec<f64> = (0..m)
+                .flat_map(|i| {
+                    let (f, s) = (fo[i] as usize - 1, so[i] as usize - 1);
+                    first[f..f + cut(i)]
+                        .iter()
+                        .chain(&second[s..s + len(i) - cut(i)])
+                        .copied()
+                })
+                .collect();
+            let expected: Vec<f64> = want.values().iter().map(|v| 2.0 * v + 0.5 * 7.0).collect();
+            assert_eq!(joined, expected);
+
+            // Malformed splits: refused, nothing written.
+            let (mut f2, mut s2) = (vec![9.0; first.len()], vec![9.0; second.len() + 1]);
+            let short = &fo[..m];
+            let mut shifted = so.clone();
+            shifted[m] += 1;
+            let mut falling = fo.clone();
+            falling[1] = 0;
+            let (nf, ns) = (first.len(), second.len());
+            // First's and second's offsets, their arrays' lengths, the message.
+            type Case<'c> = (&'c [i64], &'c [i64], (usize, usize), &'c str);
+            let cases: [Case<'_>; 4] = [
+                (short, &so, (nf, ns), "not nrows + 1"),
+                (&fo, &shifted, (nf, ns + 1), "its two blocks hold"),
+                (&falling, &so, (nf, ns), "below the index base"),
+                (&fo, &so, (nf.saturating_sub(1), ns), "its array holds"),
+            ];
+            for (f, s, (nf, ns), message) in cases {
+                let e = run(f, s, &mut f2[..nf], &mut s2[..ns], 0.0).unwrap_err();
+                assert!(
+                    matches!(&e, Error::InvalidValue(t) if t.contains(message)),
+                    "{e:?}"
+                );
+                assert!(f2.iter().chain(&s2).all(|&v| v == 9.0));
+            }
+        }
+    }
+
     #[test]
     fn the_reuse_flow_trades_an_automatic_brmerge_upper_for_dense() {
         let a = band(3000, 40);

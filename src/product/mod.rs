@@ -587,6 +587,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                     base,
                     pattern: None,
                     column_order: ColumnOrder::Sorted,
+                    split_values: None,
                 };
                 Self::numeric_gpu(g, ctx, a, b, (T::one(), T::zero()), out, Fill::Structure)
             }
@@ -633,6 +634,11 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         out: CsrOutput<'_, T, IC, J>,
         fill: Fill,
     ) -> Result<()> {
+        if out.split_values.is_some() {
+            return Err(crate::Error::NotSupported(
+                "C's values split between two arrays are written by the CPU back end only".into(),
+            ));
+        }
         let mut g = lock(g)?;
         let Some(nnz) = g.nnz() else {
             invalid!("the symbolic phase has not run yet");

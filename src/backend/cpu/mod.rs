@@ -36,7 +36,7 @@ pub use scratch::ScratchPool;
 
 use rows::{Chunk, ColumnsPiece, NumericPiece};
 
-use crate::error::Result;
+use crate::error::{try_vec, Result};
 use crate::parallel::{try_for_each_piece, try_map_pieces};
 use crate::plan::select::DENSE_MAX_BYTES;
 use crate::plan::{RowPattern, RowWork};
@@ -87,6 +87,46 @@ pub struct NumericOutput<'a, T, J> {
     pub alpha: T,
     /// Scales the values already in `values` (0 means they are not read).
     pub beta: T,
+    /// C's values in two arrays per row instead of `values` (which is then
+    /// empty): see [`SplitRows`].
+    pub split: Option<SplitRows<'a, T>>,
+}
+
+/// C's values kept in two arrays, each row split between them
+/// ([`crate::SplitValues`] with zero-based offsets checked against C's
+/// row offsets): row `i`'s values are
+/// `first[first_offsets[i]..first_offsets[i + 1]]` followed by
+/// `second[second_offsets[i]..second_offsets[i + 1]]`.
+#[derive(Debug)]
+pub struct SplitRows<'a, T> {
+    /// Row offsets of the first block (`nrows + 1`, zero-based).
+    pub first_offsets: &'a [usize],
+    /// The first block's values.
+    pub first: &'a mut [T],
+    /// Row offsets of the second block (`nrows + 1`, zero-based).
+    pub second_offsets: &'a [usize],
+    /// The second block's values.
+    pub second: &'a mut [T],
+}
+
+impl<T: Scalar> SplitRows<'_, T> {
+    /// The values of each row in turn, `offsets` being C's: gathered into
+    /// one array (`into_split` false) or spread from it.
+    fn copy_rows(&mut self, offsets: &[usize], values: &mut [T], into_split: bool) {
+        for i in 0..offsets.len().saturating_sub(1) {
+            let row = &mut values[offsets[i]..offsets[i + 1]];
+            let (head, tail) = row.split_at_mut(self.first_offsets[i + 1] - self.first_offsets[i]);
+            let first = &mut self.first[self.first_offsets[i]..self.first_offsets[i + 1]];
+            let second = &mut self.second[self.second_offsets[i]..self.second_offsets[i + 1]];
+            if into_split {
+                first.copy_from_slice(head);
+                second.copy_from_slice(tail);
+            } else {
+                head.copy_from_slice(first);
+                tail.copy_from_slice(second);
+            }
+        }
+    }
 }
 
 /// The widest op(B) whose symbolic pass uses a bit map (`ncols / 8` bytes
@@ -150,6 +190,7 @@ fn output_pieces<'a, T: Scalar, J>(
         pattern: _,
         pattern_checked: _,
         sorted: _,
+        split: _,
     } = out;
     let cols: Vec<Option<&mut [J]>> = match cols {
         Some(c) => split_by_chunks(c, bounds, |r| offsets[r])
@@ -158,7 +199,12 @@ fn output_pieces<'a, T: Scalar, J>(
             .collect(),
         None => bounds.windows(2).map(|_| None).collect(),
     };
-    let vals = split_by_chunks(values, bounds, |r| offsets[r]);
+    // Values kept in two arrays ([`SplitRows`]) leave `values` empty.
+    let vals = if values.is_empty() {
+        bounds.windows(2).map(|_| <&mut [T]>::default()).collect()
+    } else {
+        split_by_chunks(values, bounds, |r| offsets[r])
+    };
     (
         vals.into_iter().zip(cols).collect(),
         Scale { alpha, beta, base },
@@ -394,7 +440,7 @@ impl CpuBackend<'_> {
         b: &RowPattern<'_, I, J>,
         b_vals: &[T],
         work: &RowWork,
-        out: NumericOutput<'_, T, J>,
+        mut out: NumericOutput<'_, T, J>,
     ) -> Result<()> {
         let offsets = out.offsets;
         // C's structure is known (reuse): add into it, when the dense
@@ -408,6 +454,28 @@ impl CpuBackend<'_> {
             (None, Some(p)) if pattern::fits(b.ncols) && busy => Some((p, out.pattern_checked)),
             _ => None,
         };
+        if let Some(mut split) = out.split.take() {
+            if known.is_none() {
+                // C's values go through one array of their own, then into
+                // the two (the known-structure kernel writes the two
+                // directly).
+                let nnz = offsets.last().copied().unwrap_or(0);
+                let mut values = try_vec(nnz, T::zero(), "C's values before their split")?;
+                if out.beta != T::zero() {
+                    split.copy_rows(offsets, &mut values, false);
+                }
+                let whole = NumericOutput {
+                    values: &mut values,
+                    split: None,
+                    ..out
+                };
+                self.numeric(a, a_vals, b, b_vals, work, whole)?;
+                split.copy_rows(offsets, &mut values, true);
+                return Ok(());
+            }
+            out.split = Some(split);
+        }
+        let split = out.split.take();
         let sorted = out.sorted || out.cols.is_none();
         let (pieces, scale) = output_pieces(out, work.bounds());
         let (a, b) = (
@@ -429,9 +497,35 @@ impl CpuBackend<'_> {
         };
         let pieces = with_rows(pieces, work);
         if let Some(pattern) = known {
-            return try_for_each_piece(pieces, |((vals, cols), rows)| {
+            let splits: Vec<Option<SplitRows<'_, T>>> = match split {
+                Some(SplitRows {
+                    first_offsets,
+                    first,
+                    second_offsets,
+                    second,
+                }) => split_by_chunks(first, work.bounds(), |r| first_offsets[r])
+                    .into_iter()
+                    .zip(split_by_chunks(second, work.bounds(), |r| {
+                        second_offsets[r]
+                    }))
+                    .map(|(first, second)| {
+                        Some(SplitRows {
+                            first_offsets,
+                            first,
+                            second_offsets,
+                            second,
+                        })
+                    })
+                    .collect(),
+                None => pieces.iter().map(|_| None).collect(),
+            };
+            let pieces = pieces
+                .into_iter()
+                .zip(splits)
+                .map(|((p, rows), s)| ((p, s), rows));
+            return try_for_each_piece(pieces.collect(), |(((vals, cols), split), rows)| {
                 let chunk = self.chunk(rows, work);
-                pattern::accumulate_rows(a, b, chunk, pattern, piece(vals, cols))
+                pattern::accumulate_rows(a, b, chunk, pattern, piece(vals, cols), split)
             });
         }
         let algorithm = self.numeric_algorithm();
@@ -499,6 +593,7 @@ mod tests {
                     beta: 0.0,
                     pattern: None,
                     pattern_checked: false,
+                    split: None,
                 };
                 let e = backend
                     .numeric(&wide, &ones, &b, &ones, &work, out)

@@ -48,8 +48,9 @@
 //! and lost on every row length tried (4 to 32 entries): its searches are
 //! branches that do not predict.
 
-use super::rows::{too_many_columns, Chunk, NumericPiece, Operand};
+use super::rows::{too_many_columns, Chunk, NumericPiece, Operand, Scale};
 use super::scratch::{bytes_of, Scratch};
+use super::SplitRows;
 use crate::error::{try_vec, Error, Result};
 use crate::plan::select::DENSE_MAX_BYTES;
 use crate::types::{Index, Scalar};
@@ -178,11 +179,12 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     chunk: Chunk<'_>,
     (pattern, checked): (&[J], bool),
     out: NumericPiece<'_, T, J>,
+    split: Option<SplitRows<'_, T>>,
 ) -> Result<()> {
     if checked {
-        accumulate_with::<Sum<T>, T, I, J>(a, b, chunk, pattern, out)
+        accumulate_with::<Sum<T>, T, I, J>(a, b, chunk, pattern, out, split)
     } else {
-        accumulate_with::<Counted<T>, T, I, J>(a, b, chunk, pattern, out)
+        accumulate_with::<Counted<T>, T, I, J>(a, b, chunk, pattern, out, split)
     }
 }
 
@@ -193,6 +195,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index>(
     chunk: Chunk<'_>,
     pattern: &[J],
     out: NumericPiece<'_, T, J>,
+    split: Option<SplitRows<'_, T>>,
 ) -> Result<()> {
     let Chunk { rows, scratch, .. } = chunk;
     let len = b.pattern.ncols + b.pattern.base;
@@ -204,7 +207,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index>(
             })
         },
     )?;
-    add_rows(a, b, rows, pattern, out, &mut acc.cells[..len])?;
+    add_rows(a, b, rows, pattern, (out, split), &mut acc.cells[..len])?;
     if !S::COUNTED {
         // Sums alone cannot tell a product outside C's row: one is left in
         // its cell only when the pattern is not this product's structure
@@ -245,15 +248,17 @@ fn bad_column<J: Index>(i: usize, cols: &[J], c: J, (c_base, ncols): (usize, usi
 }
 
 /// [`accumulate_rows`] into the accumulator `cells` (one per column of
-/// op(B) plus its base, all zero). Out of line and over plain slices, so
-/// that the product loop keeps its pointers in registers.
+/// op(B) plus its base, all zero), writing C's values into `out.vals` or,
+/// given, into the chunk's parts of the two arrays of `split` (each from
+/// its offset of the chunk's first row). Out of line and over plain
+/// slices, so that the product loop keeps its pointers in registers.
 #[inline(never)]
 fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index>(
     a: &Operand<'_, T, I, J>,
     b: &Operand<'_, T, I, J>,
     rows: std::ops::Range<usize>,
     pattern: &[J],
-    out: NumericPiece<'_, T, J>,
+    (out, mut split): (NumericPiece<'_, T, J>, Option<SplitRows<'_, T>>),
     cells: &mut [S],
 ) -> Result<()> {
     let (a, a_vals) = (a.pattern, a.values);
@@ -267,15 +272,26 @@ fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index>(
     // A copy: the loops store through `vals`, which the compiler cannot
     // tell apart from `*scale`, so it would read α and β again after each.
     let scale = *scale;
-    let (b_base, c_base, ncols) = (b.base, scale.base, b.ncols);
+    let (b_base, ncols) = (b.base, b.ncols);
     // Equal lengths, so one bounds check covers a row's columns and values.
     let n = b.cols.len().min(b_vals.len());
     let (b_cols, b_vals) = (&b.cols[..n], &b_vals[..n]);
     let offsets = &offsets[rows.start..=rows.end];
     let origin = offsets[0];
+    let split_origin = split.as_ref().map_or((0, 0), |s| {
+        (s.first_offsets[rows.start], s.second_offsets[rows.start])
+    });
     for (w, i) in offsets.windows(2).zip(rows) {
         let cols = &pattern[w[0]..w[1]];
-        let out = &mut vals[w[0] - origin..w[1] - origin];
+        let (head, tail): (&mut [T], &mut [T]) = match split.as_mut() {
+            None => (&mut vals[w[0] - origin..w[1] - origin], &mut []),
+            Some(s) => {
+                let (f, g) = split_origin;
+                let head = s.first_offsets[i] - f..s.first_offsets[i + 1] - f;
+                let tail = s.second_offsets[i] - g..s.second_offsets[i + 1] - g;
+                (&mut s.first[head], &mut s.second[tail])
+            }
+        };
         let ra = a.range(i);
         let mut products = 0u64;
         for (&k, &f) in a.cols[ra.clone()].iter().zip(&a_vals[ra]) {
@@ -287,29 +303,47 @@ fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index>(
                 cells[c.as_usize()].add(f * v);
             }
         }
-        let mut counted = 0u64;
         // The cells of op(B)'s columns, zero-based.
         let columns = &mut cells[b_base..];
-        for (d, &c) in out.iter_mut().zip(cols) {
-            // One test for both ends of the range: below C's base the index
-            // wraps to a huge value.
-            let Some(cell) = columns.get_mut(c.as_usize().wrapping_sub(c_base)) else {
-                return Err(bad_column(i, cols, c, (c_base, ncols)));
-            };
-            let cell = std::mem::replace(cell, S::zero());
-            if S::COUNTED {
-                if cell.count() == 0 {
-                    return Err(bad_column(i, cols, c, (c_base, ncols)));
-                }
-                counted += cell.count();
-            }
-            scale.store(d, cell.sum());
-        }
+        let (first, second) = cols.split_at(head.len());
+        let gather = (i, cols, &scale, ncols);
+        let counted =
+            gather_row(head, first, columns, gather)? + gather_row(tail, second, columns, gather)?;
         if S::COUNTED && counted != products {
             return Err(too_many_columns(i, cols.len()));
         }
     }
     Ok(())
+}
+
+/// Reads (and zeroes) the cells of C's columns `cols`, part of row `i`
+/// (`row`, with `ncols` columns of op(B)), into `out`, scaled; returns
+/// the products the cells counted (0 unless [`Slot::COUNTED`]).
+#[inline(always)]
+fn gather_row<S: Slot<T>, T: Scalar, J: Index>(
+    out: &mut [T],
+    cols: &[J],
+    columns: &mut [S],
+    (i, row, scale, ncols): (usize, &[J], &Scale<T>, usize),
+) -> Result<u64> {
+    let c_base = scale.base;
+    let mut counted = 0u64;
+    for (d, &c) in out.iter_mut().zip(cols) {
+        // One test for both ends of the range: below C's base the index
+        // wraps to a huge value.
+        let Some(cell) = columns.get_mut(c.as_usize().wrapping_sub(c_base)) else {
+            return Err(bad_column(i, row, c, (c_base, ncols)));
+        };
+        let cell = std::mem::replace(cell, S::zero());
+        if S::COUNTED {
+            if cell.count() == 0 {
+                return Err(bad_column(i, row, c, (c_base, ncols)));
+            }
+            counted += cell.count();
+        }
+        scale.store(d, cell.sum());
+    }
+    Ok(counted)
 }
 
 #[cfg(test)]
@@ -403,6 +437,7 @@ mod tests {
             chunk,
             (pattern, checked),
             out,
+            None,
         )
     }
 
