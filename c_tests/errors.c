@@ -557,6 +557,8 @@ static void test_descriptor_getters(void) {
     EXPECT_STATUS(rusparseConstSpMatGetValues(cA, &cval), SUCCESS);
     EXPECT_TRUE(cval == A.val, "rusparseConstSpMatGetValues");
     EXPECT_STATUS_MSG(rusparseCsrSetPointers((rusparseSpMatDescr_t)cA, o32, c32, other), INVALID, "read-only");
+    EXPECT_STATUS_MSG(rusparseCsrSetSplitValues((rusparseSpMatDescr_t)cA, o32, other, o32, other), INVALID,
+                      "read-only");
     EXPECT_STATUS_MSG(rusparseSpMatSetValues((rusparseSpMatDescr_t)cA, other), INVALID, "read-only");
     EXPECT_STATUS(rusparseConstCsrGet(cA, &rows, &cols, &nnz, &coff, &ccol, &cval, &ot, &ct, &base, &dt), SUCCESS);
     EXPECT_TRUE(coff == A.off && ccol == A.col && cval == A.val, "a failed CsrSetPointers changed the const descriptor");
@@ -597,6 +599,13 @@ static void test_descriptor_getters(void) {
         EXPECT_STATUS_MSG(rusparseCsrSetPointers(C, o32, NULL, other), INVALID, "NULL");
         EXPECT_STATUS_MSG(rusparseCsrSetPointers(NULL, o32, c32, other), INVALID, "descriptor");
         EXPECT_STATUS(rusparseCsrSetPointers(C, o32, c32, other), SUCCESS);
+        EXPECT_STATUS_MSG(rusparseCsrSetSplitValues(NULL, o32, other, o32, other), INVALID, "descriptor");
+        EXPECT_STATUS_MSG(rusparseCsrSetSplitValues(C, o32, other, NULL, other), INVALID,
+                          "secondRowOffsets is NULL");
+        EXPECT_STATUS_MSG(rusparseCsrSetSplitValues(C, NULL, other, o32, other), INVALID,
+                          "firstRowOffsets is NULL");
+        EXPECT_STATUS(rusparseCsrSetSplitValues(C, o32, NULL, o32, other), SUCCESS);
+        EXPECT_STATUS(rusparseCsrSetSplitValues(C, NULL, NULL, NULL, NULL), SUCCESS);
         CHECK(rusparseDestroySpMat(C));
     }
 }

@@ -140,6 +140,84 @@ static void reuse_compute_and_check(reuse_t *r, cf64_t alpha_v, cf64_t beta_v, c
     free(old);
 }
 
+/* reuse_compute into C's values split between two arrays
+   (rusparseCsrSetSplitValues), each row at its own point, as an MPI rank's
+   diagonal and off-diagonal blocks: the rows joined again must be the
+   product; a split that does not fit C's rows, and the phases that do not
+   write split values, are refused without writing; clearing the split
+   sends the values to csrValues again. */
+static void split_compute_and_check(reuse_t *r) {
+    size_t is = it_size(r->ot), vs = dt_size(r->dt);
+    int64_t m = r->m, i, t, k = 0, nf = 0, ns = 0;
+    void *fo = xmalloc(is * (size_t)(m + 1)), *so = xmalloc(is * (size_t)(m + 1));
+    void *fv, *sv, *joined = xmalloc(vs * (size_t)(r->c_nnz + 1));
+    scalar_t one = make_scalar(r->dt, cplx(1, 0)), zero = make_scalar(r->dt, cplx(0, 0));
+    dense_t ref;
+    char label[300];
+    size_t size5 = 0;
+
+    for (i = 0; i <= m; i++) {
+        int64_t len = i < m ? idx_get(r->c_off, r->ot, i + 1) - idx_get(r->c_off, r->ot, i) : 0;
+        int64_t cut = i < m ? (i * 3 + 1) % (len + 1) : 0;
+        idx_set(fo, r->ot, i, nf + r->base);
+        idx_set(so, r->ot, i, ns + r->base);
+        nf += cut;
+        ns += len - cut;
+    }
+    fv = xmalloc(vs * (size_t)(nf + 1));
+    sv = xmalloc(vs * (size_t)(ns + 1));
+    memset(fv, 0xFF, vs * (size_t)(nf + 1));
+    memset(sv, 0xFF, vs * (size_t)(ns + 1));
+    CHECK(rusparseCsrSetSplitValues(r->matC, fo, fv, so, sv));
+    CHECK(rusparseSpGEMMreuse_compute(r->h, r->opA, r->opB, &one, r->A.d, r->B.d, &zero, r->matC, r->dt,
+                                      r->alg, r->descr));
+    for (i = 0; i < m; i++) {
+        int64_t f = idx_get(fo, r->ot, i) - r->base, f1 = idx_get(fo, r->ot, i + 1) - r->base;
+        int64_t g = idx_get(so, r->ot, i) - r->base, g1 = idx_get(so, r->ot, i + 1) - r->base;
+        for (t = f; t < f1; t++) val_set(joined, r->dt, k++, val_get(fv, r->dt, t));
+        for (t = g; t < g1; t++) val_set(joined, r->dt, k++, val_get(sv, r->dt, t));
+    }
+    snprintf(label, sizeof label, "%s, split values", r->label);
+    ref = dense_product(&r->a, r->opA, &r->b, r->opB);
+    if (check_csr(label, &ref, r->c_nnz, r->c_off, r->ot, r->c_col, r->ct, joined, r->dt, r->base,
+                  cplx(1, 0), cplx(0, 0), NULL) != 0)
+        test_failures++;
+    dense_free(&ref);
+
+    /* Refused, nothing written: a row split one entry off (when a row has a
+       first part), a half-given split. reuse_copy writes no values. */
+    memset(fv, 0x5A, vs * (size_t)(nf + 1));
+    memset(sv, 0x5A, vs * (size_t)(ns + 1));
+    memcpy(joined, fv, vs);
+    for (i = 0; i < m && idx_get(fo, r->ot, i + 1) == idx_get(fo, r->ot, i); i++) {
+    }
+    if (i < m) { /* row i's first part one entry shorter, row i + 1's longer */
+        void *moved = xmalloc(is * (size_t)(m + 1));
+        memcpy(moved, fo, is * (size_t)(m + 1));
+        idx_set(moved, r->ot, i + 1, idx_get(fo, r->ot, i + 1) - 1);
+        CHECK(rusparseCsrSetSplitValues(r->matC, moved, fv, so, sv));
+        EXPECT_STATUS_MSG(rusparseSpGEMMreuse_compute(r->h, r->opA, r->opB, &one, r->A.d, r->B.d, &zero,
+                                                      r->matC, r->dt, r->alg, r->descr),
+                          RUSPARSE_STATUS_INVALID_VALUE, "blocks hold");
+        free(moved);
+        CHECK(rusparseCsrSetSplitValues(r->matC, fo, fv, so, sv));
+    }
+    CHECK(rusparseSpGEMMreuse_copy(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg, r->descr, &size5,
+                                   NULL));
+    CHECK(rusparseSpGEMMreuse_copy(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg, r->descr, &size5,
+                                   r->buffer5));
+    EXPECT_STATUS_MSG(rusparseCsrSetSplitValues(r->matC, NULL, fv, so, sv), RUSPARSE_STATUS_INVALID_VALUE,
+                      "firstRowOffsets is NULL");
+    EXPECT_TRUE(memcmp(joined, fv, vs) == 0 && ((unsigned char *)sv)[0] == 0x5A,
+                "[%s] a refused split wrote C's values", r->label);
+    CHECK(rusparseCsrSetSplitValues(r->matC, NULL, NULL, NULL, NULL));
+    free(fo);
+    free(so);
+    free(fv);
+    free(sv);
+    free(joined);
+}
+
 static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix, int base,
                      rusparseOperation_t opA, rusparseOperation_t opB, rusparseSpGEMMAlg_t alg,
                      uint64_t seed, int64_t m, int64_t k, int64_t n, int percent_a, int caller) {
@@ -190,6 +268,9 @@ static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix,
     r.A.val = new_a;
     r.B.val = new_b;
     reuse_compute_and_check(&r, alpha3, beta3, "third compute (SpMatSetValues, beta != 0)");
+
+    split_compute_and_check(&r);
+    reuse_compute_and_check(&r, cplx(1, 0), cplx(0, 0), "fourth compute (the split cleared)");
 
     reuse_teardown(&r);
 }
@@ -341,6 +422,6 @@ int main(int argc, char **argv) {
             pattern_change(h, dts[di], RUSPARSE_OPERATION_TRANSPOSE, which, 99u + (uint64_t)which);
         }
     CHECK(rusparseDestroy(h));
-    printf("reuse_flow: %d flows (3 reuse_compute each) + 24 pattern changes\n", flows);
+    printf("reuse_flow: %d flows (4 reuse_compute each, one into split values) + 24 pattern changes\n", flows);
     return test_summary("reuse_flow");
 }

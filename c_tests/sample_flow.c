@@ -160,8 +160,15 @@ static void run_case(rusparseHandle_t h, const config_t *cf, const tmat_t *a, co
         }
     }
 
-    /* phase 3: copy (the numeric product into C's arrays) */
+    /* phase 3: copy (the numeric product into C's arrays); C's values
+       split between two arrays are refused there (only reuse_compute
+       writes them), before anything is written */
     if (cf->any_order) CHECK(rusparseSpGEMM_setColumnOrder(descr, RUSPARSE_COLUMN_ORDER_ANY));
+    CHECK(rusparseCsrSetSplitValues(matC, c_off, c_val, c_off, c_val));
+    EXPECT_STATUS_MSG(rusparseSpGEMM_copy(h, cf->opA, cf->opB, &alpha, A.d, B.d, &beta, matC, dt, cf->alg,
+                                          descr),
+                      RUSPARSE_STATUS_INVALID_VALUE, "only rusparseSpGEMMreuse_compute writes");
+    CHECK(rusparseCsrSetSplitValues(matC, NULL, NULL, NULL, NULL));
     CHECK(rusparseSpGEMM_copy(h, cf->opA, cf->opB, &alpha, A.d, B.d, &beta, matC, dt, cf->alg,
                               descr));
     products_run++;

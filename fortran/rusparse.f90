@@ -261,6 +261,11 @@ module rusparse
       import :: c_int, c_ptr
       type(c_ptr), value :: descr, row_offsets, col_ind, values
     end function
+    integer(c_int) function rusparseCsrSetSplitValues(descr, first_row_offsets, first_values, &
+        second_row_offsets, second_values) bind(C, name="rusparseCsrSetSplitValues")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: descr, first_row_offsets, first_values, second_row_offsets, second_values
+    end function
     integer(c_int) function rusparseSpMatGetValues(descr, values) &
         bind(C, name="rusparseSpMatGetValues")
       import :: c_int, c_ptr

@@ -781,6 +781,32 @@ rusparseStatus_t rusparseCsrSetPointers(rusparseSpMatDescr_t spMatDescr,
                                         void *csrValues);
 
 /**
+ * Makes `rusparseSpGEMMreuse_compute` write C's values into two arrays
+ * instead of `csrValues`, each row of C split between them: row `i`'s
+ * first `firstRowOffsets[i + 1] - firstRowOffsets[i]` values (in C's
+ * column order) at `firstValues + firstRowOffsets[i]`, the rest at
+ * `secondValues + secondRowOffsets[i]` (offsets with the descriptor's
+ * offset type and index base). This is how an MPI rank keeps its rows of
+ * a distributed matrix (PETSc's MPIAIJ diagonal and off-diagonal blocks,
+ * hypre's `diag` and `offd`) when C's columns number the rank's own
+ * columns first: the blocks' values are written in place, with no copy.
+ * The offsets must increase and split every row of C exactly; this is
+ * checked at each `reuse_compute`, before anything is written.
+ *
+ * All four NULL: C's values go to `csrValues` again. A values pointer may
+ * be NULL only for a block with no entries. Only `reuse_compute` on a CPU
+ * handle writes split values; `rusparseSpGEMM_compute`/`copy` and a GPU
+ * handle refuse a descriptor that has them (`reuse_copy` writes no
+ * values and ignores them). The arrays must stay valid until the split is
+ * cleared or the descriptor destroyed.
+ */
+rusparseStatus_t rusparseCsrSetSplitValues(rusparseSpMatDescr_t spMatDescr,
+                                           void *firstRowOffsets,
+                                           void *firstValues,
+                                           void *secondRowOffsets,
+                                           void *secondValues);
+
+/**
  * The values pointer.
  */
 rusparseStatus_t rusparseSpMatGetValues(rusparseSpMatDescr_t spMatDescr,

@@ -104,6 +104,7 @@ fn create(descr: *mut rusparseSpMatDescr_t, args: CsrArgs, constant: bool) -> Re
         base,
         value_type,
         constant,
+        split: None,
     });
     Ok(())
 }
@@ -359,6 +360,56 @@ pub unsafe extern "C" fn rusparseCsrSetPointers(
             )));
         }
         (m.offsets, m.col_ind, m.values) = (csrRowOffsets, csrColInd, csrValues);
+        Ok(())
+    })
+}
+
+/// Makes `rusparseSpGEMMreuse_compute` write C's values into two arrays
+/// instead of `csrValues`, each row of C split between them: row `i`'s
+/// first `firstRowOffsets[i + 1] - firstRowOffsets[i]` values (in C's
+/// column order) at `firstValues + firstRowOffsets[i]`, the rest at
+/// `secondValues + secondRowOffsets[i]` (offsets with the descriptor's
+/// offset type and index base). This is how an MPI rank keeps its rows of
+/// a distributed matrix (PETSc's MPIAIJ diagonal and off-diagonal blocks,
+/// hypre's `diag` and `offd`) when C's columns number the rank's own
+/// columns first: the blocks' values are written in place, with no copy.
+/// The offsets must increase and split every row of C exactly; this is
+/// checked at each `reuse_compute`, before anything is written.
+///
+/// All four NULL: C's values go to `csrValues` again. A values pointer may
+/// be NULL only for a block with no entries. Only `reuse_compute` on a CPU
+/// handle writes split values; `rusparseSpGEMM_compute`/`copy` and a GPU
+/// handle refuse a descriptor that has them (`reuse_copy` writes no
+/// values and ignores them). The arrays must stay valid until the split is
+/// cleared or the descriptor destroyed.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseCsrSetSplitValues(
+    spMatDescr: rusparseSpMatDescr_t,
+    firstRowOffsets: *mut c_void,
+    firstValues: *mut c_void,
+    secondRowOffsets: *mut c_void,
+    secondValues: *mut c_void,
+) -> rusparseStatus_t {
+    boundary("rusparseCsrSetSplitValues", || {
+        // SAFETY: NULL or a live descriptor.
+        let _claim = unsafe { rusparseSpMatDescr::claim(spMatDescr) }?;
+        let m = writable(spMatDescr)?;
+        let all = [firstRowOffsets, firstValues, secondRowOffsets, secondValues];
+        if all.iter().all(|p| p.is_null()) {
+            m.split = None;
+            return Ok(());
+        }
+        if firstRowOffsets.is_null() || secondRowOffsets.is_null() {
+            return Err(Error::InvalidValue(format!(
+                "{} is NULL (all four NULL clear the split)",
+                if firstRowOffsets.is_null() {
+                    "firstRowOffsets"
+                } else {
+                    "secondRowOffsets"
+                }
+            )));
+        }
+        m.split = Some(all);
         Ok(())
     })
 }

@@ -25,6 +25,9 @@ pub(crate) struct MatrixArrays {
     /// Declared read-only (`rusparseCreateConstCsr`): rusparse never writes
     /// its arrays.
     pub(crate) constant: bool,
+    /// C's values split between two arrays (`rusparseCsrSetSplitValues`):
+    /// the first block's row offsets and values, then the second's.
+    pub(crate) split: Option<[*mut c_void; 4]>,
 }
 
 /// Checks that `p` can hold `len` elements of `X`: non-NULL unless `len`

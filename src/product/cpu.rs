@@ -2,7 +2,7 @@
 //! symbolic and numeric phases on [`CpuBackend`]'s kernels, and the
 //! [`Backend`] phases over arrays by pointer that the C ABI calls.
 
-use super::arrays::{slice_at_mut, MatrixArrays};
+use super::arrays::{slice_at, slice_at_mut, MatrixArrays};
 #[cfg(doc)]
 use super::SpgemmPlan;
 use super::{check_output_lengths, Backend, Fill, NumericJob, Operation};
@@ -1106,6 +1106,40 @@ fn split_offsets<'a, T, IC: Index>(
     Ok((f, s, first, second))
 }
 
+/// The two blocks of `rusparseCsrSetSplitValues` (`[first offsets, first
+/// values, second offsets, second values]`) as slices: the offsets
+/// `rows + 1` long, each values array as long as its last offset asks.
+///
+/// # Safety
+/// The pointers must be as that function's contract says, and not
+/// accessed by anything else during `'a`.
+unsafe fn split_arrays<'a, T: Scalar, IC: Index>(
+    [fo, fv, so, sv]: [*mut c_void; 4],
+    rows: usize,
+    base: IndexBase,
+) -> Result<SplitValues<'a, T, IC>> {
+    let block = |o: *mut c_void, v: *mut c_void, name: &str| -> Result<(&'a [IC], &'a mut [T])> {
+        let offsets = unsafe { slice_at::<IC>(o, rows + 1, &format!("{name}RowOffsets")) }?;
+        let last = offsets[rows].to_i64() - base.offset() as i64;
+        let Ok(len) = usize::try_from(last) else {
+            return Err(Error::InvalidValue(format!(
+                "{name}RowOffsets[{rows}] = {} is below the index base",
+                offsets[rows].to_i64()
+            )));
+        };
+        let values = unsafe { slice_at_mut::<T>(v, len, &format!("{name}Values")) }?;
+        Ok((offsets, values))
+    };
+    let (first_offsets, first) = block(fo, fv, "first")?;
+    let (second_offsets, second) = block(so, sv, "second")?;
+    Ok(SplitValues {
+        first_offsets,
+        first,
+        second_offsets,
+        second,
+    })
+}
+
 /// Fingerprints of A's and B's patterns.
 type PatternPrints = (u64, u64);
 
@@ -1237,6 +1271,11 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         // thread count the caller set holds for the checks as well.
         let ncols = c.ncols();
         let fingerprint = |o: &[IC], k: &[J]| ctx.run(|| pattern_fingerprint(rows, ncols, o, k));
+        if c.split.is_some() && job.fill == Fill::All {
+            return Err(Error::InvalidValue(
+                "matC's values are split between two arrays (rusparseCsrSetSplitValues), which only rusparseSpGEMMreuse_compute writes".into(),
+            ));
+        }
         match job.fill {
             Fill::All => {
                 let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
@@ -1261,8 +1300,15 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         "matC's row offsets or column indices changed since rusparseSpGEMMreuse_copy wrote them".into(),
                     ));
                 }
-                let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
-                let out = CsrOutput::<T, IC, J>::values_on_pattern(values, cols, c.base);
+                let out = match c.split {
+                    // SAFETY: by the contract of rusparseCsrSetSplitValues.
+                    Some(split) => unsafe { split_arrays::<T, IC>(split, rows, c.base) }
+                        .map(|s| CsrOutput::split_values_on_pattern(s, cols, c.base))?,
+                    None => {
+                        let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
+                        CsrOutput::<T, IC, J>::values_on_pattern(values, cols, c.base)
+                    }
+                };
                 self.numeric_with(ctx, (&a, &b), (alpha, beta), out, true)?;
                 Ok(job.c_fingerprint.unwrap_or_default())
             }

@@ -565,6 +565,11 @@ impl Backend for GpuProduct {
         arrays: (&MatrixArrays, &MatrixArrays, &MatrixArrays),
         job: &NumericJob,
     ) -> Result<u64> {
+        if arrays.2.split.is_some() && job.fill != Fill::Structure {
+            return Err(Error::NotSupported(
+                "matC's values are split between two arrays (rusparseCsrSetSplitValues), which only a CPU handle writes".into(),
+            ));
+        }
         let _binding = CallerBinding::save();
         let stream = stream as RawStream;
         with_value_type!(arrays.2.value_type, T => unsafe {

@@ -212,6 +212,7 @@ fn host_arrays<T: Scalar, I: Index, J: Index>(x: &CsrView<'_, T, I, J>) -> Matri
         base: x.base(),
         value_type: T::DATA_TYPE,
         constant: true,
+        split: None,
     }
 }
 
@@ -667,6 +668,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             base: out.base,
             value_type: T::DATA_TYPE,
             constant: false,
+            split: None,
         };
         let job = NumericJob {
             fill,
