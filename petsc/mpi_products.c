@@ -636,6 +636,45 @@ static PetscErrorCode RsOutNumeric(Mat C, RsOut *out, const PetscInt *zi, const 
   PetscFunctionReturn(0);
 }
 
+/* Z's values written by rusparse straight into C's blocks: where every row
+   of C is the same row of Z (AB: nothing sent or received), Z's row r is
+   [C's diagonal block's row r | its off-diagonal block's row r], so the
+   blocks' row offsets split Z's rows exactly (rusparseCsrSetSplitValues)
+   and RsOutNumeric's copy of C's values is not needed. */
+static PetscBool RsOutDirect(const RsOut *out)
+{
+  return (PetscBool)(!out->sent && !out->recv_nnz);
+}
+
+/* The numeric phase of stage st into C's blocks (see RsOutDirect). The split
+   is cleared again before anything can fail, so the stage's Z never keeps
+   pointers into C's arrays. */
+static PetscErrorCode RsStageNumericIntoC(Mat C, rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za)
+{
+  Mat              Cd, Co;
+  const PetscInt  *di, *oi, *dj, *oj;
+  PetscScalar     *da, *oa, *unused;
+  PetscMemType     mtype;
+  PetscErrorCode   numeric;
+  rusparseStatus_t cleared;
+
+  PetscFunctionBegin;
+  PetscCall(MatMPIAIJGetSeqAIJ(C, &Cd, &Co, NULL));
+  PetscCall(MatSeqAIJGetCSRAndMemType(Cd, &di, &dj, &unused, &mtype));
+  PetscCall(MatSeqAIJGetCSRAndMemType(Co, &oi, &oj, &unused, &mtype));
+  PetscCall(MatSeqAIJGetArrayWrite(Cd, &da));
+  PetscCall(MatSeqAIJGetArrayWrite(Co, &oa));
+  RsCall(rusparseCsrSetSplitValues(st->Z, (void *)di, da, (void *)oi, oa));
+  numeric = RsStageNumeric(h, alg, st, x, y, zi, zj, za, PETSC_TRUE);
+  cleared = rusparseCsrSetSplitValues(st->Z, NULL, NULL, NULL, NULL);
+  PetscCall(numeric);
+  RsCall(cleared);
+  PetscCall(MatSeqAIJRestoreArrayWrite(Cd, &da));
+  PetscCall(MatSeqAIJRestoreArrayWrite(Co, &oa));
+  PetscCall(RsMatStateIncrease(C));
+  PetscFunctionReturn(0);
+}
+
 /* ---- the product record ------------------------------------------------------------- */
 typedef struct {
   RsSettings       settings;
@@ -721,6 +760,11 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
   switch (p->type) {
   case MATPRODUCT_AB:
     y = RsRowsView(&p->y, p->y.rows);
+    if (RsOutDirect(&p->out)) {
+      PetscCall(RsStageNumericIntoC(C, p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
+      PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+      PetscFunctionReturn(0);
+    }
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
     break;
   case MATPRODUCT_AtB:
