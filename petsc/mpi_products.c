@@ -879,6 +879,9 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   PetscCall(PetscLogEventBegin(RS_LOG_MPI_MAKE_C, info.A, info.B, C, 0));
   PetscCall(RsOutSymbolic(C, crow, &p->y.cols, m, z_rows, p->z_i, p->z_j, (PetscBool)(info.type != MATPRODUCT_AB), send, &p->out));
   PetscCall(PetscLogEventEnd(RS_LOG_MPI_MAKE_C, info.A, info.B, C, 0));
+  /* AB's values go straight into C's blocks (RsStageNumericIntoC): Z needs
+     its structure alone, nnz(C) scalars less per rank. */
+  if (info.type == MATPRODUCT_AB && RsOutDirect(&p->out)) PetscCall(PetscFree(p->z_a));
   /* MatSetType reset C's ops: the numeric phase is installed after it. */
   PetscCall(RsOpsSetProductPhases(C, NULL, RsMpiProductNumeric));
   PetscFunctionReturn(0);
