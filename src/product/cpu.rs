@@ -975,32 +975,24 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             let (mut sa, mut sb) = (Vec::new(), Vec::new());
             let av = self.a.values(a, &mut sa)?;
             let bv = self.b.values(b, &mut sb)?;
-            if let Some((first_offsets, second_offsets, first, second)) = split.take() {
-                return backend.numeric(
-                    &self.a.rows(a),
-                    av,
-                    &self.b.rows(b),
-                    bv,
-                    &self.work,
-                    NumericOutput {
-                        offsets,
-                        cols: None,
-                        sorted,
-                        values: &mut [],
-                        base: base.offset(),
-                        alpha,
-                        beta,
-                        pattern,
-                        pattern_checked,
-                        split: Some(SplitRows {
-                            first_offsets: &first_offsets,
-                            first,
-                            second_offsets: &second_offsets,
-                            second,
-                        }),
-                    },
-                );
-            }
+            // Split values: `values` is empty and the blocks take them.
+            let (split_offsets, blocks) = match split.take() {
+                Some((f, s, first, second)) => (Some((f, s)), Some((first, second))),
+                None => (None, None),
+            };
+            let split = match (&split_offsets, blocks) {
+                (Some((f, s)), Some((first, second))) => Some(SplitRows {
+                    first_offsets: f,
+                    first,
+                    second_offsets: s,
+                    second,
+                }),
+                _ => None,
+            };
+            let values = match (values, &split) {
+                (None, Some(_)) => Some(<&mut [T]>::default()),
+                (values, _) => values,
+            };
             match values {
                 Some(values) => backend.numeric(
                     &self.a.rows(a),
@@ -1018,7 +1010,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         beta,
                         pattern,
                         pattern_checked,
-                        split: None,
+                        split,
                     },
                 ),
                 None => match col_indices {
