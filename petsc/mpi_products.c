@@ -31,6 +31,9 @@
  *   3. sends the other ranks' rows of Z (one PetscSF reduction) and writes
  *      C's blocks' values in place: copied where a row of C is a row of Z,
  *      added at positions found in the symbolic phase where rows arrived.
+ *      AB sends and receives nothing: there rusparse writes Z's rows
+ *      straight into C's two blocks (rusparseCsrSetSplitValues), and Z
+ *      keeps no values of its own.
  * No COO assembly and no reallocation.
  *
  * A factor whose nonzero pattern changed since the symbolic phase is refused
