@@ -207,7 +207,27 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index>(
             })
         },
     )?;
-    add_rows(a, b, rows, pattern, (out, split), &mut acc.cells[..len])?;
+    let (offsets, scale) = (out.offsets, out.scale);
+    let cells = &mut acc.cells[..len];
+    match split {
+        None => {
+            let origin = offsets[rows.start];
+            let whole = OneArray {
+                vals: out.vals,
+                offsets,
+                origin,
+            };
+            add_rows(a, b, rows, (offsets, pattern), (whole, scale), cells)?;
+        }
+        Some(split) => {
+            let origins = (
+                split.first_offsets[rows.start],
+                split.second_offsets[rows.start],
+            );
+            let two = TwoArrays { split, origins };
+            add_rows(a, b, rows, (offsets, pattern), (two, scale), cells)?;
+        }
+    }
     if !S::COUNTED {
         // Sums alone cannot tell a product outside C's row: one is left in
         // its cell only when the pattern is not this product's structure
@@ -247,51 +267,71 @@ fn bad_column<J: Index>(i: usize, cols: &[J], c: J, (c_base, ncols): (usize, usi
     })
 }
 
+/// Where a chunk's rows of C go: each row's values as two slices, the
+/// first part of the row and the rest ([`OneArray`]: all of it and none).
+trait RowValues<T> {
+    fn row(&mut self, i: usize) -> (&mut [T], &mut [T]);
+}
+
+/// The chunk's values in one array, from C's offset of its first row.
+struct OneArray<'a, 'o, T> {
+    vals: &'a mut [T],
+    offsets: &'o [usize],
+    origin: usize,
+}
+
+impl<T> RowValues<T> for OneArray<'_, '_, T> {
+    #[inline(always)]
+    fn row(&mut self, i: usize) -> (&mut [T], &mut [T]) {
+        let r = self.offsets[i] - self.origin..self.offsets[i + 1] - self.origin;
+        (&mut self.vals[r], &mut [])
+    }
+}
+
+/// The chunk's parts of the two arrays of a [`SplitRows`], each from its
+/// offset of the chunk's first row (`origins`).
+struct TwoArrays<'a, T> {
+    split: SplitRows<'a, T>,
+    origins: (usize, usize),
+}
+
+impl<T> RowValues<T> for TwoArrays<'_, T> {
+    #[inline(always)]
+    fn row(&mut self, i: usize) -> (&mut [T], &mut [T]) {
+        let (s, (f, g)) = (&mut self.split, self.origins);
+        let head = s.first_offsets[i] - f..s.first_offsets[i + 1] - f;
+        let tail = s.second_offsets[i] - g..s.second_offsets[i + 1] - g;
+        (&mut s.first[head], &mut s.second[tail])
+    }
+}
+
 /// [`accumulate_rows`] into the accumulator `cells` (one per column of
-/// op(B) plus its base, all zero), writing C's values into `out.vals` or,
-/// given, into the chunk's parts of the two arrays of `split` (each from
-/// its offset of the chunk's first row). Out of line and over plain
-/// slices, so that the product loop keeps its pointers in registers.
+/// op(B) plus its base, all zero), writing each row of C where `out` puts
+/// it. Out of line and over plain slices, so that the product loop keeps
+/// its pointers in registers; one copy for C's values in one array and
+/// one for two.
 #[inline(never)]
-fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index>(
+fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index, O: RowValues<T>>(
     a: &Operand<'_, T, I, J>,
     b: &Operand<'_, T, I, J>,
     rows: std::ops::Range<usize>,
-    pattern: &[J],
-    (out, mut split): (NumericPiece<'_, T, J>, Option<SplitRows<'_, T>>),
+    (offsets, pattern): (&[usize], &[J]),
+    (mut out, scale): (O, &Scale<T>),
     cells: &mut [S],
 ) -> Result<()> {
     let (a, a_vals) = (a.pattern, a.values);
     let (b, b_vals) = (b.pattern, b.values);
-    let NumericPiece {
-        offsets,
-        vals,
-        scale,
-        ..
-    } = out;
-    // A copy: the loops store through `vals`, which the compiler cannot
-    // tell apart from `*scale`, so it would read α and β again after each.
+    // A copy: the loops store through the output, which the compiler
+    // cannot tell apart from `*scale`, so it would read α and β again
+    // after each.
     let scale = *scale;
     let (b_base, ncols) = (b.base, b.ncols);
     // Equal lengths, so one bounds check covers a row's columns and values.
     let n = b.cols.len().min(b_vals.len());
     let (b_cols, b_vals) = (&b.cols[..n], &b_vals[..n]);
-    let offsets = &offsets[rows.start..=rows.end];
-    let origin = offsets[0];
-    let split_origin = split.as_ref().map_or((0, 0), |s| {
-        (s.first_offsets[rows.start], s.second_offsets[rows.start])
-    });
-    for (w, i) in offsets.windows(2).zip(rows) {
-        let cols = &pattern[w[0]..w[1]];
-        let (head, tail): (&mut [T], &mut [T]) = match split.as_mut() {
-            None => (&mut vals[w[0] - origin..w[1] - origin], &mut []),
-            Some(s) => {
-                let (f, g) = split_origin;
-                let head = s.first_offsets[i] - f..s.first_offsets[i + 1] - f;
-                let tail = s.second_offsets[i] - g..s.second_offsets[i + 1] - g;
-                (&mut s.first[head], &mut s.second[tail])
-            }
-        };
+    for i in rows {
+        let cols = &pattern[offsets[i]..offsets[i + 1]];
+        let (head, tail) = out.row(i);
         let ra = a.range(i);
         let mut products = 0u64;
         for (&k, &f) in a.cols[ra.clone()].iter().zip(&a_vals[ra]) {
