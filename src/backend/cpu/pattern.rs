@@ -158,7 +158,10 @@ impl<S: Send + 'static> Scratch for Accumulator<S> {
 /// `out.scale.base`; row `i` is `pattern[offsets[i]..offsets[i + 1]]`).
 /// `out.vals` holds the values of these rows only, from
 /// `offsets[rows.start]`; `out.cols` and `out.sorted` are not used. The
-/// columns may be in any order within a row.
+/// columns may be in any order within a row. With `split`, C's values go
+/// to its two arrays instead (`out.vals` is then empty): each row's first
+/// part to the first, the rest to the second, each array's part of the
+/// chunk starting at its offset of `rows.start`.
 ///
 /// `checked`: the caller compared the fingerprints of A's and B's
 /// patterns with the plan's and of `pattern` with the structure the plan
