@@ -321,6 +321,32 @@ fn reuse_with_new_values_and_scalars_in_device_memory() {
             .map(|(x, y)| x + 2.0 * y)
             .collect();
         assert_eq!(g.read::<f64>(v, nnz), want);
+
+        // C's values split between two arrays are written by a CPU handle
+        // only: refused here, C untouched; cleared, reuse_compute runs.
+        let (fv, sv) = (g.zeros(nnz * 8), g.zeros(8));
+        assert_eq!(rusparseCsrSetSplitValues(m.c, o, fv, o, sv), OK);
+        let status = rusparseSpGEMMreuse_compute(h, 0, 0, dal, m.a, m.a, dbe, m.c, R64, 0, m.d);
+        assert_eq!(
+            status,
+            rusparseStatus_t::RUSPARSE_STATUS_NOT_SUPPORTED,
+            "{}",
+            last_message()
+        );
+        assert!(
+            last_message().contains("only a CPU handle"),
+            "{}",
+            last_message()
+        );
+        assert_eq!(g.read::<f64>(v, nnz), want);
+        assert_eq!(
+            rusparseCsrSetSplitValues(m.c, null_mut(), null_mut(), null_mut(), null_mut()),
+            OK
+        );
+        check(
+            rusparseSpGEMMreuse_compute(h, 0, 0, dal, m.a, m.a, dbe, m.c, R64, 0, m.d),
+            "reuse_compute, split cleared",
+        );
         drop(m);
         rusparseDestroy(h);
     }
