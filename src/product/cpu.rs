@@ -1558,10 +1558,6 @@ mod tests {
         CsrMatrix::from_triplets(n, n, &t, IndexBase::Zero).unwrap()
     }
 
-    /// The reuse flow trades an automatic BRMerge-Upper for the dense
-    /// accumulator, with that algorithm's peak bound, and its C is the
-    /// reference's; BRMerge-Upper asked for by name stays, as does every
-    /// choice under a memory budget.
     /// C's values split between two arrays ([`SplitValues`]), each row at
     /// its own point, on a product the known-structure kernel takes (a
     /// band) and on one it leaves (few products over a wide op(B): the
@@ -1649,6 +1645,10 @@ mod tests {
         }
     }
 
+    /// The reuse flow trades an automatic BRMerge-Upper for the dense
+    /// accumulator, with that algorithm's peak bound, and its C is the
+    /// reference's; BRMerge-Upper asked for by name stays, as does every
+    /// choice under a memory budget.
     #[test]
     fn the_reuse_flow_trades_an_automatic_brmerge_upper_for_dense() {
         let a = band(3000, 40);
