@@ -976,19 +976,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             let av = self.a.values(a, &mut sa)?;
             let bv = self.b.values(b, &mut sb)?;
             // Split values: `values` is empty and the blocks take them.
-            let (split_offsets, blocks) = match split.take() {
-                Some((f, s, first, second)) => (Some((f, s)), Some((first, second))),
-                None => (None, None),
-            };
-            let split = match (&split_offsets, blocks) {
-                (Some((f, s)), Some((first, second))) => Some(SplitRows {
-                    first_offsets: f,
-                    first,
-                    second_offsets: s,
-                    second,
-                }),
-                _ => None,
-            };
+            let split = split.as_mut().map(CheckedSplit::rows);
             let values = match (values, &split) {
                 (None, Some(_)) => Some(<&mut [T]>::default()),
                 (values, _) => values,
@@ -1031,9 +1019,26 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     }
 }
 
-/// The two arrays of C's split values with their offsets zero-based
-/// (first's, second's), checked against C's row `offsets`.
-type CheckedSplit<'a, T> = (Vec<usize>, Vec<usize>, &'a mut [T], &'a mut [T]);
+/// C's split values with their offsets made zero-based and checked
+/// against C's row offsets ([`split_offsets`]).
+struct CheckedSplit<'a, T> {
+    first_offsets: Vec<usize>,
+    second_offsets: Vec<usize>,
+    first: &'a mut [T],
+    second: &'a mut [T],
+}
+
+impl<T> CheckedSplit<'_, T> {
+    /// The split as the back end takes it.
+    fn rows(&mut self) -> SplitRows<'_, T> {
+        SplitRows {
+            first_offsets: &self.first_offsets,
+            first: &mut *self.first,
+            second_offsets: &self.second_offsets,
+            second: &mut *self.second,
+        }
+    }
+}
 
 /// Checks that `split` divides each row of C (zero-based row `offsets`)
 /// exactly and stays within its arrays, and returns its offsets
@@ -1095,7 +1100,12 @@ fn split_offsets<'a, T, IC: Index>(
             )));
         }
     }
-    Ok((f, s, first, second))
+    Ok(CheckedSplit {
+        first_offsets: f,
+        second_offsets: s,
+        first,
+        second,
+    })
 }
 
 /// The two blocks of `rusparseCsrSetSplitValues` (`[first offsets, first
@@ -1263,13 +1273,13 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         // thread count the caller set holds for the checks as well.
         let ncols = c.ncols();
         let fingerprint = |o: &[IC], k: &[J]| ctx.run(|| pattern_fingerprint(rows, ncols, o, k));
-        if c.split.is_some() && job.fill == Fill::All {
-            return Err(Error::InvalidValue(
-                "matC's values are split between two arrays (rusparseCsrSetSplitValues), which only rusparseSpGEMMreuse_compute writes".into(),
-            ));
-        }
         match job.fill {
             Fill::All => {
+                if c.split.is_some() {
+                    return Err(Error::InvalidValue(
+                        "matC's values are split between two arrays (rusparseCsrSetSplitValues), which only rusparseSpGEMMreuse_compute writes".into(),
+                    ));
+                }
                 let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
                 let out = CsrOutput::full(&mut *offsets, &mut *cols, values, c.base)
                     .with_column_order(job.column_order);

@@ -109,6 +109,31 @@ pub struct SplitRows<'a, T> {
     pub second: &'a mut [T],
 }
 
+impl<'a, T> SplitRows<'a, T> {
+    /// The chunks' parts of both arrays (chunk `c` is rows
+    /// `bounds[c]..bounds[c + 1]`), each with the whole offsets.
+    fn by_chunks(self, bounds: &[usize]) -> Vec<SplitRows<'a, T>> {
+        let SplitRows {
+            first_offsets,
+            first,
+            second_offsets,
+            second,
+        } = self;
+        let firsts = split_by_chunks(first, bounds, |r| first_offsets[r]);
+        let seconds = split_by_chunks(second, bounds, |r| second_offsets[r]);
+        firsts
+            .into_iter()
+            .zip(seconds)
+            .map(|(first, second)| SplitRows {
+                first_offsets,
+                first,
+                second_offsets,
+                second,
+            })
+            .collect()
+    }
+}
+
 impl<T: Scalar> SplitRows<'_, T> {
     /// The values of each row in turn, `offsets` being C's: gathered into
     /// one array (`into_split` false) or spread from it.
@@ -454,28 +479,23 @@ impl CpuBackend<'_> {
             (None, Some(p)) if pattern::fits(b.ncols) && busy => Some((p, out.pattern_checked)),
             _ => None,
         };
-        if let Some(mut split) = out.split.take() {
-            if known.is_none() {
-                // C's values go through one array of their own, then into
-                // the two (the known-structure kernel writes the two
-                // directly).
-                let nnz = offsets.last().copied().unwrap_or(0);
-                let mut values = try_vec(nnz, T::zero(), "C's values before their split")?;
-                if out.beta != T::zero() {
-                    split.copy_rows(offsets, &mut values, false);
-                }
-                let whole = NumericOutput {
-                    values: &mut values,
-                    split: None,
-                    ..out
-                };
-                self.numeric(a, a_vals, b, b_vals, work, whole)?;
-                split.copy_rows(offsets, &mut values, true);
-                return Ok(());
+        let mut split = out.split.take();
+        if let (Some(split), None) = (split.as_mut(), known) {
+            // C's values go through one array of their own, then into the
+            // two (the known-structure kernel writes the two directly).
+            let nnz = offsets.last().copied().unwrap_or(0);
+            let mut values = try_vec(nnz, T::zero(), "C's values before their split")?;
+            if out.beta != T::zero() {
+                split.copy_rows(offsets, &mut values, false);
             }
-            out.split = Some(split);
+            let whole = NumericOutput {
+                values: &mut values,
+                ..out
+            };
+            self.numeric(a, a_vals, b, b_vals, work, whole)?;
+            split.copy_rows(offsets, &mut values, true);
+            return Ok(());
         }
-        let split = out.split.take();
         let sorted = out.sorted || out.cols.is_none();
         let (pieces, scale) = output_pieces(out, work.bounds());
         let (a, b) = (
@@ -498,24 +518,10 @@ impl CpuBackend<'_> {
         let pieces = with_rows(pieces, work);
         if let Some(pattern) = known {
             let splits: Vec<Option<SplitRows<'_, T>>> = match split {
-                Some(SplitRows {
-                    first_offsets,
-                    first,
-                    second_offsets,
-                    second,
-                }) => split_by_chunks(first, work.bounds(), |r| first_offsets[r])
+                Some(split) => split
+                    .by_chunks(work.bounds())
                     .into_iter()
-                    .zip(split_by_chunks(second, work.bounds(), |r| {
-                        second_offsets[r]
-                    }))
-                    .map(|(first, second)| {
-                        Some(SplitRows {
-                            first_offsets,
-                            first,
-                            second_offsets,
-                            second,
-                        })
-                    })
+                    .map(Some)
                     .collect(),
                 None => pieces.iter().map(|_| None).collect(),
             };

@@ -214,11 +214,9 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index>(
     let cells = &mut acc.cells[..len];
     match split {
         None => {
-            let origin = offsets[rows.start];
             let whole = OneArray {
                 vals: out.vals,
-                offsets,
-                origin,
+                origin: offsets[rows.start],
             };
             add_rows(a, b, rows, (offsets, pattern), (whole, scale), cells)?;
         }
@@ -270,24 +268,27 @@ fn bad_column<J: Index>(i: usize, cols: &[J], c: J, (c_base, ncols): (usize, usi
     })
 }
 
-/// Where a chunk's rows of C go: each row's values as two slices, the
-/// first part of the row and the rest ([`OneArray`]: all of it and none).
+/// Where a chunk's rows of C go: row `i` (at `c_row` of C's entries) as
+/// two slices, the first part of the row and the rest ([`OneArray`]: all
+/// of it and none).
 trait RowValues<T> {
-    fn row(&mut self, i: usize) -> (&mut [T], &mut [T]);
+    fn row(&mut self, i: usize, c_row: std::ops::Range<usize>) -> (&mut [T], &mut [T]);
 }
 
-/// The chunk's values in one array, from C's offset of its first row.
-struct OneArray<'a, 'o, T> {
+/// The chunk's values in one array, from C's offset of its first row
+/// (`origin`).
+struct OneArray<'a, T> {
     vals: &'a mut [T],
-    offsets: &'o [usize],
     origin: usize,
 }
 
-impl<T> RowValues<T> for OneArray<'_, '_, T> {
+impl<T> RowValues<T> for OneArray<'_, T> {
     #[inline(always)]
-    fn row(&mut self, i: usize) -> (&mut [T], &mut [T]) {
-        let r = self.offsets[i] - self.origin..self.offsets[i + 1] - self.origin;
-        (&mut self.vals[r], &mut [])
+    fn row(&mut self, _: usize, c_row: std::ops::Range<usize>) -> (&mut [T], &mut [T]) {
+        (
+            &mut self.vals[c_row.start - self.origin..c_row.end - self.origin],
+            &mut [],
+        )
     }
 }
 
@@ -300,7 +301,7 @@ struct TwoArrays<'a, T> {
 
 impl<T> RowValues<T> for TwoArrays<'_, T> {
     #[inline(always)]
-    fn row(&mut self, i: usize) -> (&mut [T], &mut [T]) {
+    fn row(&mut self, i: usize, _: std::ops::Range<usize>) -> (&mut [T], &mut [T]) {
         let (s, (f, g)) = (&mut self.split, self.origins);
         let head = s.first_offsets[i] - f..s.first_offsets[i + 1] - f;
         let tail = s.second_offsets[i] - g..s.second_offsets[i + 1] - g;
@@ -333,8 +334,9 @@ fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index, O: RowValues<T>>(
     let n = b.cols.len().min(b_vals.len());
     let (b_cols, b_vals) = (&b.cols[..n], &b_vals[..n]);
     for i in rows {
-        let cols = &pattern[offsets[i]..offsets[i + 1]];
-        let (head, tail) = out.row(i);
+        let c_row = offsets[i]..offsets[i + 1];
+        let cols = &pattern[c_row.clone()];
+        let (head, tail) = out.row(i, c_row);
         let ra = a.range(i);
         let mut products = 0u64;
         for (&k, &f) in a.cols[ra.clone()].iter().zip(&a_vals[ra]) {
