@@ -604,77 +604,82 @@ static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols
   PetscFunctionReturn(0);
 }
 
-/* C's values from Z's (and, sent to their owners, Z's other ranks' rows). Collective. */
-static PetscErrorCode RsOutNumeric(Mat C, RsOut *out, const PetscInt *zi, const PetscScalar *za)
+/* C's two blocks opened for writing their values: the blocks, their row
+   offsets and their value arrays. */
+typedef struct {
+  Mat             d, o;
+  const PetscInt *di, *oi;
+  PetscScalar    *da, *oa;
+} RsOutBlocks;
+
+static PetscErrorCode RsOutBlocksGet(Mat C, RsOutBlocks *c)
 {
-  Mat              Cd, Co;
-  const PetscInt  *di, *oi, *dj, *oj;
-  PetscScalar     *da, *oa, *unused;
-  PetscMemType     mtype;
-  PetscInt         own = out->own_rows, zown = zi[own];
+  const PetscInt *j;
+  PetscScalar    *unused;
+  PetscMemType    mtype;
 
   PetscFunctionBegin;
-  if (out->sent) PetscCall(PetscSFReduceBegin(out->sent, MPIU_SCALAR, za + zown, out->recv, MPI_REPLACE));
-  PetscCall(MatMPIAIJGetSeqAIJ(C, &Cd, &Co, NULL));
-  PetscCall(MatSeqAIJGetCSRAndMemType(Cd, &di, &dj, &unused, &mtype));
-  PetscCall(MatSeqAIJGetCSRAndMemType(Co, &oi, &oj, &unused, &mtype));
-  PetscCall(MatSeqAIJGetArrayWrite(Cd, &da));
-  PetscCall(MatSeqAIJGetArrayWrite(Co, &oa));
-  PetscCall(RsRunsSplit(&out->copied, za, da, oa));
-  if (out->sent) PetscCall(PetscSFReduceEnd(out->sent, MPIU_SCALAR, za + zown, out->recv, MPI_REPLACE));
-  if (out->recv_nnz) {
-    for (PetscInt r = 0; r < own; r++) {
-      PetscInt dl = di[r + 1] - di[r], ol = oi[r + 1] - oi[r];
-      if (out->recv_i[r + 1] == out->recv_i[r]) continue;
-      PetscCall(PetscArrayzero(out->row, dl + ol));
-      for (PetscInt e = zi[r]; e < zi[r + 1]; e++) out->row[out->pos[e]] += za[e];
-      for (PetscInt t = out->recv_i[r]; t < out->recv_i[r + 1]; t++) out->row[out->pos[zown + t]] += out->recv[t];
-      PetscCall(PetscArraycpy(da + di[r], out->row, dl));
-      PetscCall(PetscArraycpy(oa + oi[r], out->row + dl, ol));
-    }
-  }
-  PetscCall(MatSeqAIJRestoreArrayWrite(Cd, &da));
-  PetscCall(MatSeqAIJRestoreArrayWrite(Co, &oa));
+  PetscCall(MatMPIAIJGetSeqAIJ(C, &c->d, &c->o, NULL));
+  PetscCall(MatSeqAIJGetCSRAndMemType(c->d, &c->di, &j, &unused, &mtype));
+  PetscCall(MatSeqAIJGetCSRAndMemType(c->o, &c->oi, &j, &unused, &mtype));
+  PetscCall(MatSeqAIJGetArrayWrite(c->d, &c->da));
+  PetscCall(MatSeqAIJGetArrayWrite(c->o, &c->oa));
+  PetscFunctionReturn(0);
+}
+
+/* Gives the blocks' values back; C's values changed. */
+static PetscErrorCode RsOutBlocksRestore(Mat C, RsOutBlocks *c)
+{
+  PetscFunctionBegin;
+  PetscCall(MatSeqAIJRestoreArrayWrite(c->d, &c->da));
+  PetscCall(MatSeqAIJRestoreArrayWrite(c->o, &c->oa));
   PetscCall(RsMatStateIncrease(C));
   PetscFunctionReturn(0);
 }
 
-/* Z's values written by rusparse straight into C's blocks: where every row
-   of C is the same row of Z (AB: nothing sent or received), Z's row r is
-   [C's diagonal block's row r | its off-diagonal block's row r], so the
-   blocks' row offsets split Z's rows exactly (rusparseCsrSetSplitValues)
-   and RsOutNumeric's copy of C's values is not needed. */
-static PetscBool RsOutDirect(const RsOut *out)
+/* C's values from Z's (and, sent to their owners, Z's other ranks' rows). Collective. */
+static PetscErrorCode RsOutNumeric(Mat C, RsOut *out, const PetscInt *zi, const PetscScalar *za)
 {
-  return (PetscBool)(!out->sent && !out->recv_nnz);
+  RsOutBlocks c;
+  PetscInt    own = out->own_rows, zown = zi[own];
+
+  PetscFunctionBegin;
+  if (out->sent) PetscCall(PetscSFReduceBegin(out->sent, MPIU_SCALAR, za + zown, out->recv, MPI_REPLACE));
+  PetscCall(RsOutBlocksGet(C, &c));
+  PetscCall(RsRunsSplit(&out->copied, za, c.da, c.oa));
+  if (out->sent) PetscCall(PetscSFReduceEnd(out->sent, MPIU_SCALAR, za + zown, out->recv, MPI_REPLACE));
+  if (out->recv_nnz) {
+    for (PetscInt r = 0; r < own; r++) {
+      PetscInt dl = c.di[r + 1] - c.di[r], ol = c.oi[r + 1] - c.oi[r];
+      if (out->recv_i[r + 1] == out->recv_i[r]) continue;
+      PetscCall(PetscArrayzero(out->row, dl + ol));
+      for (PetscInt e = zi[r]; e < zi[r + 1]; e++) out->row[out->pos[e]] += za[e];
+      for (PetscInt t = out->recv_i[r]; t < out->recv_i[r + 1]; t++) out->row[out->pos[zown + t]] += out->recv[t];
+      PetscCall(PetscArraycpy(c.da + c.di[r], out->row, dl));
+      PetscCall(PetscArraycpy(c.oa + c.oi[r], out->row + dl, ol));
+    }
+  }
+  PetscCall(RsOutBlocksRestore(C, &c));
+  PetscFunctionReturn(0);
 }
 
-/* The numeric phase of stage st into C's blocks (see RsOutDirect). The split
-   is cleared again before anything can fail, so the stage's Z never keeps
-   pointers into C's arrays. */
+/* The numeric phase of stage st into C's blocks (see RsMpiProductInPlace). The split
+   is cleared whether or not the product succeeded, so the stage's Z never
+   keeps pointers into C's arrays. */
 static PetscErrorCode RsStageNumericIntoC(Mat C, rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za)
 {
-  Mat              Cd, Co;
-  const PetscInt  *di, *oi, *dj, *oj;
-  PetscScalar     *da, *oa, *unused;
-  PetscMemType     mtype;
+  RsOutBlocks      c;
   PetscErrorCode   numeric;
   rusparseStatus_t cleared;
 
   PetscFunctionBegin;
-  PetscCall(MatMPIAIJGetSeqAIJ(C, &Cd, &Co, NULL));
-  PetscCall(MatSeqAIJGetCSRAndMemType(Cd, &di, &dj, &unused, &mtype));
-  PetscCall(MatSeqAIJGetCSRAndMemType(Co, &oi, &oj, &unused, &mtype));
-  PetscCall(MatSeqAIJGetArrayWrite(Cd, &da));
-  PetscCall(MatSeqAIJGetArrayWrite(Co, &oa));
-  RsCall(rusparseCsrSetSplitValues(st->Z, (void *)di, da, (void *)oi, oa));
+  PetscCall(RsOutBlocksGet(C, &c));
+  RsCall(rusparseCsrSetSplitValues(st->Z, (void *)c.di, c.da, (void *)c.oi, c.oa));
   numeric = RsStageNumeric(h, alg, st, x, y, zi, zj, za, PETSC_TRUE);
   cleared = rusparseCsrSetSplitValues(st->Z, NULL, NULL, NULL, NULL);
   PetscCall(numeric);
   RsCall(cleared);
-  PetscCall(MatSeqAIJRestoreArrayWrite(Cd, &da));
-  PetscCall(MatSeqAIJRestoreArrayWrite(Co, &oa));
-  PetscCall(RsMatStateIncrease(C));
+  PetscCall(RsOutBlocksRestore(C, &c));
   PetscFunctionReturn(0);
 }
 
@@ -712,6 +717,17 @@ static PetscErrorCode RsMpiProductDestroy(void *data)
   PetscCall(PetscFree(p->z_a));
   PetscCall(PetscFree(p));
   PetscFunctionReturn(0);
+}
+
+/* Whether rusparse writes Z's values straight into C's blocks: in AB, where
+   nothing is sent or received, every row of C is the same row of Z, and
+   Z's row r is [C's diagonal block's row r | its off-diagonal block's row
+   r], so the blocks' row offsets split Z's rows exactly
+   (rusparseCsrSetSplitValues, RsStageNumericIntoC) and RsOutNumeric's copy
+   of C's values is not needed; Z then keeps no values of its own. */
+static PetscBool RsMpiProductInPlace(const RsMpiProduct *p)
+{
+  return (PetscBool)(p->type == MATPRODUCT_AB && !p->out.sent && !p->out.recv_nnz);
 }
 
 /* PtAP's A_loc * P_ext, the right operand of its second product. */
@@ -763,12 +779,8 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
   switch (p->type) {
   case MATPRODUCT_AB:
     y = RsRowsView(&p->y, p->y.rows);
-    if (RsOutDirect(&p->out)) {
-      PetscCall(RsStageNumericIntoC(C, p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
-      PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
-      PetscFunctionReturn(0);
-    }
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
+    if (RsMpiProductInPlace(p)) PetscCall(RsStageNumericIntoC(C, p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
+    else PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
     break;
   case MATPRODUCT_AtB:
     y = RsRowsView(&p->y, p->y.own_rows);
@@ -782,6 +794,7 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
   }
   PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+  if (RsMpiProductInPlace(p)) PetscFunctionReturn(0); /* C written in place */
 
   PetscCall(PetscLogEventBegin(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
   PetscCall(RsOutNumeric(C, &p->out, p->z_i, p->z_a));
@@ -882,9 +895,8 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   PetscCall(PetscLogEventBegin(RS_LOG_MPI_MAKE_C, info.A, info.B, C, 0));
   PetscCall(RsOutSymbolic(C, crow, &p->y.cols, m, z_rows, p->z_i, p->z_j, (PetscBool)(info.type != MATPRODUCT_AB), send, &p->out));
   PetscCall(PetscLogEventEnd(RS_LOG_MPI_MAKE_C, info.A, info.B, C, 0));
-  /* AB's values go straight into C's blocks (RsStageNumericIntoC): Z needs
-     its structure alone, nnz(C) scalars less per rank. */
-  if (info.type == MATPRODUCT_AB && RsOutDirect(&p->out)) PetscCall(PetscFree(p->z_a));
+  /* Z needs its structure alone, nnz(C) scalars less per rank. */
+  if (RsMpiProductInPlace(p)) PetscCall(PetscFree(p->z_a));
   /* MatSetType reset C's ops: the numeric phase is installed after it. */
   PetscCall(RsOpsSetProductPhases(C, NULL, RsMpiProductNumeric));
   PetscFunctionReturn(0);
