@@ -13,8 +13,15 @@
 //! [`LOCALITY_WINDOW_PRODUCTS`] products for the cache-line features: 0.7
 //! to 1.7 ms on products of 110,000 to 400,000 rows (1 thread).
 //! [`planning_features`] adds the planner's cheap prediction; the automatic
-//! run costs 0 to 4 % more than the same algorithm forced on 30 of the 31
-//! held-out products of `docs/benchmarks.md`, 7.7 % on luxembourg_osm.
+//! run cost 0 to 4 % more than the same algorithm forced on 30 of the 31
+//! held-out products of `docs/benchmarks.md`, 7.7 % on luxembourg_osm,
+//! when every feature was computed for every choice. The choice now reads
+//! [`cheap_features`] first (O(1) from the row work) and computes the rest
+//! only when the tree's path reaches one: the committed tree splits on
+//! `mean_row_b` alone, so the products it sends to the dense accumulator
+//! skip the prediction and the feature passes (luxembourg_osm, 2 threads,
+//! minimum of 30: plan 1.17 -> 0.84 ms, the same as with dense asked for;
+//! stencil2d_5pt_725 5.4 -> 4.4 ms).
 //!
 //! The vector is what a trained model reads; [`FEATURE_NAMES`] names each
 //! entry, in order, for the training script and for reports.
@@ -113,7 +120,6 @@ impl Features {
 /// Statistics of the row lengths of a pattern (see [`row_lengths`]).
 #[derive(Debug, Default, Clone, Copy)]
 struct RowLengths {
-    mean: f64,
     max: f64,
     /// Standard deviation over mean (0 for an empty or all-empty pattern).
     cv: f64,
@@ -189,7 +195,6 @@ fn row_lengths<I: Index, J: Index>(x: &RowPattern<'_, I, J>, work: Option<&RowWo
     let var = (sums.sum_sq as f64 / n - mean * mean).max(0.0);
     let total = work.map_or(0, RowWork::total);
     RowLengths {
-        mean,
         max: sums.max as f64,
         cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 },
         empty: sums.empty as f64 / n,
@@ -214,33 +219,47 @@ pub fn planning_features<I: Index, J: Index>(
     (p, f)
 }
 
-/// Computes the features of `a * b` (both `op`-applied patterns) from the
-/// planner's `work` and `prediction`.
-pub fn features<I: Index, J: Index>(
+/// The entries of `x`.
+fn entries<I: Index, J: Index>(x: &RowPattern<'_, I, J>) -> usize {
+    x.offsets.get(x.nrows).map_or(0, |o| o.as_usize() - x.base)
+}
+
+/// Whether feature `k` (of [`FEATURE_NAMES`]) is one of the cheap ones
+/// that [`cheap_features`] computes.
+pub const fn is_cheap(k: usize) -> bool {
+    matches!(k, 0..=5 | 9 | 12..=14)
+}
+
+/// The features that cost O(1) once the planner's `work` is known (see
+/// [`is_cheap`]): the sizes, the mean row lengths of A and B and the
+/// products' total, mean and peak per row, each equal to what
+/// [`features`] computes; the others are NaN. The automatic choice reads
+/// these first and computes the rest (the prediction among them) only when
+/// the tree's path reaches one: on the committed tree
+/// (`mean_row_b` alone) that spares the prediction and the passes behind
+/// the other features of every product the tree sends to the dense
+/// accumulator.
+pub fn cheap_features<I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
     b: &RowPattern<'_, I, J>,
     work: &RowWork,
-    prediction: &NnzPrediction,
 ) -> Features {
-    let mut v = [0.0f64; NUM_FEATURES];
+    let mut v = [f64::NAN; NUM_FEATURES];
     let log2 = |x: usize| ((x as f64) + 1.0).log2();
-    let nnz_a = a.offsets.get(a.nrows).map_or(0, |o| o.as_usize() - a.base);
-    let nnz_b = b.offsets.get(b.nrows).map_or(0, |o| o.as_usize() - b.base);
     v[0] = log2(a.nrows);
     v[1] = log2(a.ncols);
     v[2] = log2(b.ncols);
-    v[3] = log2(nnz_a);
-    v[4] = log2(nnz_b);
-    let la = row_lengths(a, Some(work));
-    // A·A (or a product of one pattern with itself): B's rows are A's.
-    let lb = if a.same_arrays(b) {
-        la
-    } else {
-        row_lengths(b, None)
+    v[3] = log2(entries(a));
+    v[4] = log2(entries(b));
+    // The row lengths' sum over the rows, as `row_lengths` adds it up.
+    let mean_row = |x: &RowPattern<'_, I, J>| match (x.offsets.first(), x.offsets.get(x.nrows)) {
+        (Some(first), Some(last)) if x.nrows > 0 => {
+            (last.as_usize() - first.as_usize()) as f64 / x.nrows as f64
+        }
+        _ => 0.0,
     };
-    (v[5], v[6], v[7], v[8]) = (la.mean, la.max, la.cv, la.empty);
-    (v[9], v[10], v[11]) = (lb.mean, lb.max, lb.cv);
-
+    v[5] = mean_row(a);
+    v[9] = mean_row(b);
     let total = work.total();
     v[12] = ((total as f64) + 1.0).log2();
     let per_row = if a.nrows > 0 {
@@ -254,6 +273,34 @@ pub fn features<I: Index, J: Index>(
     } else {
         0.0
     };
+    Features { values: v }
+}
+
+/// Computes the features of `a * b` (both `op`-applied patterns) from the
+/// planner's `work` and `prediction`.
+pub fn features<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+    prediction: &NnzPrediction,
+) -> Features {
+    let mut v = cheap_features(a, b, work).values;
+    for (k, x) in v.iter_mut().enumerate() {
+        if !is_cheap(k) {
+            *x = 0.0;
+        }
+    }
+    let la = row_lengths(a, Some(work));
+    // A·A (or a product of one pattern with itself): B's rows are A's.
+    let lb = if a.same_arrays(b) {
+        la
+    } else {
+        row_lengths(b, None)
+    };
+    (v[6], v[7], v[8]) = (la.max, la.cv, la.empty);
+    (v[10], v[11]) = (lb.max, lb.cv);
+
+    let total = work.total();
     // Share of the products in the three highest magnitudes of nprod, and
     // in rows of A with a single entry (copied rows of B).
     let strata = work.strata();
@@ -279,7 +326,7 @@ pub fn features<I: Index, J: Index>(
     v[17] = prediction.ratio;
 
     // Diagonal distance and density image from evenly spaced rows of A.
-    if a.nrows > 0 && a.ncols > 0 && nnz_a > 0 {
+    if a.nrows > 0 && a.ncols > 0 && entries(a) > 0 {
         let step = a.nrows.div_ceil(BAND_SAMPLE_ROWS).max(1);
         let (m, n) = (a.nrows as f64, a.ncols as f64);
         let mut image = [0u64; IMAGE_SIDE * IMAGE_SIDE];
@@ -524,6 +571,42 @@ mod tests {
         let followed = (LOCALITY_WINDOWS as u64 * LOCALITY_WINDOW_PRODUCTS) as f64;
         assert_eq!(window, LOCALITY_WINDOWS as f64 * 64.0 / followed);
         assert_eq!(sample, 64.0 / followed);
+    }
+
+    /// The cheap features are exactly the full ones at their places
+    /// (bit for bit, as the tree compares them), and NaN elsewhere; on
+    /// A·B with rows of different lengths, empty rows and an empty
+    /// product.
+    #[test]
+    fn cheap_features_equal_the_full_ones() {
+        let n = 3000usize;
+        let (a_off, a_cols) = pattern(n, 3, |i, k| ((i * 7 + k * 13) % n) as i32);
+        let mut b_off = vec![0i32];
+        let mut b_cols = Vec::new();
+        for i in 0..n {
+            b_cols.extend((0..i % 9).map(|k| ((i + 31 * k) % 500) as i32));
+            b_cols[b_off[i] as usize..].sort_unstable();
+            b_off.push(b_cols.len() as i32);
+        }
+        let empty_off = vec![0i32; n + 1];
+        for (bo, bc) in [(&b_off, &b_cols), (&empty_off, &Vec::new())] {
+            let a = RowPattern::zero_based(&a_off, &a_cols, n);
+            let b = RowPattern::zero_based(bo, bc, 500);
+            let work = RowWork::new(&a, &b, 4).unwrap();
+            let p = predict_nnz(&a, &b, &work, Sampling::Stratified);
+            let (full, cheap) = (features(&a, &b, &work, &p), cheap_features(&a, &b, &work));
+            for (k, name) in FEATURE_NAMES.iter().enumerate() {
+                if is_cheap(k) {
+                    assert_eq!(
+                        cheap.values[k].to_bits(),
+                        full.values[k].to_bits(),
+                        "{name}"
+                    );
+                } else {
+                    assert!(cheap.values[k].is_nan(), "{name}");
+                }
+            }
+        }
     }
 
     #[test]

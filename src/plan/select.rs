@@ -22,7 +22,7 @@
 //! against the per-product best) and how to retrain are in
 //! docs/benchmarks.md ("Algorithm selection").
 
-use super::features::{Features, NUM_FEATURES};
+use super::features::{is_cheap, Features, NUM_FEATURES};
 use super::selector_model::SELECTOR_TREE;
 use crate::types::Algorithm;
 
@@ -92,29 +92,71 @@ impl ProductShape {
     }
 }
 
-/// The concrete algorithm to run for `requested` on a product of `shape`;
-/// `features` is called only when the choice is automatic.
+/// The concrete algorithm to run for `requested` on a product of `shape`.
+/// The automatic choice reads `cheap` (the product's
+/// [`super::features::cheap_features`]) and calls `features` (all of them,
+/// the prediction among them) only when the tree's path or the choice needs
+/// one that is not cheap.
 pub fn select(
     requested: Algorithm,
     shape: &ProductShape,
+    cheap: &Features,
     features: impl FnOnce() -> Features,
 ) -> Algorithm {
     match requested {
         Algorithm::BrmergePrecise | Algorithm::BrmergeUpper if !shape.b_canonical => {
-            automatic(shape, features)
+            automatic(shape, cheap, features)
         }
         r if r.is_concrete() => r,
-        _ => automatic(shape, features),
+        _ => automatic(shape, cheap, features),
     }
 }
 
 /// The tree's pick for the features, made runnable on `shape`; small
 /// products take the dense accumulator (or hash) without features.
-fn automatic(shape: &ProductShape, features: impl FnOnce() -> Features) -> Algorithm {
+fn automatic(
+    shape: &ProductShape,
+    cheap: &Features,
+    features: impl FnOnce() -> Features,
+) -> Algorithm {
     if shape.products <= SMALL_PRODUCTS {
         return runnable(Algorithm::Dense, shape);
     }
-    choose(&SELECTOR_TREE, shape, &features())
+    choose_lazily(
+        &SELECTOR_TREE,
+        shape,
+        &mut LazyFeatures {
+            cheap,
+            full: None,
+            compute: Some(features),
+        },
+    )
+}
+
+/// The features as the automatic choice reads them: the cheap ones at
+/// once, the rest computed by `compute` the first time one is read.
+struct LazyFeatures<'f, F> {
+    cheap: &'f Features,
+    full: Option<Features>,
+    compute: Option<F>,
+}
+
+impl<F: FnOnce() -> Features> LazyFeatures<'_, F> {
+    /// All the features (computed now if they were not yet).
+    fn full(&mut self) -> &Features {
+        let compute = &mut self.compute;
+        self.full
+            .get_or_insert_with(|| compute.take().expect("the features are computed once")())
+    }
+
+    /// Feature `k`.
+    fn value(&mut self, k: usize) -> f64 {
+        if is_cheap(k) {
+            self.cheap.values[k]
+        } else {
+            self.full().values[k]
+        }
+    }
 }
 
 /// The automatic choice for a product whose structure is written before its
@@ -149,9 +191,29 @@ pub fn for_structure_first(
 }
 
 /// `tree`'s pick for `features`, made runnable on `shape`.
+#[cfg(test)]
 fn choose(tree: &[SelectorNode], shape: &ProductShape, features: &Features) -> Algorithm {
-    match tree_pick(tree, features) {
-        Algorithm::BrmergeUpper if !shape.upper_fits(features) => runnable(Algorithm::Dense, shape),
+    choose_lazily(
+        tree,
+        shape,
+        &mut LazyFeatures {
+            cheap: features,
+            full: Some(*features),
+            compute: None::<fn() -> Features>,
+        },
+    )
+}
+
+/// `tree`'s pick for the `features` it reads, made runnable on `shape`.
+fn choose_lazily<F: FnOnce() -> Features>(
+    tree: &[SelectorNode],
+    shape: &ProductShape,
+    features: &mut LazyFeatures<'_, F>,
+) -> Algorithm {
+    match walk(tree, |k| features.value(k)) {
+        Algorithm::BrmergeUpper if !shape.upper_fits(features.full()) => {
+            runnable(Algorithm::Dense, shape)
+        }
         pick => runnable(pick, shape),
     }
 }
@@ -159,6 +221,12 @@ fn choose(tree: &[SelectorNode], shape: &ProductShape, features: &Features) -> A
 /// Walks `tree` from its first node. A NaN feature goes `above`; a
 /// malformed tree (an index out of range, a cycle) ends in hash.
 pub fn tree_pick(tree: &[SelectorNode], features: &Features) -> Algorithm {
+    walk(tree, |k| features.values[k])
+}
+
+/// [`tree_pick`] reading feature `k` as `value(k)`, only for the splits
+/// on its path.
+fn walk(tree: &[SelectorNode], mut value: impl FnMut(usize) -> f64) -> Algorithm {
     let mut at = 0usize;
     for _ in 0..tree.len() {
         match tree.get(at) {
@@ -169,7 +237,7 @@ pub fn tree_pick(tree: &[SelectorNode], features: &Features) -> Algorithm {
                 below,
                 above,
             }) if feature < NUM_FEATURES => {
-                at = if features.values[feature] <= threshold {
+                at = if value(feature) <= threshold {
                     below
                 } else {
                     above
@@ -276,7 +344,10 @@ mod tests {
             Algorithm::BrmergePrecise,
             Algorithm::BrmergeUpper,
         ] {
-            assert_eq!(select(alg, &shape(1 << 30, true), no_features), alg);
+            assert_eq!(
+                select(alg, &shape(1 << 30, true), &with_first(0.0), no_features),
+                alg
+            );
         }
     }
 
@@ -384,17 +455,73 @@ mod tests {
         let mut s = shape(100, true);
         s.products = SMALL_PRODUCTS;
         assert_eq!(
-            select(Algorithm::Default, &s, no_features),
+            select(Algorithm::Default, &s, &with_first(0.0), no_features),
             Algorithm::Dense
         );
         s.b_cols = 1 << 30;
-        assert_eq!(select(Algorithm::Default, &s, no_features), Algorithm::Hash);
+        assert_eq!(
+            select(Algorithm::Default, &s, &with_first(0.0), no_features),
+            Algorithm::Hash
+        );
+    }
+
+    /// A tree on a cheap feature alone never computes the rest; one that
+    /// reaches another feature, or picks BRMerge-Upper (whose check reads
+    /// the prediction), computes them once, and the pick is the one the
+    /// full features give.
+    #[test]
+    fn the_features_beyond_the_cheap_ones_are_computed_only_when_read() {
+        let predicted = FEATURE_NAMES
+            .iter()
+            .position(|n| *n == "predicted_compression")
+            .unwrap();
+        let tree_on = |feature: usize| -> [SelectorNode; 3] {
+            [
+                SelectorNode::Split {
+                    feature,
+                    threshold: 10.0,
+                    below: 1,
+                    above: 2,
+                },
+                SelectorNode::Leaf(Algorithm::BrmergeUpper),
+                SelectorNode::Leaf(Algorithm::Dense),
+            ]
+        };
+        let mut s = shape(100, true);
+        s.products = 1 << 20;
+        let mut cheap = with_first(f64::NAN);
+        cheap.values[9] = 30.0;
+        let mut full = with_first(0.0);
+        full.values[9] = 30.0;
+        full.values[predicted] = 20.0;
+        for (feature, upper) in [(9, false), (predicted, false), (9, true)] {
+            let mut tree = tree_on(feature);
+            if upper {
+                tree[2] = SelectorNode::Leaf(Algorithm::BrmergeUpper);
+            }
+            let calls = std::cell::Cell::new(0);
+            let mut lazy = LazyFeatures {
+                cheap: &cheap,
+                full: None,
+                compute: Some(|| {
+                    calls.set(calls.get() + 1);
+                    full
+                }),
+            };
+            let got = choose_lazily(&tree, &s, &mut lazy);
+            assert_eq!(got, choose(&tree, &s, &full), "feature {feature}");
+            let read_more = feature == predicted || upper;
+            assert_eq!(calls.get(), usize::from(read_more), "feature {feature}");
+        }
+        assert!(is_cheap(9) && !is_cheap(predicted));
     }
 
     #[test]
     fn brmerge_requests_on_unsorted_input_take_the_automatic_choice() {
         for alg in [Algorithm::BrmergePrecise, Algorithm::BrmergeUpper] {
-            let got = select(alg, &shape(100, false), || with_first(0.0));
+            let got = select(alg, &shape(100, false), &with_first(0.0), || {
+                with_first(0.0)
+            });
             assert!(matches!(got, Algorithm::Dense | Algorithm::Hash), "{got:?}");
         }
     }

@@ -15,7 +15,7 @@ use crate::backend::cpu::{
 use crate::context::Context;
 use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView, SplitValues};
 use crate::error::{invalid, try_vec, Error, Result};
-use crate::plan::features::planning_features;
+use crate::plan::features::{cheap_features, planning_features};
 use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
 use crate::plan::memory::{self, concurrency_levels, scratch_room, MemoryNeed};
 use crate::plan::predict::{self, NnzPrediction, PLANNING_SAMPLING};
@@ -431,7 +431,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             // choice and sizes BRMerge-Upper's temporary C; it is made only
             // when needed.
             let mut prediction = None;
-            let selected = select(algorithm, &shape, || {
+            let cheap = cheap_features(&ra, &rb, &work);
+            let selected = select(algorithm, &shape, &cheap, || {
                 let (p, f) = planning_features(&ra, &rb, &work);
                 prediction = Some(p);
                 f
