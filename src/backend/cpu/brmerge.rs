@@ -232,9 +232,7 @@ fn store_row<T: Scalar, J: Index>(
     out_cols: Option<&mut [J]>,
     out_vals: &mut [T],
 ) {
-    for (d, &s) in out_vals.iter_mut().zip(sums) {
-        scale.store(d, s);
-    }
+    scale.store_each(out_vals, sums, |s| s);
     if let Some(oc) = out_cols {
         shift_cols(cols, 0, scale.base, oc);
     }

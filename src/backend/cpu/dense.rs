@@ -518,10 +518,7 @@ impl<T: Scalar> Workspace<T> {
         }
         if let Some((v, scale)) = vals {
             let sums = &mut self.sums;
-            for (d, &j) in v.iter_mut().zip(list.iter()) {
-                scale.store(d, sums[j]);
-                sums[j] = T::zero();
-            }
+            scale.store_each(v, list, |j| std::mem::replace(&mut sums[j], T::zero()));
         }
         self.previous.extend_from_slice(list);
     }
@@ -1206,10 +1203,9 @@ fn accumulate_repeated_row<T: Scalar, I: Index, J: Index>(
             sums[c.as_usize() - b.base] += f * v;
         }
     }
-    for (d, &j) in out_vals.iter_mut().zip(&ws.previous) {
-        scale.store(d, sums[j]);
-        sums[j] = T::zero();
-    }
+    scale.store_each(out_vals, &ws.previous, |j| {
+        std::mem::replace(&mut sums[j], T::zero())
+    });
     if let Some(oc) = out_cols {
         for (d, &j) in oc.iter_mut().zip(&ws.previous) {
             *d = J::from_usize_unchecked(j + scale.base);

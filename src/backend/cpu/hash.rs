@@ -309,9 +309,7 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
         if sorted_output {
             row.sort_unstable_by_key(|e| e.0);
         }
-        for (d, &(_, v)) in vals[out.clone()].iter_mut().zip(row.iter()) {
-            scale.store(d, v);
-        }
+        scale.store_each(&mut vals[out.clone()], &row, |(_, v)| v);
         if let Some(cols) = cols.as_deref_mut() {
             for (d, &(c, _)) in cols[out].iter_mut().zip(row.iter()) {
                 *d = J::from_usize_unchecked(c + scale.base);
