@@ -387,9 +387,16 @@ impl Context {
     }
 
     /// Runs `f` inside this context's thread pool (rayon work started by
-    /// `f`, such as the planner's, then uses this context's threads).
+    /// `f`, such as the planner's, then uses this context's threads). A
+    /// context of one thread runs `f` on the calling thread, its loops one
+    /// task after another ([`crate::parallel::serially`]), unless it has
+    /// host allocator hooks (its pool's thread is the one that allocates
+    /// through them).
     pub fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.pool {
+            Some(p) if p.current_num_threads() == 1 && self.host_hooks.is_none() => {
+                crate::parallel::serially(f)
+            }
             Some(p) => p.install(f),
             None => f(),
         }
@@ -500,8 +507,15 @@ mod tests {
             matches!(a.set_num_threads(MAX_THREADS + 1), Err(Error::InvalidValue(m)) if m.contains("limit"))
         );
         assert_eq!(a.num_threads(), 1);
-        assert_eq!(a.run(rayon::current_num_threads), 1);
+        assert_eq!(a.run(crate::parallel::current_num_threads), 1);
+        assert_eq!(b.run(crate::parallel::current_num_threads), 3);
         assert_eq!(b.run(rayon::current_num_threads), 3);
+        // One thread: the caller's own, its loops serial.
+        let caller = std::thread::current().id();
+        assert_eq!(a.run(|| std::thread::current().id()), caller);
+        assert!(a.run(crate::parallel::is_serial) && !crate::parallel::is_serial());
+        assert!(!b.run(crate::parallel::is_serial));
+        assert_ne!(b.run(|| std::thread::current().id()), caller);
     }
 
     #[test]

@@ -432,11 +432,16 @@ fn transpose_pattern<T: Scalar, I: Index, J: Index>(
     })
 }
 
-/// Sorts `(column, entry, row)` triples by column, then entry, in parallel;
-/// not generic, so rayon's sort is compiled once.
+/// Sorts `(column, entry, row)` triples by column, then entry, in parallel
+/// (serially inside [`crate::parallel::serially`]); not generic, so
+/// rayon's sort is compiled once.
 fn sort_by_column(entries: &mut [(usize, usize, usize)]) {
     use rayon::slice::ParallelSliceMut;
-    entries.par_sort_unstable_by_key(|&(c, k, _)| (c, k));
+    if crate::parallel::is_serial() {
+        entries.sort_unstable_by_key(|&(c, k, _)| (c, k));
+    } else {
+        entries.par_sort_unstable_by_key(|&(c, k, _)| (c, k));
+    }
 }
 
 /// The transpose of `x` restricted to its non-empty columns: the sorted

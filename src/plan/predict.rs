@@ -262,7 +262,10 @@ fn rows_nnz<I: Index, J: Index>(
     rows: &[usize],
 ) -> Vec<u64> {
     // A column set per piece: 4 pieces per thread, of 8 rows at least.
-    let per_piece = rows.len().div_ceil(4 * rayon::current_num_threads()).max(8);
+    let per_piece = rows
+        .len()
+        .div_ceil(4 * crate::parallel::current_num_threads())
+        .max(8);
     map_blocks(rows.len(), per_piece, |piece| {
         let mut set = ColumnSet::new(b.ncols);
         rows[piece]

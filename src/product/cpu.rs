@@ -556,6 +556,9 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         if ctx.num_threads() <= self.concurrency {
             return ctx.run(f);
         }
+        if self.concurrency == 1 && ctx.host_hooks().is_none() {
+            return crate::parallel::serially(f);
+        }
         ctx.thread_pool(self.concurrency, "rusparse-budget")?
             .install(f)
     }
