@@ -118,7 +118,9 @@ impl Context {
         try_reserve(&mut cols, bound, "C's column indices")?;
         try_reserve(&mut values, bound, "C's values")?;
         plan.symbolic(self, a, b)?;
-        plan.execute_into(self, a, b, opts.alpha, opts.column_order, (cols, values))
+        let c = plan.execute_into(self, a, b, opts.alpha, opts.column_order, (cols, values))?;
+        plan.recycle::<T>(self);
+        Ok(c)
     }
 
     /// [`Context::spgemm`] into arrays the caller makes once nnz(C) is
@@ -151,7 +153,9 @@ impl Context {
         }
         out.pattern = None;
         out.column_order = opts.column_order;
-        plan.numeric(self, a, b, opts.alpha, T::zero(), out)
+        plan.numeric(self, a, b, opts.alpha, T::zero(), out)?;
+        plan.recycle::<T>(self);
+        Ok(())
     }
 
     /// The plan of one [`Context::spgemm`] or [`Context::spgemm_into`]

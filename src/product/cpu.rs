@@ -747,6 +747,28 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         Ok(nnz)
     }
 
+    /// Gives BRMerge-Upper's temporary C to the context's scratch pool,
+    /// for the next product's symbolic phase to fill (see
+    /// [`crate::SpgemmPlan::recycle`]); not under a memory budget.
+    pub(crate) fn recycle<T: Scalar>(&mut self, ctx: &Context) {
+        if self.budget.is_some() {
+            return;
+        }
+        let Some(upper) = self.upper.take() else {
+            return;
+        };
+        let chunks = upper.chunks.downcast::<Vec<UpperChunk<T, J>>>().ok();
+        if let Some(chunks) = chunks.and_then(|c| Arc::try_unwrap(c).ok()) {
+            // Only the last product's: the buffers of an earlier one that no
+            // chunk of this one took would otherwise pile up to the limit.
+            let scratch = ctx.scratch();
+            scratch.discard::<UpperChunk<T, J>>();
+            for chunk in chunks {
+                scratch.give(chunk);
+            }
+        }
+    }
+
     /// BRMerge-Upper's temporary C, when it was computed from the values
     /// `a` and `b` hold now.
     fn fresh_upper<T: Scalar>(
@@ -1570,6 +1592,46 @@ mod tests {
             })
             .collect();
         CsrMatrix::from_triplets(n, n, &t, IndexBase::Zero).unwrap()
+    }
+
+    /// A one-call BRMerge-Upper product gives its temporary C to the
+    /// context's scratch pool once C is written, and the next one fills
+    /// it: every product equals the reference (a smaller one between them
+    /// too), the pool holds one product's temporary C rather than one per
+    /// call, and under a memory budget nothing of it is kept.
+    #[test]
+    fn one_call_brmerge_upper_recycles_its_temporary_c() {
+        let mut ctx = Context::cpu().unwrap();
+        ctx.set_num_threads(2).unwrap();
+        let opts = crate::SpgemmOptions {
+            algorithm: Algorithm::BrmergeUpper,
+            ..Default::default()
+        };
+        let (big, small) = (band(3000, 40), band(500, 30));
+        let multiply = |ctx: &Context, a: &CsrMatrix<f64, i64, i32>| {
+            let want = crate::reference::spgemm(&a.view(), Op::N, &a.view(), Op::N, 1.0).unwrap();
+            let got = ctx.spgemm(&a.view(), &a.view(), &opts).unwrap();
+            assert_eq!(got.row_offsets(), want.row_offsets());
+            assert_eq!(got.col_indices(), want.col_indices());
+            assert_eq!(got.values(), want.values());
+            got.col_indices().len() * (std::mem::size_of::<f64>() + std::mem::size_of::<i32>())
+        };
+        let mut kept = Vec::new();
+        let mut temporary_c = 0;
+        for a in [&big, &big, &small, &big] {
+            let bytes = multiply(&ctx, a);
+            temporary_c = temporary_c.max(bytes);
+            kept.push(ctx.scratch_bytes());
+        }
+        assert!(kept[0] >= temporary_c, "{kept:?} {temporary_c}");
+        assert!(
+            kept.iter().all(|&k| k < 2 * temporary_c),
+            "{kept:?} {temporary_c}"
+        );
+        ctx.trim_scratch();
+        ctx.set_memory_budget(Some(1 << 30));
+        multiply(&ctx, &big);
+        assert!(ctx.scratch_bytes() < temporary_c, "{}", ctx.scratch_bytes());
     }
 
     /// C's values split between two arrays ([`SplitValues`]), each row at

@@ -710,6 +710,20 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     /// [`SpgemmPlan::execute`] with C's columns in `order`, into column and
     /// value vectors (`room`) that may already hold room for C (they are
     /// cleared first).
+    /// Gives the context what the plan kept only for its numeric phase,
+    /// once that phase has run for the last time (the one-call products
+    /// [`Context::spgemm`] and [`Context::spgemm_into`]): BRMerge-Upper's
+    /// temporary C goes to the context's scratch pool, whose limit bounds
+    /// it ([`Context::set_scratch_limit`]), so that the next BRMerge-Upper
+    /// product on the context fills pages already faulted in instead of
+    /// fresh ones (the kernel's zeroing of fresh pages was 10-40 % of that
+    /// symbolic phase on the project's VM). Not under a memory budget.
+    pub(crate) fn recycle<T: Scalar>(&mut self, ctx: &Context) {
+        if let On::Cpu(p) = &mut self.on {
+            p.recycle::<T>(ctx);
+        }
+    }
+
     pub(crate) fn execute_into<T: Scalar>(
         &self,
         ctx: &Context,

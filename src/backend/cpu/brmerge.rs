@@ -286,6 +286,18 @@ pub(crate) struct UpperChunk<T, J> {
     vals: Vec<T>,
 }
 
+/// A one-call product gives its temporary C back to the context's scratch
+/// pool once C is written ([`crate::SpgemmPlan::recycle`]), so that the
+/// next BRMerge-Upper product on the context fills pages already faulted
+/// in: the kernel's zeroing of fresh pages, 1.4-4 µs a page on the
+/// project's VM, was 10-40 % of BRMerge-Upper's symbolic phase (ego-Facebook,
+/// ex31, bcsstk15, orani678; one and two threads).
+impl<T: Scalar, J: Index> Scratch for UpperChunk<T, J> {
+    fn bytes(&self) -> usize {
+        bytes_of(&self.cols) + bytes_of(&self.vals)
+    }
+}
+
 /// Rows of A with more entries than this are not merged by BRMerge-Upper
 /// (each doubling of the lists adds a pass over the row) but accumulated
 /// in a dense array, when op(B) is narrow enough for one.
@@ -373,7 +385,21 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
         }
         Ok(())
     };
-    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    // A temporary C an earlier product gave back, with room for `start`
+    // entries and not twice that (a smaller one is not grown: growing an
+    // empty vector makes the allocator copy its whole old block; a much
+    // larger one is left for a larger product); not under a budget, whose
+    // pool accounts for every entry of room.
+    let kept = match pool {
+        None => scratch.take(|c: &UpperChunk<T, J>| {
+            let room = c.cols.capacity().min(c.vals.capacity());
+            room >= start && room <= start.saturating_mul(2)
+        }),
+        Some(_) => None,
+    };
+    let (mut cols, mut vals) = kept.map_or_else(Default::default, |c| (c.cols, c.vals));
+    cols.clear();
+    vals.clear();
     try_reserve(&mut cols, start, "BRMerge-Upper temporary C")?;
     try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
     let goes_dense = |i: usize| dense_ok && a.pattern.row_len(i) > MERGE_MAX_LISTS;
@@ -413,12 +439,20 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     if let Some(d) = dense {
         d.keep(scratch);
     }
-    // The head room over the prediction is given back before C is
-    // allocated beside the temporary C (a shrinking `realloc`: no copy,
-    // `mremap` for large blocks), so the numeric phase's peak holds C and
-    // the temporary C at its exact size.
-    cols.shrink_to_fit();
-    vals.shrink_to_fit();
+    // Room well past the rows (a prediction that was high) is given back
+    // before C is allocated beside the temporary C (a shrinking `realloc`:
+    // no copy, `mremap` for large blocks), so the numeric phase's peak
+    // holds C and the temporary C at most a quarter over its size. The
+    // head room of a prediction that was right stays, so that the same
+    // product run again finds room for its start in the temporary C it
+    // gave back. Under a budget it is always given back.
+    let spare = |len: usize| if pool.is_some() { len } else { len + len / 4 };
+    if cols.capacity() > spare(cols.len()) {
+        cols.shrink_to_fit();
+    }
+    if vals.capacity() > spare(vals.len()) {
+        vals.shrink_to_fit();
+    }
     if let Some(pool) = pool {
         pool.give(bound - cols.len());
     }

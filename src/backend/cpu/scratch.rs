@@ -183,6 +183,18 @@ impl ScratchPool {
         st.evict();
     }
 
+    /// Frees every kept buffer of type `S`.
+    pub(crate) fn discard<S: Scratch>(&self) {
+        let mut st = self.lock();
+        let mut freed = 0;
+        st.kept.retain(|k| {
+            let is_s = k.item.is::<S>();
+            freed += if is_s { k.bytes } else { 0 };
+            !is_s
+        });
+        st.bytes -= freed;
+    }
+
     /// Frees every kept buffer; returns the bytes freed.
     pub fn trim(&self) -> usize {
         let mut st = self.lock();
