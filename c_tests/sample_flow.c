@@ -289,8 +289,10 @@ static void test_huge_columns(rusparseHandle_t h) {
 }
 
 /* One matC and one SpGEMM descriptor used for two different products in a
- * row (new arrays set with CsrSetPointers), and copy called twice. */
-static void test_descriptor_reuse(rusparseHandle_t h) {
+ * row (new arrays set with CsrSetPointers), and copy called twice: with
+ * BRMerge-Upper the first copy gives its temporary C to the handle's scratch,
+ * so the second computes the values again. */
+static void test_descriptor_reuse(rusparseHandle_t h, rusparseSpGEMMAlg_t alg) {
     rng_t rng = {777};
     tmat_t a1 = tmat_random(&rng, 5, 4, 30, 0), b1 = tmat_random(&rng, 4, 6, 30, 0);
     tmat_t a2 = tmat_random(&rng, 5, 3, 90, TM_UNSORTED), b2 = tmat_random(&rng, 3, 6, 90, 0);
@@ -313,28 +315,28 @@ static void test_descriptor_reuse(rusparseHandle_t h) {
         int64_t r, c, nnz;
         dense_t ref = dense_product(as[round], op, bs[round], op);
         char label[64];
-        CHECK(rusparseSpGEMM_workEstimation(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d,
+        CHECK(rusparseSpGEMM_workEstimation(h, op, op, &one, A.d, B.d, &zero, C, dt, alg, d,
                                             &s1, NULL));
         buf1 = xmalloc(s1);
-        CHECK(rusparseSpGEMM_workEstimation(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d,
+        CHECK(rusparseSpGEMM_workEstimation(h, op, op, &one, A.d, B.d, &zero, C, dt, alg, d,
                                             &s1, buf1));
-        CHECK(rusparseSpGEMM_compute(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d, &s2, NULL));
+        CHECK(rusparseSpGEMM_compute(h, op, op, &one, A.d, B.d, &zero, C, dt, alg, d, &s2, NULL));
         buf2 = xmalloc(s2);
-        CHECK(rusparseSpGEMM_compute(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d, &s2, buf2));
+        CHECK(rusparseSpGEMM_compute(h, op, op, &one, A.d, B.d, &zero, C, dt, alg, d, &s2, buf2));
         CHECK(rusparseSpMatGetSize(C, &r, &c, &nnz));
         off = xmalloc(sizeof(int32_t) * 6);
         col = xmalloc(sizeof(int32_t) * (size_t)nnz);
         val = xmalloc(sizeof(double) * (size_t)nnz);
         CHECK(rusparseCsrSetPointers(C, off, col, val));
-        CHECK(rusparseSpGEMM_copy(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d));
-        snprintf(label, sizeof label, "matC reused, product %d", round + 1);
+        CHECK(rusparseSpGEMM_copy(h, op, op, &one, A.d, B.d, &zero, C, dt, alg, d));
+        snprintf(label, sizeof label, "matC reused, alg %d, product %d", (int)alg, round + 1);
         if (check_csr(label, &ref, nnz, off, RUSPARSE_INDEX_32I, col, RUSPARSE_INDEX_32I, val, dt, 0, cplx(1, 0),
                       cplx(0, 0), NULL))
             test_failures++;
         /* copy again: same C */
         memset(val, 0xFF, sizeof(double) * (size_t)nnz);
-        CHECK(rusparseSpGEMM_copy(h, op, op, &one, A.d, B.d, &zero, C, dt, RUSPARSE_SPGEMM_DEFAULT, d));
-        snprintf(label, sizeof label, "matC reused, product %d, second copy", round + 1);
+        CHECK(rusparseSpGEMM_copy(h, op, op, &one, A.d, B.d, &zero, C, dt, alg, d));
+        snprintf(label, sizeof label, "matC reused, alg %d, product %d, second copy", (int)alg, round + 1);
         if (check_csr(label, &ref, nnz, off, RUSPARSE_INDEX_32I, col, RUSPARSE_INDEX_32I, val, dt, 0, cplx(1, 0),
                       cplx(0, 0), NULL))
             test_failures++;
@@ -521,7 +523,8 @@ int main(int argc, char **argv) {
             }
     }
     test_huge_columns(h);
-    test_descriptor_reuse(h);
+    test_descriptor_reuse(h, RUSPARSE_SPGEMM_DEFAULT);
+    test_descriptor_reuse(h, RUSPARSE_SPGEMM_CPU_BRMERGE_UPPER);
     CHECK(rusparseDestroy(h));
     printf("sample_flow: %d combinations, %ld products\n", combo, products_run);
     return test_summary("sample_flow");

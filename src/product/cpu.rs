@@ -1310,6 +1310,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 let out = CsrOutput::full(&mut *offsets, &mut *cols, values, c.base)
                     .with_column_order(job.column_order);
                 CpuPlan::numeric(self, ctx, &a, &b, alpha, beta, out)?;
+                // C is written: BRMerge-Upper's temporary C goes to the
+                // handle's scratch for its next product (a second copy
+                // computes the values again).
+                self.recycle::<T>(ctx);
                 Ok(0)
             }
             Fill::Structure => {

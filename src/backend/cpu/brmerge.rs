@@ -320,6 +320,16 @@ pub(super) fn upper_initial_capacity(products: usize, ratio: f64) -> usize {
     predicted.saturating_add(1024).min(products)
 }
 
+/// The entries `products` compress to at the predicted `ratio` (all of
+/// them without a usable prediction), never more than `products`.
+fn predicted_entries(products: usize, ratio: f64) -> usize {
+    if ratio.is_nan() || ratio <= 1.0 {
+        products
+    } else {
+        ((products as f64 / ratio).ceil() as usize).min(products)
+    }
+}
+
 /// Makes room for `extra` more entries in `v`, growing its capacity by
 /// half at least (never past `bound`) when it is too small.
 pub(super) fn make_room<X>(v: &mut Vec<X>, extra: usize, bound: usize) -> Result<()> {
@@ -362,12 +372,9 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     let (start, mut bound) = match pool {
         None => (upper_initial_capacity(products, ratio), products),
         Some(pool) => {
-            let predicted = if ratio.is_nan() || ratio <= 1.0 {
-                products
-            } else {
-                ((products as f64 / ratio).ceil() as usize).min(products)
-            };
-            let got = pool.take(predicted, 0).unwrap_or(0);
+            let got = pool
+                .take(predicted_entries(products, ratio), 0)
+                .unwrap_or(0);
             (got, got)
         }
     };
@@ -385,23 +392,37 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
         }
         Ok(())
     };
-    // A temporary C an earlier product gave back, with room for `start`
-    // entries and not twice that (a smaller one is not grown: growing an
-    // empty vector makes the allocator copy its whole old block; a much
-    // larger one is left for a larger product); not under a budget, whose
-    // pool accounts for every entry of room.
+    // A temporary C an earlier product gave back (at its exact size), with
+    // room for three quarters of the predicted entries at least (the
+    // sampled prediction may be high) and not twice `start`: the same
+    // product run again takes its own. It is used as it is, without the
+    // head room, and grows as a new one would if the rows need more (a
+    // smaller one is not grown now: growing an empty vector makes the
+    // allocator copy its whole old block; a much larger one is left for a
+    // larger product). Not under a budget, whose pool accounts for every
+    // entry of room.
+    let predicted = predicted_entries(products, ratio);
+    let least = (predicted - predicted / 4).max(1);
     let kept = match pool {
         None => scratch.take(|c: &UpperChunk<T, J>| {
             let room = c.cols.capacity().min(c.vals.capacity());
-            room >= start && room <= start.saturating_mul(2)
+            room >= least && room <= start.saturating_mul(2)
         }),
         Some(_) => None,
     };
-    let (mut cols, mut vals) = kept.map_or_else(Default::default, |c| (c.cols, c.vals));
-    cols.clear();
-    vals.clear();
-    try_reserve(&mut cols, start, "BRMerge-Upper temporary C")?;
-    try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
+    let (mut cols, mut vals) = match kept {
+        Some(UpperChunk { mut cols, mut vals }) => {
+            cols.clear();
+            vals.clear();
+            (cols, vals)
+        }
+        None => {
+            let (mut cols, mut vals) = (Vec::new(), Vec::new());
+            try_reserve(&mut cols, start, "BRMerge-Upper temporary C")?;
+            try_reserve(&mut vals, start, "BRMerge-Upper temporary C")?;
+            (cols, vals)
+        }
+    };
     let goes_dense = |i: usize| dense_ok && a.pattern.row_len(i) > MERGE_MAX_LISTS;
     let mut merger = Merger::for_merged_rows(&a.pattern, work, &rows, |i| !goes_dense(i), scratch)?;
     let mut dense: Option<UnsizedRows<T>> = None;
@@ -439,20 +460,12 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     if let Some(d) = dense {
         d.keep(scratch);
     }
-    // Room well past the rows (a prediction that was high) is given back
-    // before C is allocated beside the temporary C (a shrinking `realloc`:
-    // no copy, `mremap` for large blocks), so the numeric phase's peak
-    // holds C and the temporary C at most a quarter over its size. The
-    // head room of a prediction that was right stays, so that the same
-    // product run again finds room for its start in the temporary C it
-    // gave back. Under a budget it is always given back.
-    let spare = |len: usize| if pool.is_some() { len } else { len + len / 4 };
-    if cols.capacity() > spare(cols.len()) {
-        cols.shrink_to_fit();
-    }
-    if vals.capacity() > spare(vals.len()) {
-        vals.shrink_to_fit();
-    }
+    // The head room over the prediction is given back before C is
+    // allocated beside the temporary C (a shrinking `realloc`: no copy,
+    // `mremap` for large blocks), so the numeric phase's peak holds C and
+    // the temporary C at its exact size.
+    cols.shrink_to_fit();
+    vals.shrink_to_fit();
     if let Some(pool) = pool {
         pool.give(bound - cols.len());
     }
