@@ -670,6 +670,12 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     ) -> Result<usize> {
         self.upper = None;
         self.listed.put(None);
+        if self.selected != Algorithm::BrmergeUpper {
+            // A kept temporary C serves only BRMerge-Upper; held while
+            // another product runs, it would keep that product from the
+            // memory the allocator would otherwise hand it back.
+            ctx.scratch().discard_outputs();
+        }
         let (offsets, upper) = self.run(ctx, || -> Result<(Vec<usize>, Option<UpperStore>)> {
             // BRMerge-Upper keeps a temporary C that the numeric phase copies,
             // and a listing symbolic phase C's columns that the structure
@@ -762,7 +768,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             // Only the last product's: the buffers of an earlier one that no
             // chunk of this one took would otherwise pile up to the limit.
             let scratch = ctx.scratch();
-            scratch.discard::<UpperChunk<T, J>>();
+            scratch.discard_outputs();
             for chunk in chunks {
                 scratch.give(chunk);
             }
@@ -1602,7 +1608,8 @@ mod tests {
     /// context's scratch pool once C is written, and the next one fills
     /// it: every product equals the reference (a smaller one between them
     /// too), the pool holds one product's temporary C rather than one per
-    /// call, and under a memory budget nothing of it is kept.
+    /// call, a product of another algorithm frees it, and under a memory
+    /// budget nothing of it is kept.
     #[test]
     fn one_call_brmerge_upper_recycles_its_temporary_c() {
         let mut ctx = Context::cpu().unwrap();
@@ -1615,6 +1622,7 @@ mod tests {
         let multiply = |ctx: &Context, a: &CsrMatrix<f64, i64, i32>| {
             let want = crate::reference::spgemm(&a.view(), Op::N, &a.view(), Op::N, 1.0).unwrap();
             let got = ctx.spgemm(&a.view(), &a.view(), &opts).unwrap();
+            assert_eq!(ctx.spgemm(&a.view(), &a.view(), &opts).unwrap(), got);
             assert_eq!(got.row_offsets(), want.row_offsets());
             assert_eq!(got.col_indices(), want.col_indices());
             assert_eq!(got.values(), want.values());
@@ -1632,6 +1640,12 @@ mod tests {
             kept.iter().all(|&k| k < 2 * temporary_c),
             "{kept:?} {temporary_c}"
         );
+        let dense = crate::SpgemmOptions {
+            algorithm: Algorithm::Dense,
+            ..Default::default()
+        };
+        ctx.spgemm(&big.view(), &big.view(), &dense).unwrap();
+        assert!(ctx.scratch_bytes() < temporary_c, "{}", ctx.scratch_bytes());
         ctx.trim_scratch();
         ctx.set_memory_budget(Some(1 << 30));
         multiply(&ctx, &big);

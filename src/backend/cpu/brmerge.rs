@@ -296,6 +296,10 @@ impl<T: Scalar, J: Index> Scratch for UpperChunk<T, J> {
     fn bytes(&self) -> usize {
         bytes_of(&self.cols) + bytes_of(&self.vals)
     }
+
+    fn is_output(&self) -> bool {
+        true
+    }
 }
 
 /// Rows of A with more entries than this are not merged by BRMerge-Upper

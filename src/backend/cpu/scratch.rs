@@ -38,11 +38,19 @@ pub const DEFAULT_SCRATCH_LIMIT: usize = 256 << 20;
 pub(crate) trait Scratch: Any + Send {
     /// Bytes of memory the buffer holds.
     fn bytes(&self) -> usize;
+
+    /// Whether the buffer is a product's output kept for the next product
+    /// of the same kind (BRMerge-Upper's temporary C), not a workspace:
+    /// such buffers go at [`ScratchPool::discard_outputs`].
+    fn is_output(&self) -> bool {
+        false
+    }
 }
 
 struct Kept {
     item: Box<dyn Any + Send>,
     bytes: usize,
+    output: bool,
 }
 
 struct State {
@@ -139,7 +147,7 @@ impl ScratchPool {
     /// buffers while the pool would exceed its limit; an item larger than
     /// the limit is dropped.
     pub(crate) fn give<S: Scratch>(&self, item: S) {
-        let bytes = item.bytes();
+        let (bytes, output) = (item.bytes(), item.is_output());
         let mut st = self.lock();
         let most = st.keeps_at_most();
         if bytes > most {
@@ -153,6 +161,7 @@ impl ScratchPool {
         st.kept.push(Kept {
             item: Box::new(item),
             bytes,
+            output,
         });
     }
 
@@ -183,14 +192,15 @@ impl ScratchPool {
         st.evict();
     }
 
-    /// Frees every kept buffer of type `S`.
-    pub(crate) fn discard<S: Scratch>(&self) {
+    /// Frees every kept output ([`Scratch::is_output`]): a product that
+    /// will not fill it should find its memory with the allocator, not
+    /// held here.
+    pub(crate) fn discard_outputs(&self) {
         let mut st = self.lock();
         let mut freed = 0;
         st.kept.retain(|k| {
-            let is_s = k.item.is::<S>();
-            freed += if is_s { k.bytes } else { 0 };
-            !is_s
+            freed += if k.output { k.bytes } else { 0 };
+            !k.output
         });
         st.bytes -= freed;
     }
