@@ -284,6 +284,9 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
 pub(crate) struct UpperChunk<T, J> {
     cols: Vec<J>,
     vals: Vec<T>,
+    /// The chunk's first row (which chunk of a product run again takes
+    /// it back, see [`upper_chunk`]).
+    first: usize,
 }
 
 /// A one-call product gives its temporary C back to the context's scratch
@@ -396,26 +399,35 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
         }
         Ok(())
     };
-    // A temporary C an earlier product gave back (at its exact size), with
-    // room for three quarters of the predicted entries at least (the
-    // sampled prediction may be high) and not twice `start`: the same
-    // product run again takes its own. It is used as it is, without the
-    // head room, and grows as a new one would if the rows need more (a
-    // smaller one is not grown now: growing an empty vector makes the
-    // allocator copy its whole old block; a much larger one is left for a
-    // larger product). Not under a budget, whose pool accounts for every
-    // entry of room.
+    // A temporary C an earlier product gave back (at its exact size), not
+    // twice `start` (a much larger one is left for a larger product): the
+    // one of the chunk that started at the same row, when it has room for
+    // three quarters of the predicted entries at least (the sampled
+    // prediction may be high; the same product run again takes its own,
+    // of exactly its rows), else one with room for `start`. It is used as
+    // it is and grows as a new one would if the rows need more (a smaller
+    // one is not grown now: growing an empty vector makes the allocator
+    // copy its whole old block). Not under a budget, whose pool accounts
+    // for every entry of room.
     let predicted = predicted_entries(products, ratio);
     let least = (predicted - predicted / 4).max(1);
+    let room = |c: &UpperChunk<T, J>| c.cols.capacity().min(c.vals.capacity());
     let kept = match pool {
-        None => scratch.take(|c: &UpperChunk<T, J>| {
-            let room = c.cols.capacity().min(c.vals.capacity());
-            room >= least && room <= start.saturating_mul(2)
-        }),
+        None => scratch
+            .take(|c: &UpperChunk<T, J>| {
+                c.first == rows.start && room(c) >= least && room(c) <= start.saturating_mul(2)
+            })
+            .or_else(|| {
+                scratch.take(|c: &UpperChunk<T, J>| {
+                    room(c) >= start && room(c) <= start.saturating_mul(2)
+                })
+            }),
         Some(_) => None,
     };
     let (mut cols, mut vals) = match kept {
-        Some(UpperChunk { mut cols, mut vals }) => {
+        Some(UpperChunk {
+            mut cols, mut vals, ..
+        }) => {
             cols.clear();
             vals.clear();
             (cols, vals)
@@ -473,7 +485,7 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     if let Some(pool) = pool {
         pool.give(bound - cols.len());
     }
-    Ok(UpperChunk { cols, vals })
+    Ok(UpperChunk { cols, vals, first })
 }
 
 /// Entries of room BRMerge-Upper's temporary C may take under a memory
