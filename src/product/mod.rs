@@ -707,9 +707,6 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         )
     }
 
-    /// [`SpgemmPlan::execute`] with C's columns in `order`, into column and
-    /// value vectors (`room`) that may already hold room for C (they are
-    /// cleared first).
     /// Gives the context what the plan kept only for its numeric phase,
     /// once that phase has run for the last time (the one-call products
     /// [`Context::spgemm`] and [`Context::spgemm_into`]): BRMerge-Upper's
@@ -724,6 +721,9 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         }
     }
 
+    /// [`SpgemmPlan::execute`] with C's columns in `order`, into column and
+    /// value vectors (`room`) that may already hold room for C (they are
+    /// cleared first).
     pub(crate) fn execute_into<T: Scalar>(
         &self,
         ctx: &Context,
