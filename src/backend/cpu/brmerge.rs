@@ -411,17 +411,14 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
     // for every entry of room.
     let predicted = predicted_entries(products, ratio);
     let least = (predicted - predicted / 4).max(1);
-    let room = |c: &UpperChunk<T, J>| c.cols.capacity().min(c.vals.capacity());
+    let fits = |c: &UpperChunk<T, J>, least: usize| {
+        let room = c.cols.capacity().min(c.vals.capacity());
+        room >= least && room <= start.saturating_mul(2)
+    };
     let kept = match pool {
         None => scratch
-            .take(|c: &UpperChunk<T, J>| {
-                c.first == rows.start && room(c) >= least && room(c) <= start.saturating_mul(2)
-            })
-            .or_else(|| {
-                scratch.take(|c: &UpperChunk<T, J>| {
-                    room(c) >= start && room(c) <= start.saturating_mul(2)
-                })
-            }),
+            .take(|c: &UpperChunk<T, J>| c.first == rows.start && fits(c, least))
+            .or_else(|| scratch.take(|c| fits(c, start))),
         Some(_) => None,
     };
     let (mut cols, mut vals) = match kept {
