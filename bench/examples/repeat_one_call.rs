@@ -1,8 +1,11 @@
 //! Times `Context::spgemm_into` (the one-call path the Python binding
 //! takes) run again and again on one matrix: C's arrays fresh each call.
 //!
-//!     cargo run --release -p rusparse-bench --example repeat_one_call -- THREADS FILE.mtx[.gz] RUNS [trim]
-use rusparse::{BackendKind, Context, CsrOutput, CsrView, IndexBase, SpgemmOptions};
+//!     cargo run --release -p rusparse-bench --example repeat_one_call -- THREADS FILE.mtx[.gz] RUNS [trim] [ALGORITHM]
+//!
+//! `trim` empties the context's scratch before each call; ALGORITHM is
+//! auto (the default), hash, dense, brmerge-upper or brmerge-precise.
+use rusparse::{Algorithm, BackendKind, Context, CsrOutput, CsrView, IndexBase, SpgemmOptions};
 use std::time::Instant;
 
 #[path = "../src/matrix_market.rs"]
@@ -19,13 +22,24 @@ fn main() -> rusparse::Result<()> {
         .and_then(|x| x.to_csr::<f64, i32>())
         .expect("a real Matrix Market file");
     let runs: usize = args[3].parse().unwrap();
-    let trim = args.get(4).is_some_and(|s| s == "trim");
+    let trim = args[4..].iter().any(|s| s == "trim");
     let (m, n) = (x.nrows(), x.ncols());
     let (o, c, v) = x.into_parts();
     let mut ctx = Context::new(BackendKind::Cpu)?;
     ctx.set_num_threads(threads)?;
     let a = CsrView::try_new(m, n, &o, &c, &v, IndexBase::Zero)?;
-    let opts = SpgemmOptions::default();
+    let mut opts = SpgemmOptions::default();
+    for arg in &args[4..] {
+        opts.algorithm = match arg.as_str() {
+            "trim" => continue,
+            "auto" => Algorithm::Default,
+            "hash" => Algorithm::Hash,
+            "dense" => Algorithm::Dense,
+            "brmerge-upper" => Algorithm::BrmergeUpper,
+            "brmerge-precise" => Algorithm::BrmergePrecise,
+            other => panic!("unknown argument {other}"),
+        };
+    }
     let mut times = Vec::new();
     for _ in 0..runs {
         if trim {

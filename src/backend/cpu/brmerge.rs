@@ -305,10 +305,33 @@ impl<T: Scalar, J: Index> Scratch for UpperChunk<T, J> {
     }
 }
 
-/// Rows of A with more entries than this are not merged by BRMerge-Upper
-/// (each doubling of the lists adds a pass over the row) but accumulated
-/// in a dense array, when op(B) is narrow enough for one.
-pub(super) const MERGE_MAX_LISTS: usize = 16;
+/// Whether BRMerge-Upper merges a row of A with `entries` entries and
+/// `products` products when op(B) is narrow enough for a dense accumulator
+/// (otherwise it merges every row): only rows of one or two entries over
+/// more than [`PAIR_DENSE_MAX_PRODUCTS`] products, which a merge writes in
+/// one pass. The others take the dense numeric phase's row kernels
+/// ([`super::dense::UnsizedRows`]): rows of three entries or more, whose
+/// merge passes (one per doubling of the lists) cost more than
+/// accumulating and sorting, and short pairs of short rows of B. Up to
+/// session 56 only rows of more than 16 entries were accumulated; one
+/// thread, one-call products run again, medians of 15-21 alternating in
+/// one process: ego-Facebook 33.4 -> 28.1 ms, ca-CondMat 37.6 -> 32.2,
+/// HEP-th-new 52.9 -> 48.5, wiki-Vote 17.6 -> 16.2, bcsstk15 6.21 -> 5.68,
+/// memplus 41.0 -> 39.0, as20000102 10.4 -> 9.7, ex31 5.64 -> 5.47,
+/// 1138_bus 0.25 -> 0.16, orani678 and luxembourg_osm unchanged; the same
+/// within 1-2 % more at two threads. Accumulating pairs over long rows of
+/// B too made as20000102 25-38 % slower (a count pass and a merge, where
+/// the merge alone writes the row).
+pub(super) fn upper_merges_row(entries: usize, products: u64) -> bool {
+    entries <= 2 && products > PAIR_DENSE_MAX_PRODUCTS
+}
+
+/// See [`upper_merges_row`].
+const PAIR_DENSE_MAX_PRODUCTS: u64 = 32;
+
+/// The most lists BRMerge-Upper merges in one row when op(B) is narrow
+/// enough for a dense accumulator ([`upper_merges_row`]).
+pub(super) const MERGE_MAX_LISTS_BESIDE_DENSE: usize = 2;
 
 /// Head room over the predicted size of a chunk's temporary C. The
 /// planner's prediction is the paper's cheap sample (a few per cent off on
@@ -353,8 +376,8 @@ pub(super) fn make_room<X>(v: &mut Vec<X>, extra: usize, bound: usize) -> Result
 /// starts at the chunk's predicted size (nprod over the predicted
 /// compression `ratio`, the sampling predictor) rather than its nprod (the
 /// upper bound BRMerge-Upper is named after), and grows when the prediction
-/// was low; it never exceeds nprod. Rows with more than [`MERGE_MAX_LISTS`]
-/// lists go through a dense accumulator instead when `dense_ok`. B's rows
+/// was low; it never exceeds nprod. When `dense_ok`, rows go through a
+/// dense accumulator instead, except those [`upper_merges_row`] keeps. B's rows
 /// must be canonical (`chunk.b_canonical` is not read). With a `pool`
 /// (under a memory budget), every entry of room the temporary C takes comes
 /// from it (the chunk starts at its predicted size, without head room, and
@@ -436,7 +459,7 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
             (cols, vals)
         }
     };
-    let goes_dense = |i: usize| dense_ok && a.pattern.row_len(i) > MERGE_MAX_LISTS;
+    let goes_dense = |i: usize| dense_ok && !upper_merges_row(a.pattern.row_len(i), work.row(i));
     let mut merger = Merger::for_merged_rows(&a.pattern, work, &rows, |i| !goes_dense(i), scratch)?;
     let mut dense: Option<UnsizedRows<T>> = None;
     let first = rows.start;
@@ -593,9 +616,55 @@ mod tests {
         }
     }
 
-    /// Rows with more lists than [`super::MERGE_MAX_LISTS`] take BRMerge-Upper's dense
-    /// path, shorter ones are merged; both must equal the reference exactly
-    /// (integer values), for any thread count.
+    /// BRMerge-Upper beside a dense accumulator takes a different row
+    /// kernel for each kind of row: empty, single entries, pairs of short
+    /// rows of B (the dense phase's short paths) and of long ones (merged),
+    /// tiny rows and rows that overflow the tiny kernel, rows repeating the
+    /// previous row's pattern, a band whose rows are their neighbour's
+    /// moved, and long rows. All must equal the reference exactly.
+    #[test]
+    fn upper_row_kernels_each_equal_the_reference() {
+        let n = 200usize;
+        let mut rows: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, r) in rows.iter_mut().enumerate() {
+            *r = match i {
+                0..40 => (i.saturating_sub(1)..(i + 2)).collect(),
+                40..60 => vec![5, 9, 17, 30 + (i - 40) / 2],
+                60..70 => vec![(i * 3) % n],
+                70..80 => vec![i - 70, i - 60],
+                80..90 => vec![100 + i % 10, 105 + i % 5],
+                90..100 => Vec::new(),
+                100..110 => (0..40).map(|k| (i + 5 * k) % n).collect(),
+                110..130 => vec![150 + i % 7, 160 + i % 11, 175 + i % 13],
+                _ => (0..3 + i % 4).map(|k| (i * 31 + k * 17) % n).collect(),
+            };
+            if (150..200).contains(&i) {
+                r.extend((0..5).map(|k| (i * 7 + k * 29) % n));
+            }
+            r.sort_unstable();
+            r.dedup();
+        }
+        let products = |i: usize| -> u64 { rows[i].iter().map(|&k| rows[k].len() as u64).sum() };
+        let merged = (0..n).filter(|&i| super::upper_merges_row(rows[i].len(), products(i)));
+        assert!(merged.count() >= 5, "some pairs must be merged");
+        assert!(
+            (70..80).all(|i| !super::upper_merges_row(2, products(i))),
+            "short pairs take the dense phase's path"
+        );
+        let t = rows
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| {
+                r.iter()
+                    .map(move |&j| (i, j, ((i + 2 * j) % 7) as f64 - 3.0))
+            })
+            .collect();
+        upper_equals_reference(n, t, 3.0);
+    }
+
+    /// Rows that BRMerge-Upper merges ([`super::upper_merges_row`]) and
+    /// rows it accumulates must equal the reference exactly (integer
+    /// values), for any thread count.
     #[test]
     fn upper_mixes_merged_and_dense_rows_exactly() {
         let n = 64usize;

@@ -525,8 +525,12 @@ impl<T: Scalar> Workspace<T> {
 }
 
 /// A dense accumulator for rows whose size is not known in advance
-/// (BRMerge-Upper's rows with many lists): each row is written, sorted and
-/// unscaled, into the front of the slices it is given.
+/// (the rows BRMerge-Upper does not merge, see
+/// [`super::brmerge::upper_merges_row`]): each row is written, sorted and
+/// unscaled, at the end of the vectors it is given, by the numeric phase's
+/// row kernels (one entry: B's row; two over short rows of B: their merge,
+/// sized by [`merged_len`]; tiny rows; repeated and shifted rows; the
+/// accumulator).
 pub(super) struct UnsizedRows<T> {
     ws: Workspace<T>,
     ncols: usize,
@@ -580,6 +584,41 @@ impl<T: Scalar> UnsizedRows<T> {
             beta: T::zero(),
             base: 0,
         };
+        // The sized numeric phase's short paths (see `accumulate_rows_with`),
+        // each row's size found first where that is cheap.
+        if self.ws.b_canonical {
+            if let Some(k) = single_entry(&a.pattern, i) {
+                let row_of_b = a.pattern.col(k);
+                let n = b.pattern.row_len(row_of_b);
+                let at = open_slots(cols, vals, n, bound, i)?;
+                let (oc, ov) = (&mut cols[at..], &mut vals[at..]);
+                copy_scaled_row(b, row_of_b, a.values[k], i, &unscaled, Some(oc), ov)?;
+                self.ws.previous.clear();
+                return Ok(n);
+            }
+            if let Some((k, l)) = two_entries(&a.pattern, i) {
+                let (x, y) = (a.pattern.col(k), a.pattern.col(l));
+                let bp = &b.pattern;
+                let n = merged_len(&bp.cols[bp.range(x)], &bp.cols[bp.range(y)]);
+                let at = open_slots(cols, vals, n, bound, i)?;
+                let (oc, ov) = (&mut cols[at..], &mut vals[at..]);
+                let (x, y) = ((x, a.values[k]), (y, a.values[l]));
+                merge_two_rows(b, x, y, i, &unscaled, Some(oc), ov)?;
+                self.ws.previous.clear();
+                return Ok(n);
+            }
+        }
+        if a.pattern.row_len(i) <= TINY_ROW && limit <= 2 * TINY_ROW {
+            if let Some(TinyRow { cols: tc, sums, n }) = TinyRow::of(a, b, i) {
+                let at = open_slots(cols, vals, n, bound, i)?;
+                vals[at..].copy_from_slice(&sums[..n]);
+                for (d, &c) in cols[at..].iter_mut().zip(&tc[..n]) {
+                    *d = J::from_usize_unchecked(c);
+                }
+                self.ws.previous.clear();
+                return Ok(n);
+            }
+        }
         // A row of A with the pattern of the one before (FEM's rows of one
         // node): the same columns, so no bit map and no sort.
         let n = self.ws.previous.len();
@@ -612,13 +651,17 @@ impl<T: Scalar> UnsizedRows<T> {
                 return Err(e);
             }
         };
+        let sort = !(span.is_none()
+            && self
+                .ws
+                .take_shifted_previous(n, || first_column_shift(&a.pattern, first, i)));
         self.ws.emit(
             n,
             span,
             Some(&mut cols[at..]),
             Some((&mut vals[at..], &unscaled)),
             0,
-            true,
+            sort,
         );
         Ok(n)
     }
@@ -1116,38 +1159,9 @@ fn tiny_row<T: Scalar, I: Index, J: Index>(
     out_cols: Option<&mut [J]>,
     out_vals: &mut [T],
 ) -> Result<()> {
-    const N: usize = TINY_ROW;
-    let (ap, bp) = (&a.pattern, &b.pattern);
-    let mut cols = [0usize; N];
-    let mut sums = [T::zero(); N];
-    let mut n = 0usize;
-    for k in ap.range(i) {
-        let r = bp.range(ap.col(k));
-        let f = a.values[k];
-        for (&c, &v) in bp.cols[r.clone()].iter().zip(&b.values[r]) {
-            let c = c.as_usize() - bp.base;
-            let product = f * v;
-            // The first position whose column is not below c.
-            let mut j = n;
-            while j > 0 && cols[j - 1] > c {
-                j -= 1;
-            }
-            if j > 0 && cols[j - 1] == c {
-                sums[j - 1] += product;
-                continue;
-            }
-            if n == N {
-                return Err(too_many_columns(i, N));
-            }
-            for t in (j..n).rev() {
-                cols[t + 1] = cols[t];
-                sums[t + 1] = sums[t];
-            }
-            cols[j] = c;
-            sums[j] = T::zero() + product;
-            n += 1;
-        }
-    }
+    let Some(TinyRow { cols, sums, n }) = TinyRow::of(a, b, i) else {
+        return Err(too_many_columns(i, TINY_ROW));
+    };
     if n != out_vals.len() {
         return Err(row_mismatch(i, n, out_vals.len()));
     }
@@ -1160,6 +1174,59 @@ fn tiny_row<T: Scalar, I: Index, J: Index>(
         }
     }
     Ok(())
+}
+
+/// The sorted columns (zero-based) and sums of a row of C of at most
+/// [`TINY_ROW`] columns ([`tiny_row`]).
+struct TinyRow<T> {
+    cols: [usize; TINY_ROW],
+    sums: [T; TINY_ROW],
+    n: usize,
+}
+
+impl<T: Scalar> TinyRow<T> {
+    /// Row `i` of C summed into a small array kept sorted by insertion;
+    /// `None` when it has more than [`TINY_ROW`] columns.
+    #[inline(always)]
+    fn of<I: Index, J: Index>(
+        a: &Operand<'_, T, I, J>,
+        b: &Operand<'_, T, I, J>,
+        i: usize,
+    ) -> Option<Self> {
+        const N: usize = TINY_ROW;
+        let (ap, bp) = (&a.pattern, &b.pattern);
+        let mut cols = [0usize; N];
+        let mut sums = [T::zero(); N];
+        let mut n = 0usize;
+        for k in ap.range(i) {
+            let r = bp.range(ap.col(k));
+            let f = a.values[k];
+            for (&c, &v) in bp.cols[r.clone()].iter().zip(&b.values[r]) {
+                let c = c.as_usize() - bp.base;
+                let product = f * v;
+                // The first position whose column is not below c.
+                let mut j = n;
+                while j > 0 && cols[j - 1] > c {
+                    j -= 1;
+                }
+                if j > 0 && cols[j - 1] == c {
+                    sums[j - 1] += product;
+                    continue;
+                }
+                if n == N {
+                    return None;
+                }
+                for t in (j..n).rev() {
+                    cols[t + 1] = cols[t];
+                    sums[t + 1] = sums[t];
+                }
+                cols[j] = c;
+                sums[j] = T::zero() + product;
+                n += 1;
+            }
+        }
+        Some(TinyRow { cols, sums, n })
+    }
 }
 
 /// How far the first column of row `i` of A lies past that of row `i - 1`

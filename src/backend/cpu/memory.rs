@@ -21,9 +21,9 @@ pub(crate) struct RowBounds {
     pub a_row: usize,
     /// Columns of op(B) (= of C).
     pub ncols: usize,
-    /// The most products of one row BRMerge-Upper merges (a row of op(A)
-    /// with at most `MERGE_MAX_LISTS` entries; longer ones take a dense
-    /// accumulator when op(B) is narrow enough for one).
+    /// The most products of one row BRMerge-Upper merges beside a dense
+    /// accumulator (when op(B) is narrow enough for one), those of
+    /// `brmerge::upper_merges_row`.
     pub merged_products: u64,
 }
 
@@ -39,7 +39,7 @@ impl RowBounds {
         for i in 0..a.nrows {
             let len = a.row_len(i);
             a_row = a_row.max(len);
-            if len <= brmerge::MERGE_MAX_LISTS {
+            if brmerge::upper_merges_row(len, work.row(i)) {
                 merged_products = merged_products.max(work.row(i));
             }
         }
@@ -106,20 +106,23 @@ impl CpuBackend<'_> {
     }
 
     /// Bytes one chunk of BRMerge-Upper's symbolic phase takes besides its
-    /// temporary C: merge buffers and, for rows with many lists, a dense
-    /// accumulator.
+    /// temporary C: merge buffers and, when op(B) is narrow enough, a dense
+    /// accumulator for the rows it does not merge.
     pub(crate) fn upper_chunk_bytes<T: Scalar, J: Index>(&self, r: &RowBounds) -> u64 {
         let t = std::mem::size_of::<T>();
         let dense_ok = r.ncols.saturating_mul(t) <= DENSE_MAX_BYTES;
-        // With a dense accumulator for rows of many lists, only the others
-        // are merged.
+        // With a dense accumulator, only rows of one or two lists are
+        // merged.
         let (products, lists) = if dense_ok {
-            (r.merged_products, r.a_row.min(brmerge::MERGE_MAX_LISTS))
+            (
+                r.merged_products,
+                r.a_row.min(brmerge::MERGE_MAX_LISTS_BESIDE_DENSE),
+            )
         } else {
             (r.products, r.a_row)
         };
         let merge = brmerge::merger_bytes(products, lists, t + std::mem::size_of::<J>());
-        let dense = if dense_ok && r.a_row > brmerge::MERGE_MAX_LISTS {
+        let dense = if dense_ok && r.products > 0 {
             dense::workspace_bytes(r.ncols, r.c_row(), t)
         } else {
             0
