@@ -477,7 +477,8 @@ pub(super) fn upper_chunk<T: Scalar, I: Index, J: Index>(
             if let Some(d) = dense.as_mut() {
                 let nprod = usize::try_from(work.row(i)).unwrap_or(usize::MAX);
                 room_for(n + nprod.min(b.pattern.ncols), false, &mut bound, i)?;
-                *count = d.append_row(a, b, (first, i), nprod, (&mut cols, &mut vals, bound))?;
+                let at = (first, i, prefetch);
+                *count = d.append_row(a, b, at, nprod, (&mut cols, &mut vals, bound))?;
             }
             continue;
         }
@@ -659,6 +660,33 @@ mod tests {
                     .map(move |&j| (i, j, ((i + 2 * j) % 7) as f64 - 3.0))
             })
             .collect();
+        upper_equals_reference(n, t, 3.0);
+    }
+
+    /// A B too large for a core's cache, read out of order: BRMerge-Upper's
+    /// dense rows then take the scattered kernels (few products sorted in
+    /// registers, prefetching), which must equal the reference exactly.
+    #[test]
+    fn upper_scattered_rows_equal_the_reference() {
+        let n = 8000usize;
+        let mut x = 12345u64;
+        let mut next = |m: usize| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as usize % m
+        };
+        let mut t = Vec::new();
+        for i in 0..n {
+            let len = 1 + next(7) + if i % 97 == 0 { 30 } else { 0 };
+            let mut cols: Vec<usize> = (0..len).map(|_| next(n)).collect();
+            cols.sort_unstable();
+            cols.dedup();
+            t.extend(cols.into_iter().map(|j| (i, j, (next(9) as f64) - 4.0)));
+        }
+        // 16 bytes an entry and 8 a row: past the 256 KiB that
+        // `RowWork::b_fits_in_cache` counts as staying in cache.
+        assert!(t.len() * 16 + n * 8 > 256 << 10);
         upper_equals_reference(n, t, 3.0);
     }
 

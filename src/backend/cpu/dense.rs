@@ -529,11 +529,15 @@ impl<T: Scalar> Workspace<T> {
 /// [`super::brmerge::upper_merges_row`]): each row is written, sorted and
 /// unscaled, at the end of the vectors it is given, by the numeric phase's
 /// row kernels (one entry: B's row; two over short rows of B: their merge,
-/// sized by [`merged_len`]; tiny rows; repeated and shifted rows; the
-/// accumulator).
+/// sized by [`merged_len`]; rows of at most [`TINY_ROW`] products;
+/// scattered rows of few products, sorted in registers; repeated and
+/// shifted rows; the accumulator).
 pub(super) struct UnsizedRows<T> {
     ws: Workspace<T>,
     ncols: usize,
+    /// Scattered rows of at most this many products are sorted in
+    /// registers ([`sorted_products_row`]).
+    sorted_rows_upto: u64,
 }
 
 impl<T: Scalar> UnsizedRows<T> {
@@ -547,8 +551,10 @@ impl<T: Scalar> UnsizedRows<T> {
         scratch: &ScratchPool,
     ) -> Result<Self> {
         let longest = longest_nprod.min(ncols);
+        let ws = Workspace::take(scratch, ncols, longest, true, b_canonical)?;
         Ok(UnsizedRows {
-            ws: Workspace::take(scratch, ncols, longest, true, b_canonical)?,
+            sorted_rows_upto: sorted_rows_upto(&ws.sorter, ncols),
+            ws,
             ncols,
         })
     }
@@ -574,7 +580,7 @@ impl<T: Scalar> UnsizedRows<T> {
         &mut self,
         a: &Operand<'_, T, I, J>,
         b: &Operand<'_, T, I, J>,
-        (first, i): (usize, usize),
+        (first, i, scattered): (usize, usize, bool),
         limit: usize,
         (cols, vals, bound): (&mut Vec<J>, &mut Vec<T>, usize),
     ) -> Result<usize> {
@@ -608,7 +614,8 @@ impl<T: Scalar> UnsizedRows<T> {
                 return Ok(n);
             }
         }
-        if a.pattern.row_len(i) <= TINY_ROW && limit <= 2 * TINY_ROW {
+        // At most TINY_ROW products: the row fits the tiny kernel.
+        if limit <= TINY_ROW {
             if let Some(TinyRow { cols: tc, sums, n }) = TinyRow::of(a, b, i) {
                 let at = open_slots(cols, vals, n, bound, i)?;
                 vals[at..].copy_from_slice(&sums[..n]);
@@ -618,6 +625,16 @@ impl<T: Scalar> UnsizedRows<T> {
                 self.ws.previous.clear();
                 return Ok(n);
             }
+        }
+        if scattered && limit as u64 <= self.sorted_rows_upto {
+            let at = open_slots(cols, vals, limit, bound, i)?;
+            let (oc, ov) = (&mut cols[at..], &mut vals[at..]);
+            let sorter = &self.ws.sorter;
+            let n = sorted_products_row(a, b, i, sorter, &unscaled, Some(oc), ov)?;
+            cols.truncate(at + n);
+            vals.truncate(at + n);
+            self.ws.previous.clear();
+            return Ok(n);
         }
         // A row of A with the pattern of the one before (FEM's rows of one
         // node): the same columns, so no bit map and no sort.
@@ -1031,7 +1048,10 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
             continue;
         }
         if SCATTERED && work.row(i) <= sorted_rows_upto {
-            sorted_products_row(a, b, i, &ws.sorter, scale, out_cols, out_vals)?;
+            let n = sorted_products_row(a, b, i, &ws.sorter, scale, out_cols, out_vals)?;
+            if n != len {
+                return Err(row_mismatch(i, n, len));
+            }
             ws.previous.clear();
             continue;
         }
@@ -1073,9 +1093,12 @@ fn sorted_rows_upto(sorter: &ColumnSorter, ncols: usize) -> u64 {
 /// graphs and random matrices. The sums are those of the accumulator bit
 /// for bit (from zero, in stored order); the row comes out sorted.
 ///
+/// Writes the row at the front of `out_vals` (and `out_cols`), which may
+/// be longer than it, and returns its number of entries.
+///
 /// # Errors
-/// A row whose products or columns differ from the plan's (a pattern that
-/// changed since the plan).
+/// A row with more products than the sorter's keys, or more columns than
+/// `out_vals` holds (a pattern that changed since the plan).
 // Out of line, so that its arrays do not enlarge the frame of the
 // accumulator's loop (the 7 % that stencil2d_5pt_725 lost with this path
 // in its loop came back only with the loop's own copy, `SCATTERED`).
@@ -1088,7 +1111,7 @@ fn sorted_products_row<T: Scalar, I: Index, J: Index>(
     scale: &Scale<T>,
     mut out_cols: Option<&mut [J]>,
     out_vals: &mut [T],
-) -> Result<()> {
+) -> Result<usize> {
     let (ap, bp) = (&a.pattern, &b.pattern);
     let mut keys = [u32::MAX; KEYS];
     let mut products = [T::zero(); KEYS];
@@ -1125,10 +1148,7 @@ fn sorted_products_row<T: Scalar, I: Index, J: Index>(
         }
         written += 1;
     }
-    if written != len {
-        return Err(row_mismatch(i, written, len));
-    }
-    Ok(())
+    Ok(written)
 }
 
 /// The most columns of a row of C, and entries of its row of A, that
