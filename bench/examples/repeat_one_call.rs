@@ -1,10 +1,15 @@
 //! Times `Context::spgemm_into` (the one-call path the Python binding
 //! takes) run again and again on one matrix: C's arrays fresh each call.
 //!
-//!     cargo run --release -p rusparse-bench --example repeat_one_call -- THREADS FILE.mtx[.gz] RUNS [trim] [ALGORITHM]
+//!     cargo run --release -p rusparse-bench --example repeat_one_call -- THREADS FILE.mtx[.gz] RUNS [trim] [busy=US] [caller] [ALGORITHM]
 //!
-//! `trim` empties the context's scratch before each call; ALGORITHM is
-//! auto (the default), hash, dense, brmerge-upper or brmerge-precise.
+//! `trim` empties the context's scratch before each call; `busy=US` keeps
+//! the calling thread busy for US microseconds between calls (as a Python
+//! program's own work between two products); `caller` makes the calling
+//! thread one of the context's threads
+//! (`Context::set_num_threads_with_caller`, as the Python binding does);
+//! ALGORITHM is auto (the default), hash, dense, brmerge-upper or
+//! brmerge-precise. Prints the median, minimum and 90th percentile.
 use rusparse::{Algorithm, BackendKind, Context, CsrOutput, CsrView, IndexBase, SpgemmOptions};
 use std::time::Instant;
 
@@ -23,15 +28,25 @@ fn main() -> rusparse::Result<()> {
         .expect("a real Matrix Market file");
     let runs: usize = args[3].parse().unwrap();
     let trim = args[4..].iter().any(|s| s == "trim");
+    let caller = args[4..].iter().any(|s| s == "caller");
+    let busy = args[4..]
+        .iter()
+        .find_map(|s| s.strip_prefix("busy="))
+        .map(|us| std::time::Duration::from_micros(us.parse().expect("busy=MICROSECONDS")));
     let (m, n) = (x.nrows(), x.ncols());
     let (o, c, v) = x.into_parts();
     let mut ctx = Context::new(BackendKind::Cpu)?;
-    ctx.set_num_threads(threads)?;
+    if caller {
+        ctx.set_num_threads_with_caller(threads)?;
+    } else {
+        ctx.set_num_threads(threads)?;
+    }
     let a = CsrView::try_new(m, n, &o, &c, &v, IndexBase::Zero)?;
     let mut opts = SpgemmOptions::default();
     for arg in &args[4..] {
         opts.algorithm = match arg.as_str() {
-            "trim" => continue,
+            "trim" | "caller" => continue,
+            s if s.starts_with("busy=") => continue,
             "auto" => Algorithm::Default,
             "hash" => Algorithm::Hash,
             "dense" => Algorithm::Dense,
@@ -44,6 +59,12 @@ fn main() -> rusparse::Result<()> {
     for _ in 0..runs {
         if trim {
             ctx.trim_scratch();
+        }
+        if let Some(d) = busy {
+            let until = Instant::now() + d;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
         }
         let t = Instant::now();
         let mut kept = None;
@@ -80,7 +101,7 @@ fn main() -> rusparse::Result<()> {
     let mut s = times.clone();
     s.sort_by(f64::total_cmp);
     println!(
-        "{threads} thread(s){}: median {:.2} ms, min {:.2} ms, scratch kept {} MB",
+        "{threads} thread(s){}: median {:.2} ms, min {:.2} ms, 90th percentile {:.2} ms, scratch kept {} MB",
         if trim {
             ", scratch trimmed each call"
         } else {
@@ -88,6 +109,7 @@ fn main() -> rusparse::Result<()> {
         },
         s[s.len() / 2],
         s[0],
+        s[s.len() * 9 / 10],
         ctx.scratch_bytes() >> 20
     );
     Ok(())

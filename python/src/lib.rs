@@ -218,27 +218,40 @@ pub(crate) fn parse_algorithm(name: &str) -> PyResult<Algorithm> {
 }
 
 /// The CPU context for `threads` (None: RUSPARSE_NUM_THREADS or all
-/// cores). Kept per thread count, so a count starts its thread pool once;
-/// like a C handle it keeps scratch memory between products (up to
-/// RUSPARSE_SCRATCH_LIMIT, 256 MiB by default), so repeated products do
-/// not allocate and page-fault it again.
+/// cores) on the calling thread. Kept per thread and thread count, so a
+/// count starts its thread pool once; like a C handle it keeps scratch
+/// memory between products (up to RUSPARSE_SCRATCH_LIMIT, 256 MiB by
+/// default), so repeated products do not allocate and page-fault it again.
+/// Its pool includes the calling thread
+/// ([`Context::set_num_threads_with_caller`]): the product computes on the
+/// thread that called, which otherwise slept while the pool's threads
+/// woke up to take it over, and at 2 threads after other Python work
+/// sometimes took twice as long.
 fn context(threads: Option<usize>) -> PyResult<Context> {
-    static CONTEXTS: OnceLock<Mutex<HashMap<Option<usize>, Context>>> = OnceLock::new();
+    type Key = (std::thread::ThreadId, Option<usize>);
+    static CONTEXTS: OnceLock<Mutex<HashMap<Key, Context>>> = OnceLock::new();
     let mut map = CONTEXTS
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    if let Some(ctx) = map.get(&threads) {
+    let key = (std::thread::current().id(), threads);
+    if let Some(ctx) = map.get(&key) {
         return Ok(ctx.clone());
     }
     let mut ctx = Context::new(BackendKind::Cpu).map_err(to_py)?;
-    if let Some(n) = threads {
-        if n == 0 {
-            return Err(PyValueError::new_err("threads must be at least 1"));
-        }
+    let n = match threads {
+        Some(0) => return Err(PyValueError::new_err("threads must be at least 1")),
+        Some(n) => n,
+        None => ctx.num_threads(),
+    };
+    // A thread belongs to one pool: a second thread count on this thread
+    // (or a thread rayon already runs) gets a pool of its own, also for
+    // the default count (loops started on this thread would otherwise run
+    // in the pool it belongs to).
+    if n < 2 || ctx.set_num_threads_with_caller(n).is_err() {
         ctx.set_num_threads(n).map_err(to_py)?;
     }
-    map.insert(threads, ctx.clone());
+    map.insert(key, ctx.clone());
     Ok(ctx)
 }
 

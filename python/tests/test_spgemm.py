@@ -304,3 +304,29 @@ def test_concurrent_products_from_threads():
         t.join()
     for M, C in zip(mats, out):
         np.testing.assert_array_equal(C.toarray(), expected(M, M))
+
+
+def test_thread_counts_mixed_on_each_python_thread():
+    # Each Python thread's context for a thread count computes on that
+    # thread (its pool includes it); a thread belongs to one such pool, so
+    # its other counts, and the default, get pools of their own. Every
+    # combination, on the main thread and on others at once, is right.
+    mats = [random_csr(300, 300, 0.02, np.float64, seed=40 + i) for i in range(3)]
+    errors = []
+
+    def work(k):
+        try:
+            for threads in (2, None, 1, 3, 2):
+                for M in mats:
+                    C = rusparse.spgemm(M, M, threads=threads)
+                    np.testing.assert_array_equal(C.toarray(), expected(M, M))
+        except Exception as e:  # reported below, on the main thread
+            errors.append((k, e))
+
+    work(-1)
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
