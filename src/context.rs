@@ -46,6 +46,12 @@ pub struct Context {
     scratch: Arc<ScratchPool>,
     /// The memory budget in bytes, `u64::MAX` for none; shared by clones.
     budget: Arc<AtomicU64>,
+    /// The products (nprod) of the last one-call product
+    /// ([`Context::spgemm`], [`Context::spgemm_into`]) planned on the CPU,
+    /// 0 before the first; shared by clones. A one-call product of about
+    /// as many may run the dense accumulator in one pass (see
+    /// `one_pass_instead_of_dense` in the CPU plan).
+    last_one_call: Arc<AtomicU64>,
     /// Where GPU products take device memory from (`None`: the runtime);
     /// shared by clones.
     device_allocator: Arc<RwLock<Option<Arc<dyn DeviceAllocator>>>>,
@@ -117,6 +123,7 @@ impl Context {
             pool: None,
             scratch: Arc::new(ScratchPool::default()),
             budget: Arc::new(AtomicU64::new(u64::MAX)),
+            last_one_call: Arc::new(AtomicU64::new(0)),
             device_allocator: Arc::default(),
             host_hooks: None,
             gpu,
@@ -430,6 +437,12 @@ impl Context {
         // Scratch kept from before counts against the budget: keep at most
         // half of it (each product trims further to what it leaves).
         self.scratch.set_room(bytes.map(|b| b / 2));
+    }
+
+    /// Records the products (nprod) of a one-call product planned on the
+    /// CPU; returns those of the one before (0: none).
+    pub(crate) fn swap_last_one_call(&self, products: u64) -> u64 {
+        self.last_one_call.swap(products, Ordering::Relaxed)
     }
 
     /// The memory budget (see [`Context::set_memory_budget`]).

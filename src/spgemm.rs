@@ -174,7 +174,10 @@ impl Context {
             op_b: opts.op_b,
             algorithm: opts.algorithm,
         };
-        let plan = SpgemmPlan::for_one_call(self, a, b, operation)?;
+        // One pass writes sorted rows: a product asked for in any order
+        // keeps the order the planned flow gives it (see ColumnOrder::Any).
+        let one_pass_ok = opts.column_order == crate::ColumnOrder::Sorted;
+        let plan = SpgemmPlan::for_one_call(self, a, b, operation, one_pass_ok)?;
         check_nnz_fits(plan.nnz_lower_bound(), a.base(), I::INDEX_TYPE, "at least ")?;
         Ok(plan)
     }

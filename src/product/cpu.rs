@@ -261,6 +261,59 @@ fn plan_peak<T: Scalar, J: Index>(
         .max(planning)
 }
 
+/// Whether a one-call product of `products` follows one of `previous`
+/// products (0: none) of about its size, whose temporary C it could take
+/// back (see [`one_pass_instead_of_dense`]): within a factor of 2.
+fn similar_products(previous: u64, products: u64) -> bool {
+    previous > 0 && products <= previous.saturating_mul(2) && previous <= products.saturating_mul(2)
+}
+
+/// The algorithm a one-call product that follows one of about its size
+/// ([`similar_products`]) on the same context takes where the automatic
+/// choice picked the dense accumulator:
+/// BRMerge-Upper, which beside a dense accumulator runs the same row
+/// kernels in one pass into a temporary C that the numeric phase copies
+/// (no counting pass), when op(B)'s rows are canonical and the temporary
+/// C, at most its products' worth of entries or else the predicted
+/// nnz(C) with BRMerge-Upper's head room, fits in the context's scratch
+/// limit: it is then given back after the product and taken again by the
+/// next one ([`CpuPlan::recycle`]), so its pages are faulted once. A
+/// one-call product after none, or after one of another size, keeps the
+/// dense accumulator: a fresh temporary C costs page faults that the
+/// single call does not win back (uniform_r4_200000 24 % slower, memplus
+/// 35 %, with the scratch emptied before each call). `prediction`
+/// is made with `predict` when needed, and kept; `temporary` gives the
+/// temporary C's starting entries for a predicted compression.
+///
+/// Repeated one-call products at 2 threads through the Python binding,
+/// medians of 21 interleaved with scipy: lp_maros_r7 A·Aᵀ 12.2 -> 9.6 ms,
+/// lp_fit2p A·Aᵀ 48.3 -> 37.5, stencil2d_5pt_725 29.4 -> 27.6, memplus
+/// 14.9 -> 14.5, luxembourg_osm 3.5 -> 3.7; one thread, in Rust:
+/// wiki-Vote 24.6 -> 16.3, HEP-th-new 64.3 -> 48.9, ca-CondMat 39.9 -> 31.7,
+/// as20000102 12.2 -> 9.8, uniform_r4_200000 27.5 -> 24.5, memplus
+/// 37.1 -> 39.5.
+fn one_pass_instead_of_dense(
+    shape: &ProductShape,
+    scratch_limit: usize,
+    prediction: &mut Option<NnzPrediction>,
+    (predict, temporary): (impl FnOnce() -> NnzPrediction, impl FnOnce(f64) -> u64),
+) -> Algorithm {
+    if !shape.b_canonical {
+        return Algorithm::Dense;
+    }
+    let limit = scratch_limit as u64;
+    let entry = shape.entry_bytes as u64;
+    if shape.products.saturating_mul(entry) <= limit {
+        return Algorithm::BrmergeUpper;
+    }
+    let ratio = prediction.get_or_insert_with(predict).ratio;
+    if temporary(ratio).saturating_mul(entry) <= limit {
+        Algorithm::BrmergeUpper
+    } else {
+        Algorithm::Dense
+    }
+}
+
 /// Bytes the thread pool of `threads` threads that a phase starts when it
 /// runs fewer chunks at once than the context has threads
 /// ([`CpuPlan::run`]) allocates: rayon's registry and deques and the
@@ -376,7 +429,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         op_b: Op,
         algorithm: Algorithm,
     ) -> Result<Self> {
-        Self::planned(ctx, (a, op_a), (b, op_b), algorithm, || {
+        Self::planned(ctx, (a, op_a), (b, op_b), (algorithm, false), || {
             Some(fingerprints(a, b))
         })
     }
@@ -390,18 +443,23 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         algorithm: Algorithm,
         prints: (u64, u64),
     ) -> Result<Self> {
-        Self::planned(ctx, (a, op_a), (b, op_b), algorithm, || Some(prints))
+        Self::planned(ctx, (a, op_a), (b, op_b), (algorithm, false), || {
+            Some(prints)
+        })
     }
 
     /// [`CpuPlan::new`], with the patterns' fingerprints from `prints`
     /// (run in the context's pool). `None`, for phases that all run inside
     /// one call on the same borrowed arrays: the patterns and values are
     /// not fingerprinted (nothing can change them in between).
+    /// `one_call`: the plan of a one-call product whose C is wanted sorted,
+    /// which may run the dense accumulator in one pass
+    /// ([`one_pass_instead_of_dense`]).
     pub(crate) fn planned<T: Scalar>(
         ctx: &Context,
         (a, op_a): (&CsrView<'_, T, I, J>, Op),
         (b, op_b): (&CsrView<'_, T, I, J>, Op),
-        algorithm: Algorithm,
+        (algorithm, one_call): (Algorithm, bool),
         prints: impl FnOnce() -> Option<(u64, u64)> + Send,
     ) -> Result<Self> {
         let budget = ctx.memory_budget().map(|b| b as u64);
@@ -437,6 +495,23 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 prediction = Some(p);
                 f
             });
+            let previous = if one_call {
+                ctx.swap_last_one_call(work.total())
+            } else {
+                0
+            };
+            let selected = if similar_products(previous, work.total())
+                && budget.is_none()
+                && !algorithm.is_concrete()
+                && selected == Algorithm::Dense
+            {
+                let predict = || predict::predict_nnz(&ra, &rb, &work, PLANNING_SAMPLING);
+                let temporary = |ratio| upper_temporary_entries(&work, ratio);
+                let limit = ctx.scratch().limit();
+                one_pass_instead_of_dense(&shape, limit, &mut prediction, (predict, temporary))
+            } else {
+                selected
+            };
             if selected == Algorithm::BrmergeUpper && prediction.is_none() {
                 prediction = Some(predict::predict_nnz(&ra, &rb, &work, PLANNING_SAMPLING));
             }
@@ -1650,6 +1725,65 @@ mod tests {
         ctx.set_memory_budget(Some(1 << 30));
         multiply(&ctx, &big);
         assert!(ctx.scratch_bytes() < temporary_c, "{}", ctx.scratch_bytes());
+    }
+
+    /// An automatic choice of the dense accumulator runs in one pass
+    /// (BRMerge-Upper) for a one-call product that follows one of about
+    /// its size on the same context, and stays the dense accumulator for
+    /// the first, after one of another size, under a memory budget, when
+    /// the temporary C would not be kept (scratch limit), for a concrete
+    /// request, for C wanted in any order (one pass writes sorted rows, the
+    /// planned flow's order may differ), and in the plan API. Every product
+    /// equals the reference.
+    #[test]
+    fn repeated_one_call_products_run_the_dense_choice_in_one_pass() {
+        use crate::product::{Operation, SpgemmPlan};
+        let (a, big) = (band(400, 3), band(4000, 3));
+        let mut ctx = Context::cpu().unwrap();
+        ctx.set_num_threads(2).unwrap();
+        let auto = Operation {
+            op_a: Op::N,
+            op_b: Op::N,
+            algorithm: Algorithm::Default,
+        };
+        let one_call = |ctx: &Context, x: &CsrMatrix<f64, i64, i32>, operation| {
+            let (v, w) = (x.view(), x.view());
+            SpgemmPlan::for_one_call(ctx, &v, &w, operation, true)
+                .unwrap()
+                .selected_algorithm()
+        };
+        assert_eq!(one_call(&ctx, &a, auto), Algorithm::Dense, "the first");
+        assert_eq!(one_call(&ctx, &a, auto), Algorithm::BrmergeUpper);
+        assert_eq!(one_call(&ctx, &big, auto), Algorithm::Dense, "another size");
+        assert_eq!(one_call(&ctx, &big, auto), Algorithm::BrmergeUpper);
+        let dense = Operation {
+            algorithm: Algorithm::Dense,
+            ..auto
+        };
+        assert_eq!(one_call(&ctx, &big, dense), Algorithm::Dense, "asked for");
+        let (v, w) = (big.view(), big.view());
+        let any_order = SpgemmPlan::for_one_call(&ctx, &v, &w, auto, false).unwrap();
+        assert_eq!(
+            any_order.selected_algorithm(),
+            Algorithm::Dense,
+            "any order"
+        );
+        let (v, w) = (big.view(), big.view());
+        let planned = SpgemmPlan::new(&ctx, &v, Op::N, &w, Op::N, Algorithm::Default).unwrap();
+        assert_eq!(planned.selected_algorithm(), Algorithm::Dense, "plan API");
+        ctx.set_memory_budget(Some(1 << 30));
+        assert_eq!(one_call(&ctx, &big, auto), Algorithm::Dense, "budget");
+        ctx.set_memory_budget(None);
+        ctx.set_scratch_limit(1 << 10);
+        assert_eq!(one_call(&ctx, &big, auto), Algorithm::Dense, "not kept");
+        ctx.set_scratch_limit(64 << 20);
+        let want = crate::reference::spgemm(&v, Op::N, &w, Op::N, 1.0).unwrap();
+        for _ in 0..3 {
+            let got = ctx.spgemm(&v, &w, &Default::default()).unwrap();
+            assert_eq!(got.row_offsets(), want.row_offsets());
+            assert_eq!(got.col_indices(), want.col_indices());
+            assert_eq!(got.values(), want.values());
+        }
     }
 
     /// C's values split between two arrays ([`SplitValues`]), each row at

@@ -279,12 +279,15 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
 
     /// The plan of one [`Context::spgemm`] call, whose phases run back to
     /// back on borrowed arrays that cannot change: nothing is
-    /// fingerprinted, and a GPU copies A and B once.
+    /// fingerprinted, and a GPU copies A and B once. `one_pass_ok`: the
+    /// automatic choice may run the dense accumulator in one pass (C is
+    /// wanted sorted; see `one_pass_instead_of_dense` in the CPU plan).
     pub(crate) fn for_one_call<T: Scalar>(
         ctx: &Context,
         a: &CsrView<'_, T, I, J>,
         b: &CsrView<'_, T, I, J>,
         operation: Operation,
+        one_pass_ok: bool,
     ) -> Result<Self> {
         if ctx.gpu_device().is_some() {
             return SpgemmPlan::on_gpu(ctx, operation, a, b, true);
@@ -293,7 +296,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             ctx,
             (a, operation.op_a),
             (b, operation.op_b),
-            operation.algorithm,
+            (operation.algorithm, one_pass_ok),
             || None,
         )?;
         Ok(SpgemmPlan {
