@@ -223,7 +223,10 @@ impl Context {
     /// the bookkeeping of a pool that includes an outside thread, and a
     /// thread belongs to one such pool for its whole life: make one such
     /// context per thread and keep it (the Python binding keeps one per
-    /// thread and thread count).
+    /// thread and thread count). Once it is dropped, rayon loops started
+    /// on this thread outside any pool (a context on rayon's global pool,
+    /// or the program's own `par_iter`) still count it as a thread of that
+    /// finished pool and run on this thread alone.
     ///
     /// # Errors
     /// [`Error::InvalidValue`] when `n` is below 2 or exceeds
