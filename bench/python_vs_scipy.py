@@ -4,6 +4,7 @@ own C ABI, in one process, interleaved, on the generated suite and the real
 matrices (issue 32's targets).
 
     python bench/python_vs_scipy.py --threads 2 --runs 5
+    python bench/python_vs_scipy.py --threads 2 --runs 5 --passes 3
     python bench/python_vs_scipy.py --no-generated /work/shared/matrices/ex31.mtx.gz
 
 Needs the installed package (pip install ./python), target/release/
@@ -12,8 +13,17 @@ each matrix and dumps its CSR arrays (--dump; the real files are read from
 --matrices, not copied), and target/release/librusparse.so (cargo build
 --release -p rusparse --lib), the C ABI timed through ctypes.
 
-Per matrix, after one warm-up of each, the three are run in turn, `--runs`
-rounds (fewer for slow scipy products, see --budget):
+Per matrix, after one warm-up of each, scipy and the binding are run in
+turn, `--runs` rounds (fewer for slow scipy products, see --budget), then
+as many rounds of scipy (not counted) and the C ABI: rusparse's two pools
+(the binding's context and the C handle) are never timed one right after
+the other, whose threads, spinning for a while after a call, would share
+the two cores with the next product (1138_bus read 1.18x against scipy
+interleaved so, 1.74x not). With `--passes N`
+the whole suite is walked N times (a warm-up per matrix each time) and
+the medians pool the rounds of all passes, so that a noisy stretch of a
+shared machine lands on a few rounds of many matrices instead of on every
+round of a few (each pass's own geomean is printed too):
   scipy   A @ A, and A @ A.T for the rectangular LP matrices, as scipy's
           users write it (scipy converts the CSC view A.T to CSR inside);
   python  rusparse.spgemm(A, A, threads=T) (op_b="T" for the LP matrices);
@@ -129,6 +139,8 @@ def main():
     ap.add_argument("specs", nargs="*", help="generator specs or .mtx files (default: the suite)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--passes", type=int, default=1,
+                    help="walks of the whole suite; medians pool the rounds of all of them")
     ap.add_argument("--budget", type=float, default=20.0,
                     help="seconds of scipy per matrix at most (fewer runs when slower; at least 1)")
     ap.add_argument("--no-generated", action="store_true")
@@ -156,46 +168,76 @@ def main():
           f"numpy {np.__version__}, load average {os.getloadavg()[0]:.1f}", flush=True)
     print("| matrix | nnz(A) | nnz(C) | scipy s | rusparse.spgemm s | C ABI s | scipy / python | python / C ABI | runs |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+    g = lambda v: math.exp(sum(map(math.log, v)) / len(v))
+    # Every matrix is loaded (and checked) once; each pass then walks the
+    # whole suite, `--runs` rounds a matrix, and the medians pool the rounds
+    # of all passes, so that a noisy minute of the machine falls on a few
+    # rounds of many matrices rather than on all rounds of a few.
+    loaded = []
     with tempfile.TemporaryDirectory() as tmp:
         for spec, product in specs:
             name, A, x, y = load(a.bench, spec, product, tmp, a.threads)
-            op_b = 1 if product == "aat" else 0
+            loaded.append((name, A, x, y, 1 if product == "aat" else 0))
+    ts = {m[0]: {"scipy": [], "python": [], "c_abi": [], "pre_scipy": [], "pre_python": []}
+          for m in loaded}
+    info = {}
+    for p in range(a.passes):
+        pass_ratios = []
+        for name, A, x, y, op_b in loaded:
             AT = A.T.tocsr() if op_b else A
+            AT.sort_indices()
             f_scipy = (lambda: A @ A.T) if op_b else (lambda: A @ A)
             f_py = lambda: rusparse.spgemm(A, A, op_b="T" if op_b else "N", threads=a.threads)
             f_c = lambda: cabi.spgemm(A, op_b)
-            # Warm-up, and the check of both rusparse results against
-            # rusparse-bench's C·x.
-            t0, C0 = timed(f_scipy)
+            # Warm-up, and (first pass) the check of both rusparse results
+            # against rusparse-bench's C·x.
+            t0, _ = timed(f_scipy)
             for f in (f_py, f_c):
                 C = f()
-                err = np.abs(C @ x - y).max() / max(1.0, np.abs(y).max())
-                assert err < 1e-9, (name, err)
+                if p == 0:
+                    err = np.abs(C @ x - y).max() / max(1.0, np.abs(y).max())
+                    assert err < 1e-9, (name, err)
             runs = max(1, min(a.runs, int(a.budget / max(t0, 1e-9))))
-            ts = {"scipy": [], "python": [], "c_abi": []}
+            info[name] = (int(A.nnz), int(C.nnz), runs * (p + 1), op_b)
+            t = ts[name]
+            this = {"scipy": [], "python": []}
             for _ in range(runs):
-                for k, f in (("scipy", f_scipy), ("python", f_py), ("c_abi", f_c)):
-                    ts[k].append(timed(f)[0])
-            med = {k: statistics.median(v) for k, v in ts.items()}
-            row = {"matrix": name, "nnz_a": int(A.nnz), "nnz_c": int(C.nnz), "runs": runs,
-                   **{f"{k}_s": v for k, v in med.items()},
-                   "speedup": med["scipy"] / med["python"], "overhead": med["python"] / med["c_abi"]}
+                for k, f in (("scipy", f_scipy), ("python", f_py)):
+                    dt = timed(f)[0]
+                    t[k].append(dt)
+                    this[k].append(dt)
+            # The C ABI in rounds of its own, each after the same scipy
+            # product as the binding's (not counted): its handle's pool
+            # threads, still spinning after a call, would otherwise share
+            # the two cores with the binding's next product.
+            for _ in range(runs):
+                timed(f_scipy)
+                t["c_abi"].append(timed(f_c)[0])
             if op_b:
-                AT.sort_indices()
-                pre = {"scipy": [], "python": []}
                 for _ in range(runs):
-                    pre["scipy"].append(timed(lambda: A @ AT)[0])
-                    pre["python"].append(timed(lambda: rusparse.spgemm(A, AT, threads=a.threads))[0])
-                pm = {k: statistics.median(v) for k, v in pre.items()}
-                row["aat_given"] = {f"{k}_s": v for k, v in pm.items()}
-                notes.append(f"{name}, Aᵀ given to both as CSR: scipy {pm['scipy']:.4f} s, "
-                             f"rusparse.spgemm {pm['python']:.4f} s, {pm['scipy'] / pm['python']:.2f}x")
-            rows.append(row)
-            print(f"| {name} | {A.nnz:,} | {C.nnz:,} | {med['scipy']:.4f} | {med['python']:.4f} | "
-                  f"{med['c_abi']:.4f} | {row['speedup']:.2f} | {row['overhead']:.3f} | {runs} |", flush=True)
+                    t["pre_scipy"].append(timed(lambda: A @ AT)[0])
+                    t["pre_python"].append(
+                        timed(lambda: rusparse.spgemm(A, AT, threads=a.threads))[0])
+            pass_ratios.append(statistics.median(this["scipy"]) / statistics.median(this["python"]))
+        if a.passes > 1:
+            print(f"# pass {p + 1}: geomean scipy / rusparse.spgemm {g(pass_ratios):.2f}x", flush=True)
+    for name, _, _, _, _ in loaded:
+        t = ts[name]
+        nnz_a, nnz_c, runs, op_b = info[name]
+        med = {k: statistics.median(t[k]) for k in ("scipy", "python", "c_abi")}
+        row = {"matrix": name, "nnz_a": nnz_a, "nnz_c": nnz_c, "runs": runs,
+               **{f"{k}_s": v for k, v in med.items()},
+               "speedup": med["scipy"] / med["python"], "overhead": med["python"] / med["c_abi"]}
+        if op_b:
+            pm = {k: statistics.median(t["pre_" + k]) for k in ("scipy", "python")}
+            row["aat_given"] = {f"{k}_s": v for k, v in pm.items()}
+            notes.append(f"{name}, Aᵀ given to both as CSR: scipy {pm['scipy']:.4f} s, "
+                         f"rusparse.spgemm {pm['python']:.4f} s, {pm['scipy'] / pm['python']:.2f}x")
+        rows.append(row)
+        print(f"| {name} | {nnz_a:,} | {nnz_c:,} | {med['scipy']:.4f} | {med['python']:.4f} | "
+              f"{med['c_abi']:.4f} | {row['speedup']:.2f} | {row['overhead']:.3f} | {runs} |", flush=True)
     for n in notes:
         print(f"\nlike-for-like: {n}")
-    g = lambda v: math.exp(sum(map(math.log, v)) / len(v))
     big = [r["overhead"] for r in rows if r["c_abi_s"] > 0.010]
     print(f"\ngeomean scipy / rusparse.spgemm over {len(rows)} matrices: {g([r['speedup'] for r in rows]):.2f}x")
     print(f"geomean rusparse.spgemm / C ABI over all: {g([r['overhead'] for r in rows]):.3f}; "
