@@ -276,8 +276,10 @@ fn similar_products(previous: u64, products: u64) -> bool {
 /// (no counting pass), when op(B)'s rows are canonical and the temporary
 /// C, at most its products' worth of entries or else the predicted
 /// nnz(C) with BRMerge-Upper's head room, fits in the context's scratch
-/// limit: it is then given back after the product and taken again by the
-/// next one ([`CpuPlan::recycle`]), so its pages are faulted once. A
+/// limit, and twice it passes the allocator's check (the memory limit,
+/// the memory the system has left): it is then given back after the
+/// product and taken again by the next one ([`CpuPlan::recycle`]), so its
+/// pages are faulted once. A
 /// one-call product after none, or after one of another size, keeps the
 /// dense accumulator: a fresh temporary C costs page faults that the
 /// single call does not win back (uniform_r4_200000 24 % slower, memplus
@@ -303,11 +305,17 @@ fn one_pass_instead_of_dense(
     }
     let limit = scratch_limit as u64;
     let entry = shape.entry_bytes as u64;
-    if shape.products.saturating_mul(entry) <= limit {
-        return Algorithm::BrmergeUpper;
-    }
-    let ratio = prediction.get_or_insert_with(predict).ratio;
-    if temporary(ratio).saturating_mul(entry) <= limit {
+    let bytes = if shape.products.saturating_mul(entry) <= limit {
+        shape.products.saturating_mul(entry)
+    } else {
+        let ratio = prediction.get_or_insert_with(predict).ratio;
+        temporary(ratio).saturating_mul(entry)
+    };
+    // The temporary C beside C, as the automatic choice checks for
+    // BRMerge-Upper: under a memory limit, or short of memory, the dense
+    // accumulator, which needs only C.
+    let beside_c = bytes.saturating_mul(2);
+    if bytes <= limit && crate::error::ensure_memory_for(beside_c, "one pass").is_ok() {
         Algorithm::BrmergeUpper
     } else {
         Algorithm::Dense
@@ -1777,6 +1785,7 @@ mod tests {
         ctx.set_scratch_limit(1 << 10);
         assert_eq!(one_call(&ctx, &big, auto), Algorithm::Dense, "not kept");
         ctx.set_scratch_limit(64 << 20);
+        assert_eq!(one_call(&ctx, &big, auto), Algorithm::BrmergeUpper);
         let want = crate::reference::spgemm(&v, Op::N, &w, Op::N, 1.0).unwrap();
         for _ in 0..3 {
             let got = ctx.spgemm(&v, &w, &Default::default()).unwrap();
