@@ -305,8 +305,9 @@ fn one_pass_instead_of_dense(
     }
     let limit = scratch_limit as u64;
     let entry = shape.entry_bytes as u64;
-    let bytes = if shape.products.saturating_mul(entry) <= limit {
-        shape.products.saturating_mul(entry)
+    let at_most = shape.products.saturating_mul(entry);
+    let bytes = if at_most <= limit {
+        at_most
     } else {
         let ratio = prediction.get_or_insert_with(predict).ratio;
         temporary(ratio).saturating_mul(entry)

@@ -323,7 +323,7 @@ impl<T: Scalar, J: Index> Scratch for UpperChunk<T, J> {
 /// B too made as20000102 25-38 % slower (a count pass and a merge, where
 /// the merge alone writes the row).
 pub(super) fn upper_merges_row(entries: usize, products: u64) -> bool {
-    entries <= 2 && products > PAIR_DENSE_MAX_PRODUCTS
+    entries <= MERGE_MAX_LISTS_BESIDE_DENSE && products > PAIR_DENSE_MAX_PRODUCTS
 }
 
 /// See [`upper_merges_row`].

@@ -616,12 +616,11 @@ impl<T: Scalar> UnsizedRows<T> {
         }
         // At most TINY_ROW products: the row fits the tiny kernel.
         if limit <= TINY_ROW {
-            if let Some(TinyRow { cols: tc, sums, n }) = TinyRow::of(a, b, i) {
+            if let Some(row) = TinyRow::of(a, b, i) {
+                let n = row.n;
                 let at = open_slots(cols, vals, n, bound, i)?;
-                vals[at..].copy_from_slice(&sums[..n]);
-                for (d, &c) in cols[at..].iter_mut().zip(&tc[..n]) {
-                    *d = J::from_usize_unchecked(c);
-                }
+                vals[at..].copy_from_slice(&row.sums[..n]);
+                row.write_cols(0, &mut cols[at..]);
                 self.ws.previous.clear();
                 return Ok(n);
             }
@@ -1179,19 +1178,17 @@ fn tiny_row<T: Scalar, I: Index, J: Index>(
     out_cols: Option<&mut [J]>,
     out_vals: &mut [T],
 ) -> Result<()> {
-    let Some(TinyRow { cols, sums, n }) = TinyRow::of(a, b, i) else {
+    let Some(row) = TinyRow::of(a, b, i) else {
         return Err(too_many_columns(i, TINY_ROW));
     };
-    if n != out_vals.len() {
-        return Err(row_mismatch(i, n, out_vals.len()));
+    if row.n != out_vals.len() {
+        return Err(row_mismatch(i, row.n, out_vals.len()));
     }
-    for (d, &sum) in out_vals.iter_mut().zip(&sums[..n]) {
+    for (d, &sum) in out_vals.iter_mut().zip(&row.sums[..row.n]) {
         scale.store(d, sum);
     }
     if let Some(out) = out_cols {
-        for (d, &c) in out.iter_mut().zip(&cols[..n]) {
-            *d = J::from_usize_unchecked(c + scale.base);
-        }
+        row.write_cols(scale.base, out);
     }
     Ok(())
 }
@@ -1246,6 +1243,15 @@ impl<T: Scalar> TinyRow<T> {
             }
         }
         Some(TinyRow { cols, sums, n })
+    }
+
+    /// Writes the row's columns, counted from index base `base`, into the
+    /// front of `out`.
+    #[inline(always)]
+    fn write_cols<J: Index>(&self, base: usize, out: &mut [J]) {
+        for (d, &c) in out.iter_mut().zip(&self.cols[..self.n]) {
+            *d = J::from_usize_unchecked(c + base);
+        }
     }
 }
 
