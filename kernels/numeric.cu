@@ -237,6 +237,62 @@ RS_DEVICE RS_INLINE void rsh_write_sorted(const I* keys, const V* vals, long lon
   }
 }
 
+/* Ranks a condensed row of n entries (keys[0..n), columns below ncols)
+ * by a bitmap of its columns and writes each entry straight to C at its
+ * rank: no sort. The bitmap (one bit per column, `words` 32-bit words) and
+ * the exclusive prefix counts of its words are the 2 * words unsigned ints
+ * `bits`, placed by the caller after the row's entries. Cost: O(n + words)
+ * per row, where a bitonic sort in global memory costs O(n log^2 n) with a
+ * block barrier per step (rmat rows of 10^4..10^5 entries spent most of the
+ * numeric phase sorting). `scan` is a shared array of rs_bdim() long longs.
+ * Every thread of the block calls it. */
+template <class I, class V>
+RS_DEVICE void rsh_rank_write_global(const I* keys, const V* vals, long long n,
+                                     unsigned* bits, long long words, long long* scan,
+                                     long long c_lo, long long c_len, I* c_cols, V* c_vals,
+                                     int c_base, const V* alpha, const V* beta) {
+  const int tid = rs_tid(), bdim = rs_bdim();
+  unsigned* const prefix = bits + words;
+  for (long long w = tid; w < words; w += bdim) bits[w] = 0u;
+  rs_sync();
+  for (long long e = tid; e < n; e += bdim) {
+    const unsigned long long col = (unsigned long long)keys[e];
+    rs_atomic_or(bits + (col >> 5), 1u << (col & 31ull));
+  }
+  rs_sync();
+  /* Exclusive scan of the words' popcounts: each thread a contiguous
+   * chunk, then a Hillis-Steele scan of the chunk sums in `scan`. */
+  const long long chunk = (words + bdim - 1) / bdim;
+  const long long w0 = (long long)tid * chunk;
+  const long long w1 = w0 + chunk < words ? w0 + chunk : words;
+  long long sum = 0;
+  for (long long w = w0; w < w1; ++w) sum += rs_popcll((unsigned long long)bits[w]);
+  scan[tid] = sum;
+  rs_sync();
+  for (int d = 1; d < bdim; d <<= 1) {
+    const long long add = tid >= d ? scan[tid - d] : 0;
+    rs_sync();
+    scan[tid] += add;
+    rs_sync();
+  }
+  long long run = scan[tid] - sum;
+  for (long long w = w0; w < w1; ++w) {
+    prefix[w] = (unsigned)run;
+    run += rs_popcll((unsigned long long)bits[w]);
+  }
+  rs_sync();
+  for (long long e = tid; e < n; e += bdim) {
+    const I key = keys[e];
+    const unsigned long long col = (unsigned long long)key;
+    const unsigned below = bits[col >> 5] & ((1u << (col & 31ull)) - 1u);
+    const long long rank = (long long)prefix[col >> 5] + rs_popcll((unsigned long long)below);
+    if (rank < c_len) {
+      c_cols[c_lo + rank] = (I)(key + c_base);
+      c_vals[c_lo + rank] = rsh_out(vals[e], alpha, beta, c_vals + c_lo + rank);
+    }
+  }
+}
+
 /* Rank sort of a small uncondensed table straight into C: each occupied
  * slot counts the smaller keys (empty slots compare as the largest) and
  * writes itself at that rank. Each lane starts its scan at its own slot so
@@ -374,9 +430,13 @@ RS_DEVICE void rsh_numeric_shared(const unsigned* rows, long long count,
  * the list), with row k's tables at key_tables / val_tables[table_offsets[k]
  * .. table_offsets[k + 1]) in global memory (any size >= the row's nnz; the
  * planner uses a power of two >= 2 nnz), initialised here. Condense with a
- * shared counter, then a bitonic sort in global memory with block barriers.
+ * shared counter; then, when the values past the row's entries hold a
+ * bitmap of op(B)'s columns (the planner sizes the tables for it where
+ * op(B) is narrow enough: gpu_bins::numeric_global_table), rank the entries
+ * by it and write them (rsh_rank_write_global); else a bitonic sort in
+ * global memory with block barriers.
  * Launch: block a multiple of RS_WARP (up to 1024), no dynamic shared
- * memory. Threads per B row: rsh_global_group. */
+ * memory. Threads per B row: rsh_row_group, per row. */
 template <class V, class O, class I>
 RS_DEVICE void rsh_numeric_global(const unsigned* rows, long long count,
                                   const rsh_csr<V, O, I> a, const rsh_csr<V, O, I> b,
@@ -384,8 +444,9 @@ RS_DEVICE void rsh_numeric_global(const unsigned* rows, long long count,
                                   I* c_cols, V* c_vals, int c_base, const long long* table_offsets,
                                   I* key_tables, V* val_tables, int deterministic) {
   RS_SHARED(long long, counters, 2);
+  RS_SHARED(long long, scan, 1024);
   const int tid = rs_tid(), bdim = rs_bdim();
-  const int g = rsh_global_group(b);
+  const long long words = (b.ncols + 31) / 32;
   for (long long k = rs_bid(); k < count; k += rs_gdim()) {
     const long long row = (long long)rows[k];
     const long long off = table_offsets[k];
@@ -404,6 +465,7 @@ RS_DEVICE void rsh_numeric_global(const unsigned* rows, long long count,
     rsh_row(a, row, alo, ahi);
     if (size > 0) {
       if (!deterministic) {
+        const int g = rsh_row_group(a, b, row, &counters[0]);
         rsh_accumulate_row(a, b, row, keys, vals, size, pow2, tid, bdim, g);
       } else if (deterministic == 2) {
         if (tid == 0)
@@ -419,11 +481,19 @@ RS_DEVICE void rsh_numeric_global(const unsigned* rows, long long count,
     rs_sync();
 
     const long long n = rsh_condense_block(keys, vals, size, &counters[1]);
-    rsh_bitonic(keys, vals, (unsigned long long)n, (unsigned long long)rsh_pow2_ceil(n),
-                (unsigned long long)tid, (unsigned long long)bdim);
     const long long c_lo = c_offsets[row];
-    rsh_write_sorted(keys, vals, n, c_lo, c_offsets[row + 1] - c_lo, c_cols, c_vals, c_base,
-                     alpha_p, beta_p, tid, bdim);
+    /* The bitmap at the end of the values, past the n entries (the same
+     * test in every thread: n and size are the block's). */
+    unsigned* const bits = (unsigned*)(vals + size) - 2 * words;
+    if ((const char*)bits >= (const char*)(vals + n)) {
+      rsh_rank_write_global(keys, vals, n, bits, words, scan, c_lo, c_offsets[row + 1] - c_lo,
+                            c_cols, c_vals, c_base, alpha_p, beta_p);
+    } else {
+      rsh_bitonic(keys, vals, (unsigned long long)n, (unsigned long long)rsh_pow2_ceil(n),
+                  (unsigned long long)tid, (unsigned long long)bdim);
+      rsh_write_sorted(keys, vals, n, c_lo, c_offsets[row + 1] - c_lo, c_cols, c_vals, c_base,
+                       alpha_p, beta_p, tid, bdim);
+    }
     rs_sync();
   }
 }

@@ -88,6 +88,7 @@ RS_DEVICE RS_INLINE long long rs_atomic_cas(long long* p, long long c, long long
 }
 RS_DEVICE RS_INLINE int rs_atomic_add(int* p, int v) { return atomicAdd(p, v); }
 RS_DEVICE RS_INLINE unsigned rs_atomic_add(unsigned* p, unsigned v) { return atomicAdd(p, v); }
+RS_DEVICE RS_INLINE unsigned rs_atomic_or(unsigned* p, unsigned v) { return atomicOr(p, v); }
 RS_DEVICE RS_INLINE unsigned long long rs_atomic_add(unsigned long long* p,
                                                      unsigned long long v) {
   return atomicAdd(p, v);
@@ -180,6 +181,7 @@ RS_DEVICE RS_INLINE long long rs_atomic_cas(long long* p, long long c, long long
 }
 RS_DEVICE RS_INLINE int rs_atomic_add(int* p, int v) { return atomicAdd(p, v); }
 RS_DEVICE RS_INLINE unsigned rs_atomic_add(unsigned* p, unsigned v) { return atomicAdd(p, v); }
+RS_DEVICE RS_INLINE unsigned rs_atomic_or(unsigned* p, unsigned v) { return atomicOr(p, v); }
 RS_DEVICE RS_INLINE unsigned long long rs_atomic_add(unsigned long long* p,
                                                      unsigned long long v) {
   return atomicAdd(p, v);

@@ -122,13 +122,33 @@ RS_DEVICE RS_INLINE void rsh_urow(const rsh_csr<V, O, I>& x, unsigned long long 
   hi = (U)(x.rows[r + 1] - (O)x.base);
 }
 
-/* Threads per B row of the global kernels, which have no `group` argument:
- * about eight entries of an average B row per thread (the DCU study), a
- * power of two from 2 to RS_WARP. */
+/* Threads per B row for one row of A in the global kernels: about four
+ * entries per thread of the B rows that row reads (their mean length is the
+ * row's products over its entries: the rule of gpu_bins::threads_per_b_row
+ * for one row; a power-law graph's long rows read its hubs), a power of two
+ * from 2 to RS_WARP. Every thread of the block calls it; `sum` is a shared
+ * long long it overwrites. A pass over A's row and two barriers. */
 template <class V, class O, class I>
-RS_DEVICE RS_INLINE int rsh_global_group(const rsh_csr<V, O, I>& b) {
-  const long long mean = b.nrows > 0 ? (b.nnz + b.nrows - 1) / b.nrows : 1;
-  const long long want = (mean + 7) / 8;
+RS_DEVICE int rsh_row_group(const rsh_csr<V, O, I>& a, const rsh_csr<V, O, I>& b, long long row,
+                            long long* sum) {
+  const int tid = rs_tid(), bdim = rs_bdim();
+  if (tid == 0) *sum = 0;
+  rs_sync();
+  long long alo, ahi;
+  rsh_row(a, row, alo, ahi);
+  long long mine = 0;
+  for (long long ka = alo + tid; ka < ahi; ka += bdim) {
+    long long blo, bhi;
+    rsh_row(b, (long long)(a.cols[ka] - (I)a.base), blo, bhi);
+    mine += bhi - blo;
+  }
+  if (mine != 0) rs_atomic_add(sum, mine);
+  rs_sync();
+  const long long entries = ahi - alo;
+  const long long products = *sum;
+  rs_sync(); /* every thread has read it before the caller reuses it */
+  const long long mean = entries > 0 ? (products + entries - 1) / entries : 0;
+  const long long want = (mean + 3) / 4;
   long long g = rsh_pow2_ceil(want > 0 ? want : 1);
   if (g < 2) g = 2;
   if (g > RS_WARP) g = RS_WARP;

@@ -153,15 +153,15 @@ RS_DEVICE void rsh_symbolic_shared(const unsigned* rows, long long count,
  * table_offsets[k + 1]) in global memory (any size >= the row's distinct
  * columns; a power of two probes with a mask), filled with -1 here.
  * Launch: block a multiple of RS_WARP (up to 1024), no dynamic shared
- * memory. Threads per B row: rsh_global_group. */
+ * memory. Threads per B row: rsh_row_group, per row. */
 template <class V, class O, class I>
 RS_DEVICE void rsh_symbolic_global(const unsigned* rows, long long count,
                                    const rsh_csr<V, O, I> a, const rsh_csr<V, O, I> b,
                                    long long* row_size, const long long* table_offsets,
                                    I* tables) {
   RS_SHARED(long long, parts, 1024 / 32);
+  RS_SHARED(long long, products, 1);
   const int tid = rs_tid(), bdim = rs_bdim();
-  const int g = rsh_global_group(b);
   for (long long k = rs_bid(); k < count; k += rs_gdim()) {
     const long long row = (long long)rows[k];
     const long long off = table_offsets[k];
@@ -171,6 +171,7 @@ RS_DEVICE void rsh_symbolic_global(const unsigned* rows, long long count,
     for (unsigned long long s = (unsigned long long)tid; s < size; s += (unsigned long long)bdim)
       table[s] = (I)-1;
     rs_sync();
+    const int g = rsh_row_group(a, b, row, &products[0]);
     long long mine = 0;
     if (size > 0) mine = rsh_hash_row(a, b, row, table, size, pow2, tid, bdim, g, 0, 0);
     mine = rsh_warp_sum(mine);

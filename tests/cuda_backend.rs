@@ -639,8 +639,9 @@ fn transpose_of_a_long_column() {
 fn numeric_again_regathers_the_transposed_values() {
     let Some(dev) = gpu() else { return };
     let mut rng = Rng::new(41);
+    // op(A) = Aᴴ is 40 x 30, op(B) = Bᵀ is 30 x 20.
     let a = random::<Complex<f64>, i32, i32>(&mut rng, 30, 40, 8, false, IndexBase::Zero);
-    let b = random::<Complex<f64>, i32, i32>(&mut rng, 30, 20, 8, false, IndexBase::Zero);
+    let b = random::<Complex<f64>, i32, i32>(&mut rng, 20, 30, 8, false, IndexBase::Zero);
     let mut g = Gpu::new(&dev, false);
     let (da, db) = (g.csr(&a), g.csr(&b));
     let types = types_of::<Complex<f64>, i32, i32>();

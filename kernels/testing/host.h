@@ -686,6 +686,9 @@ inline int rs_atomic_add(int* p, int v) {
 inline unsigned rs_atomic_add(unsigned* p, unsigned v) {
   return __atomic_fetch_add(p, v, rs_host::kAtomicOrder);
 }
+inline unsigned rs_atomic_or(unsigned* p, unsigned v) {
+  return __atomic_fetch_or(p, v, rs_host::kAtomicOrder);
+}
 inline unsigned long long rs_atomic_add(unsigned long long* p, unsigned long long v) {
   return __atomic_fetch_add(p, v, rs_host::kAtomicOrder);
 }

@@ -320,20 +320,30 @@ pub fn bin_bounds(bins: &[KernelBin]) -> Vec<i64> {
     bins.iter().map(|b| b.max_size).collect()
 }
 
-/// Threads that share one row of B (the DCU study): about eight entries each of
-/// a typical long row, a power of two from 2 to the warp width. The
-/// "typical long row" is B's longest row, but never more than four times
-/// its mean, so a few very long rows (power-law graphs) do not leave most
-/// threads idle on the short ones.
-pub fn threads_per_b_row(b_nnz: i64, b_rows: i64, b_max_row: i64, warp: u32) -> u32 {
-    let mean = if b_rows > 0 {
-        (b_nnz + b_rows - 1) / b_rows
-    } else {
-        0
+/// Threads that share one row of B (the DCU study's G): a power of two
+/// from 2 to the warp width, about four entries each of the B rows the
+/// product reads. Their mean length is the products per entry of A
+/// (`nprod / nnz(A)`): each entry of A reads one row of B, so rows read
+/// often (the hubs of a power-law graph) weigh as often as they are read.
+///
+/// Trained on an H200 (`scripts/gpu-check.sh`'s selector sweep: G from 2
+/// to 32 on 8 generated and 11 real matrices; `bench/fit_gpu_selector.py`,
+/// docs/benchmarks.md "GPU selector"): with each matrix left out of the fit
+/// in turn, the rule's time on it is 1.033× its best G (geomean), where the
+/// rule before (about eight entries per thread of B's mean row, at most four
+/// times the mean) was 1.12× off: power-law graphs read their long rows far
+/// more often than B's mean says (rmat at scale 18: 2× faster at G = 32).
+pub fn threads_per_b_row(nprod: i64, a_nnz: i64, warp: u32) -> u32 {
+    const ENTRIES_PER_THREAD: u64 = 4;
+    let mean_read = match u64::try_from(a_nnz) {
+        Ok(entries) if entries > 0 => (nprod.max(0) as u64).div_ceil(entries),
+        _ => 0,
     };
-    let typical = b_max_row.min(mean.saturating_mul(4)).max(mean).max(1);
-    let want = (typical + 7) / 8;
-    let g = u32::try_from(want).unwrap_or(u32::MAX).next_power_of_two();
+    let want = mean_read.div_ceil(ENTRIES_PER_THREAD).max(1);
+    let g = u32::try_from(want)
+        .unwrap_or(u32::MAX)
+        .checked_next_power_of_two()
+        .unwrap_or(u32::MAX);
     g.clamp(2, warp.max(2))
 }
 
@@ -347,14 +357,38 @@ pub fn symbolic_global_table(nprod: i64, ncols: i64) -> u64 {
         .next_power_of_two()
 }
 
+/// Bytes of the column bitmap with which `rs_numeric_global` ranks a
+/// row's entries (one bit per column of op(B) and one prefix count per 32
+/// columns, 32-bit words).
+pub fn rank_bitmap_bytes(ncols: i64) -> u64 {
+    (ncols.max(0) as u64).div_ceil(32).saturating_mul(8)
+}
+
+/// How much larger than its hash table (twice the row's nnz) a global
+/// numeric table may grow to hold the rank bitmap as well.
+const RANK_TABLE_GROWTH: u64 = 4;
+
 /// Entries of the global numeric table of a row with `nnz` entries: a
 /// power of two of at least twice `nnz` (OpSparse's `num_2x`), never below
-/// 32.
-pub fn numeric_global_table(nnz: i64) -> u64 {
-    (nnz.max(0) as u64)
-        .saturating_mul(2)
-        .max(32)
-        .next_power_of_two()
+/// 32. Where op(B)'s `ncols` columns are few enough, also room past the
+/// row's entries for the rank bitmap ([`rank_bitmap_bytes`], in the values
+/// of `value_bytes` each), up to [`RANK_TABLE_GROWTH`] times the hash
+/// table: the kernel then writes the row in column order by ranks, O(nnz +
+/// ncols / 32), instead of a bitonic sort, O(nnz log^2 nnz) in global
+/// memory. Without the room it sorts.
+pub fn numeric_global_table(nnz: i64, ncols: i64, value_bytes: u32) -> u64 {
+    let nnz = nnz.max(0) as u64;
+    let hashed = nnz.saturating_mul(2).max(32).next_power_of_two();
+    let bitmap_values = rank_bitmap_bytes(ncols).div_ceil(u64::from(value_bytes.max(1)));
+    let ranked = nnz
+        .saturating_add(bitmap_values)
+        .checked_next_power_of_two()
+        .unwrap_or(u64::MAX);
+    if ranked <= hashed.saturating_mul(RANK_TABLE_GROWTH) {
+        hashed.max(ranked)
+    } else {
+        hashed
+    }
 }
 
 #[cfg(test)]
@@ -476,27 +510,34 @@ mod tests {
         // Kernel 9, a hash table of twice the row's nnz); the symbolic one
         // spills rows past 0.8 of its last table to the global kernel.
         assert!(g.numeric.last().unwrap().is_global());
-        assert_eq!(numeric_global_table(5000), 16384);
+        assert_eq!(numeric_global_table(5000, 5000, 8), 16384);
         assert_eq!(g.spill_limit, 6553);
         // The same device with all 64 KiB for one block (MI50): the paper
         // scales its last numeric bin to 5,461 pairs; here 4,096.
         let mi50 = gpu_bins(&DeviceLimits::MI50, 4, 8);
         assert_eq!(largest(&mi50.numeric), 4096);
         // Threads per B row up to a whole wavefront (the paper's G in
-        // {2..warp}, about 8 elements per thread).
-        assert_eq!(threads_per_b_row(500 * 1000, 1000, 500, 64), 64);
-        assert_eq!(threads_per_b_row(16 * 1000, 1000, 16, 64), 2);
+        // {2..warp}).
+        assert_eq!(threads_per_b_row(500 * 1000, 1000, 64), 64);
+        assert_eq!(threads_per_b_row(16 * 1000, 1000, 64), 4);
     }
 
     #[test]
-    fn threads_per_b_row_follow_row_lengths() {
-        assert_eq!(threads_per_b_row(5 * 100, 100, 5, 32), 2);
-        assert_eq!(threads_per_b_row(81 * 100, 100, 81, 32), 16);
-        assert_eq!(threads_per_b_row(1000 * 100, 100, 1000, 32), 32);
-        assert_eq!(threads_per_b_row(1000 * 100, 100, 1000, 64), 64);
-        // Power law: mean 4, one row of 10^4 → capped at 4x the mean.
-        assert_eq!(threads_per_b_row(4 << 20, 1 << 20, 9977, 32), 2);
-        assert_eq!(threads_per_b_row(0, 0, 0, 32), 2);
+    fn threads_per_b_row_follow_the_rows_read() {
+        // About four entries of each B row read per thread.
+        assert_eq!(threads_per_b_row(5 * 100, 100, 32), 2);
+        assert_eq!(threads_per_b_row(8 * 100, 100, 32), 2);
+        assert_eq!(threads_per_b_row(9 * 100, 100, 32), 4);
+        assert_eq!(threads_per_b_row(77 * 100, 100, 32), 32);
+        assert_eq!(threads_per_b_row(1000 * 100, 100, 32), 32);
+        assert_eq!(threads_per_b_row(1000 * 100, 100, 64), 64);
+        // A power-law graph (rmat at scale 18): B's mean row is 4 long, but
+        // the rows read are 239 long on average.
+        assert_eq!(threads_per_b_row(244_671_242, 1_024_281, 32), 32);
+        // Nothing to read.
+        assert_eq!(threads_per_b_row(0, 0, 32), 2);
+        assert_eq!(threads_per_b_row(0, 10, 32), 2);
+        assert_eq!(threads_per_b_row(i64::MAX, 1, 32), 32);
     }
 
     #[test]
@@ -505,8 +546,32 @@ mod tests {
         assert_eq!(symbolic_global_table(1_000_000, 8), 32);
         let t = symbolic_global_table(1_000_000, 1 << 30);
         assert!(t.is_power_of_two() && t * 4 >= 5 * 1_000_000);
-        assert_eq!(numeric_global_table(9977), 32768);
-        assert_eq!(numeric_global_table(16384), 32768);
-        assert_eq!(numeric_global_table(16385), 65536);
+        // Narrow B: the hash table alone (2 nnz) already holds the bitmap.
+        assert_eq!(numeric_global_table(9977, 1000, 8), 32768);
+        assert_eq!(numeric_global_table(16384, 1000, 8), 32768);
+        assert_eq!(numeric_global_table(16385, 1000, 8), 65536);
+        assert_eq!(numeric_global_table(0, 10, 8), 32);
+    }
+
+    #[test]
+    fn global_tables_grow_to_rank_their_rows() {
+        // 2^20 columns: a bitmap of 256 KiB, 32,768 f64 values.
+        assert_eq!(rank_bitmap_bytes(1 << 20), 256 << 10);
+        let ranked = |nnz: i64, ncols: i64, vb: u32| {
+            let size = numeric_global_table(nnz, ncols, vb);
+            // The kernel's test: the bitmap fits past the row's entries.
+            size * u64::from(vb) >= nnz as u64 * u64::from(vb) + rank_bitmap_bytes(ncols)
+        };
+        // A row of 5,000 entries (hash table 16,384) grows to 65,536.
+        assert_eq!(numeric_global_table(5000, 1 << 20, 8), 65536);
+        assert!(ranked(5000, 1 << 20, 8));
+        // At most 4x: a row of 2,000 entries keeps its 4,096 and sorts.
+        assert_eq!(numeric_global_table(2000, 1 << 20, 8), 4096);
+        assert!(!ranked(2000, 1 << 20, 8));
+        // f32 values need twice the entries for the same bitmap.
+        assert!(ranked(9000, 1 << 20, 4));
+        assert!(ranked(100_000, 1 << 20, 16));
+        // Very wide B: no growth.
+        assert_eq!(numeric_global_table(5000, 1 << 40, 8), 16384);
     }
 }

@@ -14,8 +14,8 @@
 //! failure at every allocation of a product.
 
 use rusparse::backend::gpu::{
-    predict_nnz, DeviceCsr, DeviceScalars, GpuDevice, GpuPlanInfo, GpuSpgemm, KernelTypes,
-    RawStream, ValueKind,
+    predict_nnz, DeviceCsr, DeviceScalars, GpuDevice, GpuPlanInfo, GpuSpgemm, GpuTuning,
+    KernelTypes, RawStream, ValueKind,
 };
 use rusparse::plan::predict::{self, Sampling};
 use rusparse::plan::row_work::{PackedRowShapes, PatternShapes, RowShapes};
@@ -157,6 +157,9 @@ struct Job<V: Variant> {
     rounds: usize,
     /// Entries past the offsets in A's and B's arrays (spare room).
     spare: usize,
+    /// A kernel configuration other than the planner's (the GPU
+    /// selector's sweep).
+    tuning: GpuTuning,
 }
 
 impl<V: Variant> Job<V> {
@@ -171,6 +174,7 @@ impl<V: Variant> Job<V> {
             c_offsets64: None,
             rounds: 1,
             spare: 0,
+            tuning: GpuTuning::default(),
         }
     }
 }
@@ -225,6 +229,9 @@ fn run_inner<V: Variant>(
     )?;
     if let Some(f) = job.chunk_fraction {
         plan.set_chunk_fraction(f);
+    }
+    if job.tuning != GpuTuning::default() {
+        plan.tune(stream, job.tuning)?;
     }
     let c64 = job
         .c_offsets64
@@ -437,13 +444,21 @@ fn empty_operands_and_products() {
 
 /// A with ordinary rows and one row that reaches `spread` distinct
 /// columns of C through `spread / 16` rows of B.
-fn with_long_row<V: Variant>(rng: &mut Rng, spread: usize) -> (HostCsr<V>, HostCsr<V>) {
+fn with_long_row<V: Variant>(
+    rng: &mut Rng,
+    spread: usize,
+    stride: usize,
+) -> (HostCsr<V>, HostCsr<V>) {
     let k = spread / 16;
-    let n = spread + 64;
-    // B's row r holds 16 distinct columns r*16 .. r*16 + 15, so A's long
-    // row (all k rows of B) covers `spread` columns.
+    let n = spread * stride + 64;
+    // B's row r holds 16 distinct columns (r*16 .. r*16 + 15) * stride, so
+    // A's long row (all k rows of B) has `spread` entries over `n` columns.
     let b_rows: Vec<Vec<(usize, Val<V>)>> = (0..k)
-        .map(|r| (0..16).map(|j| (r * 16 + j, int_val::<V>(rng))).collect())
+        .map(|r| {
+            (0..16)
+                .map(|j| ((r * 16 + j) * stride, int_val::<V>(rng)))
+                .collect()
+        })
         .collect();
     let b = HostCsr::from_rows(n, &b_rows, 0);
     let a_rows: Vec<Vec<(usize, Val<V>)>> = (0..24)
@@ -470,9 +485,19 @@ fn long_rows_spill_to_the_global_kernels_with_and_without_alg3() {
             // Above the largest shared symbolic table of each device
             // (8,192 entries on the MI50; about 58,000 on the H100).
             let spread = if V::WARP == 64 { 9_216 } else { 65_536 };
-            let (a, b) = with_long_row::<V>(&mut rng, spread);
+            let (a, b) = with_long_row::<V>(&mut rng, spread, 1);
             let job = Job::new(Op::N, Op::N);
             let info = check(&dev, &a, &b, &job, "long row");
+            // The same row over 2^11 times as many columns: too wide for the
+            // rank bitmap, so the global kernel sorts it (bitonic) instead.
+            let (wa, wb) = with_long_row::<V>(&mut rng, spread, 1 << 11);
+            let wide = check(&dev, &wa, &wb, &job, "long row over many columns");
+            assert_eq!(
+                wide.numeric_rows.iter().rev().nth(1),
+                Some(&1),
+                "{}: {wide:?}",
+                V::NAME
+            );
             assert_eq!(info.spilled_rows, 1, "{}: {info:?}", V::NAME);
             assert_eq!(
                 info.numeric_rows.iter().rev().nth(1),
@@ -487,6 +512,81 @@ fn long_rows_spill_to_the_global_kernels_with_and_without_alg3() {
             };
             check(&dev, &a, &b, &alg3, "long row, ALG3");
             assert!(dev.peak_bytes() <= peak, "ALG3 used more memory");
+        }
+    }
+    visit_hash_variants(&mut T);
+}
+
+#[test]
+fn every_tuned_configuration_matches_the_reference() {
+    // The GPU selector's sweep runs every threads-per-B-row choice and
+    // smaller bin bounds: each must give the same C, and rows must move to
+    // larger tables as the bounds shrink.
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = EmulatedDevice::for_variant::<V>();
+            let mut rng = seed::<V>(9);
+            let a = random::<V>(&mut rng, 60, 50, 0, true, mixed);
+            let b = random::<V>(&mut rng, 50, 70, 0, false, mixed);
+            let weight = |rows: &[i64]| -> i64 {
+                // The last entry is the direct bin (one entry in A's row).
+                let bins = &rows[..rows.len() - 1];
+                bins.iter().enumerate().map(|(j, &r)| j as i64 * r).sum()
+            };
+            let base = check(&dev, &a, &b, &Job::new(Op::N, Op::N), "planner's");
+            let mut g: u32 = 2;
+            while i64::from(g) <= V::WARP {
+                for scale in [None, Some(0.5), Some(0.01)] {
+                    let job = Job {
+                        tuning: GpuTuning {
+                            threads_per_b_row: Some(g),
+                            bin_scale: scale,
+                        },
+                        ..Job::new(Op::N, Op::N)
+                    };
+                    let what = format!("{g} threads per B row, bin scale {scale:?}");
+                    let info = check(&dev, &a, &b, &job, &what);
+                    assert_eq!(info.threads_per_b_row, g, "{what}");
+                    if let Some(f) = scale {
+                        // Far smaller bounds move some row for certain.
+                        let moved = |now: i64, before: i64| {
+                            if f < 0.1 {
+                                now > before
+                            } else {
+                                now >= before
+                            }
+                        };
+                        assert!(
+                            moved(weight(&info.symbolic_rows), weight(&base.symbolic_rows))
+                                && moved(weight(&info.numeric_rows), weight(&base.numeric_rows)),
+                            "{what}: rows did not move to larger tables: {info:?} vs {base:?}"
+                        );
+                    }
+                }
+                g *= 2;
+            }
+            for (bad, needle) in [
+                ((Some(3), None), "power of two"),
+                ((Some(1), None), "power of two"),
+                ((Some(2 * V::WARP as u32), None), "power of two"),
+                ((None, Some(0.0)), "bin scale"),
+                ((None, Some(1.5)), "bin scale"),
+                ((None, Some(f64::NAN)), "bin scale"),
+            ] {
+                let job = Job {
+                    tuning: GpuTuning {
+                        threads_per_b_row: bad.0,
+                        bin_scale: bad.1,
+                    },
+                    ..Job::new(Op::N, Op::N)
+                };
+                let e = run(&dev, &a, &b, &job).err().expect("refused");
+                assert!(
+                    matches!(&e, Error::InvalidValue(m) if m.contains(needle)),
+                    "{bad:?}: {e}"
+                );
+            }
         }
     }
     visit_hash_variants(&mut T);
@@ -625,7 +725,7 @@ fn every_allocation_failure_is_reported_and_leaks_nothing() {
             // allocation the pipeline makes (the long row on one variant
             // of the 64 KiB device, where it is cheapest to emulate).
             let (a, b) = if V::NAME == "f64_i32_i32_w64" {
-                with_long_row::<V>(&mut rng, 9_216)
+                with_long_row::<V>(&mut rng, 9_216, 1)
             } else {
                 let a = random::<V>(&mut rng, 30, 20, 0, true, mixed);
                 (a, random::<V>(&mut rng, 20, 25, 0, false, mixed))
@@ -870,7 +970,7 @@ fn the_planner_keeps_to_the_kernels_thread_limit() {
                 return;
             }
             let mut rng = seed::<V>(12);
-            let (a, b) = with_long_row::<V>(&mut rng, 9_216);
+            let (a, b) = with_long_row::<V>(&mut rng, 9_216, 1);
             let dev = EmulatedDevice::for_variant::<V>();
             dev.limit_kernel_threads(128);
             let job = Job::new(Op::N, Op::N);

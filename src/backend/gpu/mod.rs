@@ -38,4 +38,6 @@ pub use host_arrays::DeviceArrays;
 pub use launch::{kernel_params, KERNEL_PARAMS};
 pub use predict::predict_nnz;
 pub use registry::{register_device, unregister_device};
-pub use spgemm::{DeviceCsr, DeviceScalars, GpuPlanInfo, GpuSpgemm, HostColumns, KernelCsr};
+pub use spgemm::{
+    DeviceCsr, DeviceScalars, GpuPlanInfo, GpuSpgemm, GpuTuning, HostColumns, KernelCsr,
+};

@@ -271,6 +271,23 @@ pub struct GpuPlanInfo {
     pub row_blocks: usize,
 }
 
+/// A kernel configuration other than the planner's, for the GPU
+/// selector's timing sweep (`rusparse-bench --gpu-threads-per-b-row`,
+/// `--gpu-bin-scale`): applied by [`GpuSpgemm::tune`] between the work
+/// estimation and the symbolic phase. Every setting keeps the product
+/// correct; only its speed changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuTuning {
+    /// Threads sharing one row of B in the shared-memory kernels (a power
+    /// of two from 2 to the warp width; `None`: the planner's
+    /// [`gpu_bins::threads_per_b_row`]).
+    pub threads_per_b_row: Option<u32>,
+    /// Scales every bin's upper bound (symbolic by products, numeric by
+    /// entries) by this factor in (0, 1]: below 1, rows move to the next,
+    /// larger table sooner (`None`: the planner's bounds).
+    pub bin_scale: Option<f64>,
+}
+
 /// Where the numeric kernels write C's entries: device addresses that the
 /// plan's zero-based row offsets index (shifted back by a row block's first
 /// entry when C is computed in row blocks), C's index base, and alpha and
@@ -342,7 +359,6 @@ pub struct GpuSpgemm {
     b_used: i64,
     nprod: i64,
     b_canonical: bool,
-    b_longest: i64,
     group: u32,
     /// ALG3's `chunk_fraction`: the global hash tables of long rows use at
     /// most this fraction of what all of them need at once (at least one
@@ -546,13 +562,8 @@ impl GpuSpgemm {
         dev.bind()?;
         let dims = |x: &DeviceCsr| (x.nrows, x.ncols, x.nnz);
         let (a_dims, b_dims) = (dims(a), dims(b));
-        let a = &with_used_entries(dev, stream, a, types.offset64)?;
-        // C = A * A (or A * Aᵀ): the same offsets, read once.
-        let b = &if (b.rows, b.base, b_dims) == (a.rows, a.base, a_dims) {
-            DeviceCsr { nnz: a.nnz, ..*b }
-        } else {
-            with_used_entries(dev, stream, b, types.offset64)?
-        };
+        // The shapes first, from the declared sizes: reading the operands'
+        // last offsets (below) trusts their row counts.
         let ((m, inner), (inner_b, n)) = (op_dims(a, op_a), op_dims(b, op_b));
         if inner != inner_b {
             return Err(Error::InvalidValue(format!(
@@ -560,6 +571,13 @@ impl GpuSpgemm {
                  equal op(B)'s rows"
             )));
         }
+        let a = &with_used_entries(dev, stream, a, types.offset64)?;
+        // C = A * A (or A * Aᵀ): the same offsets, read once.
+        let b = &if (b.rows, b.base, b_dims) == (a.rows, a.base, a_dims) {
+            DeviceCsr { nnz: a.nnz, ..*b }
+        } else {
+            with_used_entries(dev, stream, b, types.offset64)?
+        };
         if m > MAX_ROWS {
             return Err(Error::NotSupported(format!(
                 "op(A) has {m} rows; the GPU back ends take at most 2^32 - 2"
@@ -622,7 +640,6 @@ impl GpuSpgemm {
             b_used: b.nnz,
             nprod: 0,
             b_canonical: false,
-            b_longest: 0,
             group: 2,
             chunk_fraction: None,
             c_offsets64: types.offset64,
@@ -675,7 +692,7 @@ impl GpuSpgemm {
             );
         let numeric = resources::least_table_bytes(
             above(&self.bins.numeric),
-            gpu_bins::numeric_global_table(longest.min(self.n)),
+            gpu_bins::numeric_global_table(longest.min(self.n), self.n, vb as u32),
             ib + vb,
         );
         let smallest = state.live + symbolic.max(numeric);
@@ -771,10 +788,8 @@ impl GpuSpgemm {
             return Err(self.describe(stream, head[H_ERROR] as u64, a, b));
         }
         self.b_canonical = head[H_FLAGS] == 0;
-        self.b_longest = head[H_FLAGS + 1];
         self.nprod = head[H_NPROD];
-        self.group =
-            gpu_bins::threads_per_b_row(b.nnz, b.nrows, self.b_longest, self.dev.limits().warp);
+        self.group = gpu_bins::threads_per_b_row(self.nprod, a.nnz, self.dev.limits().warp);
         Ok(())
     }
 
@@ -785,6 +800,46 @@ impl GpuSpgemm {
             self.a_t.as_ref().map_or(*a, |t| t.csr),
             self.b_t.as_ref().map_or(*b, |t| t.csr),
         )
+    }
+
+    /// Runs the next phases with `tuning` instead of the planner's
+    /// configuration. Call it after [`GpuSpgemm::work_estimation`] and
+    /// before [`GpuSpgemm::symbolic`]; the new bin bounds are queued on
+    /// `stream`.
+    pub fn tune(&mut self, stream: RawStream, tuning: GpuTuning) -> Result<()> {
+        if self.symbolic.is_some() {
+            return Err(Error::InvalidValue(
+                "the kernel configuration can change only before the symbolic phase".into(),
+            ));
+        }
+        let warp = self.dev.limits().warp.max(2);
+        if let Some(g) = tuning.threads_per_b_row {
+            if !g.is_power_of_two() || !(2..=warp).contains(&g) {
+                return Err(Error::InvalidValue(format!(
+                    "threads per row of B must be a power of two from 2 to {warp}, not {g}"
+                )));
+            }
+            self.group = g;
+        }
+        if let Some(f) = tuning.bin_scale {
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(Error::InvalidValue(format!(
+                    "the bin scale must be in (0, 1], not {f}"
+                )));
+            }
+            for bins in [&mut self.bins.symbolic, &mut self.bins.numeric] {
+                for bin in bins.iter_mut().filter(|b| b.max_size != i64::MAX) {
+                    bin.max_size = ((bin.max_size as f64 * f) as i64).max(1);
+                }
+            }
+            let h = self.meta.ptr();
+            let word = |w: usize| h + 8 * w as u64;
+            let sym = gpu_bins::bin_bounds(&self.bins.symbolic);
+            let num = gpu_bins::bin_bounds(&self.bins.numeric);
+            self.upload(stream, word(H_BOUNDS_SYM), &sym)?;
+            self.upload(stream, word(H_BOUNDS_NUM), &num)?;
+        }
+        Ok(())
     }
 
     /// Rows of C (of op(A)).
@@ -1085,7 +1140,7 @@ impl GpuSpgemm {
             let sizes = self.gather(stream, row_size, m + 1, &rows, true)?;
             result.global_tables = sizes
                 .iter()
-                .map(|&s| gpu_bins::numeric_global_table(s))
+                .map(|&s| gpu_bins::numeric_global_table(s, self.n, self.types.value_bytes()))
                 .collect();
         }
         Ok(result)
