@@ -51,7 +51,7 @@ GPU_SUITE = [
     "stencil2d_5pt:725",
     "stencil3d_7pt:100",
     "fem27_3dof:28",
-    "rmat:20:4",
+    "rmat:20:3",
     "delaunay:1048576",
     "band_r120:36000",
     "stencil2d_5pt:100",

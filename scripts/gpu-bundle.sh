@@ -4,6 +4,7 @@
 #   librusparse.so          the library (release)
 #   rusparse-demo           examples/demo.c against it (rpath $ORIGIN)
 #   rusparse-bench          the benchmark, soak and kernel-resource tool
+#   matrices/               ../shared/matrices/*.mtx*, when beside the checkout
 #   tests/<name>            the test binaries that need a GPU or NVRTC
 #                           (cuda_backend, cuda_ffi, nvrtc_kernels), release;
 #                           RUSPARSE_BUNDLE_TEST_PROFILE=test takes the test
@@ -85,6 +86,13 @@ done
 cc -O2 -std=c99 -Wall -Wextra -Iinclude examples/demo.c -o "$out/rusparse-demo" -ldl \
     -L"$out" -lrusparse -Wl,-rpath,'$ORIGIN'
 strip --strip-unneeded "$out/librusparse.so" "$out/rusparse-bench" "$out/rusparse-demo" "$out"/tests/*
+# The real matrices (../shared/matrices beside the checkout, where there
+# is one) for the GPU selector's sweep: about 6 MiB.
+shared_matrices="$root/../shared/matrices"
+if [ -d "$shared_matrices" ]; then
+    mkdir -p "$out/matrices"
+    cp "$shared_matrices"/*.mtx* "$out/matrices/"
+fi
 git rev-parse HEAD > "$out/COMMIT"
 git status --porcelain | head -n 20 > "$out/UNCOMMITTED"
 

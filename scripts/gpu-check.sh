@@ -22,13 +22,27 @@
 #                      CUBIN for this GPU, checked against the planner's blocks
 #   demo_1000_x3       the demo at n = 1000 (10^6 rows), three times
 #   memcheck, racecheck  compute-sanitizer on a small demo (where installed)
-#   bench_suite        rusparse-bench --backend cuda on the generated suite at
-#                      full size, C checked against the CPU, first_call_s
-#   soak_cuda          random products through the C ABI on device arrays
+#   memcheck_global    memcheck on rmat:14:16, whose long rows run the global
+#                      kernels
 #   cupy_peers         bench/gpu_peers.py: the same-run table against cuSPARSE
-#                      (CuPy), peak device memory of both (where CuPy exists)
+#                      (CuPy) on the generated suite at full size, C checked
+#                      against the CPU, peak device memory of both (where
+#                      CuPy exists); without CuPy, bench_suite instead:
+#                      rusparse-bench --backend cuda on the suite, C checked
+#   bench_deterministic  the suite in the deterministic mode, C checked
+#                      against the CPU (and whether it is bitwise equal),
+#                      with per-phase times
+#   selector_sweep     the GPU selector's timing sweep: threads per B row
+#                      2..32 and bin scales 1, 0.5 on the suite and the
+#                      real matrices (gpu-bin/matrices), C not checked
+#   soak_cuda          random products through the C ABI on device arrays
+#   ncu_profile        Nsight Compute's per-kernel summary of one product of
+#                      stencil3d_7pt:100 and rmat:16:4 (where installed)
 #   bench_budget       fem27_3dof and rmat at scale 20 under memory budgets of
 #                      1x, 2x and 4x C's size against none (issue 30)
+# RUSPARSE_GPU_CHECK_STEPS="name ...", when set, runs only the steps named
+# (a second, confirming run). OUT holds more files than the device tool
+# brings back (8): pack it (tar) after the run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu-check.sh OUT [MINUTES]}
@@ -66,7 +80,9 @@ step() {
     local now left status t0
     now=$(date +%s)
     left=$((deadline - now - 5))
-    if [ "$needs_gpu" = 1 ] && [ $gpu = 0 ]; then
+    if [ -n "${RUSPARSE_GPU_CHECK_STEPS:-}" ] && [[ " $RUSPARSE_GPU_CHECK_STEPS " != *" $name "* ]]; then
+        status="skipped (not in RUSPARSE_GPU_CHECK_STEPS)"
+    elif [ "$needs_gpu" = 1 ] && [ $gpu = 0 ]; then
         status="no GPU"
     elif [ ! -d "$bin" ]; then
         status="no bundle ($bin/ missing: run scripts/gpu-bundle.sh and carry it)"
@@ -104,26 +120,43 @@ step preflight 60 0 "
 step demo_200 60 1 "$req $bin/rusparse-demo 200"
 step test_cuda_backend 180 1 "$req $bin/tests/cuda_backend --nocapture"
 step test_cuda_ffi 120 1 "$req $bin/tests/cuda_ffi --nocapture"
-step test_nvrtc_kernels 180 0 "RUSPARSE_REQUIRE_NVRTC=1 $bin/tests/nvrtc_kernels --nocapture"
-step kernel_resources 120 0 "$bin/rusparse-bench kernels --device-arch ${RUSPARSE_GPU_ARCH:-auto}"
 step demo_1000_x3 120 1 "for i in 1 2 3; do $req $bin/rusparse-demo 1000 || exit 1; done"
 if command -v compute-sanitizer >/dev/null 2>&1; then
-    step memcheck 90 1 "compute-sanitizer --tool memcheck --error-exitcode 9 $bin/rusparse-demo 40"
-    step racecheck 120 1 "compute-sanitizer --tool racecheck --error-exitcode 9 $bin/rusparse-demo 40"
+    step memcheck 60 1 "compute-sanitizer --tool memcheck --error-exitcode 9 $bin/rusparse-demo 40"
+    step racecheck 60 1 "compute-sanitizer --tool racecheck --error-exitcode 9 $bin/rusparse-demo 40"
+    # Rows long enough for the global kernels (rank bitmap, spills).
+    step memcheck_global 90 1 "compute-sanitizer --tool memcheck --error-exitcode 9 $bin/rusparse-bench --backend cuda --runs 1 --warmup 0 --no-verify rmat:14:16"
 else
     printf '%-20s %s\n' memcheck "not here (no compute-sanitizer)" | tee -a "$summary"
     printf '%-20s %s\n' racecheck "not here (no compute-sanitizer)" | tee -a "$summary"
+    printf '%-20s %s\n' memcheck_global "not here (no compute-sanitizer)" | tee -a "$summary"
 fi
-suite="uniform_r4:200200 stencil2d_5pt:725 stencil3d_7pt:100 fem27_3dof:28 rmat:20:4 delaunay:1048576 band_r120:36000 stencil2d_5pt:100"
-step bench_suite 240 1 "$req $bin/rusparse-bench --backend cuda --runs 3 --warmup 1 --json $out/bench_suite.json --csv $out/bench_suite.csv $suite"
-step soak_cuda 120 1 "$req $bin/rusparse-bench soak --cases 200 --seed 3 --gpu cuda --gpu-share 100"
+suite="uniform_r4:200200 stencil2d_5pt:725 stencil3d_7pt:100 fem27_3dof:28 rmat:20:3 delaunay:1048576 band_r120:36000 stencil2d_5pt:100"
 if python3 -c 'import cupy' >/dev/null 2>&1; then
-    step cupy_peers 300 1 "python3 bench/gpu_peers.py --rusparse-bench $bin/rusparse-bench --runs 5 --warmup 2 --timeout 120 --out $out/cupy_peers"
+    step cupy_peers 280 1 "python3 bench/gpu_peers.py --rusparse-bench $bin/rusparse-bench --runs 5 --warmup 2 --timeout 150 --out $out/cupy_peers"
 else
-    printf '%-20s %s\n' cupy_peers "not here (no CuPy)" | tee -a "$summary"
+    printf '%-20s %s\n' cupy_peers "not here (no CuPy): bench_suite instead" | tee -a "$summary"
+    step bench_suite 240 1 "$req $bin/rusparse-bench --backend cuda --runs 5 --warmup 2 --json $out/bench_suite.json --csv $out/bench_suite.csv $suite"
+fi
+step bench_deterministic 150 1 "$req $bin/rusparse-bench --backend cuda --deterministic --runs 3 --warmup 1 --json $out/bench_deterministic.json --csv $out/bench_deterministic.csv $suite"
+# The square real matrices (A·A; the LP ones are rectangular, qc324 complex).
+real=$(ls $bin/matrices/*.mtx* 2>/dev/null | grep -v -e /lp_ -e /qc324 | tr '\n' ' ')
+sweep="--gpu-threads-per-b-row 2 --gpu-threads-per-b-row 4 --gpu-threads-per-b-row 8 --gpu-threads-per-b-row 16 --gpu-threads-per-b-row 32 --gpu-bin-scale 1 --gpu-bin-scale 0.5"
+step selector_sweep 150 1 "$req $bin/rusparse-bench --backend cuda --no-verify --runs 3 --warmup 1 $sweep --json $out/selector_sweep.json --csv $out/selector_sweep.csv ${suite/rmat:20:3/rmat:18:4} $real"
+step soak_cuda 90 1 "$req $bin/rusparse-bench soak --cases 200 --seed 3 --gpu cuda --gpu-share 100"
+step test_nvrtc_kernels 120 0 "RUSPARSE_REQUIRE_NVRTC=1 $bin/tests/nvrtc_kernels --nocapture"
+# The architecture named first (no CUDA context in the process), then
+# auto (the device's): run 1 on an H200 found no ptxas report with auto.
+step kernel_resources 60 0 "$bin/rusparse-bench kernels --device-arch ${RUSPARSE_GPU_ARCH:-90} && $bin/rusparse-bench kernels --device-arch auto"
+# Per-kernel times (Nsight Compute's summary) of one product of a 3-D
+# stencil and of a power-law graph, where installed.
+if command -v ncu >/dev/null 2>&1; then
+    step ncu_profile 90 1 "ncu --print-summary per-kernel --section SpeedOfLight $bin/rusparse-bench --backend cuda --runs 1 --warmup 0 --no-verify stencil3d_7pt:100 rmat:16:4"
+else
+    printf '%-20s %s\n' ncu_profile "not here (no ncu)" | tee -a "$summary"
 fi
 budgets="--memory-budget none --memory-budget 1c --memory-budget 2c --memory-budget 4c"
-step bench_budget 180 1 "$req $bin/rusparse-bench --backend cuda --runs 3 --warmup 1 --no-verify $budgets --json $out/bench_budget.json --csv $out/bench_budget.csv fem27_3dof:28 rmat:20:4"
+step bench_budget 120 1 "$req $bin/rusparse-bench --backend cuda --runs 3 --warmup 1 --no-verify $budgets --json $out/bench_budget.json --csv $out/bench_budget.csv fem27_3dof:28 rmat:20:3"
 
 took=$(($(date +%s) - start))
 {

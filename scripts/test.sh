@@ -385,7 +385,7 @@ if RUSPARSE_NVRTC="$nvrtc13_dir/nvidia/cu13/lib" ./scripts/gpu-check.sh target/g
         { cat target/gpu-check/test_nvrtc_kernels.log; echo "gpu-check: test_nvrtc_kernels did not pass with NVRTC 13"; exit 1; }
     grep "^test_nvrtc_kernels\|^kernel_resources" target/gpu-check/summary.txt
     if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" = 0 ]; then
-        for s in demo_200 test_cuda_backend test_cuda_ffi bench_suite soak_cuda; do
+        for s in demo_200 test_cuda_backend test_cuda_ffi bench_deterministic selector_sweep soak_cuda; do
             grep -q "^$s  *no GPU" target/gpu-check/summary.txt ||
                 { echo "gpu-check: $s should say 'no GPU'"; exit 1; }
         done

@@ -40,8 +40,9 @@ use cudarc::driver::DriverError;
 use rusparse::backend::cuda::device::describe_driver_error;
 use rusparse::backend::cuda::CudaDevice;
 use rusparse::backend::gpu::{
-    DeviceCsr, DeviceScalars, GpuDevice, GpuSpgemm, KernelTypes, ValueKind,
+    predict_nnz, DeviceCsr, DeviceScalars, GpuDevice, GpuSpgemm, GpuTuning, KernelTypes, ValueKind,
 };
+use rusparse::plan::predict::Sampling;
 use rusparse::{CsrMatrix, Index, IndexBase, IndexType, Op};
 use std::sync::Arc;
 use std::time::Instant;
@@ -267,6 +268,14 @@ pub struct GpuMeasurement<T, I> {
     pub nprod: u64,
     /// A description of the plan (rows per bin, spills).
     pub plan_note: String,
+    /// Seconds of each phase in one more run that waited for the device
+    /// after each (work estimation, symbolic, C's allocation, numeric,
+    /// freeing), not among the timed runs.
+    pub phases: Vec<(&'static str, f64)>,
+    /// `rusparseSpGEMM_predictNnz` on the device arrays (stratified
+    /// sampling): seconds of its second call (the first loads its
+    /// kernels) and the predicted nnz(C).
+    pub predict: (f64, u64),
     /// The device's name.
     pub device: String,
     /// C of the first run, downloaded.
@@ -285,6 +294,22 @@ pub struct GpuProduct<'a> {
     /// allocation of rusparse goes through a `BudgetedDevice` that keeps
     /// it, beyond A, B and C, within this many bytes.
     pub budget: Option<u64>,
+    /// A kernel configuration other than the planner's (the GPU
+    /// selector's sweep); the default runs the planner's.
+    pub tuning: GpuTuning,
+    /// The bitwise-reproducible numeric phase.
+    pub deterministic: bool,
+}
+
+/// What one run does besides the product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RunKind {
+    /// Nothing: a timed run.
+    Timed,
+    /// Downloads C after the clock stopped.
+    KeepC,
+    /// Waits for the device after each phase and times it.
+    Phased,
 }
 
 /// C of one run, when asked for.
@@ -293,6 +318,8 @@ struct RunOut<T, I> {
     nprod: u64,
     plan_bytes: u64,
     plan_note: String,
+    /// Seconds of each phase, when the run synchronized after each.
+    phases: Vec<(&'static str, f64)>,
     c: Option<CsrMatrix<T, I, I>>,
 }
 
@@ -317,8 +344,9 @@ impl GpuProduct<'_> {
         b: &DeviceCsr,
         alpha: CUdeviceptr,
         types: KernelTypes,
-        keep: bool,
+        kind: RunKind,
     ) -> Result<RunOut<T, I>, String> {
+        let (keep, phased) = (kind == RunKind::KeepC, kind == RunKind::Phased);
         fn lib(phase: &'static str) -> impl Fn(rusparse::Error) -> String {
             move |e| format!("CUDA {phase}: {e}")
         }
@@ -329,10 +357,26 @@ impl GpuProduct<'_> {
             }
             None => self.dev.clone(),
         };
+        let mut phases = Vec::new();
+        let mut lap = Instant::now();
+        let mut mark = |name: &'static str| -> Result<(), String> {
+            if phased {
+                stream.sync()?;
+                phases.push((name, lap.elapsed().as_secs_f64()));
+                lap = Instant::now();
+            }
+            Ok(())
+        };
         let start = Instant::now();
-        let mut plan = GpuSpgemm::work_estimation(&dev, s, (Op::N, a), (Op::N, b), types, false)
-            .map_err(lib("work estimation"))?;
+        let mut plan =
+            GpuSpgemm::work_estimation(&dev, s, (Op::N, a), (Op::N, b), types, self.deterministic)
+                .map_err(lib("work estimation"))?;
+        if self.tuning != GpuTuning::default() {
+            plan.tune(s, self.tuning).map_err(lib("tuning"))?;
+        }
+        mark("work_estimation")?;
         let nnz = plan.symbolic(s, a, b).map_err(lib("symbolic phase"))?;
+        mark("symbolic")?;
         let nnz_u = usize::try_from(nnz).map_err(|_| format!("nnz(C) = {nnz}"))?;
         let m = a.nrows as usize;
         let isz = std::mem::size_of::<I>();
@@ -348,8 +392,10 @@ impl GpuProduct<'_> {
             nnz,
             base: 0,
         };
+        mark("allocate_c")?;
         plan.numeric(s, a, b, &c, DeviceScalars::alpha_only(alpha))
             .map_err(lib("numeric phase"))?;
+        mark("numeric")?;
         stream.sync()?;
         let mut seconds = start.elapsed().as_secs_f64();
         let host = if keep {
@@ -372,7 +418,11 @@ impl GpuProduct<'_> {
         c_rows.free()?;
         drop(plan);
         cu::ctx::synchronize().map_err(drv("synchronizing the context"))?;
-        seconds += resumed.elapsed().as_secs_f64();
+        let freeing = resumed.elapsed().as_secs_f64();
+        seconds += freeing;
+        if phased {
+            phases.push(("free", freeing));
+        }
         let plan_note = format!(
             "tpr {}, B canonical {}, spilled {}, symbolic bins {:?}, numeric bins {:?}",
             info.threads_per_b_row,
@@ -386,6 +436,7 @@ impl GpuProduct<'_> {
             nprod,
             plan_bytes,
             plan_note,
+            phases,
             c: host,
         })
     }
@@ -423,9 +474,10 @@ impl GpuProduct<'_> {
         // before the inputs are freed.
         let _idle = SyncOnDrop;
 
-        let first = self.run_once::<T, I>(&stream, &da.csr, &bcsr, alpha.ptr, types, true)?;
+        let first =
+            self.run_once::<T, I>(&stream, &da.csr, &bcsr, alpha.ptr, types, RunKind::KeepC)?;
         for _ in 0..warmup {
-            self.run_once::<T, I>(&stream, &da.csr, &bcsr, alpha.ptr, types, false)?;
+            self.run_once::<T, I>(&stream, &da.csr, &bcsr, alpha.ptr, types, RunKind::Timed)?;
             self.trim(&pool)?;
             tick();
         }
@@ -435,7 +487,8 @@ impl GpuProduct<'_> {
         let mut peak: Option<u64> = None;
         for _ in 0..runs.max(1) {
             let before = pool.as_ref().map(Pool::reset).transpose()?;
-            let r = self.run_once::<T, I>(&stream, &da.csr, &bcsr, alpha.ptr, types, false)?;
+            let r =
+                self.run_once::<T, I>(&stream, &da.csr, &bcsr, alpha.ptr, types, RunKind::Timed)?;
             if let (Some(p), Some(before)) = (&pool, before) {
                 let used = p.high()?.saturating_sub(before);
                 peak = Some(peak.unwrap_or(0).max(used));
@@ -444,7 +497,13 @@ impl GpuProduct<'_> {
             times.push(r.seconds);
             tick();
         }
+        let phased =
+            self.run_once::<T, I>(&stream, &da.csr, &bcsr, alpha.ptr, types, RunKind::Phased)?;
+        self.trim(&pool)?;
+        let predict = self.time_predict(&stream, &da.csr, &bcsr, types)?;
         Ok(GpuMeasurement {
+            phases: phased.phases,
+            predict,
             times,
             first_call_s: first.seconds,
             peak_device_bytes: peak,
@@ -455,6 +514,28 @@ impl GpuProduct<'_> {
             device: self.dev.name().to_string(),
             c,
         })
+    }
+
+    /// Times the output-size prediction on the device arrays: its second
+    /// call, waited for.
+    fn time_predict(
+        &self,
+        stream: &Stream,
+        a: &DeviceCsr,
+        b: &DeviceCsr,
+        types: KernelTypes,
+    ) -> Result<(f64, u64), String> {
+        let dev: Arc<dyn GpuDevice> = self.dev.clone();
+        let s = stream.0 as rusparse::backend::gpu::RawStream;
+        let mut last = (0.0, 0);
+        for _ in 0..2 {
+            let start = Instant::now();
+            let p = predict_nnz(&dev, s, (Op::N, a), (Op::N, b), types, Sampling::Stratified)
+                .map_err(|e| format!("CUDA nnz prediction: {e}"))?;
+            stream.sync()?;
+            last = (start.elapsed().as_secs_f64(), p.nnz);
+        }
+        Ok(last)
     }
 
     fn trim(&self, pool: &Option<Pool>) -> Result<(), String> {

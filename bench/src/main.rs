@@ -50,6 +50,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use generate::Spec;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use report::{Machine, Report, Row, TOOL};
+use rusparse::backend::gpu::GpuTuning;
 use rusparse::{Algorithm, BackendKind, ColumnOrder, Complex, Context, CsrMatrix, Index, Op};
 use sparse::{index_name, BenchScalar, SparseMatrix};
 use std::io::IsTerminal;
@@ -316,6 +317,20 @@ struct Cli {
     /// CUDA: what the memory pool does with freed memory between runs.
     #[arg(long, value_enum, default_value_t = CudaPoolArg::Cached)]
     cuda_pool: CudaPoolArg,
+    /// CUDA: the bitwise-reproducible numeric phase (the check against the
+    /// CPU back end then also says whether C is bitwise equal).
+    #[arg(long)]
+    deterministic: bool,
+    /// CUDA, for the GPU selector's sweep: threads sharing one row of B
+    /// instead of the planner's choice (a power of two from 2 to the warp
+    /// width). Repeatable: a row per value (and per --gpu-bin-scale).
+    #[arg(long, value_name = "N")]
+    gpu_threads_per_b_row: Vec<u32>,
+    /// CUDA, for the GPU selector's sweep: scale every kernel bin's upper
+    /// bound by F in (0, 1] (rows move to larger tables sooner).
+    /// Repeatable: a row per value.
+    #[arg(long, value_name = "F")]
+    gpu_bin_scale: Vec<f64>,
     /// Write the rows as CSV.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
@@ -645,6 +660,8 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
         dev,
         release_pool: cli.cuda_pool == CudaPoolArg::Release,
         budget,
+        tuning: GpuTuning::default(),
+        deterministic: cli.deterministic,
     };
     let budgets: Vec<Option<u64>> = if cli.memory_budget.is_empty() {
         vec![None]
@@ -666,9 +683,47 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
             .map(|x| x.bytes(c_bytes).map(|b| b as u64))
             .collect()
     };
-    let mut rows = Vec::with_capacity(budgets.len());
-    for budget in budgets {
-        match run_case_gpu_budget(cli, ctx, &product(budget), case, a, b, progress) {
+    // The sweep's configurations (one, the planner's, without the flags).
+    let opt = |v: &[u32]| -> Vec<Option<u32>> {
+        if v.is_empty() {
+            vec![None]
+        } else {
+            v.iter().copied().map(Some).collect()
+        }
+    };
+    let scales: Vec<Option<f64>> = if cli.gpu_bin_scale.is_empty() {
+        vec![None]
+    } else {
+        cli.gpu_bin_scale.iter().copied().map(Some).collect()
+    };
+    let tunings: Vec<GpuTuning> = opt(&cli.gpu_threads_per_b_row)
+        .into_iter()
+        .flat_map(|t| {
+            scales.iter().map(move |&f| GpuTuning {
+                threads_per_b_row: t,
+                bin_scale: f,
+            })
+        })
+        .collect();
+    let mut rows = Vec::with_capacity(budgets.len() * tunings.len());
+    for (budget, tuning) in budgets
+        .iter()
+        .flat_map(|&b| tunings.iter().map(move |&t| (b, t)))
+    {
+        if tuning != GpuTuning::default() {
+            progress.log(format!(
+                "    configuration: threads per B row {}, bin scale {}",
+                tuning
+                    .threads_per_b_row
+                    .map_or("planner's".into(), |t| t.to_string()),
+                tuning.bin_scale.map_or("1".into(), |f| f.to_string())
+            ));
+        }
+        let product = gpu::GpuProduct {
+            tuning,
+            ..product(budget)
+        };
+        match run_case_gpu_budget(cli, ctx, &product, case, a, b, progress) {
             Ok(row) => rows.push(row),
             // A budget too small: a row that says so.
             Err(msg) if budget.is_some() && msg.contains("too small") => {
@@ -718,10 +773,23 @@ fn run_case_gpu_budget<T: BenchScalar, I: Index>(
         })?;
         let tol = gpu::tolerance::<T>();
         match gpu::compare(&m.c, &cpu.c, tol) {
-            Ok(worst) => progress.log(format!(
-                "    C matches the CPU back end (structure exact, largest relative difference                  {worst:.2e}; checked in {:.2} s)",
-                started.elapsed().as_secs_f64()
-            )),
+            Ok(worst) => {
+                progress.log(format!(
+                    "    C matches the CPU back end (structure exact, largest relative difference                      {worst:.2e}; checked in {:.2} s)",
+                    started.elapsed().as_secs_f64()
+                ));
+                if cli.deterministic {
+                    let bitwise = m.c.values() == cpu.c.values();
+                    progress.log(format!(
+                        "    deterministic mode: C's values {} the CPU back end's",
+                        if bitwise {
+                            "are bitwise equal to"
+                        } else {
+                            "are NOT bitwise equal to"
+                        }
+                    ));
+                }
+            }
             Err(e) => {
                 let msg = format!(
                     "{}: WRONG RESULT: the CUDA back end's C differs from the CPU back end's: {e}",
@@ -732,9 +800,30 @@ fn run_case_gpu_budget<T: BenchScalar, I: Index>(
             }
         }
     }
+    let t = product.tuning;
+    let mut algorithm = String::from(if cli.deterministic {
+        "cuda-hash-deterministic"
+    } else {
+        "cuda-hash"
+    });
+    if let Some(g) = t.threads_per_b_row {
+        algorithm += &format!(" tpr={g}");
+    }
+    if let Some(f) = t.bin_scale {
+        algorithm += &format!(" scale={f}");
+    }
+    let phases = m
+        .phases
+        .iter()
+        .map(|(name, s)| format!("{name}={s:.6}"))
+        .chain(std::iter::once(format!("predict_nnz={:.6}", m.predict.0)))
+        .collect::<Vec<_>>()
+        .join(";");
     let row = Row {
         peak_extra_bytes: m.peak_device_bytes.map(|p| p.saturating_sub(m.c_bytes)),
-        algorithm: "cuda-hash".into(),
+        algorithm,
+        phases_s: Some(phases.clone()),
+        plan: Some(m.plan_note.clone()),
         threads: 0,
         backend: "cuda".into(),
         device: m.device.clone(),
@@ -770,6 +859,18 @@ fn run_case_gpu_budget<T: BenchScalar, I: Index>(
         ));
     }
     progress.log(format!("    plan: {}", m.plan_note));
+    progress.log(format!(
+        "    phases (s, one run waiting after each): {phases}"
+    ));
+    let nnz = m.c.nnz().max(1) as f64;
+    progress.log(format!(
+        "    predictNnz on the device arrays: {:.6} s ({:.1} % of the median product), predicted \
+         nnz(C) {} ({:+.2} %)",
+        m.predict.0,
+        100.0 * m.predict.0 / row.median_s.max(1e-12),
+        m.predict.1,
+        100.0 * (m.predict.1 as f64 - nnz) / nnz
+    ));
     if let Some(dir) = &cli.dump {
         dump::write_case(dir, &case.name, cli.product.name(), a, b, &m.c)
             .map_err(|e| format!("{}: dump: {e}", case.name))?;

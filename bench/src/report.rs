@@ -111,6 +111,15 @@ pub struct Row {
     /// when a budget asked for it).
     #[serde(default)]
     pub concurrency: Option<u64>,
+    /// `cuda` rows: seconds of each phase in one run that waited for the
+    /// device after each (`work_estimation=…;symbolic=…;allocate_c=…;
+    /// numeric=…;free=…`), then `predict_nnz=…`: rusparseSpGEMM_predictNnz on
+    /// the device arrays (its second call).
+    #[serde(default)]
+    pub phases_s: Option<String>,
+    /// `cuda` rows: the plan (threads per B row, rows per bin, spills).
+    #[serde(default)]
+    pub plan: Option<String>,
 }
 
 /// GFLOPS of `nprod` products (two flops each) in `seconds`.
