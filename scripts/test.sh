@@ -395,4 +395,11 @@ else
     exit 1
 fi
 
+step "the GPU selector: bench/fit_gpu_selector.py on the committed H200 sweep still fits the planner's rule (4 entries of a read B row per thread, gpu_bins::threads_per_b_row) and its leave-one-out evaluation is within 5 % of the best"
+python3 bench/fit_gpu_selector.py > target/fit_gpu_selector.txt ||
+    { cat target/fit_gpu_selector.txt; echo "fit_gpu_selector: the held-out evaluation missed 1.05"; exit 1; }
+grep "^leave one out\|^fitted on all" target/fit_gpu_selector.txt
+grep -q "const ENTRIES_PER_THREAD: u64 = $(sed -n 's/^fitted on all .* d = \([0-9]*\)$/\1/p' target/fit_gpu_selector.txt);" src/plan/gpu_bins.rs ||
+    { echo "fit_gpu_selector: the sweep fits another divisor than gpu_bins::threads_per_b_row's"; exit 1; }
+
 step "all tests passed"
