@@ -533,7 +533,7 @@ mod tests {
             "tool,matrix,rows,cols,nnz_a,nprod,nnz_c,median_s,min_s,max_s,gflops,\
              peak_extra_bytes,algorithm,threads,value,index,backend,device,first_call_s,\
              peak_device_bytes,c_bytes,memory_budget,peak_bound,peak_extra_cold_bytes,\
-             concurrency"
+             concurrency,phases_s,plan"
         );
         assert!(lines[1].starts_with("rusparse,a,10,10,30,1000000,50,0.5,"));
         // No budget: empty cells.
@@ -585,6 +585,6 @@ mod tests {
             .lines()
             .nth(2)
             .unwrap()
-            .ends_with(",3145728,2500000,2400000,1"));
+            .ends_with(",3145728,2500000,2400000,1,,"));
     }
 }
