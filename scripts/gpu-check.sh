@@ -36,8 +36,9 @@
 #                      2..32 and bin scales 1, 0.5 on the suite and the
 #                      real matrices (gpu-bin/matrices), C not checked
 #   soak_cuda          random products through the C ABI on device arrays
-#   ncu_profile        Nsight Compute's per-kernel summary of one product of
-#                      stencil3d_7pt:100 and rmat:16:4 (where installed)
+#   ncu_profile        Nsight Compute's per-kernel summary of the symbolic and
+#                      numeric kernels on stencil3d_7pt:100, fem27_3dof:28
+#                      and rmat:16:4 (where installed)
 #   bench_budget       fem27_3dof and rmat at scale 20 under memory budgets of
 #                      1x, 2x and 4x C's size against none (issue 30)
 # RUSPARSE_GPU_CHECK_STEPS="name ...", when set, runs only the steps named
@@ -148,10 +149,11 @@ step test_nvrtc_kernels 120 0 "RUSPARSE_REQUIRE_NVRTC=1 $bin/tests/nvrtc_kernels
 # The architecture named first (no CUDA context in the process), then
 # auto (the device's): run 1 on an H200 found no ptxas report with auto.
 step kernel_resources 60 0 "$bin/rusparse-bench kernels --device-arch ${RUSPARSE_GPU_ARCH:-90} && $bin/rusparse-bench kernels --device-arch auto"
-# Per-kernel times (Nsight Compute's summary) of one product of a 3-D
-# stencil and of a power-law graph, where installed.
+# Per-kernel times (Nsight Compute's summary) of the symbolic and numeric
+# kernels of a 3-D stencil, an FEM matrix and a power-law graph (the
+# largest gaps to the research codes), where installed.
 if command -v ncu >/dev/null 2>&1; then
-    step ncu_profile 90 1 "ncu --print-summary per-kernel --section SpeedOfLight $bin/rusparse-bench --backend cuda --runs 1 --warmup 0 --no-verify stencil3d_7pt:100 rmat:16:4"
+    step ncu_profile 120 1 "ncu --print-summary per-kernel --section SpeedOfLight -k regex:'rs_(symbolic|numeric)' $bin/rusparse-bench --backend cuda --runs 1 --warmup 0 --no-verify stencil3d_7pt:100 fem27_3dof:28 rmat:16:4"
 else
     printf '%-20s %s\n' ncu_profile "not here (no ncu)" | tee -a "$summary"
 fi
