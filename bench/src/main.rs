@@ -684,19 +684,15 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
             .collect()
     };
     // The sweep's configurations (one, the planner's, without the flags).
-    let opt = |v: &[u32]| -> Vec<Option<u32>> {
+    fn or_planners<T: Copy>(v: &[T]) -> Vec<Option<T>> {
         if v.is_empty() {
             vec![None]
         } else {
             v.iter().copied().map(Some).collect()
         }
-    };
-    let scales: Vec<Option<f64>> = if cli.gpu_bin_scale.is_empty() {
-        vec![None]
-    } else {
-        cli.gpu_bin_scale.iter().copied().map(Some).collect()
-    };
-    let tunings: Vec<GpuTuning> = opt(&cli.gpu_threads_per_b_row)
+    }
+    let scales = or_planners(&cli.gpu_bin_scale);
+    let tunings: Vec<GpuTuning> = or_planners(&cli.gpu_threads_per_b_row)
         .into_iter()
         .flat_map(|t| {
             scales.iter().map(move |&f| GpuTuning {

@@ -100,7 +100,9 @@ const GATHER_RATIO: u64 = 20_000;
 
 // The metadata header, in 8-byte words.
 const H_ERROR: usize = 0;
-const H_FLAGS: usize = 1; // 2 words: unsorted B, longest B row
+// 2 words: unsorted B, longest B row (rs_validate writes both; the host
+// reads the first since threads per B row come from nprod / nnz(A)).
+const H_FLAGS: usize = 1;
 const H_NPROD: usize = 3;
 const H_MAX: usize = 4;
 const H_SPILL: usize = 5;
@@ -726,10 +728,7 @@ impl GpuSpgemm {
         let word = |w: usize| h + 8 * w as u64;
         self.memset(stream, h, 0, (HEADER_WORDS * 8) as u64)?;
         self.memset(stream, word(H_ERROR), 0xff, 8)?;
-        let sym = gpu_bins::bin_bounds(&self.bins.symbolic);
-        let num = gpu_bins::bin_bounds(&self.bins.numeric);
-        self.upload(stream, word(H_BOUNDS_SYM), &sym)?;
-        self.upload(stream, word(H_BOUNDS_NUM), &num)?;
+        self.upload_bin_bounds(stream)?;
 
         if op_a.transposes() || op_b.transposes() {
             self.build_transposes(stream, op_a, user_a, op_b, user_b)?;
@@ -832,14 +831,19 @@ impl GpuSpgemm {
                     bin.max_size = ((bin.max_size as f64 * f) as i64).max(1);
                 }
             }
-            let h = self.meta.ptr();
-            let word = |w: usize| h + 8 * w as u64;
-            let sym = gpu_bins::bin_bounds(&self.bins.symbolic);
-            let num = gpu_bins::bin_bounds(&self.bins.numeric);
-            self.upload(stream, word(H_BOUNDS_SYM), &sym)?;
-            self.upload(stream, word(H_BOUNDS_NUM), &num)?;
+            self.upload_bin_bounds(stream)?;
         }
         Ok(())
+    }
+
+    /// Queues the bins' upper bounds (symbolic by products, numeric by
+    /// entries) into the header, where the binning kernels read them.
+    fn upload_bin_bounds(&self, stream: RawStream) -> Result<()> {
+        let word = |w: usize| self.meta.ptr() + 8 * w as u64;
+        let sym = gpu_bins::bin_bounds(&self.bins.symbolic);
+        let num = gpu_bins::bin_bounds(&self.bins.numeric);
+        self.upload(stream, word(H_BOUNDS_SYM), &sym)?;
+        self.upload(stream, word(H_BOUNDS_NUM), &num)
     }
 
     /// Rows of C (of op(A)).
