@@ -587,6 +587,30 @@ fn every_tuned_configuration_matches_the_reference() {
                     "{bad:?}: {e}"
                 );
             }
+            // After the symbolic phase the configuration is fixed.
+            let gpu: Arc<dyn GpuDevice> = dev.clone();
+            let stream: RawStream = std::ptr::null_mut();
+            let (da, db) = (Uploaded::new(&dev, &a, 0), Uploaded::new(&dev, &b, 0));
+            let mut plan = GpuSpgemm::work_estimation(
+                &gpu,
+                stream,
+                (Op::N, &da.csr),
+                (Op::N, &db.csr),
+                types::<V>(),
+                false,
+            )
+            .expect("work estimation");
+            plan.symbolic(stream, &da.csr, &db.csr)
+                .expect("symbolic phase");
+            let late = GpuTuning {
+                threads_per_b_row: Some(4),
+                bin_scale: None,
+            };
+            let e = plan.tune(stream, late).expect_err("too late");
+            assert!(
+                matches!(&e, Error::InvalidValue(m) if m.contains("only before the symbolic phase")),
+                "{e}"
+            );
         }
     }
     visit_hash_variants(&mut T);
