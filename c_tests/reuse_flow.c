@@ -9,7 +9,9 @@
  *   reuse_compute (alpha 1, beta 0)                      -> compare;
  *   new values of A and B in place, reuse_compute (alpha 2, beta 0) -> compare;
  *   new value arrays set with rusparseSpMatSetValues, reuse_compute
- *     (alpha, beta != 0: beta applies to the previous C)  -> compare.
+ *     (alpha, beta != 0: beta applies to the previous C)  -> compare;
+ *   C's values split between two arrays, then A's (rusparseCsrSetSplitValues)
+ *                                                        -> compare.
  *
  * For every value type x index types x base x opA x opB; every other flow
  * makes its second and third reuse_compute with RUSPARSE_PATTERN_CHECK_CALLER
@@ -218,6 +220,70 @@ static void split_compute_and_check(reuse_t *r) {
     free(joined);
 }
 
+/* reuse_compute reading A's values from two arrays (rusparseCsrSetSplitValues
+   on matA), each stored row of A split at its own point, with A's csrValues
+   NULL, so the values can come from nowhere else: the product must be
+   A's. A split that does not fit A's rows and a split on matB are refused
+   without writing C; clearing A's split and giving csrValues back restores
+   the ordinary read. */
+static void split_input_and_check(reuse_t *r) {
+    size_t is = it_size(r->ot), vs = dt_size(r->dt);
+    int64_t m = r->a.rows, i, t, nf = 0, ns = 0, k = 0;
+    void *fo = xmalloc(is * (size_t)(m + 1)), *so = xmalloc(is * (size_t)(m + 1));
+    void *fv, *sv, *saved_c = xmalloc(vs * (size_t)(r->c_nnz + 1));
+    scalar_t one = make_scalar(r->dt, cplx(1, 0)), zero = make_scalar(r->dt, cplx(0, 0));
+
+    for (i = 0; i <= m; i++) {
+        int64_t len = i < m ? idx_get(r->A.off, r->ot, i + 1) - idx_get(r->A.off, r->ot, i) : 0;
+        int64_t cut = i < m ? (i * 5 + 2) % (len + 1) : 0;
+        idx_set(fo, r->ot, i, nf + r->base);
+        idx_set(so, r->ot, i, ns + r->base);
+        nf += cut;
+        ns += len - cut;
+    }
+    fv = xmalloc(vs * (size_t)(nf + 1));
+    sv = xmalloc(vs * (size_t)(ns + 1));
+    for (i = 0; i < m; i++) {
+        int64_t f = idx_get(fo, r->ot, i) - r->base, f1 = idx_get(fo, r->ot, i + 1) - r->base;
+        int64_t g = idx_get(so, r->ot, i) - r->base, g1 = idx_get(so, r->ot, i + 1) - r->base;
+        for (t = f; t < f1; t++) val_set(fv, r->dt, t, val_get(r->A.val, r->dt, k++));
+        for (t = g; t < g1; t++) val_set(sv, r->dt, t, val_get(r->A.val, r->dt, k++));
+    }
+    CHECK(rusparseCsrSetPointers(r->A.d, r->A.off, r->A.col, NULL));
+    CHECK(rusparseCsrSetSplitValues(r->A.d, fo, fv, so, sv));
+    reuse_compute_and_check(r, cplx(1, 0), cplx(0, 0), "A's values split between two arrays");
+
+    /* Refused, C untouched: A's row i split one entry off (when a row has a
+       first part), and any split on matB. */
+    if (r->c_nnz > 0) memcpy(saved_c, r->c_val, vs * (size_t)r->c_nnz);
+    for (i = 0; i < m && idx_get(fo, r->ot, i + 1) == idx_get(fo, r->ot, i); i++) {
+    }
+    if (i < m) {
+        void *moved = xmalloc(is * (size_t)(m + 1));
+        memcpy(moved, fo, is * (size_t)(m + 1));
+        idx_set(moved, r->ot, i + 1, idx_get(fo, r->ot, i + 1) - 1);
+        CHECK(rusparseCsrSetSplitValues(r->A.d, moved, fv, so, sv));
+        EXPECT_STATUS_MSG(rusparseSpGEMMreuse_compute(r->h, r->opA, r->opB, &one, r->A.d, r->B.d, &zero,
+                                                      r->matC, r->dt, r->alg, r->descr),
+                          RUSPARSE_STATUS_INVALID_VALUE, "of A has");
+        free(moved);
+    }
+    CHECK(rusparseCsrSetSplitValues(r->A.d, NULL, NULL, NULL, NULL));
+    CHECK(rusparseCsrSetPointers(r->A.d, r->A.off, r->A.col, r->A.val));
+    CHECK(rusparseCsrSetSplitValues(r->B.d, r->B.off, r->B.val, r->B.off, r->B.val));
+    EXPECT_STATUS_MSG(rusparseSpGEMMreuse_compute(r->h, r->opA, r->opB, &one, r->A.d, r->B.d, &zero, r->matC,
+                                                  r->dt, r->alg, r->descr),
+                      RUSPARSE_STATUS_INVALID_VALUE, "matB's values are split");
+    CHECK(rusparseCsrSetSplitValues(r->B.d, NULL, NULL, NULL, NULL));
+    EXPECT_TRUE(r->c_nnz == 0 || memcmp(saved_c, r->c_val, vs * (size_t)r->c_nnz) == 0,
+                "[%s] a refused split input wrote C's values", r->label);
+    free(fo);
+    free(so);
+    free(fv);
+    free(sv);
+    free(saved_c);
+}
+
 static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix, int base,
                      rusparseOperation_t opA, rusparseOperation_t opB, rusparseSpGEMMAlg_t alg,
                      uint64_t seed, int64_t m, int64_t k, int64_t n, int percent_a, int caller) {
@@ -271,6 +337,8 @@ static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix,
 
     split_compute_and_check(&r);
     reuse_compute_and_check(&r, cplx(1, 0), cplx(0, 0), "fourth compute (the split cleared)");
+    split_input_and_check(&r);
+    reuse_compute_and_check(&r, cplx(1, 0), cplx(0, 0), "fifth compute (A's split cleared)");
 
     reuse_teardown(&r);
 }

@@ -781,24 +781,33 @@ rusparseStatus_t rusparseCsrSetPointers(rusparseSpMatDescr_t spMatDescr,
                                         void *csrValues);
 
 /**
- * Makes `rusparseSpGEMMreuse_compute` write C's values into two arrays
- * instead of `csrValues`, each row of C split between them: row `i`'s
- * first `firstRowOffsets[i + 1] - firstRowOffsets[i]` values (in C's
- * column order) at `firstValues + firstRowOffsets[i]`, the rest at
- * `secondValues + secondRowOffsets[i]` (offsets with the descriptor's
- * offset type and index base). This is how an MPI rank keeps its rows of
- * a distributed matrix (PETSc's MPIAIJ diagonal and off-diagonal blocks,
- * hypre's `diag` and `offd`) when C's columns number the rank's own
- * columns first: the blocks' values are written in place, with no copy.
- * The offsets must increase and split every row of C exactly; this is
- * checked at each `reuse_compute`, before anything is written.
+ * Keeps a matrix's values in two arrays instead of `csrValues`, each row
+ * split between them: row `i`'s first `firstRowOffsets[i + 1] -
+ * firstRowOffsets[i]` values (in the row's column order) at
+ * `firstValues + firstRowOffsets[i]`, the rest at
+ * `secondValues + secondRowOffsets[i]`
+ * (offsets with the descriptor's offset type and index base). This is how
+ * an MPI rank keeps its rows of a distributed matrix (PETSc's MPIAIJ
+ * diagonal and off-diagonal blocks, hypre's `diag` and `offd`) when its
+ * columns number the rank's own columns first, so no merged copy of the
+ * values is needed:
  *
- * All four NULL: C's values go to `csrValues` again. A values pointer may
+ * - on **matC**, `rusparseSpGEMMreuse_compute` writes C's values into the
+ *   two arrays in place;
+ * - on **matA** (op(A) = A or its transpose), `rusparseSpGEMMreuse_compute`
+ *   reads A's values from them, and `csrValues` may be NULL. With op(A) =
+ *   A the known-structure kernel reads the two arrays directly; otherwise
+ *   they are first copied into one array (no saving, same results).
+ *
+ * The offsets must increase and split every row exactly; this is checked
+ * at each `reuse_compute`, before anything is read or written.
+ *
+ * All four NULL: the values are `csrValues` again. A values pointer may
  * be NULL only for a block with no entries. Only `reuse_compute` on a CPU
- * handle writes split values; `rusparseSpGEMM_compute`/`copy` and a GPU
- * handle refuse a descriptor that has them (`reuse_copy` writes no
- * values and ignores them). The arrays must stay valid until the split is
- * cleared or the descriptor destroyed.
+ * handle reads or writes split values: `rusparseSpGEMM_compute`/`copy`, a
+ * GPU handle, and any product whose matB has them refuse them
+ * (`reuse_copy` reads and writes no values and ignores them). The arrays
+ * must stay valid until the split is cleared or the descriptor destroyed.
  */
 rusparseStatus_t rusparseCsrSetSplitValues(rusparseSpMatDescr_t spMatDescr,
                                            void *firstRowOffsets,

@@ -26,7 +26,9 @@
  * for it. The numeric phase (also every MAT_REUSE_MATRIX):
  *   1. refreshes the merged operands' values: a copy of the blocks' values,
  *      and the gathered rows' values from their owners (one PetscSF
- *      broadcast; the structure was exchanged once);
+ *      broadcast; the structure was exchanged once). In AB and PtAP, A's
+ *      rows are not copied: rusparse reads A's values from its two blocks
+ *      (rusparseCsrSetSplitValues on the first operand; CPU handles);
  *   2. runs rusparse's numeric phase on the saved plan;
  *   3. sends the other ranks' rows of Z (one PetscSF reduction) and writes
  *      C's blocks' values in place: copied where a row of C is a row of Z,
@@ -216,7 +218,7 @@ typedef struct {
   PetscInt     own_rows, rows; /* own rows, then the gathered ones */
   PetscInt     d_nnz, o_nnz, own_nnz, nnz;
   PetscInt    *i, *j; /* compact columns (cols) */
-  PetscScalar *a;
+  PetscScalar *a;     /* NULL: rusparse reads the own rows' values from the blocks (RsRowsCreate's in_blocks) */
   RsCols       cols;
   PetscInt     ngarray;
   PetscInt    *garray;         /* the off-diagonal block's garray at the symbolic phase */
@@ -282,6 +284,7 @@ static PetscErrorCode RsRowsRefreshOwn(Mat M, RsRows *r, PetscBool *changed, Pet
   /* Each row's columns are the merged row's, so the blocks' rows are where
      the runs were made for (own columns below nown, the others above, split
      each row alike): copy by runs, unless the values are those copied last. */
+  if (!r->a) PetscFunctionReturn(0); /* read from the blocks themselves */
   PetscCall(RsValuesOf(M, &now));
   if (!memcmp(&now, &r->values, sizeof(now))) PetscFunctionReturn(0);
   PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
@@ -315,8 +318,10 @@ static void RsRowsOwnColumns(RsRows *r, const RsBlocks *b, PetscInt dshift, cons
 
 /* M's own rows merged, with the global rows gather[0..ngather) of M
    appended from their owners when `gather` is given (collective then: every
-   rank passes a gather array, possibly empty). */
-static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gather[], PetscBool gathering, RsRows *r)
+   rank passes a gather array, possibly empty). `in_blocks` (no gathering):
+   the merged rows keep no values, rusparse reads them from M's blocks
+   (RsStageNumericSplit). */
+static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gather[], PetscBool gathering, PetscBool in_blocks, RsRows *r)
 {
   MPI_Comm  comm;
   RsBlocks  b;
@@ -383,11 +388,14 @@ static PetscErrorCode RsRowsCreate(Mat M, PetscInt ngather, const PetscInt gathe
   /* Own rows' values; their global columns only when other ranks gather
      them (the roots of the broadcast), then the gathered rows' columns and
      values. */
+  PetscCheck(!(in_blocks && gathering), PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: gathered rows need merged values");
   PetscCall(PetscMalloc1(r->nnz, &r->j));
-  PetscCall(PetscMalloc1(r->nnz, &r->a));
-  PetscCall(RsRunsBuild(b.m, b.d.i, b.o.i, r->i, NULL, &r->own));
-  PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
-  PetscCall(RsValuesOf(M, &r->values));
+  if (!in_blocks) {
+    PetscCall(PetscMalloc1(r->nnz, &r->a));
+    PetscCall(RsRunsBuild(b.m, b.d.i, b.o.i, r->i, NULL, &r->own));
+    PetscCall(RsRunsMerge(&r->own, b.d.a, b.o.a, r->a));
+    PetscCall(RsValuesOf(M, &r->values));
+  }
   if (gathering) RsRowsOwnColumns(r, &b, c->cstart, b.garray);
   if (r->gathered) {
     PetscCall(PetscSFBcastBegin(r->gathered, MPIU_INT, r->j, r->j + r->own_nnz, MPI_REPLACE));
@@ -663,23 +671,32 @@ static PetscErrorCode RsOutNumeric(Mat C, RsOut *out, const PetscInt *zi, const 
   PetscFunctionReturn(0);
 }
 
-/* The numeric phase of stage st into C's blocks (see RsMpiProductInPlace). The split
-   is cleared whether or not the product succeeded, so the stage's Z never
-   keeps pointers into C's arrays. */
-static PetscErrorCode RsStageNumericIntoC(Mat C, rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za)
+/* The numeric phase of stage st with its operands' values where PETSc keeps
+   them (rusparseCsrSetSplitValues): X's read from A's blocks when A is
+   given (RsMpiProductReadsBlocks), Z's written into C's blocks when C is
+   (RsMpiProductInPlace). The splits are cleared whether or not the product
+   succeeded, so the stage's descriptors never keep pointers into PETSc's
+   arrays. */
+static PetscErrorCode RsStageNumericSplit(Mat A, Mat C, rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsStage *st, const RsCsr *x, const RsCsr *y, PetscInt *zi, PetscInt *zj, PetscScalar *za)
 {
+  RsBlocks         a;
   RsOutBlocks      c;
   PetscErrorCode   numeric;
-  rusparseStatus_t cleared;
+  rusparseStatus_t set = RUSPARSE_STATUS_SUCCESS, cleared[2] = {RUSPARSE_STATUS_SUCCESS, RUSPARSE_STATUS_SUCCESS};
 
   PetscFunctionBegin;
-  PetscCall(RsOutBlocksGet(C, &c));
-  RsCall(rusparseCsrSetSplitValues(st->Z, (void *)c.di, c.da, (void *)c.oi, c.oa));
-  numeric = RsStageNumeric(h, alg, st, x, y, zi, zj, za, PETSC_TRUE);
-  cleared = rusparseCsrSetSplitValues(st->Z, NULL, NULL, NULL, NULL);
+  if (A) PetscCall(RsBlocksOf(A, &a));
+  if (C) PetscCall(RsOutBlocksGet(C, &c));
+  if (A) set = rusparseCsrSetSplitValues(st->X, (void *)a.d.i, (void *)a.d.a, (void *)a.o.i, (void *)a.o.a);
+  if (C && set == RUSPARSE_STATUS_SUCCESS) set = rusparseCsrSetSplitValues(st->Z, (void *)c.di, c.da, (void *)c.oi, c.oa);
+  numeric = set == RUSPARSE_STATUS_SUCCESS ? RsStageNumeric(h, alg, st, x, y, zi, zj, za, PETSC_TRUE) : 0;
+  if (A) cleared[0] = rusparseCsrSetSplitValues(st->X, NULL, NULL, NULL, NULL);
+  if (C) cleared[1] = rusparseCsrSetSplitValues(st->Z, NULL, NULL, NULL, NULL);
+  RsCall(set);
   PetscCall(numeric);
-  RsCall(cleared);
-  PetscCall(RsOutBlocksRestore(C, &c));
+  RsCall(cleared[0]);
+  RsCall(cleared[1]);
+  if (C) PetscCall(RsOutBlocksRestore(C, &c));
   PetscFunctionReturn(0);
 }
 
@@ -723,11 +740,25 @@ static PetscErrorCode RsMpiProductDestroy(void *data)
    nothing is sent or received, every row of C is the same row of Z, and
    Z's row r is [C's diagonal block's row r | its off-diagonal block's row
    r], so the blocks' row offsets split Z's rows exactly
-   (rusparseCsrSetSplitValues, RsStageNumericIntoC) and RsOutNumeric's copy
-   of C's values is not needed; Z then keeps no values of its own. */
+   (rusparseCsrSetSplitValues, RsStageNumericSplit) and RsOutNumeric's copy
+   of C's values is not needed; Z then keeps no values of its own. A CPU
+   handle's (a GPU handle stages C in one array). */
 static PetscBool RsMpiProductInPlace(const RsMpiProduct *p)
 {
-  return (PetscBool)(p->type == MATPRODUCT_AB && !p->out.sent && !p->out.recv_nnz);
+  return (PetscBool)(p->settings.backend == RUSPARSE_BACKEND_CPU && p->type == MATPRODUCT_AB && !p->out.sent && !p->out.recv_nnz);
+}
+
+/* Whether rusparse reads A's values from A's blocks: in AB and PtAP, whose
+   first product multiplies A's merged rows as they are, and row r of those
+   is [A's diagonal block's row r | its off-diagonal block's row r], so the
+   blocks' row offsets split it exactly (rusparseCsrSetSplitValues on X).
+   A's merged rows then keep no values, and the numeric phase copies none.
+   AtB multiplies A's rows transposed, which rusparse would copy into one
+   array anyway; the split is a CPU handle's (a GPU handle stages one
+   array). */
+static PetscBool RsMpiProductReadsBlocks(const RsMpiProduct *p)
+{
+  return (PetscBool)(p->settings.backend == RUSPARSE_BACKEND_CPU && p->type != MATPRODUCT_AtB);
 }
 
 /* PtAP's A_loc * P_ext, the right operand of its second product. */
@@ -779,8 +810,7 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
   switch (p->type) {
   case MATPRODUCT_AB:
     y = RsRowsView(&p->y, p->y.rows);
-    if (RsMpiProductInPlace(p)) PetscCall(RsStageNumericIntoC(C, p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
-    else PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
+    PetscCall(RsStageNumericSplit(RsMpiProductReadsBlocks(p) ? info.A : NULL, RsMpiProductInPlace(p) ? C : NULL, p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
     break;
   case MATPRODUCT_AtB:
     y = RsRowsView(&p->y, p->y.own_rows);
@@ -789,7 +819,7 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
   default: /* PtAP */
     y  = RsRowsView(&p->y, p->y.rows);
     ap = RsMpiProductAp(p);
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->ap_i, p->ap_j, p->ap_a, PETSC_TRUE));
+    PetscCall(RsStageNumericSplit(RsMpiProductReadsBlocks(p) ? info.A : NULL, NULL, p->handle, p->settings.alg, &p->stage[0], &x, &y, p->ap_i, p->ap_j, p->ap_a));
     y = RsRowsView(&p->y, p->y.own_rows);
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
   }
@@ -851,9 +881,9 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   /* The merged operands: A's rows; B's (P's) own rows, and for AB and PtAP
      the rows A's off-diagonal columns name. */
   PetscCall(PetscLogEventBegin(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
-  PetscCall(RsRowsCreate(info.A, 0, NULL, PETSC_FALSE, &p->x));
-  if (info.type == MATPRODUCT_AtB) PetscCall(RsRowsCreate(info.B, 0, NULL, PETSC_FALSE, &p->y));
-  else PetscCall(RsRowsCreate(info.B, p->x.cols.nghost, p->x.cols.ghost, PETSC_TRUE, &p->y));
+  PetscCall(RsRowsCreate(info.A, 0, NULL, PETSC_FALSE, RsMpiProductReadsBlocks(p), &p->x));
+  if (info.type == MATPRODUCT_AtB) PetscCall(RsRowsCreate(info.B, 0, NULL, PETSC_FALSE, PETSC_FALSE, &p->y));
+  else PetscCall(RsRowsCreate(info.B, p->x.cols.nghost, p->x.cols.ghost, PETSC_TRUE, PETSC_FALSE, &p->y));
   PetscCall(PetscLogEventEnd(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
 
   /* The local products. */

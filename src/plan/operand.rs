@@ -331,10 +331,22 @@ impl<I: Index, J: Index> OperandPattern<I, J> {
         x: &CsrView<'a, T, I, J>,
         scratch: &'a mut Vec<T>,
     ) -> Result<&'a [T]> {
+        self.values_of(x.values(), scratch)
+    }
+
+    /// [`OperandPattern::values`] of the matrix this was built from, its
+    /// values given as `src` (one per stored entry, in its order).
+    ///
+    /// # Errors
+    /// [`Error::AllocFailed`].
+    pub fn values_of<'a, T: Scalar>(
+        &self,
+        src: &'a [T],
+        scratch: &'a mut Vec<T>,
+    ) -> Result<&'a [T]> {
         let Some(t) = &self.owned else {
-            return Ok(x.values());
+            return Ok(src);
         };
-        let src = x.values();
         scratch.clear();
         try_reserve(scratch, t.source.len(), "gathered operand values")?;
         if self.op == Op::C {
@@ -343,6 +355,12 @@ impl<I: Index, J: Index> OperandPattern<I, J> {
             scratch.extend(t.source.iter().map(|&s| src[s.as_usize()]));
         }
         Ok(scratch)
+    }
+
+    /// Whether [`OperandPattern::rows`] are the matrix's own rows as stored
+    /// (no transpose nor renumbering): its values are then read in place.
+    pub fn walks_stored(&self) -> bool {
+        self.owned.is_none()
     }
 
     /// Values [`OperandPattern::values`] gathers for each numeric phase (0

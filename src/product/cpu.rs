@@ -9,8 +9,8 @@ use super::{check_output_lengths, Backend, Fill, NumericJob, Operation};
 use crate::backend::cpu::memory::{upper_temporary_entries, RowBounds};
 use crate::backend::cpu::ScratchPool;
 use crate::backend::cpu::{
-    CpuBackend, ListedColumns, NumericOutput, Operand, SplitRows, SymbolicOutput, UpperChunk,
-    LISTED_BLOCK_ENTRIES,
+    CpuBackend, ListedColumns, NumericOutput, Operand, SplitInput, SplitRows, SymbolicOutput,
+    UpperChunk, LISTED_BLOCK_ENTRIES,
 };
 use crate::context::Context;
 use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView, SplitValues};
@@ -1003,13 +1003,14 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             }
             _ => false,
         };
-        self.numeric_with(ctx, (a, b), (alpha, beta), out, c_checked)
+        self.numeric_with(ctx, (a, b), (alpha, beta), out, c_checked, None)
     }
 
     /// [`CpuPlan::numeric`]; `c_checked`: `out.pattern`'s fingerprint was
     /// found equal to that of the structure this plan wrote, which, with
     /// A's and B's fingerprints checked here, lets the known-structure
-    /// kernel skip its per-column product counts.
+    /// kernel skip its per-column product counts. `a_split`: A's values
+    /// are in two arrays (checked against `a`'s rows), not in `a`.
     fn numeric_with<T: Scalar, IC: Index>(
         &self,
         ctx: &Context,
@@ -1017,6 +1018,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         (alpha, beta): (T, T),
         out: CsrOutput<'_, T, IC, J>,
         c_checked: bool,
+        a_split: Option<&CheckedInput<'_, T>>,
     ) -> Result<()> {
         let CsrOutput {
             row_offsets,
@@ -1070,7 +1072,9 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             }
             let offsets = self.offsets()?;
             let backend = self.backend(ctx);
-            if let (Some(values), Some(chunks)) = (values.as_deref_mut(), self.fresh_upper(a, b)) {
+            // BRMerge-Upper's temporary C was computed from A's array.
+            let upper = a_split.is_none().then(|| self.fresh_upper(a, b)).flatten();
+            if let (Some(values), Some(chunks)) = (values.as_deref_mut(), upper) {
                 return backend.upper_numeric(
                     chunks,
                     &self.work,
@@ -1089,7 +1093,19 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 );
             }
             let (mut sa, mut sb) = (Vec::new(), Vec::new());
-            let av = self.a.values(a, &mut sa)?;
+            // A's values from two arrays: read there by the back end when A
+            // is walked as stored, else first put in one array in A's order.
+            let gathered = match a_split {
+                Some(s) if !self.a.walks_stored() => Some(s.rows().gather()?),
+                _ => None,
+            };
+            let a_split = a_split
+                .filter(|_| gathered.is_none())
+                .map(CheckedInput::rows);
+            let av = match &gathered {
+                Some(whole) => self.a.values_of(whole, &mut sa)?,
+                None => self.a.values(a, &mut sa)?,
+            };
             let bv = self.b.values(b, &mut sb)?;
             // Split values: `values` is empty and the blocks take them.
             let split = split.as_mut().map(CheckedSplit::rows);
@@ -1100,7 +1116,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             match values {
                 Some(values) => backend.numeric(
                     &self.a.rows(a),
-                    av,
+                    (av, a_split),
                     &self.b.rows(b),
                     bv,
                     &self.work,
@@ -1167,17 +1183,46 @@ fn split_offsets<'a, T, IC: Index>(
     split: SplitValues<'a, T, IC>,
     base: IndexBase,
 ) -> Result<CheckedSplit<'a, T>> {
-    let m = offsets.len() - 1;
     let SplitValues {
         first_offsets,
         first,
         second_offsets,
         second,
     } = split;
+    let (first_offsets, second_offsets) = split_row_offsets(
+        "C",
+        offsets,
+        [(first_offsets, first.len()), (second_offsets, second.len())],
+        base,
+    )?;
+    Ok(CheckedSplit {
+        first_offsets,
+        second_offsets,
+        first,
+        second,
+    })
+}
+
+/// The zero-based offsets of the two blocks that split each row of
+/// `matrix` (zero-based row `offsets`), each block's offsets given with
+/// `base` beside the length of its values array.
+///
+/// # Errors
+/// [`Error::InvalidValue`] when a block's offsets are not `nrows + 1`
+/// long, decrease, fall below `base`, ask for more values than its array
+/// holds, or the two parts of a row do not add up to the row's length;
+/// the message names the first offending row or block.
+fn split_row_offsets<IC: Index>(
+    matrix: &str,
+    offsets: &[usize],
+    blocks: [(&[IC], usize); 2],
+    base: IndexBase,
+) -> Result<(Vec<usize>, Vec<usize>)> {
+    let m = offsets.len() - 1;
     let zero_based = |o: &[IC], name: &str, len: usize| -> Result<Vec<usize>> {
         if o.len() != m + 1 {
             return Err(Error::InvalidValue(format!(
-                "the {name} block's row offsets have {} entries, not nrows + 1 = {}",
+                "the {name} block's row offsets of {matrix} have {} entries, not nrows + 1 = {}",
                 o.len(),
                 m + 1
             )));
@@ -1189,7 +1234,7 @@ fn split_offsets<'a, T, IC: Index>(
             let previous = out.last().map_or(0, |&p: &usize| p as i64);
             if x < previous {
                 return Err(Error::InvalidValue(format!(
-                    "the {name} block's row offset {i} is {} (below the index base or the offset before it)",
+                    "the {name} block's row offset {i} of {matrix} is {} (below the index base or the offset before it)",
                     o[i].to_i64()
                 )));
             }
@@ -1197,14 +1242,15 @@ fn split_offsets<'a, T, IC: Index>(
         }
         if out[m] > len {
             return Err(Error::InvalidValue(format!(
-                "the {name} block's last row offset asks for {} values; its array holds {len}",
+                "the {name} block's last row offset of {matrix} asks for {} values; its array holds {len}",
                 out[m]
             )));
         }
         Ok(out)
     };
-    let f = zero_based(first_offsets, "first", first.len())?;
-    let s = zero_based(second_offsets, "second", second.len())?;
+    let [(fo, fl), (so, sl)] = blocks;
+    let f = zero_based(fo, "first", fl)?;
+    let s = zero_based(so, "second", sl)?;
     for i in 0..m {
         let (row, parts) = (
             offsets[i + 1] - offsets[i],
@@ -1212,16 +1258,120 @@ fn split_offsets<'a, T, IC: Index>(
         );
         if row != parts {
             return Err(Error::InvalidValue(format!(
-                "row {i} of C has {row} entries but its two blocks hold {parts}"
+                "row {i} of {matrix} has {row} entries but its two blocks hold {parts}"
             )));
         }
     }
-    Ok(CheckedSplit {
-        first_offsets: f,
-        second_offsets: s,
-        first,
-        second,
-    })
+    Ok((f, s))
+}
+
+/// A's values in two arrays ([`SplitInput`]), offsets checked against A's
+/// rows and made zero-based.
+pub(crate) struct CheckedInput<'a, T> {
+    first_offsets: Vec<usize>,
+    second_offsets: Vec<usize>,
+    first: &'a [T],
+    second: &'a [T],
+}
+
+impl<'a, T> CheckedInput<'a, T> {
+    /// Checks that the two blocks (`[first offsets, first values, second
+    /// offsets, second values]`, offsets with `x`'s index base) split every
+    /// row of `x` exactly and stay within their arrays.
+    ///
+    /// # Errors
+    /// As [`split_row_offsets`].
+    pub(crate) fn new<IC: Index, J: Index>(
+        x: &CsrView<'_, T, IC, J>,
+        (first_offsets, first): (&[IC], &'a [T]),
+        (second_offsets, second): (&[IC], &'a [T]),
+    ) -> Result<Self>
+    where
+        T: Scalar,
+    {
+        let b = x.base().offset();
+        let mut offsets = Vec::new();
+        crate::error::try_reserve(&mut offsets, x.nrows() + 1, "A's row offsets")?;
+        offsets.extend(x.row_offsets().iter().map(|o| o.as_usize() - b));
+        let (first_offsets, second_offsets) = split_row_offsets(
+            "A",
+            &offsets,
+            [(first_offsets, first.len()), (second_offsets, second.len())],
+            x.base(),
+        )?;
+        Ok(CheckedInput {
+            first_offsets,
+            second_offsets,
+            first,
+            second,
+        })
+    }
+
+    /// The split as the back end reads it.
+    fn rows(&self) -> SplitInput<'_, T> {
+        SplitInput {
+            first_offsets: &self.first_offsets,
+            first: self.first,
+            second_offsets: &self.second_offsets,
+            second: self.second,
+        }
+    }
+}
+
+/// Refuses operands whose values a phase of `fill` would not read from
+/// their two arrays (`rusparseCsrSetSplitValues`): matB's always, matA's
+/// except in `reuse_compute`, which reads them there. `reuse_copy` reads
+/// no values, so it ignores both.
+///
+/// # Errors
+/// [`Error::InvalidValue`] naming the operand.
+pub(crate) fn check_split_inputs((a, b): (&MatrixArrays, &MatrixArrays), fill: Fill) -> Result<()> {
+    if fill == Fill::Structure {
+        return Ok(());
+    }
+    if b.split.is_some() {
+        invalid!(
+            "matB's values are split between two arrays (rusparseCsrSetSplitValues); only matA's \
+             (read by rusparseSpGEMMreuse_compute) and matC's may be"
+        );
+    }
+    if a.split.is_some() && fill == Fill::All {
+        invalid!(
+            "matA's values are split between two arrays (rusparseCsrSetSplitValues), which only \
+             rusparseSpGEMMreuse_compute reads"
+        );
+    }
+    Ok(())
+}
+
+/// A's two blocks of `rusparseCsrSetSplitValues` as A's values: the
+/// offsets `rows + 1` long with `a`'s index base, each values array as
+/// long as its last offset asks, checked to split every row of `a`.
+///
+/// # Safety
+/// The pointers must be as that function's contract says, and the values
+/// not written by anything else during `'a`.
+unsafe fn input_split<'a, T: Scalar, I: Index, J: Index>(
+    [fo, fv, so, sv]: [*mut c_void; 4],
+    a: &CsrView<'_, T, I, J>,
+) -> Result<CheckedInput<'a, T>> {
+    let rows = a.nrows();
+    let base = a.base().offset() as i64;
+    let block = |o: *mut c_void, v: *mut c_void, name: &str| -> Result<(&'a [I], &'a [T])> {
+        let offsets = unsafe { slice_at::<I>(o, rows + 1, &format!("matA {name}RowOffsets")) }?;
+        let last = offsets[rows].to_i64() - base;
+        let Ok(len) = usize::try_from(last) else {
+            return Err(Error::InvalidValue(format!(
+                "matA {name}RowOffsets[{rows}] = {} is below the index base",
+                offsets[rows].to_i64()
+            )));
+        };
+        let values = unsafe { slice_at::<T>(v, len, &format!("matA {name}Values")) }?;
+        Ok((offsets, values))
+    };
+    let first = block(fo, fv, "first")?;
+    let second = block(so, sv, "second")?;
+    CheckedInput::new(a, first, second)
 }
 
 /// The two blocks of `rusparseCsrSetSplitValues` (`[first offsets, first
@@ -1378,7 +1528,9 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         };
         // SAFETY: by the caller's contract. `reuse_copy` reads no values.
         let values = job.fill != Fill::Structure;
-        let a = unsafe { a.view::<T, I, J>("matA", values) }?;
+        check_split_inputs((a, b), job.fill)?;
+        let a_split = a.split.filter(|_| values);
+        let a = unsafe { a.view::<T, I, J>("matA", values && a_split.is_none()) }?;
         let b = unsafe { b.view::<T, I, J>("matB", values) }?;
         let (rows, nnz) = (c.nrows(), c.nnz_usize());
         // SAFETY: C's arrays were set by the caller for nnz(C) entries and
@@ -1431,7 +1583,12 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         CsrOutput::<T, IC, J>::values_on_pattern(values, cols, c.base)
                     }
                 };
-                self.numeric_with(ctx, (&a, &b), (alpha, beta), out, true)?;
+                // SAFETY: by the contract of rusparseCsrSetSplitValues.
+                let a_split = match a_split {
+                    Some(split) => Some(unsafe { input_split::<T, I, J>(split, &a) }?),
+                    None => None,
+                };
+                self.numeric_with(ctx, (&a, &b), (alpha, beta), out, true, a_split.as_ref())?;
                 Ok(job.c_fingerprint.unwrap_or_default())
             }
         }

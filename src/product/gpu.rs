@@ -565,10 +565,15 @@ impl Backend for GpuProduct {
         arrays: (&MatrixArrays, &MatrixArrays, &MatrixArrays),
         job: &NumericJob,
     ) -> Result<u64> {
-        if arrays.2.split.is_some() && job.fill != Fill::Structure {
-            return Err(Error::NotSupported(
-                "matC's values are split between two arrays (rusparseCsrSetSplitValues), which only a CPU handle writes".into(),
-            ));
+        if job.fill != Fill::Structure {
+            for (x, name, does) in [(arrays.0, "matA", "reads"), (arrays.2, "matC", "writes")] {
+                if x.split.is_some() {
+                    return Err(Error::NotSupported(format!(
+                        "{name}'s values are split between two arrays (rusparseCsrSetSplitValues), which only a CPU handle {does}"
+                    )));
+                }
+            }
+            crate::product::cpu::check_split_inputs((arrays.0, arrays.1), Fill::Values)?;
         }
         let _binding = CallerBinding::save();
         let stream = stream as RawStream;

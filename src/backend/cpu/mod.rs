@@ -154,6 +154,61 @@ impl<T: Scalar> SplitRows<'_, T> {
     }
 }
 
+/// A's values kept in two arrays, each row split between them (the
+/// read-only counterpart of [`SplitRows`], for op(A) = A walked as stored):
+/// row `i`'s values are `first[first_offsets[i]..first_offsets[i + 1]]`
+/// followed by `second[second_offsets[i]..second_offsets[i + 1]]`, in the
+/// order of the row's stored columns. The offsets are zero-based and were
+/// checked to split every row of A exactly and to stay within the arrays.
+#[derive(Debug)]
+pub struct SplitInput<'a, T> {
+    /// Row offsets of the first block (`nrows + 1`, zero-based).
+    pub first_offsets: &'a [usize],
+    /// The first block's values.
+    pub first: &'a [T],
+    /// Row offsets of the second block (`nrows + 1`, zero-based).
+    pub second_offsets: &'a [usize],
+    /// The second block's values.
+    pub second: &'a [T],
+}
+
+impl<T> Clone for SplitInput<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SplitInput<'_, T> {}
+
+impl<T: Scalar> SplitInput<'_, T> {
+    /// Row `i`'s values: its first part and the rest.
+    #[inline(always)]
+    pub(crate) fn row(&self, i: usize) -> (&[T], &[T]) {
+        (
+            &self.first[self.first_offsets[i]..self.first_offsets[i + 1]],
+            &self.second[self.second_offsets[i]..self.second_offsets[i + 1]],
+        )
+    }
+
+    /// Every row's values one after the other: the operand's values in one
+    /// array, for the kernels that read them so. O(nnz).
+    ///
+    /// # Errors
+    /// [`crate::Error::AllocFailed`].
+    pub(crate) fn gather(&self) -> Result<Vec<T>> {
+        let rows = self.first_offsets.len().saturating_sub(1);
+        let nnz = self.first_offsets[rows] - self.first_offsets[0] + self.second_offsets[rows]
+            - self.second_offsets[0];
+        let mut out = Vec::new();
+        crate::error::try_reserve(&mut out, nnz, "A's values gathered from their two arrays")?;
+        for i in 0..rows {
+            let (head, tail) = self.row(i);
+            out.extend_from_slice(head);
+            out.extend_from_slice(tail);
+        }
+        Ok(out)
+    }
+}
+
 /// The widest op(B) whose symbolic pass uses a bit map (`ncols / 8` bytes
 /// per chunk: 1 MiB here, which stays in L2/L3); wider ones hash.
 pub const BITMAP_MAX_COLS: usize = 1 << 23;
@@ -454,14 +509,17 @@ impl CpuBackend<'_> {
         .map(Some)
     }
 
-    /// Numeric phase, straight into C's arrays.
+    /// Numeric phase, straight into C's arrays. `a_split`: A's values are
+    /// in its two arrays instead of `a_vals` (then empty), A walked as
+    /// stored; the known-structure kernel reads them there, the others
+    /// from a copy in one array.
     ///
     /// # Errors
     /// As [`CpuBackend::symbolic`].
     pub fn numeric<T: Scalar, I: Index, J: Index>(
         &self,
         a: &RowPattern<'_, I, J>,
-        a_vals: &[T],
+        (a_vals, a_split): (&[T], Option<SplitInput<'_, T>>),
         b: &RowPattern<'_, I, J>,
         b_vals: &[T],
         work: &RowWork,
@@ -479,6 +537,10 @@ impl CpuBackend<'_> {
             (None, Some(p)) if pattern::fits(b.ncols) && busy => Some((p, out.pattern_checked)),
             _ => None,
         };
+        if let (Some(split), None) = (a_split, known) {
+            let whole = split.gather()?;
+            return self.numeric(a, (&whole, None), b, b_vals, work, out);
+        }
         let mut split = out.split.take();
         if let (Some(split), None) = (split.as_mut(), known) {
             // C's values go through one array of their own, then into the
@@ -492,7 +554,7 @@ impl CpuBackend<'_> {
                 values: &mut values,
                 ..out
             };
-            self.numeric(a, a_vals, b, b_vals, work, whole)?;
+            self.numeric(a, (a_vals, a_split), b, b_vals, work, whole)?;
             split.copy_rows(offsets, &mut values, true);
             return Ok(());
         }
@@ -531,7 +593,8 @@ impl CpuBackend<'_> {
                 .map(|((p, rows), s)| ((p, s), rows));
             return try_for_each_piece(pieces.collect(), |(((vals, cols), split), rows)| {
                 let chunk = self.chunk(rows, work);
-                pattern::accumulate_rows(a, b, chunk, pattern, piece(vals, cols), split)
+                let out = piece(vals, cols);
+                pattern::accumulate_rows((a, a_split.as_ref()), b, chunk, pattern, out, split)
             });
         }
         let algorithm = self.numeric_algorithm();
@@ -602,7 +665,7 @@ mod tests {
                     split: None,
                 };
                 let e = backend
-                    .numeric(&wide, &ones, &b, &ones, &work, out)
+                    .numeric(&wide, (&ones, None), &b, &ones, &work, out)
                     .unwrap_err();
                 assert!(stale(e), "{algorithm:?} numeric, canonical {b_canonical}");
                 let out = SymbolicOutput::Columns {

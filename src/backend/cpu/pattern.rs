@@ -50,7 +50,7 @@
 
 use super::rows::{too_many_columns, Chunk, NumericPiece, Operand, Scale};
 use super::scratch::{bytes_of, Scratch};
-use super::SplitRows;
+use super::{SplitInput, SplitRows};
 use crate::error::{try_vec, Error, Result};
 use crate::plan::select::DENSE_MAX_BYTES;
 use crate::types::{Index, Scalar};
@@ -177,23 +177,33 @@ impl<S: Send + 'static> Scratch for Accumulator<S> {
 /// range only); rows before it are written. [`Error::AllocFailed`] for
 /// the accumulator.
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: &Operand<'_, T, I, J>,
+    a: (&Operand<'_, T, I, J>, Option<&SplitInput<'_, T>>),
     b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
     (pattern, checked): (&[J], bool),
     out: NumericPiece<'_, T, J>,
     split: Option<SplitRows<'_, T>>,
 ) -> Result<()> {
-    if checked {
-        accumulate_with::<Sum<T>, T, I, J>(a, b, chunk, pattern, out, split)
-    } else {
-        accumulate_with::<Counted<T>, T, I, J>(a, b, chunk, pattern, out, split)
+    match (checked, a.1) {
+        (true, None) => {
+            accumulate_with::<Sum<T>, T, I, J, _>(a.0, a.0.values, b, chunk, pattern, out, split)
+        }
+        (false, None) => accumulate_with::<Counted<T>, T, I, J, _>(
+            a.0, a.0.values, b, chunk, pattern, out, split,
+        ),
+        (true, Some(&s)) => {
+            accumulate_with::<Sum<T>, T, I, J, _>(a.0, s, b, chunk, pattern, out, split)
+        }
+        (false, Some(&s)) => {
+            accumulate_with::<Counted<T>, T, I, J, _>(a.0, s, b, chunk, pattern, out, split)
+        }
     }
 }
 
-/// [`accumulate_rows`] with cells `S`.
-fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index>(
+/// [`accumulate_rows`] with cells `S`, A's values read from `a_in`.
+fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
     a: &Operand<'_, T, I, J>,
+    a_in: A,
     b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
     pattern: &[J],
@@ -218,7 +228,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index>(
                 vals: out.vals,
                 origin: offsets[rows.start],
             };
-            add_rows(a, b, rows, (offsets, pattern), (whole, scale), cells)?;
+            add_rows(a, a_in, b, rows, (offsets, pattern), (whole, scale), cells)?;
         }
         Some(split) => {
             let origins = (
@@ -226,7 +236,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index>(
                 split.second_offsets[rows.start],
             );
             let two = TwoArrays { split, origins };
-            add_rows(a, b, rows, (offsets, pattern), (two, scale), cells)?;
+            add_rows(a, a_in, b, rows, (offsets, pattern), (two, scale), cells)?;
         }
     }
     if !S::COUNTED {
@@ -309,21 +319,44 @@ impl<T> RowValues<T> for TwoArrays<'_, T> {
     }
 }
 
+/// Where a chunk's rows of A take their values from: row `i` (at `a_row`
+/// of A's entries) as two slices, the values of the row's first stored
+/// columns and those of the rest (one array: all of it and none).
+trait RowInput<T>: Copy {
+    fn row(&self, i: usize, a_row: std::ops::Range<usize>) -> (&[T], &[T]);
+}
+
+impl<T> RowInput<T> for &[T] {
+    #[inline(always)]
+    fn row(&self, _: usize, a_row: std::ops::Range<usize>) -> (&[T], &[T]) {
+        (&self[a_row], &[])
+    }
+}
+
+impl<T: Scalar> RowInput<T> for SplitInput<'_, T> {
+    #[inline(always)]
+    fn row(&self, i: usize, _: std::ops::Range<usize>) -> (&[T], &[T]) {
+        SplitInput::row(self, i)
+    }
+}
+
 /// [`accumulate_rows`] into the accumulator `cells` (one per column of
 /// op(B) plus its base, all zero), writing each row of C where `out` puts
 /// it. Out of line and over plain slices, so that the product loop keeps
 /// its pointers in registers; one copy for C's values in one array and
 /// one for two.
 #[inline(never)]
-fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index, O: RowValues<T>>(
+#[allow(clippy::too_many_arguments)]
+fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, O: RowValues<T>>(
     a: &Operand<'_, T, I, J>,
+    a_in: A,
     b: &Operand<'_, T, I, J>,
     rows: std::ops::Range<usize>,
     (offsets, pattern): (&[usize], &[J]),
     (mut out, scale): (O, &Scale<T>),
     cells: &mut [S],
 ) -> Result<()> {
-    let (a, a_vals) = (a.pattern, a.values);
+    let a = a.pattern;
     let (b, b_vals) = (b.pattern, b.values);
     // A copy: the loops store through the output, which the compiler
     // cannot tell apart from `*scale`, so it would read α and β again
@@ -339,13 +372,19 @@ fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index, O: RowValues<T>>(
         let (head, tail) = out.row(i, c_row);
         let ra = a.range(i);
         let mut products = 0u64;
-        for (&k, &f) in a.cols[ra.clone()].iter().zip(&a_vals[ra]) {
-            let r = k.as_usize() - a.base;
-            let bounds = &b.offsets[r..r + 2];
-            let rb = bounds[0].as_usize() - b_base..bounds[1].as_usize() - b_base;
-            products += rb.len() as u64;
-            for (&c, &v) in b_cols[rb.clone()].iter().zip(&b_vals[rb]) {
-                cells[c.as_usize()].add(f * v);
+        // A's row in one part or two (the second empty for one array);
+        // the split was checked to cover the row exactly.
+        let (a_head, a_tail) = a_in.row(i, ra.clone());
+        let (cols_head, cols_tail) = a.cols[ra].split_at(a_head.len());
+        for (a_cols, a_vals) in [(cols_head, a_head), (cols_tail, a_tail)] {
+            for (&k, &f) in a_cols.iter().zip(a_vals) {
+                let r = k.as_usize() - a.base;
+                let bounds = &b.offsets[r..r + 2];
+                let rb = bounds[0].as_usize() - b_base..bounds[1].as_usize() - b_base;
+                products += rb.len() as u64;
+                for (&c, &v) in b_cols[rb.clone()].iter().zip(&b_vals[rb]) {
+                    cells[c.as_usize()].add(f * v);
+                }
             }
         }
         // The cells of op(B)'s columns, zero-based.
@@ -477,7 +516,7 @@ mod tests {
         };
         let operand = |pattern, values| Operand { pattern, values };
         accumulate_rows(
-            &operand(ra, &a.vals),
+            (&operand(ra, &a.vals), None),
             &operand(rb, &b.vals),
             chunk,
             (pattern, checked),
