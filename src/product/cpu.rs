@@ -1018,7 +1018,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         (alpha, beta): (T, T),
         out: CsrOutput<'_, T, IC, J>,
         c_checked: bool,
-        a_split: Option<&CheckedInput<'_, T>>,
+        a_split: Option<SplitInput<'_, T, I>>,
     ) -> Result<()> {
         let CsrOutput {
             row_offsets,
@@ -1096,12 +1096,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             // A's values from two arrays: read there by the back end when A
             // is walked as stored, else first put in one array in A's order.
             let gathered = match a_split {
-                Some(s) if !self.a.walks_stored() => Some(s.rows().gather()?),
+                Some(s) if !self.a.walks_stored() => Some(s.gather()?),
                 _ => None,
             };
-            let a_split = a_split
-                .filter(|_| gathered.is_none())
-                .map(CheckedInput::rows);
+            let a_split = a_split.filter(|_| gathered.is_none());
             let av = match &gathered {
                 Some(whole) => self.a.values_of(whole, &mut sa)?,
                 None => self.a.values(a, &mut sa)?,
@@ -1265,59 +1263,6 @@ fn split_row_offsets<IC: Index>(
     Ok((f, s))
 }
 
-/// A's values in two arrays ([`SplitInput`]), offsets checked against A's
-/// rows and made zero-based.
-pub(crate) struct CheckedInput<'a, T> {
-    first_offsets: Vec<usize>,
-    second_offsets: Vec<usize>,
-    first: &'a [T],
-    second: &'a [T],
-}
-
-impl<'a, T> CheckedInput<'a, T> {
-    /// Checks that the two blocks (`[first offsets, first values, second
-    /// offsets, second values]`, offsets with `x`'s index base) split every
-    /// row of `x` exactly and stay within their arrays.
-    ///
-    /// # Errors
-    /// As [`split_row_offsets`].
-    pub(crate) fn new<IC: Index, J: Index>(
-        x: &CsrView<'_, T, IC, J>,
-        (first_offsets, first): (&[IC], &'a [T]),
-        (second_offsets, second): (&[IC], &'a [T]),
-    ) -> Result<Self>
-    where
-        T: Scalar,
-    {
-        let b = x.base().offset();
-        let mut offsets = Vec::new();
-        crate::error::try_reserve(&mut offsets, x.nrows() + 1, "A's row offsets")?;
-        offsets.extend(x.row_offsets().iter().map(|o| o.as_usize() - b));
-        let (first_offsets, second_offsets) = split_row_offsets(
-            "A",
-            &offsets,
-            [(first_offsets, first.len()), (second_offsets, second.len())],
-            x.base(),
-        )?;
-        Ok(CheckedInput {
-            first_offsets,
-            second_offsets,
-            first,
-            second,
-        })
-    }
-
-    /// The split as the back end reads it.
-    fn rows(&self) -> SplitInput<'_, T> {
-        SplitInput {
-            first_offsets: &self.first_offsets,
-            first: self.first,
-            second_offsets: &self.second_offsets,
-            second: self.second,
-        }
-    }
-}
-
 /// Refuses operands whose values a phase of `fill` would not read from
 /// their two arrays (`rusparseCsrSetSplitValues`): matB's always, matA's
 /// except in `reuse_compute`, which reads them there. `reuse_copy` reads
@@ -1354,7 +1299,7 @@ pub(crate) fn check_split_inputs((a, b): (&MatrixArrays, &MatrixArrays), fill: F
 unsafe fn input_split<'a, T: Scalar, I: Index, J: Index>(
     [fo, fv, so, sv]: [*mut c_void; 4],
     a: &CsrView<'_, T, I, J>,
-) -> Result<CheckedInput<'a, T>> {
+) -> Result<SplitInput<'a, T, I>> {
     let rows = a.nrows();
     let base = a.base().offset() as i64;
     let block = |o: *mut c_void, v: *mut c_void, name: &str| -> Result<(&'a [I], &'a [T])> {
@@ -1371,7 +1316,7 @@ unsafe fn input_split<'a, T: Scalar, I: Index, J: Index>(
     };
     let first = block(fo, fv, "first")?;
     let second = block(so, sv, "second")?;
-    CheckedInput::new(a, first, second)
+    SplitInput::new(a.row_offsets(), first, second, a.base().offset())
 }
 
 /// The two blocks of `rusparseCsrSetSplitValues` (`[first offsets, first
@@ -1588,7 +1533,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     Some(split) => Some(unsafe { input_split::<T, I, J>(split, &a) }?),
                     None => None,
                 };
-                self.numeric_with(ctx, (&a, &b), (alpha, beta), out, true, a_split.as_ref())?;
+                self.numeric_with(ctx, (&a, &b), (alpha, beta), out, true, a_split)?;
                 Ok(job.c_fingerprint.unwrap_or_default())
             }
         }

@@ -156,36 +156,97 @@ impl<T: Scalar> SplitRows<'_, T> {
 
 /// A's values kept in two arrays, each row split between them (the
 /// read-only counterpart of [`SplitRows`], for op(A) = A walked as stored):
-/// row `i`'s values are `first[first_offsets[i]..first_offsets[i + 1]]`
-/// followed by `second[second_offsets[i]..second_offsets[i + 1]]`, in the
-/// order of the row's stored columns. The offsets are zero-based and were
-/// checked to split every row of A exactly and to stay within the arrays.
+/// row `i`'s values are `first[first_offsets[i] - base..first_offsets[i +
+/// 1] - base]` followed by the same range of `second` by
+/// `second_offsets`, in the order of the row's stored columns. The offsets
+/// are the caller's, with A's index base `base`; [`SplitInput::new`]
+/// checked them, so reading a row cannot fail.
 #[derive(Debug)]
-pub struct SplitInput<'a, T> {
-    /// Row offsets of the first block (`nrows + 1`, zero-based).
-    pub first_offsets: &'a [usize],
-    /// The first block's values.
-    pub first: &'a [T],
-    /// Row offsets of the second block (`nrows + 1`, zero-based).
-    pub second_offsets: &'a [usize],
-    /// The second block's values.
-    pub second: &'a [T],
+pub struct SplitInput<'a, T, I> {
+    first_offsets: &'a [I],
+    first: &'a [T],
+    second_offsets: &'a [I],
+    second: &'a [T],
+    base: usize,
 }
 
-impl<T> Clone for SplitInput<'_, T> {
+impl<T, I> Clone for SplitInput<'_, T, I> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<T> Copy for SplitInput<'_, T> {}
+impl<T, I> Copy for SplitInput<'_, T, I> {}
 
-impl<T: Scalar> SplitInput<'_, T> {
+impl<'a, T: Scalar, I: Index> SplitInput<'a, T, I> {
+    /// Checks that the two blocks (offsets with index base `base`, each
+    /// beside its values) split every row of A exactly: A's row `i` has
+    /// `a_offsets[i + 1] - a_offsets[i]` entries (`a_offsets` with `base`
+    /// too). One pass over the three offset arrays, nothing allocated.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidValue`] when a block's offsets are not as
+    /// many as A's, start below `base`, decrease or ask for more values than
+    /// its array holds, or a row's two parts do not add up to the row; the
+    /// message names the block or the row.
+    pub(crate) fn new(
+        a_offsets: &[I],
+        (first_offsets, first): (&'a [I], &'a [T]),
+        (second_offsets, second): (&'a [I], &'a [T]),
+        base: usize,
+    ) -> Result<Self> {
+        let m = a_offsets.len().saturating_sub(1);
+        let b = base as i64;
+        for (name, o, len) in [
+            ("first", first_offsets, first.len()),
+            ("second", second_offsets, second.len()),
+        ] {
+            if o.len() != m + 1 {
+                crate::error::invalid!(
+                    "the {name} block's row offsets of A have {} entries, not nrows + 1 = {}",
+                    o.len(),
+                    m + 1
+                );
+            }
+            if o[0].to_i64() < b {
+                crate::error::invalid!(
+                    "the {name} block's row offset 0 of A is {} (below the index base)",
+                    o[0].to_i64()
+                );
+            }
+            if o[m].to_i64() - b > len as i64 {
+                crate::error::invalid!(
+                    "the {name} block's last row offset of A asks for {} values; its array holds {len}",
+                    o[m].to_i64() - b
+                );
+            }
+        }
+        for i in 0..m {
+            let f = first_offsets[i + 1].to_i64() - first_offsets[i].to_i64();
+            let s = second_offsets[i + 1].to_i64() - second_offsets[i].to_i64();
+            let row = a_offsets[i + 1].to_i64() - a_offsets[i].to_i64();
+            if f < 0 || s < 0 || f + s != row {
+                crate::error::invalid!(
+                    "row {i} of A has {row} entries but its two blocks hold {f} and {s} (offsets must not decrease)"
+                );
+            }
+        }
+        Ok(SplitInput {
+            first_offsets,
+            first,
+            second_offsets,
+            second,
+            base,
+        })
+    }
+
     /// Row `i`'s values: its first part and the rest.
     #[inline(always)]
-    pub(crate) fn row(&self, i: usize) -> (&[T], &[T]) {
+    pub(crate) fn row(&self, i: usize) -> (&'a [T], &'a [T]) {
+        let part =
+            |o: &[I], v: &'a [T]| &v[o[i].as_usize() - self.base..o[i + 1].as_usize() - self.base];
         (
-            &self.first[self.first_offsets[i]..self.first_offsets[i + 1]],
-            &self.second[self.second_offsets[i]..self.second_offsets[i + 1]],
+            part(self.first_offsets, self.first),
+            part(self.second_offsets, self.second),
         )
     }
 
@@ -196,10 +257,13 @@ impl<T: Scalar> SplitInput<'_, T> {
     /// [`crate::Error::AllocFailed`].
     pub(crate) fn gather(&self) -> Result<Vec<T>> {
         let rows = self.first_offsets.len().saturating_sub(1);
-        let nnz = self.first_offsets[rows] - self.first_offsets[0] + self.second_offsets[rows]
-            - self.second_offsets[0];
+        let span = |o: &[I]| o[rows].as_usize() - o[0].as_usize();
         let mut out = Vec::new();
-        crate::error::try_reserve(&mut out, nnz, "A's values gathered from their two arrays")?;
+        crate::error::try_reserve(
+            &mut out,
+            span(self.first_offsets) + span(self.second_offsets),
+            "A's values gathered from their two arrays",
+        )?;
         for i in 0..rows {
             let (head, tail) = self.row(i);
             out.extend_from_slice(head);
@@ -519,7 +583,7 @@ impl CpuBackend<'_> {
     pub fn numeric<T: Scalar, I: Index, J: Index>(
         &self,
         a: &RowPattern<'_, I, J>,
-        (a_vals, a_split): (&[T], Option<SplitInput<'_, T>>),
+        (a_vals, a_split): (&[T], Option<SplitInput<'_, T, I>>),
         b: &RowPattern<'_, I, J>,
         b_vals: &[T],
         work: &RowWork,
@@ -594,7 +658,7 @@ impl CpuBackend<'_> {
             return try_for_each_piece(pieces.collect(), |(((vals, cols), split), rows)| {
                 let chunk = self.chunk(rows, work);
                 let out = piece(vals, cols);
-                pattern::accumulate_rows((a, a_split.as_ref()), b, chunk, pattern, out, split)
+                pattern::accumulate_rows(a, a_split, b, chunk, pattern, out, split)
             });
         }
         let algorithm = self.numeric_algorithm();

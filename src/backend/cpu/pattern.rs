@@ -177,25 +177,26 @@ impl<S: Send + 'static> Scratch for Accumulator<S> {
 /// range only); rows before it are written. [`Error::AllocFailed`] for
 /// the accumulator.
 pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
-    a: (&Operand<'_, T, I, J>, Option<&SplitInput<'_, T>>),
+    a: &Operand<'_, T, I, J>,
+    a_split: Option<SplitInput<'_, T, I>>,
     b: &Operand<'_, T, I, J>,
     chunk: Chunk<'_>,
     (pattern, checked): (&[J], bool),
     out: NumericPiece<'_, T, J>,
     split: Option<SplitRows<'_, T>>,
 ) -> Result<()> {
-    match (checked, a.1) {
+    match (checked, a_split) {
         (true, None) => {
-            accumulate_with::<Sum<T>, T, I, J, _>(a.0, a.0.values, b, chunk, pattern, out, split)
+            accumulate_with::<Sum<T>, T, I, J, _>(a, a.values, b, chunk, pattern, out, split)
         }
-        (false, None) => accumulate_with::<Counted<T>, T, I, J, _>(
-            a.0, a.0.values, b, chunk, pattern, out, split,
-        ),
-        (true, Some(&s)) => {
-            accumulate_with::<Sum<T>, T, I, J, _>(a.0, s, b, chunk, pattern, out, split)
+        (false, None) => {
+            accumulate_with::<Counted<T>, T, I, J, _>(a, a.values, b, chunk, pattern, out, split)
         }
-        (false, Some(&s)) => {
-            accumulate_with::<Counted<T>, T, I, J, _>(a.0, s, b, chunk, pattern, out, split)
+        (true, Some(s)) => {
+            accumulate_with::<Sum<T>, T, I, J, _>(a, s, b, chunk, pattern, out, split)
+        }
+        (false, Some(s)) => {
+            accumulate_with::<Counted<T>, T, I, J, _>(a, s, b, chunk, pattern, out, split)
         }
     }
 }
@@ -333,11 +334,33 @@ impl<T> RowInput<T> for &[T] {
     }
 }
 
-impl<T: Scalar> RowInput<T> for SplitInput<'_, T> {
+impl<T: Scalar, I: Index> RowInput<T> for SplitInput<'_, T, I> {
     #[inline(always)]
     fn row(&self, i: usize, _: std::ops::Range<usize>) -> (&[T], &[T]) {
         SplitInput::row(self, i)
     }
+}
+
+/// Adds the products of A's entries `a_cols` (values `a_vals`, as many)
+/// with their rows of op(B) (`b_offsets`; columns and values `b_cols`,
+/// `b_vals`, zero-based from `b_base`) into `cells`; returns how many.
+#[inline(always)]
+fn add_products<S: Slot<T>, T: Scalar, I: Index, J: Index>(
+    (a_cols, a_vals, a_base): (&[J], &[T], usize),
+    (b_offsets, b_cols, b_vals, b_base): (&[I], &[J], &[T], usize),
+    cells: &mut [S],
+) -> u64 {
+    let mut products = 0u64;
+    for (&k, &f) in a_cols.iter().zip(a_vals) {
+        let r = k.as_usize() - a_base;
+        let bounds = &b_offsets[r..r + 2];
+        let rb = bounds[0].as_usize() - b_base..bounds[1].as_usize() - b_base;
+        products += rb.len() as u64;
+        for (&c, &v) in b_cols[rb.clone()].iter().zip(&b_vals[rb]) {
+            cells[c.as_usize()].add(f * v);
+        }
+    }
+    products
 }
 
 /// [`accumulate_rows`] into the accumulator `cells` (one per column of
@@ -371,22 +394,18 @@ fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, O: RowVal
         let cols = &pattern[c_row.clone()];
         let (head, tail) = out.row(i, c_row);
         let ra = a.range(i);
-        let mut products = 0u64;
-        // A's row in one part or two (the second empty for one array);
-        // the split was checked to cover the row exactly.
+        // A's row in one part or two (never two for one array, where the
+        // second part is a constant empty slice); the split was checked to
+        // cover the row exactly.
         let (a_head, a_tail) = a_in.row(i, ra.clone());
-        let (cols_head, cols_tail) = a.cols[ra].split_at(a_head.len());
-        for (a_cols, a_vals) in [(cols_head, a_head), (cols_tail, a_tail)] {
-            for (&k, &f) in a_cols.iter().zip(a_vals) {
-                let r = k.as_usize() - a.base;
-                let bounds = &b.offsets[r..r + 2];
-                let rb = bounds[0].as_usize() - b_base..bounds[1].as_usize() - b_base;
-                products += rb.len() as u64;
-                for (&c, &v) in b_cols[rb.clone()].iter().zip(&b_vals[rb]) {
-                    cells[c.as_usize()].add(f * v);
-                }
-            }
-        }
+        let bs = (b.offsets, b_cols, b_vals, b_base);
+        let products = if a_tail.is_empty() {
+            add_products((&a.cols[ra], a_head, a.base), bs, cells)
+        } else {
+            let (cols_head, cols_tail) = a.cols[ra].split_at(a_head.len());
+            add_products((cols_head, a_head, a.base), bs, cells)
+                + add_products((cols_tail, a_tail, a.base), bs, cells)
+        };
         // The cells of op(B)'s columns, zero-based.
         let columns = &mut cells[b_base..];
         let (first, second) = cols.split_at(head.len());
@@ -516,7 +535,8 @@ mod tests {
         };
         let operand = |pattern, values| Operand { pattern, values };
         accumulate_rows(
-            (&operand(ra, &a.vals), None),
+            &operand(ra, &a.vals),
+            None,
             &operand(rb, &b.vals),
             chunk,
             (pattern, checked),
