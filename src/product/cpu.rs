@@ -7,6 +7,7 @@ use super::arrays::{slice_at, slice_at_mut, MatrixArrays};
 use super::SpgemmPlan;
 use super::{check_output_lengths, Backend, Fill, NumericJob, Operation};
 use crate::backend::cpu::memory::{upper_temporary_entries, RowBounds};
+use crate::backend::cpu::scratch::{bytes_of, Scratch};
 use crate::backend::cpu::ScratchPool;
 use crate::backend::cpu::{
     CpuBackend, ListedColumns, NumericOutput, Operand, SplitInput, SplitRows, SymbolicOutput,
@@ -1049,7 +1050,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         "C's values split between two arrays need C's columns (the structure written earlier)".into(),
                     ));
                 }
-                Some(split_offsets(self.offsets()?, s, base)?)
+                Some(split_offsets(ctx.scratch(), self.offsets()?, s, base)?)
             }
         };
         // The known structure only serves a values-only output.
@@ -1065,7 +1066,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         let pattern_checked = c_checked
             && pattern.is_some()
             && (self.fingerprints.is_some() || self.pattern_check == PatternCheck::Caller);
-        self.run(ctx, || {
+        let result = self.run(ctx, || {
             self.check_inputs(a, b, true)?;
             if let Some(ro) = row_offsets {
                 self.write_row_offsets(ro, base)?;
@@ -1145,38 +1146,66 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     None => Ok(()),
                 },
             }
-        })
+        });
+        if let Some(split) = split {
+            split.recycle(ctx.scratch());
+        }
+        result
     }
 }
 
 /// C's split values with their offsets made zero-based and checked
 /// against C's row offsets ([`split_offsets`]).
 struct CheckedSplit<'a, T> {
-    first_offsets: Vec<usize>,
-    second_offsets: Vec<usize>,
+    offsets: SplitOffsetBuffers,
     first: &'a mut [T],
     second: &'a mut [T],
+}
+
+/// The zero-based offsets of C's two blocks, kept in the context's scratch
+/// pool between calls: a rank's `reuse_compute` then converts them into
+/// memory it has touched before (two fresh arrays of a million entries
+/// cost their page faults at every call).
+struct SplitOffsetBuffers {
+    first: Vec<usize>,
+    second: Vec<usize>,
+}
+
+impl Scratch for SplitOffsetBuffers {
+    fn bytes(&self) -> usize {
+        bytes_of(&self.first) + bytes_of(&self.second)
+    }
 }
 
 impl<T> CheckedSplit<'_, T> {
     /// The split as the back end takes it.
     fn rows(&mut self) -> SplitRows<'_, T> {
         SplitRows {
-            first_offsets: &self.first_offsets,
+            first_offsets: &self.offsets.first,
             first: &mut *self.first,
-            second_offsets: &self.second_offsets,
+            second_offsets: &self.offsets.second,
             second: &mut *self.second,
         }
+    }
+
+    /// Gives the offsets' memory back to `pool` for the next call.
+    fn recycle(self, pool: &ScratchPool) {
+        pool.give(self.offsets);
     }
 }
 
 /// Checks that `split` divides each row of C (zero-based row `offsets`)
 /// exactly and stays within its arrays, and returns its offsets
-/// zero-based.
+/// zero-based, in buffers from `pool`.
 ///
 /// # Errors
-/// [`Error::InvalidValue`] naming the first offending row or array.
+/// [`Error::InvalidValue`] when a block's offsets are not `nrows + 1`
+/// long, decrease, fall below `base`, ask for more values than its array
+/// holds, or the two parts of a row do not add up to the row's length;
+/// the message names the first offending row or block.
+/// [`Error::AllocFailed`] for the offsets.
 fn split_offsets<'a, T, IC: Index>(
+    pool: &ScratchPool,
     offsets: &[usize],
     split: SplitValues<'a, T, IC>,
     base: IndexBase,
@@ -1187,52 +1216,29 @@ fn split_offsets<'a, T, IC: Index>(
         second_offsets,
         second,
     } = split;
-    let (first_offsets, second_offsets) = split_row_offsets(
-        "C",
-        offsets,
-        [(first_offsets, first.len()), (second_offsets, second.len())],
-        base,
-    )?;
-    Ok(CheckedSplit {
-        first_offsets,
-        second_offsets,
-        first,
-        second,
-    })
-}
-
-/// The zero-based offsets of the two blocks that split each row of
-/// `matrix` (zero-based row `offsets`), each block's offsets given with
-/// `base` beside the length of its values array.
-///
-/// # Errors
-/// [`Error::InvalidValue`] when a block's offsets are not `nrows + 1`
-/// long, decrease, fall below `base`, ask for more values than its array
-/// holds, or the two parts of a row do not add up to the row's length;
-/// the message names the first offending row or block.
-fn split_row_offsets<IC: Index>(
-    matrix: &str,
-    offsets: &[usize],
-    blocks: [(&[IC], usize); 2],
-    base: IndexBase,
-) -> Result<(Vec<usize>, Vec<usize>)> {
     let m = offsets.len() - 1;
-    let zero_based = |o: &[IC], name: &str, len: usize| -> Result<Vec<usize>> {
+    let mut kept = pool
+        .take(|_: &SplitOffsetBuffers| true)
+        .unwrap_or(SplitOffsetBuffers {
+            first: Vec::new(),
+            second: Vec::new(),
+        });
+    let zero_based = |o: &[IC], name: &str, len: usize, out: &mut Vec<usize>| -> Result<()> {
         if o.len() != m + 1 {
             return Err(Error::InvalidValue(format!(
-                "the {name} block's row offsets of {matrix} have {} entries, not nrows + 1 = {}",
+                "the {name} block's row offsets of C have {} entries, not nrows + 1 = {}",
                 o.len(),
                 m + 1
             )));
         }
-        let mut out = Vec::new();
-        crate::error::try_reserve(&mut out, m + 1, "split row offsets")?;
+        out.clear();
+        crate::error::try_reserve(out, m + 1, "split row offsets")?;
         for (i, &x) in o.iter().enumerate() {
             let x = x.to_i64() - base.offset() as i64;
             let previous = out.last().map_or(0, |&p: &usize| p as i64);
             if x < previous {
                 return Err(Error::InvalidValue(format!(
-                    "the {name} block's row offset {i} of {matrix} is {} (below the index base or the offset before it)",
+                    "the {name} block's row offset {i} of C is {} (below the index base or the offset before it)",
                     o[i].to_i64()
                 )));
             }
@@ -1240,15 +1246,15 @@ fn split_row_offsets<IC: Index>(
         }
         if out[m] > len {
             return Err(Error::InvalidValue(format!(
-                "the {name} block's last row offset of {matrix} asks for {} values; its array holds {len}",
+                "the {name} block's last row offset of C asks for {} values; its array holds {len}",
                 out[m]
             )));
         }
-        Ok(out)
+        Ok(())
     };
-    let [(fo, fl), (so, sl)] = blocks;
-    let f = zero_based(fo, "first", fl)?;
-    let s = zero_based(so, "second", sl)?;
+    zero_based(first_offsets, "first", first.len(), &mut kept.first)?;
+    zero_based(second_offsets, "second", second.len(), &mut kept.second)?;
+    let (f, s) = (&kept.first, &kept.second);
     for i in 0..m {
         let (row, parts) = (
             offsets[i + 1] - offsets[i],
@@ -1256,11 +1262,15 @@ fn split_row_offsets<IC: Index>(
         );
         if row != parts {
             return Err(Error::InvalidValue(format!(
-                "row {i} of {matrix} has {row} entries but its two blocks hold {parts}"
+                "row {i} of C has {row} entries but its two blocks hold {parts}"
             )));
         }
     }
-    Ok((f, s))
+    Ok(CheckedSplit {
+        offsets: kept,
+        first,
+        second,
+    })
 }
 
 /// Refuses operands whose values a phase of `fill` would not read from
@@ -1291,14 +1301,18 @@ pub(crate) fn check_split_inputs((a, b): (&MatrixArrays, &MatrixArrays), fill: F
 
 /// A's two blocks of `rusparseCsrSetSplitValues` as A's values: the
 /// offsets `rows + 1` long with `a`'s index base, each values array as
-/// long as its last offset asks, checked to split every row of `a`.
+/// long as its last offset asks; every row checked first with
+/// `check_rows` (RUSPARSE_PATTERN_CHECK_HASH), else as the product reads
+/// it (the caller vouched for the patterns: a bad split is still an error,
+/// but rows of C before it may be written).
 ///
 /// # Safety
 /// The pointers must be as that function's contract says, and the values
 /// not written by anything else during `'a`.
 unsafe fn input_split<'a, T: Scalar, I: Index, J: Index>(
     [fo, fv, so, sv]: [*mut c_void; 4],
-    a: &CsrView<'_, T, I, J>,
+    a: &CsrView<'a, T, I, J>,
+    check_rows: bool,
 ) -> Result<SplitInput<'a, T, I>> {
     let rows = a.nrows();
     let base = a.base().offset() as i64;
@@ -1316,7 +1330,12 @@ unsafe fn input_split<'a, T: Scalar, I: Index, J: Index>(
     };
     let first = block(fo, fv, "first")?;
     let second = block(so, sv, "second")?;
-    SplitInput::new(a.row_offsets(), first, second, a.base().offset())
+    SplitInput::new(
+        a.row_offsets(),
+        first,
+        second,
+        (a.base().offset(), check_rows),
+    )
 }
 
 /// The two blocks of `rusparseCsrSetSplitValues` (`[first offsets, first
@@ -1529,8 +1548,9 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     }
                 };
                 // SAFETY: by the contract of rusparseCsrSetSplitValues.
+                let check_rows = job.pattern_check == PatternCheck::Hash;
                 let a_split = match a_split {
-                    Some(split) => Some(unsafe { input_split::<T, I, J>(split, &a) }?),
+                    Some(split) => Some(unsafe { input_split::<T, I, J>(split, &a, check_rows) }?),
                     None => None,
                 };
                 self.numeric_with(ctx, (&a, &b), (alpha, beta), out, true, a_split)?;

@@ -159,10 +159,13 @@ impl<T: Scalar> SplitRows<'_, T> {
 /// row `i`'s values are `first[first_offsets[i] - base..first_offsets[i +
 /// 1] - base]` followed by the same range of `second` by
 /// `second_offsets`, in the order of the row's stored columns. The offsets
-/// are the caller's, with A's index base `base`; [`SplitInput::new`]
-/// checked them, so reading a row cannot fail.
+/// are the caller's, with A's index base `base`. Every row is checked as
+/// it is read ([`SplitInput::row`] is `None` outside the arrays, and the
+/// readers compare the two parts' lengths with A's row); [`SplitInput::new`]
+/// can also check them all first.
 #[derive(Debug)]
 pub struct SplitInput<'a, T, I> {
+    a_offsets: &'a [I],
     first_offsets: &'a [I],
     first: &'a [T],
     second_offsets: &'a [I],
@@ -178,28 +181,26 @@ impl<T, I> Clone for SplitInput<'_, T, I> {
 impl<T, I> Copy for SplitInput<'_, T, I> {}
 
 impl<'a, T: Scalar, I: Index> SplitInput<'a, T, I> {
-    /// Checks that the two blocks (offsets with index base `base`, each
-    /// beside its values) split every row of A exactly: A's row `i` has
-    /// `a_offsets[i + 1] - a_offsets[i]` entries (`a_offsets` with `base`
-    /// too). One pass over the three offset arrays, nothing allocated.
+    /// The two blocks (offsets with index base `base`, each beside its
+    /// values) of A, whose row `i` has `a_offsets[i + 1] - a_offsets[i]`
+    /// entries (`a_offsets` with `base` too). The offset arrays' lengths
+    /// are checked here; with `check_rows`, so is every row, in one pass
+    /// over the three offset arrays with nothing allocated, before anything
+    /// is read (otherwise each row is checked as the product reads it).
     ///
     /// # Errors
     /// [`crate::Error::InvalidValue`] when a block's offsets are not as
-    /// many as A's, start below `base`, decrease or ask for more values than
-    /// its array holds, or a row's two parts do not add up to the row; the
-    /// message names the block or the row.
+    /// many as A's or (`check_rows`) a row's parts lie outside their arrays
+    /// or do not add up to the row; the message names the block or the
+    /// row.
     pub(crate) fn new(
-        a_offsets: &[I],
+        a_offsets: &'a [I],
         (first_offsets, first): (&'a [I], &'a [T]),
         (second_offsets, second): (&'a [I], &'a [T]),
-        base: usize,
+        (base, check_rows): (usize, bool),
     ) -> Result<Self> {
         let m = a_offsets.len().saturating_sub(1);
-        let b = base as i64;
-        for (name, o, len) in [
-            ("first", first_offsets, first.len()),
-            ("second", second_offsets, second.len()),
-        ] {
+        for (name, o) in [("first", first_offsets), ("second", second_offsets)] {
             if o.len() != m + 1 {
                 crate::error::invalid!(
                     "the {name} block's row offsets of A have {} entries, not nrows + 1 = {}",
@@ -207,70 +208,89 @@ impl<'a, T: Scalar, I: Index> SplitInput<'a, T, I> {
                     m + 1
                 );
             }
-            if o[0].to_i64() < b {
-                crate::error::invalid!(
-                    "the {name} block's row offset 0 of A is {} (below the index base)",
-                    o[0].to_i64()
-                );
-            }
-            if o[m].to_i64() - b > len as i64 {
-                crate::error::invalid!(
-                    "the {name} block's last row offset of A asks for {} values; its array holds {len}",
-                    o[m].to_i64() - b
-                );
-            }
         }
-        for i in 0..m {
-            let f = first_offsets[i + 1].to_i64() - first_offsets[i].to_i64();
-            let s = second_offsets[i + 1].to_i64() - second_offsets[i].to_i64();
-            let row = a_offsets[i + 1].to_i64() - a_offsets[i].to_i64();
-            if f < 0 || s < 0 || f + s != row {
-                crate::error::invalid!(
-                    "row {i} of A has {row} entries but its two blocks hold {f} and {s} (offsets must not decrease)"
-                );
-            }
-        }
-        Ok(SplitInput {
+        let split = SplitInput {
+            a_offsets,
             first_offsets,
             first,
             second_offsets,
             second,
             base,
-        })
+        };
+        if check_rows {
+            for i in 0..m {
+                split.checked_row(i)?;
+            }
+        }
+        Ok(split)
     }
 
-    /// Row `i`'s values: its first part and the rest.
+    /// Row `i`'s values, its first part and the rest; `None` when a part
+    /// is not within its array (an offset below the base, decreasing, or
+    /// past the end). The lengths are not compared with A's row here.
     #[inline(always)]
-    pub(crate) fn row(&self, i: usize) -> (&'a [T], &'a [T]) {
-        let part =
-            |o: &[I], v: &'a [T]| &v[o[i].as_usize() - self.base..o[i + 1].as_usize() - self.base];
-        (
-            part(self.first_offsets, self.first),
-            part(self.second_offsets, self.second),
-        )
+    pub(crate) fn row(&self, i: usize) -> Option<(&'a [T], &'a [T])> {
+        let base = self.base;
+        let part = |o: &[I], v: &'a [T]| {
+            v.get(o[i].as_usize().wrapping_sub(base)..o[i + 1].as_usize().wrapping_sub(base))
+        };
+        Some((
+            part(self.first_offsets, self.first)?,
+            part(self.second_offsets, self.second)?,
+        ))
     }
 
-    /// Every row's values one after the other: the operand's values in one
-    /// array, for the kernels that read them so. O(nnz).
+    /// [`SplitInput::row`], checked against A's row `i`.
     ///
     /// # Errors
-    /// [`crate::Error::AllocFailed`].
+    /// [`crate::Error::InvalidValue`] naming the row.
+    pub(crate) fn checked_row(&self, i: usize) -> Result<(&'a [T], &'a [T])> {
+        let len = self.a_offsets[i + 1].to_i64() - self.a_offsets[i].to_i64();
+        match self.row(i) {
+            Some((head, tail)) if (head.len() + tail.len()) as i64 == len => Ok((head, tail)),
+            parts => Err(bad_split_row(
+                i,
+                len,
+                parts.map(|(h, t)| (h.len(), t.len())),
+            )),
+        }
+    }
+
+    /// Every row's values one after the other, each row checked: the
+    /// operand's values in one array, for the kernels that read them so.
+    /// O(nnz).
+    ///
+    /// # Errors
+    /// [`crate::Error::AllocFailed`]; [`crate::Error::InvalidValue`] for
+    /// a row the split does not hold.
     pub(crate) fn gather(&self) -> Result<Vec<T>> {
-        let rows = self.first_offsets.len().saturating_sub(1);
-        let span = |o: &[I]| o[rows].as_usize() - o[0].as_usize();
+        let rows = self.a_offsets.len().saturating_sub(1);
+        let nnz = self.a_offsets[rows].as_usize() - self.a_offsets[0].as_usize();
         let mut out = Vec::new();
-        crate::error::try_reserve(
-            &mut out,
-            span(self.first_offsets) + span(self.second_offsets),
-            "A's values gathered from their two arrays",
-        )?;
+        crate::error::try_reserve(&mut out, nnz, "A's values gathered from their two arrays")?;
         for i in 0..rows {
-            let (head, tail) = self.row(i);
+            let (head, tail) = self.checked_row(i)?;
             out.extend_from_slice(head);
             out.extend_from_slice(tail);
         }
         Ok(out)
     }
+}
+
+/// The error for row `i` of A (`len` entries) whose two parts of a split
+/// are `parts` long, or lie outside their arrays (`None`).
+#[cold]
+#[inline(never)]
+pub(crate) fn bad_split_row(i: usize, len: i64, parts: Option<(usize, usize)>) -> crate::Error {
+    crate::Error::InvalidValue(match parts {
+        Some((f, s)) => {
+            format!("row {i} of A has {len} entries but its two blocks hold {f} and {s}")
+        }
+        None => format!(
+            "row {i} of A: its part of a block lies outside that block's values (offsets below the \
+             index base, decreasing or past the array's end)"
+        ),
+    })
 }
 
 /// The widest op(B) whose symbolic pass uses a bit map (`ncols / 8` bytes
