@@ -800,7 +800,9 @@ rusparseStatus_t rusparseCsrSetPointers(rusparseSpMatDescr_t spMatDescr,
  *   they are first copied into one array (no saving, same results).
  *
  * The offsets must increase and split every row exactly; this is checked
- * at each `reuse_compute`, before anything is read or written.
+ * at each `reuse_compute`, before anything is read or written (matA's
+ * under `RUSPARSE_PATTERN_CHECK_CALLER`: row by row as they are read, so
+ * rows of C before a bad one may be written; still INVALID_VALUE).
  *
  * All four NULL: the values are `csrValues` again. A values pointer may
  * be NULL only for a block with no entries. Only `reuse_compute` on a CPU
