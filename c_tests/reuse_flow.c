@@ -142,6 +142,24 @@ static void reuse_compute_and_check(reuse_t *r, cf64_t alpha_v, cf64_t beta_v, c
     free(old);
 }
 
+/* Offsets (r's offset type and base) that split each of the m rows of a
+   CSR matrix with row offsets `off` in two, row i at (i * mul + add) modulo
+   its length + 1: the first blocks' offsets in fo, the rest's in so, and
+   the two blocks' sizes in *nf and *ns. */
+static void split_rows(const void *off, const reuse_t *r, int64_t m, int64_t mul, int64_t add, void *fo,
+                       void *so, int64_t *nf, int64_t *ns) {
+    int64_t i;
+    *nf = *ns = 0;
+    for (i = 0; i <= m; i++) {
+        int64_t len = i < m ? idx_get(off, r->ot, i + 1) - idx_get(off, r->ot, i) : 0;
+        int64_t cut = i < m ? (i * mul + add) % (len + 1) : 0;
+        idx_set(fo, r->ot, i, *nf + r->base);
+        idx_set(so, r->ot, i, *ns + r->base);
+        *nf += cut;
+        *ns += len - cut;
+    }
+}
+
 /* reuse_compute into C's values split between two arrays
    (rusparseCsrSetSplitValues), each row at its own point, as an MPI rank's
    diagonal and off-diagonal blocks: the rows joined again must be the
@@ -158,14 +176,7 @@ static void split_compute_and_check(reuse_t *r) {
     char label[300];
     size_t size5 = 0;
 
-    for (i = 0; i <= m; i++) {
-        int64_t len = i < m ? idx_get(r->c_off, r->ot, i + 1) - idx_get(r->c_off, r->ot, i) : 0;
-        int64_t cut = i < m ? (i * 3 + 1) % (len + 1) : 0;
-        idx_set(fo, r->ot, i, nf + r->base);
-        idx_set(so, r->ot, i, ns + r->base);
-        nf += cut;
-        ns += len - cut;
-    }
+    split_rows(r->c_off, r, m, 3, 1, fo, so, &nf, &ns);
     fv = xmalloc(vs * (size_t)(nf + 1));
     sv = xmalloc(vs * (size_t)(ns + 1));
     memset(fv, 0xFF, vs * (size_t)(nf + 1));
@@ -233,14 +244,7 @@ static void split_input_and_check(reuse_t *r) {
     void *fv, *sv, *saved_c = xmalloc(vs * (size_t)(r->c_nnz + 1));
     scalar_t one = make_scalar(r->dt, cplx(1, 0)), zero = make_scalar(r->dt, cplx(0, 0));
 
-    for (i = 0; i <= m; i++) {
-        int64_t len = i < m ? idx_get(r->A.off, r->ot, i + 1) - idx_get(r->A.off, r->ot, i) : 0;
-        int64_t cut = i < m ? (i * 5 + 2) % (len + 1) : 0;
-        idx_set(fo, r->ot, i, nf + r->base);
-        idx_set(so, r->ot, i, ns + r->base);
-        nf += cut;
-        ns += len - cut;
-    }
+    split_rows(r->A.off, r, m, 5, 2, fo, so, &nf, &ns);
     fv = xmalloc(vs * (size_t)(nf + 1));
     sv = xmalloc(vs * (size_t)(ns + 1));
     for (i = 0; i < m; i++) {

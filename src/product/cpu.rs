@@ -1314,18 +1314,10 @@ unsafe fn input_split<'a, T: Scalar, I: Index, J: Index>(
     a: &CsrView<'a, T, I, J>,
     check_rows: bool,
 ) -> Result<SplitInput<'a, T, I>> {
-    let rows = a.nrows();
-    let base = a.base().offset() as i64;
     let block = |o: *mut c_void, v: *mut c_void, name: &str| -> Result<(&'a [I], &'a [T])> {
-        let offsets = unsafe { slice_at::<I>(o, rows + 1, &format!("matA {name}RowOffsets")) }?;
-        let last = offsets[rows].to_i64() - base;
-        let Ok(len) = usize::try_from(last) else {
-            return Err(Error::InvalidValue(format!(
-                "matA {name}RowOffsets[{rows}] = {} is below the index base",
-                offsets[rows].to_i64()
-            )));
-        };
-        let values = unsafe { slice_at::<T>(v, len, &format!("matA {name}Values")) }?;
+        let name = format!("matA {name}");
+        let (offsets, len) = unsafe { block_offsets::<I>(o, a.nrows(), a.base(), &name) }?;
+        let values = unsafe { slice_at::<T>(v, len, &format!("{name}Values")) }?;
         Ok((offsets, values))
     };
     let first = block(fo, fv, "first")?;
@@ -1336,6 +1328,29 @@ unsafe fn input_split<'a, T: Scalar, I: Index, J: Index>(
         second,
         (a.base().offset(), check_rows),
     )
+}
+
+/// One block's row offsets of `rusparseCsrSetSplitValues` (`rows + 1`
+/// entries at `o`, with index base `base`) and the number of values its
+/// last offset asks for. `name` names the block in messages.
+///
+/// # Safety
+/// `o` must be as that function's contract says.
+unsafe fn block_offsets<'a, IC: Index>(
+    o: *mut c_void,
+    rows: usize,
+    base: IndexBase,
+    name: &str,
+) -> Result<(&'a [IC], usize)> {
+    let offsets = unsafe { slice_at::<IC>(o, rows + 1, &format!("{name}RowOffsets")) }?;
+    let last = offsets[rows].to_i64() - base.offset() as i64;
+    match usize::try_from(last) {
+        Ok(len) => Ok((offsets, len)),
+        Err(_) => Err(Error::InvalidValue(format!(
+            "{name}RowOffsets[{rows}] = {} is below the index base",
+            offsets[rows].to_i64()
+        ))),
+    }
 }
 
 /// The two blocks of `rusparseCsrSetSplitValues` (`[first offsets, first
@@ -1351,14 +1366,7 @@ unsafe fn split_arrays<'a, T: Scalar, IC: Index>(
     base: IndexBase,
 ) -> Result<SplitValues<'a, T, IC>> {
     let block = |o: *mut c_void, v: *mut c_void, name: &str| -> Result<(&'a [IC], &'a mut [T])> {
-        let offsets = unsafe { slice_at::<IC>(o, rows + 1, &format!("{name}RowOffsets")) }?;
-        let last = offsets[rows].to_i64() - base.offset() as i64;
-        let Ok(len) = usize::try_from(last) else {
-            return Err(Error::InvalidValue(format!(
-                "{name}RowOffsets[{rows}] = {} is below the index base",
-                offsets[rows].to_i64()
-            )));
-        };
+        let (offsets, len) = unsafe { block_offsets::<IC>(o, rows, base, name) }?;
         let values = unsafe { slice_at_mut::<T>(v, len, &format!("{name}Values")) }?;
         Ok((offsets, values))
     };
