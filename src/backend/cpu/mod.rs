@@ -704,6 +704,54 @@ mod tests {
         matches!(&e, Error::InvalidValue(m) if m.contains("pattern of A or B changed"))
     }
 
+    /// A's values split between two arrays: a good split reads every row
+    /// as its two parts, in the row's order; each kind of bad split (a
+    /// row's parts not adding up, an offset past its array, offsets that
+    /// decrease, below the base, or too few of them) is INVALID_VALUE
+    /// naming the row or block, whether checked first or row by row, and
+    /// never a panic.
+    #[test]
+    fn split_input_reads_rows_and_refuses_bad_splits() {
+        // A's rows of 2, 0 and 3 entries, base 1; values 1..=5 in row order.
+        let a_offsets = [1i32, 3, 3, 6];
+        let (first, second) = ([1.0, 3.0, 4.0], [2.0, 5.0]);
+        let (fo, so) = ([1i32, 2, 2, 4], [1i32, 2, 2, 3]);
+        let split = SplitInput::new(&a_offsets, (&fo, &first), (&so, &second), (1, true)).unwrap();
+        assert_eq!(split.checked_row(0).unwrap(), (&[1.0][..], &[2.0][..]));
+        assert_eq!(split.checked_row(1).unwrap(), (&[][..], &[][..]));
+        assert_eq!(split.checked_row(2).unwrap(), (&[3.0, 4.0][..], &[5.0][..]));
+        assert_eq!(split.gather().unwrap(), [1.0, 2.0, 3.0, 4.0, 5.0]);
+
+        let refused = |fo: &[i32], so: &[i32], what: &str| {
+            for check_rows in [true, false] {
+                let made =
+                    SplitInput::new(&a_offsets, (fo, &first), (so, &second), (1, check_rows));
+                let e = made.and_then(|s| s.gather().map(|_| ())).unwrap_err();
+                assert!(
+                    matches!(&e, Error::InvalidValue(m) if m.contains(what)),
+                    "{fo:?} {so:?} (check_rows {check_rows}): {e}"
+                );
+            }
+        };
+        refused(
+            &[1, 3, 3, 4],
+            &so,
+            "row 0 of A has 2 entries but its two blocks hold 2 and 1",
+        );
+        refused(
+            &[1, 2, 2, 5],
+            &[1, 2, 2, 2],
+            "row 2 of A: its part of a block lies outside",
+        );
+        refused(&[1, 2, 1, 4], &so, "row 1 of A");
+        refused(&[0, 1, 1, 3], &so, "row 0 of A");
+        refused(
+            &[1, 2, 4],
+            &so,
+            "the first block's row offsets of A have 3 entries",
+        );
+    }
+
     /// Every algorithm, run with row sizes planned for another pattern (what
     /// a fingerprint collision would allow), must refuse with the stale-plan
     /// message, never write out of bounds or panic.
