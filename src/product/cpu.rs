@@ -1273,16 +1273,26 @@ fn split_offsets<'a, T, IC: Index>(
     })
 }
 
-/// Refuses operands whose values a phase of `fill` would not read from
-/// their two arrays (`rusparseCsrSetSplitValues`): matB's always, matA's
-/// except in `reuse_compute`, which reads them there. `reuse_copy` reads
-/// no values, so it ignores both.
+/// Refuses matrices whose values a phase of `fill` would not read from, or
+/// write into, their two arrays (`rusparseCsrSetSplitValues`): matB's
+/// always, matA's and matC's except in `reuse_compute`, which reads and
+/// writes them there. `reuse_copy` reads and writes no values, so it
+/// ignores all three.
 ///
 /// # Errors
-/// [`Error::InvalidValue`] naming the operand.
-pub(crate) fn check_split_inputs((a, b): (&MatrixArrays, &MatrixArrays), fill: Fill) -> Result<()> {
+/// [`Error::InvalidValue`] naming the matrix.
+pub(crate) fn check_splits(
+    (a, b, c): (&MatrixArrays, &MatrixArrays, &MatrixArrays),
+    fill: Fill,
+) -> Result<()> {
     if fill == Fill::Structure {
         return Ok(());
+    }
+    if c.split.is_some() && fill == Fill::All {
+        invalid!(
+            "matC's values are split between two arrays (rusparseCsrSetSplitValues), which only \
+             rusparseSpGEMMreuse_compute writes"
+        );
     }
     if b.split.is_some() {
         invalid!(
@@ -1500,7 +1510,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         };
         // SAFETY: by the caller's contract. `reuse_copy` reads no values.
         let values = job.fill != Fill::Structure;
-        check_split_inputs((a, b), job.fill)?;
+        check_splits((a, b, c), job.fill)?;
         let a_split = a.split.filter(|_| values);
         let a = unsafe { a.view::<T, I, J>("matA", values && a_split.is_none()) }?;
         let b = unsafe { b.view::<T, I, J>("matB", values) }?;
@@ -1515,11 +1525,6 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         let fingerprint = |o: &[IC], k: &[J]| ctx.run(|| pattern_fingerprint(rows, ncols, o, k));
         match job.fill {
             Fill::All => {
-                if c.split.is_some() {
-                    return Err(Error::InvalidValue(
-                        "matC's values are split between two arrays (rusparseCsrSetSplitValues), which only rusparseSpGEMMreuse_compute writes".into(),
-                    ));
-                }
                 let values = unsafe { slice_at_mut::<T>(c.values, nnz, "matC values") }?;
                 let out = CsrOutput::full(&mut *offsets, &mut *cols, values, c.base)
                     .with_column_order(job.column_order);
@@ -1555,9 +1560,9 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         CsrOutput::<T, IC, J>::values_on_pattern(values, cols, c.base)
                     }
                 };
-                // SAFETY: by the contract of rusparseCsrSetSplitValues.
                 let check_rows = job.pattern_check == PatternCheck::Hash;
                 let a_split = match a_split {
+                    // SAFETY: by the contract of rusparseCsrSetSplitValues.
                     Some(split) => Some(unsafe { input_split::<T, I, J>(split, &a, check_rows) }?),
                     None => None,
                 };

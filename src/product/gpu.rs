@@ -573,7 +573,7 @@ impl Backend for GpuProduct {
                     )));
                 }
             }
-            crate::product::cpu::check_split_inputs((arrays.0, arrays.1), Fill::Values)?;
+            crate::product::cpu::check_splits(arrays, Fill::Values)?;
         }
         let _binding = CallerBinding::save();
         let stream = stream as RawStream;

@@ -246,6 +246,16 @@ impl<'a, T: Scalar, I: Index> SplitInput<'a, T, I> {
     /// [`crate::Error::InvalidValue`] naming the row.
     pub(crate) fn checked_row(&self, i: usize) -> Result<(&'a [T], &'a [T])> {
         let len = self.a_offsets[i + 1].to_i64() - self.a_offsets[i].to_i64();
+        self.row_of_len(i, len)
+    }
+
+    /// [`SplitInput::row`], checked to hold `len` entries (row `i`'s of
+    /// A, which a caller walking A's rows has at hand).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidValue`] naming the row.
+    #[inline(always)]
+    pub(crate) fn row_of_len(&self, i: usize, len: i64) -> Result<(&'a [T], &'a [T])> {
         match self.row(i) {
             Some((head, tail)) if (head.len() + tail.len()) as i64 == len => Ok((head, tail)),
             parts => Err(bad_split_row(

@@ -50,7 +50,7 @@
 
 use super::rows::{too_many_columns, Chunk, NumericPiece, Operand, Scale};
 use super::scratch::{bytes_of, Scratch};
-use super::{bad_split_row, SplitInput, SplitRows};
+use super::{SplitInput, SplitRows};
 use crate::error::{try_vec, Error, Result};
 use crate::plan::select::DENSE_MAX_BYTES;
 use crate::types::{Index, Scalar};
@@ -324,23 +324,22 @@ impl<T> RowValues<T> for TwoArrays<'_, T> {
 /// of A's entries) as two slices, the values of the row's first stored
 /// columns and those of the rest (one array: all of it and none).
 trait RowInput<T>: Copy {
-    /// `None` when the row is not within the input's arrays (a split not
-    /// checked before: see [`SplitInput`]); the reader compares the parts'
-    /// lengths with the row's.
-    fn row(&self, i: usize, a_row: std::ops::Range<usize>) -> Option<(&[T], &[T])>;
+    /// An error when the input does not hold the row as A's pattern has it
+    /// (a split not checked before: see [`SplitInput`]).
+    fn row(&self, i: usize, a_row: std::ops::Range<usize>) -> Result<(&[T], &[T])>;
 }
 
 impl<T> RowInput<T> for &[T] {
     #[inline(always)]
-    fn row(&self, _: usize, a_row: std::ops::Range<usize>) -> Option<(&[T], &[T])> {
-        Some((&self[a_row], &[]))
+    fn row(&self, _: usize, a_row: std::ops::Range<usize>) -> Result<(&[T], &[T])> {
+        Ok((&self[a_row], &[]))
     }
 }
 
 impl<T: Scalar, I: Index> RowInput<T> for SplitInput<'_, T, I> {
     #[inline(always)]
-    fn row(&self, i: usize, _: std::ops::Range<usize>) -> Option<(&[T], &[T])> {
-        SplitInput::row(self, i)
+    fn row(&self, i: usize, a_row: std::ops::Range<usize>) -> Result<(&[T], &[T])> {
+        self.row_of_len(i, a_row.len() as i64)
     }
 }
 
@@ -398,15 +397,9 @@ fn add_rows<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, O: RowVal
         let (head, tail) = out.row(i, c_row);
         let ra = a.range(i);
         // A's row in one part or two (never two for one array, where the
-        // second part is a constant empty slice); the split was checked to
-        // cover the row exactly.
-        let (a_head, a_tail) = match a_in.row(i, ra.clone()) {
-            Some((h, t)) if h.len() + t.len() == ra.len() => (h, t),
-            parts => {
-                let parts = parts.map(|(h, t)| (h.len(), t.len()));
-                return Err(bad_split_row(i, ra.len() as i64, parts));
-            }
-        };
+        // second part is a constant empty slice), checked to cover the row
+        // exactly.
+        let (a_head, a_tail) = a_in.row(i, ra.clone())?;
         let bs = (b.offsets, b_cols, b_vals, b_base);
         let products = if a_tail.is_empty() {
             add_products((&a.cols[ra], a_head, a.base), bs, cells)
