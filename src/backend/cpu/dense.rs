@@ -77,11 +77,23 @@ fn span_words(lo: usize, hi: usize) -> usize {
     }
 }
 
-/// Sets the bits of row `i` for canonical rows of B whose columns cluster:
-/// the bits of consecutive columns in one word are gathered in a register
-/// and stored once, so neighbouring columns do not wait on each other's
-/// read-modify-write of the same word. With values, also adds the products
-/// into `sums`.
+/// Sets the bits of row `i` (canonical rows of B). A row of B with at
+/// least one column per word of its span (its columns cluster: bands,
+/// FEM's blocks of nodes) has the bits of consecutive columns in one word
+/// gathered in a register and stored once, so neighbouring columns do not
+/// wait on each other's read-modify-write of the same word. A sparser row
+/// of B sets each column's bit directly: there the gathering's test for a
+/// new word mispredicts about as often as it is taken (the rows of GAMG's
+/// A·P, 13 columns in clusters of two or three over some 60 words, read
+/// by the rows of Pᵀ; graphs), which cost more than the stores it saves.
+/// One thread, minimum of 15 runs, the two kernels in alternating rounds:
+/// Pᵀ·(A·P) of a 64³ Poisson matrix's GAMG prolongator count 62.8 -> 32.7
+/// ms, listing 88.5 -> 52.2, numeric with columns 92.7 -> 63.9;
+/// HEP-th-new² count 18.2 -> 12.9 ms; rmat_16_3² 28.9 -> 20.3 (listing
+/// 88.7 -> 76.3); wiki-Vote² listing 12.0 -> 9.4; ca-CondMat² count 9.6 ->
+/// 8.4; fem27_3dof_20, band_r120_8000 and the stencils unchanged; memplus²
+/// listing 5 % slower (12.7 -> 13.4 ms). With values, also adds the
+/// products into `sums` (the same sums in the same order either way).
 #[inline(always)]
 fn mark_clustered<T: Scalar, I: Index, J: Index>(
     a: &RowPattern<'_, I, J>,
@@ -99,10 +111,26 @@ fn mark_clustered<T: Scalar, I: Index, J: Index>(
         }
         let cols = &b.cols[r.clone()];
         let mut word = (cols[0].as_usize() - b.base) >> 6;
-        let mut acc = 0u64;
-        match (a_vals, b_vals) {
-            (Some(av), Some(bv)) => {
+        let last_word = (cols[cols.len() - 1].as_usize() - b.base) >> 6;
+        let clustered = cols.len() > last_word - word;
+        match (a_vals, b_vals, clustered) {
+            (Some(av), Some(bv), false) => {
                 let f = av[k];
+                for (&c, &v) in cols.iter().zip(&bv[r]) {
+                    let j = c.as_usize() - b.base;
+                    bits[j >> 6] |= 1u64 << (j & 63);
+                    sums[j] += f * v;
+                }
+            }
+            (_, _, false) => {
+                for &c in cols {
+                    let j = c.as_usize() - b.base;
+                    bits[j >> 6] |= 1u64 << (j & 63);
+                }
+            }
+            (Some(av), Some(bv), true) => {
+                let f = av[k];
+                let mut acc = 0u64;
                 for (&c, &v) in cols.iter().zip(&bv[r]) {
                     let j = c.as_usize() - b.base;
                     if j >> 6 != word {
@@ -113,8 +141,10 @@ fn mark_clustered<T: Scalar, I: Index, J: Index>(
                     acc |= 1u64 << (j & 63);
                     sums[j] += f * v;
                 }
+                bits[word] |= acc;
             }
-            _ => {
+            (_, _, true) => {
+                let mut acc = 0u64;
                 for &c in cols {
                     let j = c.as_usize() - b.base;
                     if j >> 6 != word {
@@ -124,9 +154,9 @@ fn mark_clustered<T: Scalar, I: Index, J: Index>(
                     }
                     acc |= 1u64 << (j & 63);
                 }
+                bits[word] |= acc;
             }
         }
-        bits[word] |= acc;
     }
 }
 
@@ -1501,6 +1531,56 @@ mod tests {
             assert_eq!(c.col_indices(), expected.col_indices(), "{n} columns");
             assert_eq!(c.values(), expected.values(), "{n} columns");
         }
+    }
+
+    /// Long rows of A (90 products) read rows of B that cluster (12
+    /// consecutive columns) and rows that do not (6 columns 130 apart, one
+    /// word each), over more columns than are counted with stamps, so the
+    /// count, the listing and both numeric phases mark the bit map, with
+    /// the gathered and the direct marking in one row: C equals the
+    /// reference bit for bit, in one call and in the reuse flow (structure
+    /// listed by the symbolic phase, then values on it).
+    #[test]
+    fn clustered_and_sparse_rows_of_b_mark_the_bit_map_alike() {
+        use crate::{CsrOutput, PatternCheck};
+        let n = super::STAMPED_COUNT_MAX_COLS + 3000;
+        let mut t = Vec::new();
+        for i in 0..n {
+            let cols: Vec<usize> = if i % 2 == 0 {
+                (0..12).map(|d| i + d).collect()
+            } else {
+                (0..6).map(|d| i + 130 * d).collect()
+            };
+            for (d, j) in cols.into_iter().filter(|&j| j < n).enumerate() {
+                t.push((i, j, 1.0 + (i % 7) as f64 + 0.25 * d as f64));
+            }
+        }
+        let b = CsrMatrix::<f64, i32, i32>::from_triplets(n, n, &t, IndexBase::Zero).unwrap();
+        let t: Vec<_> = (0..n)
+            .flat_map(|i| (0..10).map(move |d| (i, i + d, 0.5 - (d % 3) as f64)))
+            .filter(|&(_, j, _)| j < n)
+            .collect();
+        let a = CsrMatrix::<f64, i32, i32>::from_triplets(n, n, &t, IndexBase::Zero).unwrap();
+        let (av, bv) = (a.view(), b.view());
+        let expected = reference::spgemm(&av, Op::N, &bv, Op::N, 2.0).unwrap();
+        dense_equals_bit_for_bit(&av, &bv, &expected, &[1, 2]);
+
+        let ctx = Context::cpu().unwrap();
+        let mut plan = SpgemmPlan::new(&ctx, &av, Op::N, &bv, Op::N, Algorithm::Dense).unwrap();
+        plan.expect_structure_first();
+        plan.set_pattern_check(PatternCheck::Caller);
+        let nnz = plan.symbolic(&ctx, &av, &bv).unwrap();
+        assert_eq!(nnz, expected.col_indices().len());
+        let (mut offsets, mut cols) = (vec![0i32; n + 1], vec![0i32; nnz]);
+        plan.write_structure(&ctx, &av, &bv, &mut offsets, &mut cols, IndexBase::Zero)
+            .unwrap();
+        assert_eq!(offsets, expected.row_offsets());
+        assert_eq!(cols, expected.col_indices());
+        let mut vals = vec![0.0; nnz];
+        let out = CsrOutput::<f64, i32, i32>::values_on_pattern(&mut vals, &cols, IndexBase::Zero);
+        plan.numeric(&ctx, &av, &bv, 2.0, 0.0, out).unwrap();
+        let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&vals), bits(expected.values()));
     }
 
     #[test]
