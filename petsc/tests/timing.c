@@ -1,5 +1,6 @@
 static const char help[] = "Times MatMatMult(A, P) and MatPtAP(A, P) with aij and with aijrusparse, in the same run.\n"
-                           "A is the 7-point (or 27-point) 3-D Poisson matrix on an n^3 grid, P the first prolongator GAMG builds for it.\n"
+                           "A is the 7-point (or 27-point) 3-D Poisson matrix on an n^3 grid, P the first prolongator GAMG builds for it\n"
+                           "(GAMG's options processed, as in PETSc's tutorials; -prol_pc_gamg_... change them).\n"
                            "  -n <64>       grid points per direction\n"
                            "  -stencil <7>  7 or 27 points\n"
                            "  -rusparse_only  time aijrusparse alone (for profiles; -log_view shows each product and type as a stage)\n"
@@ -65,6 +66,12 @@ static PetscErrorCode GamgProlongator(Mat A, Mat *P)
   PetscCall(KSPSetOperators(ksp, A, A));
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCSetType(pc, PCGAMG));
+  /* GAMG's options processed, as every PETSc program's KSPSetFromOptions
+     does (ex45's hierarchy: the graph squared on the first level, 64^3 ->
+     ~28,000 coarse points, not ~82,000 without this call); prefixed, so
+     -prol_pc_gamg_... options change only this prolongator. */
+  PetscCall(KSPSetOptionsPrefix(ksp, "prol_"));
+  PetscCall(KSPSetFromOptions(ksp));
   PetscCall(PCSetUp(pc));
   PetscCall(PCMGGetLevels(pc, &levels));
   PetscCheck(levels >= 2, PETSC_COMM_WORLD, PETSC_ERR_ARG_SIZ, "GAMG made %" PetscInt_FMT " level(s); use a larger -n", levels);
