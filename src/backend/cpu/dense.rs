@@ -915,6 +915,27 @@ impl<J: Index> ListedColumns<J> {
     }
 }
 
+/// The size to expect of a row of at most `limit` columns in
+/// [`list_rows_unsized`], which decides between the bit map and stamps:
+/// the share of columns to products of the chunk's rows accumulated so far
+/// (`listed` columns of rows with `products` products, capped at the
+/// width), or half its products for the first rows and for short rows
+/// (which never take the bit map). Half the products suits graphs, whose
+/// products rarely repeat a column, but sent the 27-point Poisson's A·P
+/// with GAMG's prolongator (104 products into 9 columns a row) to the
+/// bit map, where stamps and a sort of 9 are faster: its listing took
+/// 113.9 ms, and 78.6 with this guess (one thread, minimum of 15 in three
+/// alternating rounds; the other products of docs/benchmarks.md's session
+/// 60 within ±4 %). The previous row's size as the guess did the same for
+/// it but cost graphs up to 1.7×, their neighbouring rows being unlike.
+fn expected_size(limit: usize, (listed, products): (usize, usize)) -> usize {
+    if limit < (LONG_ROW_PRODUCTS / 2) as usize || products == 0 {
+        limit / 2
+    } else {
+        (limit as f64 * (listed as f64 / products as f64)) as usize
+    }
+}
+
 /// The symbolic phase of a chunk that also keeps C's columns: each row's
 /// size into `counts` (as [`count_rows`]) and its sorted distinct columns
 /// into the [`ListedColumns`] returned (as [`list_rows`] writes them), in
@@ -941,6 +962,7 @@ pub(super) fn list_rows_unsized<I: Index, J: Index>(
     let mut ws = Workspace::<f32>::take(scratch, b.ncols, longest, false, b_canonical)?;
     let mut out = ListedColumns { blocks: Vec::new() };
     let first = rows.start;
+    let mut seen = (0usize, 0usize);
     for (c, i) in rows.enumerate() {
         let limit = limit_of(i);
         if limit == 0 {
@@ -962,15 +984,15 @@ pub(super) fn list_rows_unsized<I: Index, J: Index>(
                 continue;
             }
         }
-        // Not knowing the row's size, take half its products, so that
-        // the bit map serves the rows count_rows reads from it (64 products
-        // or more), not A·P's rows of 32 products into 13 entries.
-        let (n, span) = ws.accumulate(a, None, b, None, i, (limit, limit / 2));
+        // Not knowing the row's size, expect the share of columns to
+        // products of the rows before (`expected_size`).
+        let (n, span) = ws.accumulate(a, None, b, None, i, (limit, expected_size(limit, seen)));
         if n > limit {
             // More products than planned: the pattern changed.
             ws.reset();
             return Err(too_many_columns(i, limit));
         }
+        seen = (seen.0 + n, seen.1 + limit);
         let sort =
             !(span.is_none() && ws.take_shifted_previous(n, || first_column_shift(a, first, i)));
         let row = match out.push_row(n, scratch) {
