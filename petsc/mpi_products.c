@@ -440,6 +440,22 @@ static RsCsr RsRowsView(const RsRows *r, PetscInt rows)
   return v;
 }
 
+/* Own rows r read from M's blocks (RsRowsCreate's in_blocks): their values
+   merged into a new array *merged, for the symbolic phase. */
+static PetscErrorCode RsRowsMergedValues(Mat M, const RsRows *r, PetscScalar **merged)
+{
+  RsBlocks b;
+  RsRuns   runs = {0, NULL};
+
+  PetscFunctionBegin;
+  PetscCall(RsBlocksOf(M, &b));
+  PetscCall(RsRunsBuild(b.m, b.d.i, b.o.i, r->i, NULL, &runs));
+  PetscCall(PetscMalloc1(r->own_nnz, merged));
+  PetscCall(RsRunsMerge(&runs, b.d.a, b.o.a, *merged));
+  PetscCall(PetscFree(runs.run));
+  PetscFunctionReturn(0);
+}
+
 /* ---- C from Z ---------------------------------------------------------------------- */
 typedef struct {
   PetscInt     own_rows; /* C's local rows: Z's first rows */
@@ -715,6 +731,8 @@ typedef struct {
   PetscScalar     *z_a;
   PetscInt         z_nnz;
   RsOut            out;
+  RsValues         a_values, b_values; /* C was computed from these in the symbolic phase */
+  PetscBool        computed;           /* and no numeric phase ran since */
 } RsMpiProduct;
 
 static PetscErrorCode RsMpiProductDestroy(void *data)
@@ -788,6 +806,20 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
   PetscCall(RsProductGetInfo(C, &info));
   PetscCall(RsProductGetData(C, (void **)&p));
   PetscCheck(p, comm, PETSC_ERR_ORDER, "rusparse: the numeric phase ran before the symbolic phase");
+  /* Right after the symbolic phase, which computed C: nothing to do unless
+     some rank's A or B changed values since (the rows gathered from other
+     ranks are theirs). */
+  if (p->computed) {
+    RsValues  a_now, b_now;
+    PetscBool stale;
+
+    p->computed = PETSC_FALSE;
+    PetscCall(RsValuesOf(info.A, &a_now));
+    PetscCall(RsValuesOf(info.B, &b_now));
+    stale = (PetscBool)(memcmp(&a_now, &p->a_values, sizeof(a_now)) || memcmp(&b_now, &p->b_values, sizeof(b_now)));
+    PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &stale, 1, MPIU_BOOL, MPI_LOR, comm));
+    if (!stale) PetscFunctionReturn(0);
+  }
 
   PetscCall(PetscLogEventBegin(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
   PetscCall(RsRowsRefreshOwn(info.A, &p->x, &changed, NULL));
@@ -852,6 +884,7 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   PetscInt                  m, n, M, Nc, z_rows;
   const PetscInt           *send = NULL;
   RsCsr                     x, y, ap;
+  PetscScalar              *xa = NULL;
   MatType                   type;
 
   PetscFunctionBegin;
@@ -886,8 +919,12 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   else PetscCall(RsRowsCreate(info.B, p->x.cols.nghost, p->x.cols.ghost, PETSC_TRUE, PETSC_FALSE, &p->y));
   PetscCall(PetscLogEventEnd(RS_LOG_MPI_ROWS, info.A, info.B, C, 0));
 
-  /* The local products. */
+  /* The local products. rusparse sums their values as it lists their
+     structure, and the numeric phases run here copy them: so A's rows need
+     values here even where the numeric phases read them from A's blocks. */
   x = RsRowsView(&p->x, p->x.own_rows);
+  if (!x.a) PetscCall(RsRowsMergedValues(info.A, &p->x, &xa));
+  if (xa) x.a = xa;
   PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
   switch (info.type) {
   case MATPRODUCT_AB:
@@ -904,6 +941,9 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   default: /* PtAP */
     y = RsRowsView(&p->y, p->y.rows);
     PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[0], N, &x, &y, &p->ap_i, &p->ap_j, &p->ap_a, &p->ap_nnz));
+    /* A_loc * P_ext's values, for the second stage to list C's with its
+       structure. */
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->ap_i, p->ap_j, p->ap_a, PETSC_TRUE));
     ap = RsMpiProductAp(p);
     y  = RsRowsView(&p->y, p->y.own_rows);
     PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[1], T, &y, &ap, &p->z_i, &p->z_j, &p->z_a, &p->z_nnz));
@@ -927,6 +967,34 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   PetscCall(PetscLogEventEnd(RS_LOG_MPI_MAKE_C, info.A, info.B, C, 0));
   /* Z needs its structure alone, nnz(C) scalars less per rank. */
   if (RsMpiProductInPlace(p)) PetscCall(PetscFree(p->z_a));
+
+  /* C's values: the last stage's numeric phase copies those rusparse summed
+     (it checks that the values are still those), and Z's are written into
+     C (or, in place, straight into C's blocks). */
+  PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+  switch (info.type) {
+  case MATPRODUCT_AB:
+    y = RsRowsView(&p->y, p->y.rows);
+    PetscCall(RsStageNumericSplit(NULL, RsMpiProductInPlace(p) ? C : NULL, p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
+    break;
+  case MATPRODUCT_AtB:
+    y = RsRowsView(&p->y, p->y.own_rows);
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
+    break;
+  default: /* PtAP */
+    y = RsRowsView(&p->y, p->y.own_rows);
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
+  }
+  PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+  PetscCall(PetscFree(xa));
+  if (!RsMpiProductInPlace(p)) {
+    PetscCall(PetscLogEventBegin(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
+    PetscCall(RsOutNumeric(C, &p->out, p->z_i, p->z_a));
+    PetscCall(PetscLogEventEnd(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
+  }
+  PetscCall(RsValuesOf(info.A, &p->a_values));
+  PetscCall(RsValuesOf(info.B, &p->b_values));
+  p->computed = PETSC_TRUE;
   /* MatSetType reset C's ops: the numeric phase is installed after it. */
   PetscCall(RsOpsSetProductPhases(C, NULL, RsMpiProductNumeric));
   PetscFunctionReturn(0);

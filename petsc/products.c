@@ -164,6 +164,31 @@ PetscErrorCode RsPatternStateSame(const RsPatternState *s, Mat A, Mat B, Mat C, 
   PetscFunctionReturn(0);
 }
 
+/* ---- whether values changed ------------------------------------------------ */
+PetscErrorCode RsValueStateGet(RsValueState *s, Mat A, Mat B)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectGetId((PetscObject)A, &s->id[0]));
+  PetscCall(PetscObjectGetId((PetscObject)B, &s->id[1]));
+  PetscCall(RsObjectStateGet((PetscObject)A, &s->state[0]));
+  PetscCall(RsObjectStateGet((PetscObject)B, &s->state[1]));
+  s->valid = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode RsValueStateTake(RsValueState *s, Mat A, Mat B, PetscBool *current)
+{
+  RsValueState now;
+
+  PetscFunctionBegin;
+  *current = PETSC_FALSE;
+  if (!s->valid) PetscFunctionReturn(0);
+  s->valid = PETSC_FALSE;
+  PetscCall(RsValueStateGet(&now, A, B));
+  *current = (PetscBool)(now.id[0] == s->id[0] && now.id[1] == s->id[1] && now.state[0] == s->state[0] && now.state[1] == s->state[1]);
+  PetscFunctionReturn(0);
+}
+
 /* ---- one rusparse product Z = op(X) * Y -------------------------------------- */
 PetscErrorCode RsStageDestroy(RsStage *st)
 {
@@ -266,7 +291,8 @@ typedef struct {
   RsCsr            ap; /* PtAP's A*P, in ap_i, ap_j, ap_a */
   PetscInt        *ap_i, *ap_j;
   PetscScalar     *ap_a;
-  RsPatternState   state; /* A's, B's and C's patterns after the symbolic phase */
+  RsPatternState   state;  /* A's, B's and C's patterns after the symbolic phase */
+  RsValueState     values; /* A's and B's values C was computed from in the symbolic phase */
 } RsProduct;
 
 static PetscErrorCode RsProductDestroy(void *data)
@@ -296,6 +322,10 @@ static PetscErrorCode RsProductNumeric(Mat C)
   PetscCall(RsProductGetInfo(C, &info));
   PetscCall(RsProductGetData(C, (void **)&p));
   PetscCheck(p, PetscObjectComm((PetscObject)C), PETSC_ERR_ORDER, "rusparse: the numeric phase ran before the symbolic phase");
+  /* Right after the symbolic phase, which computed C: nothing to do unless
+     A's or B's values changed since. */
+  PetscCall(RsValueStateTake(&p->values, info.A, info.B, &same));
+  if (same) PetscFunctionReturn(0);
   PetscCall(RsCsrOfMat(info.A, &a));
   PetscCall(RsCsrOfMat(info.B, &b));
   PetscCall(MatSeqAIJGetCSRAndMemType(C, &ci, &cj, NULL, &mtype));
@@ -365,6 +395,9 @@ static PetscErrorCode RsProductSymbolic(Mat C)
   case MATPRODUCT_PtAP:
     p->num_stages = 2;
     PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[0], N, &a, &b, &p->ap_i, &p->ap_j, &p->ap_a, &p->ap.nnz));
+    /* A*P's values (copied: rusparse summed them as it listed A*P), so
+       that the second stage lists C's values with its structure. */
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, p->ap_i, p->ap_j, p->ap_a, PETSC_TRUE));
     p->ap.rows = a.rows;
     p->ap.cols = b.cols;
     p->ap.i    = p->ap_i;
@@ -386,6 +419,24 @@ static PetscErrorCode RsProductSymbolic(Mat C)
   PetscCall(MatSetType(C, type));
   PetscCall(RsSetStructure(C, m, ci, cj));
   PetscCall(RsPatternStateGet(&p->state, info.A, info.B, C));
+  /* C's values: the last stage's numeric phase copies those rusparse summed
+     as it listed C's structure (it checks that A's and B's values are
+     still those). The numeric phase right after finds C current. */
+  {
+    const PetscInt *cci, *ccj;
+    PetscScalar    *cca;
+    PetscMemType    mtype;
+    RsStage        *last = &p->stage[p->num_stages - 1];
+
+    PetscCall(MatSeqAIJGetCSRAndMemType(C, &cci, &ccj, NULL, &mtype));
+    PetscCall(MatSeqAIJGetArrayWrite(C, &cca));
+    PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+    if (p->type == MATPRODUCT_PtAP) PetscCall(RsStageNumeric(p->handle, p->settings.alg, last, &b, &p->ap, (PetscInt *)cci, (PetscInt *)ccj, cca, PETSC_TRUE));
+    else PetscCall(RsStageNumeric(p->handle, p->settings.alg, last, &a, &b, (PetscInt *)cci, (PetscInt *)ccj, cca, PETSC_TRUE));
+    PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+    PetscCall(MatSeqAIJRestoreArrayWrite(C, &cca));
+  }
+  PetscCall(RsValueStateGet(&p->values, info.A, info.B));
   PetscCall(PetscFree(ci));
   PetscCall(PetscFree(cj));
   PetscCall(PetscFree(ca));

@@ -104,6 +104,24 @@ typedef struct {
 PetscErrorCode RsPatternStateGet(RsPatternState *, Mat A, Mat B, Mat C);
 PetscErrorCode RsPatternStateSame(const RsPatternState *, Mat A, Mat B, Mat C, PetscBool *same);
 
+/* The values of a product's A and B that its C was computed from in the
+   symbolic phase: their identities and object states (PETSc raises a
+   matrix's state whenever its values may have changed: MatSetValues and
+   assembly, MatScale, an array got for writing). The symbolic phase
+   computes C's values too (rusparse sums them as it lists C's structure),
+   and the numeric phase right after it (MatProductNumeric of the first
+   product) finds C current when the states are still these. */
+typedef struct {
+  PetscBool        valid; /* C holds the product of these values */
+  PetscInt64       id[2];
+  PetscObjectState state[2];
+} RsValueState;
+
+PetscErrorCode RsValueStateGet(RsValueState *, Mat A, Mat B);
+/* Whether C still holds the product of A's and B's values (*current); the
+   state is spent either way (one numeric phase at most skips its work). */
+PetscErrorCode RsValueStateTake(RsValueState *, Mat A, Mat B, PetscBool *current);
+
 /* One rusparse product Z = op(X) * Y through the reuse flow. */
 typedef struct {
   rusparseOperation_t   op;

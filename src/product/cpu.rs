@@ -10,8 +10,8 @@ use crate::backend::cpu::memory::{upper_temporary_entries, RowBounds};
 use crate::backend::cpu::scratch::{bytes_of, Scratch};
 use crate::backend::cpu::ScratchPool;
 use crate::backend::cpu::{
-    CpuBackend, ListedColumns, NumericOutput, Operand, SplitInput, SplitRows, SymbolicOutput,
-    UpperChunk, LISTED_BLOCK_ENTRIES,
+    CpuBackend, ListedColumns, ListedValues, NumericOutput, Operand, SplitInput, SplitRows,
+    SymbolicOutput, UpperChunk, LISTED_BLOCK_ENTRIES,
 };
 use crate::context::Context;
 use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView, SplitValues};
@@ -85,6 +85,12 @@ pub(crate) struct CpuPlan<I, J> {
     /// C's columns kept by the symbolic phase, until the structure is
     /// written.
     listed: ListedStore<J>,
+    /// C's values listed by the symbolic phase with its columns (when A
+    /// and B had values then), until the next numeric phase, which copies
+    /// them when A's and B's values are still those.
+    listed_values: Mutex<Option<UpperStore>>,
+    /// Bytes of one value of C.
+    value_bytes: u64,
     /// The fingerprint and index base of C's columns as the Rust API's
     /// [`SpgemmPlan::write_structure`] last wrote them: a values-only output
     /// on the same columns then needs no per-column product counts
@@ -576,6 +582,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 structure_first,
                 list_in_symbolic: false,
                 listed: ListedStore(Mutex::new(None)),
+                listed_values: Mutex::new(None),
+                value_bytes: std::mem::size_of::<T>() as u64,
                 written: Mutex::new(None),
                 pattern_check: PatternCheck::Hash,
             })
@@ -601,12 +609,16 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// values (the C ABI's reuse flow: `reuse_nnz`, `reuse_copy`, then
     /// `reuse_compute`). The symbolic phase then keeps C's columns as it
     /// counts them, and the structure phase copies them, instead of a
-    /// counting pass and a listing pass over the products. Not under a
-    /// memory budget, nor when the columns might not fit in the memory the
-    /// system has left: the kept columns' blocks (at most 4 * nprod
-    /// indices: a block is left when the next row does not fit, so it is
-    /// half full, or the row that did not fit is at least half its size)
-    /// are added to the plan's peak bound. Without a budget, an automatic
+    /// counting pass and a listing pass over the products. When A and B
+    /// have values then, it also sums the products beside the columns, and
+    /// the numeric phase that follows copies those values if A's and B's
+    /// are still the same (their fingerprints), instead of computing every
+    /// product again. Not under a memory budget, nor when the columns
+    /// might not fit in the memory the system has left: the kept columns'
+    /// and values' blocks (at most 4 * nprod of each: a block is left when
+    /// the next row does not fit, so it is half full, or the row that did
+    /// not fit is at least half its size) are added to the plan's peak
+    /// bound. Without a budget, an automatic
     /// choice of BRMerge-Upper also becomes the dense accumulator where it
     /// fits ([`for_structure_first`]), with that algorithm's peak bound.
     pub(crate) fn expect_structure_first(&mut self) {
@@ -617,7 +629,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             self.selected = algorithm;
             self.peak_bound = peak;
         }
-        let index = std::mem::size_of::<J>() as u64;
+        // The columns, and the values listed beside them.
+        let index = std::mem::size_of::<J>() as u64 + self.value_bytes;
         let chunks = self.work.bounds().len().saturating_sub(1) as u64;
         let bytes = self
             .work
@@ -755,6 +768,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     ) -> Result<usize> {
         self.upper = None;
         self.listed.put(None);
+        *self
+            .listed_values
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
         if self.selected != Algorithm::BrmergeUpper {
             // A kept temporary C serves only BRMerge-Upper; held while
             // another product runs, it would keep that product from the
@@ -810,10 +827,46 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     })
                 }
                 None => {
-                    let listed = if self.list_in_symbolic {
-                        backend.listing_symbolic(&ra, &rb, &self.work, &mut counts[1..])?
-                    } else {
+                    let listed = if !self.list_in_symbolic {
                         None
+                    } else if has_values(a) && has_values(b) {
+                        // The values too, for the numeric phase to copy.
+                        let (mut sa, mut sb) = (Vec::new(), Vec::new());
+                        let (av, bv) = (self.a.values(a, &mut sa)?, self.b.values(b, &mut sb)?);
+                        let (oa, ob) = (
+                            Operand {
+                                pattern: ra,
+                                values: av,
+                            },
+                            Operand {
+                                pattern: rb,
+                                values: bv,
+                            },
+                        );
+                        let work = &self.work;
+                        match backend.listing_symbolic_with_values(
+                            &oa,
+                            &ob,
+                            work,
+                            &mut counts[1..],
+                        )? {
+                            Some((cols, vals)) => {
+                                let bytes = vals.iter().map(|v| v.len()).sum::<usize>()
+                                    * std::mem::size_of::<T>();
+                                *self
+                                    .listed_values
+                                    .lock()
+                                    .unwrap_or_else(PoisonError::into_inner) = Some(UpperStore {
+                                    chunks: Arc::new(vals),
+                                    values: self.value_fingerprints(a, b),
+                                    bytes,
+                                });
+                                Some(cols)
+                            }
+                            None => None,
+                        }
+                    } else {
+                        backend.listing_symbolic(&ra, &rb, &self.work, &mut counts[1..])?
                     };
                     if listed.is_none() {
                         backend.symbolic(
@@ -870,6 +923,33 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         let u = self.upper.as_ref()?;
         let chunks = u.chunks.downcast_ref::<Vec<UpperChunk<T, J>>>()?;
         (u.values == self.value_fingerprints(a, b)).then_some(chunks)
+    }
+
+    /// The values the symbolic phase listed, when A's and B's values are
+    /// still those they were summed from (their fingerprints); taken
+    /// either way, as they serve the first numeric phase after the
+    /// symbolic phase at most (stale ones go to the context's scratch
+    /// pool).
+    fn take_listed_values<T: Scalar>(
+        &self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+    ) -> Option<Vec<ListedValues<T>>> {
+        let store = self
+            .listed_values
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        let chunks = store.chunks.downcast::<Vec<ListedValues<T>>>().ok()?;
+        let chunks = Arc::try_unwrap(chunks).ok()?;
+        if store.values == self.value_fingerprints(a, b) {
+            return Some(chunks);
+        }
+        for chunk in chunks {
+            chunk.keep(ctx.scratch());
+        }
+        None
     }
 
     /// Fingerprints of A's and B's values; `(0, 0)` for the plan of one
@@ -1073,6 +1153,42 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             }
             let offsets = self.offsets()?;
             let backend = self.backend(ctx);
+            // The values the symbolic phase listed, on the structure it
+            // listed (the reuse flow's first values): copied when A's and
+            // B's values are still those. A's split values never match
+            // (A's array is then empty).
+            let listed = self.take_listed_values(ctx, a, b);
+            if let Some(listed) = listed {
+                let copies = pattern_checked
+                    && col_indices.is_none()
+                    && (values.is_some() || split.is_some());
+                if copies {
+                    let values = values.as_deref_mut().unwrap_or_default();
+                    let result = backend.listed_numeric(
+                        &listed,
+                        &self.work,
+                        NumericOutput {
+                            offsets,
+                            cols: None,
+                            sorted,
+                            values,
+                            base: base.offset(),
+                            alpha,
+                            beta,
+                            pattern,
+                            pattern_checked,
+                            split: split.as_mut().map(CheckedSplit::rows),
+                        },
+                    );
+                    for chunk in listed {
+                        chunk.keep(ctx.scratch());
+                    }
+                    return result;
+                }
+                for chunk in listed {
+                    chunk.keep(ctx.scratch());
+                }
+            }
             // BRMerge-Upper's temporary C was computed from A's array.
             let upper = a_split.is_none().then(|| self.fresh_upper(a, b)).flatten();
             if let (Some(values), Some(chunks)) = (values.as_deref_mut(), upper) {
@@ -1764,6 +1880,118 @@ mod tests {
                 assert_eq!(&ro[..], want.row_offsets(), "{at}");
                 assert_eq!(&cols[..], want.col_indices(), "{at}");
             }
+        }
+    }
+
+    /// The reuse flow's symbolic phase also sums C's values when A and B
+    /// have values, and the numeric phase after the structure copies them
+    /// (α and β applied, one array or split between two) only while A's
+    /// and B's values are those: the values are those of the numeric
+    /// phase bit for bit, they serve one numeric phase, and values changed
+    /// in between are multiplied, not the listed ones copied.
+    #[test]
+    fn listed_values_serve_the_first_numeric_phase_while_current() {
+        let (a, b) = listing_operands();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        // A's values changed, same pattern.
+        let other: Vec<f64> = a.values().iter().map(|v| 0.5 - v).collect();
+        let changed = CsrView::try_new(
+            a.nrows(),
+            a.ncols(),
+            a.row_offsets(),
+            a.col_indices(),
+            &other,
+            IndexBase::Zero,
+        )
+        .unwrap();
+        for threads in [1, 2, 3] {
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            let plan_for = |keep: bool| {
+                let mut plan =
+                    CpuPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, Algorithm::Dense)
+                        .unwrap();
+                if keep {
+                    plan.expect_structure_first();
+                }
+                let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+                assert_eq!(plan.listed_values.lock().unwrap().is_some(), keep);
+                let (_, cols) =
+                    written_structure(&plan, &ctx, (&a, &b), nnz, IndexBase::One).unwrap();
+                let cols: Vec<i32> = cols.iter().map(|c| c + 1).collect();
+                // As the Rust API's `write_structure` does: a values-only
+                // output on these columns is then C's known structure.
+                plan.remember_written(&ctx, Some((&cols, IndexBase::One)));
+                (plan, cols)
+            };
+            // C = 2·A·B + 0.5·C on C's known structure, from A's values `av`.
+            let values =
+                |plan: &CpuPlan<i64, i32>, cols: &[i32], av: &CsrView<'_, f64, i64, i32>| {
+                    let mut v = vec![3.0; cols.len()];
+                    let out =
+                        CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, cols, IndexBase::One);
+                    plan.numeric(&ctx, av, &b.view(), 2.0, 0.5, out).unwrap();
+                    v
+                };
+            let at = format!("{threads} threads");
+            let (plain, cols) = plan_for(false);
+            let want = values(&plain, &cols, &a.view());
+            let want_changed = values(&plain, &cols, &changed);
+            let (kept, kept_cols) = plan_for(true);
+            assert_eq!(kept_cols, cols, "{at}");
+            assert_eq!(bits(&values(&kept, &cols, &a.view())), bits(&want), "{at}");
+            assert!(kept.listed_values.lock().unwrap().is_none(), "{at}");
+            // Computed again, from the values given.
+            assert_eq!(
+                bits(&values(&kept, &cols, &changed)),
+                bits(&want_changed),
+                "{at}"
+            );
+            assert_eq!(bits(&values(&kept, &cols, &a.view())), bits(&want), "{at}");
+            // A's values changed between the symbolic and numeric phases.
+            let (kept, _) = plan_for(true);
+            assert_eq!(
+                bits(&values(&kept, &cols, &changed)),
+                bits(&want_changed),
+                "{at}"
+            );
+            assert!(kept.listed_values.lock().unwrap().is_none(), "{at}");
+
+            // Split between two arrays, each row at its own point.
+            let (kept, _) = plan_for(true);
+            let m = a.nrows();
+            let ro = plain.offsets().unwrap().to_vec();
+            let len = |i: usize| ro[i + 1] - ro[i];
+            let cut = |i: usize| (i * 5 + 1) % (len(i) + 1);
+            let (mut fo, mut so) = (vec![1i64], vec![1i64]);
+            for i in 0..m {
+                fo.push(fo[i] + cut(i) as i64);
+                so.push(so[i] + (len(i) - cut(i)) as i64);
+            }
+            let (mut first, mut second) =
+                (vec![3.0; fo[m] as usize - 1], vec![3.0; so[m] as usize - 1]);
+            let split = SplitValues {
+                first_offsets: &fo,
+                first: &mut first,
+                second_offsets: &so,
+                second: &mut second,
+            };
+            let out =
+                CsrOutput::<f64, i64, i32>::split_values_on_pattern(split, &cols, IndexBase::One);
+            kept.numeric(&ctx, &a.view(), &b.view(), 2.0, 0.5, out)
+                .unwrap();
+            assert!(kept.listed_values.lock().unwrap().is_none(), "{at}");
+            let joined: Vec<f64> = (0..m)
+                .flat_map(|i| {
+                    let (f, s) = (fo[i] as usize - 1, so[i] as usize - 1);
+                    first[f..f + cut(i)]
+                        .iter()
+                        .chain(&second[s..s + len(i) - cut(i)])
+                        .copied()
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            assert_eq!(bits(&joined), bits(&want), "{at}");
         }
     }
 

@@ -840,6 +840,14 @@ impl<J: Index> ListedColumns<J> {
     /// row's slice.
     #[inline]
     fn push_row(&mut self, n: usize, scratch: &ScratchPool) -> Result<&mut [J]> {
+        let (k, at) = self.reserve(n, scratch)?;
+        Ok(&mut self.blocks[k].0[at..at + n])
+    }
+
+    /// [`ListedColumns::push_row`], returning the row's block and where it
+    /// starts in it.
+    #[inline]
+    fn reserve(&mut self, n: usize, scratch: &ScratchPool) -> Result<(usize, usize)> {
         let fits = self
             .blocks
             .last()
@@ -859,10 +867,11 @@ impl<J: Index> ListedColumns<J> {
             )?;
             self.blocks.push((block, 0));
         }
-        let (block, used) = self.blocks.last_mut().expect("a block was just made");
+        let k = self.blocks.len() - 1;
+        let used = &mut self.blocks[k].1;
         let at = *used;
         *used += n;
-        Ok(&mut block[at..at + n])
+        Ok((k, at))
     }
 
     /// Lists the last row listed (its `n` columns) once more.
@@ -879,6 +888,14 @@ impl<J: Index> ListedColumns<J> {
             new[0].0[..n].copy_from_slice(&old[last].0[start..start + n]);
         }
         Ok(())
+    }
+
+    /// Where the last row listed (its `n` columns) lies: its block, its
+    /// start there and the block's length.
+    fn last_row(&self, n: usize) -> (usize, usize, usize) {
+        let k = self.blocks.len() - 1;
+        let (block, used) = &self.blocks[k];
+        (k, used - n, block.len())
     }
 
     /// Number of columns listed.
@@ -915,6 +932,110 @@ impl<J: Index> ListedColumns<J> {
     }
 }
 
+/// C's values (unscaled sums) listed with its columns by a symbolic phase
+/// given A's and B's values ([`list_rows_with_values`]): block `k` holds
+/// the values of the rows in block `k` of the chunk's [`ListedColumns`],
+/// at the same positions. They outlive the columns (which the structure
+/// phase takes), so that the numeric phase after it can copy them instead
+/// of computing every product a second time.
+pub(crate) struct ListedValues<T> {
+    /// Each block with the number of its entries in use.
+    blocks: Vec<(Vec<T>, usize)>,
+}
+
+/// A block of [`ListedValues`] kept in the context's scratch pool between
+/// products (as [`ListedBlock`]).
+struct ListedValueBlock<T>(Vec<T>);
+
+impl<T: Scalar> Scratch for ListedValueBlock<T> {
+    fn bytes(&self) -> usize {
+        bytes_of(&self.0)
+    }
+}
+
+impl<T: Scalar> ListedValues<T> {
+    /// The slots of the values of a row of `n` entries listed in block `k`
+    /// of the columns, at `at`, that block being `len` long (a block from
+    /// `scratch`, or a new one, when the values have no block `k` yet).
+    #[inline]
+    fn row(
+        &mut self,
+        (k, at, len): (usize, usize, usize),
+        n: usize,
+        scratch: &ScratchPool,
+    ) -> Result<&mut [T]> {
+        while self.blocks.len() <= k {
+            let ListedValueBlock(block) = scratch.take_or_make(
+                |b: &ListedValueBlock<T>| b.0.len() >= len,
+                || {
+                    try_vec(len, T::zero(), "C's values listed by the symbolic phase")
+                        .map(ListedValueBlock)
+                },
+            )?;
+            self.blocks.push((block, 0));
+        }
+        let (block, used) = &mut self.blocks[k];
+        *used = at + n;
+        Ok(&mut block[at..at + n])
+    }
+
+    /// Number of values listed.
+    pub(crate) fn len(&self) -> usize {
+        self.blocks.iter().map(|(_, used)| used).sum()
+    }
+
+    /// The values listed, block by block, in C's order.
+    pub(crate) fn parts(&self) -> impl Iterator<Item = &[T]> {
+        self.blocks.iter().map(|(block, used)| &block[..*used])
+    }
+
+    /// Calls `f` with each of the chunk's rows, in order, whose lengths
+    /// `lens` gives (a row never spans two blocks).
+    ///
+    /// # Errors
+    /// [`crate::Error::InternalError`] when the rows do not fit the blocks
+    /// as listed.
+    pub(crate) fn for_each_row(
+        &self,
+        lens: impl Iterator<Item = usize>,
+        mut f: impl FnMut(&[T]),
+    ) -> Result<()> {
+        let mut parts = self.parts();
+        let mut part: &[T] = &[];
+        for len in lens {
+            while part.is_empty() && len > 0 {
+                part = parts.next().ok_or_else(too_few_listed)?;
+            }
+            if part.len() < len {
+                return Err(too_few_listed());
+            }
+            let (row, rest) = part.split_at(len);
+            f(row);
+            part = rest;
+        }
+        if !part.is_empty() || parts.any(|p| !p.is_empty()) {
+            return Err(too_few_listed());
+        }
+        Ok(())
+    }
+
+    /// Gives the blocks to `scratch` for the next listing.
+    pub(crate) fn keep(self, scratch: &ScratchPool) {
+        for (block, _) in self.blocks {
+            scratch.give(ListedValueBlock(block));
+        }
+    }
+}
+
+/// Listed values that do not match C's rows (never: they come from the
+/// same pass as C's row sizes).
+#[cold]
+fn too_few_listed() -> crate::Error {
+    crate::Error::InternalError(
+        "the values listed by the symbolic phase do not match C's rows".into(),
+    )
+}
+
 /// The size to expect of a row of at most `limit` columns in
 /// [`list_rows_unsized`], which decides between the bit map and stamps:
 /// the share of columns to products of the chunk's rows accumulated so far
@@ -946,21 +1067,68 @@ pub(super) fn list_rows_unsized<I: Index, J: Index>(
     chunk: Chunk<'_>,
     counts: &mut [usize],
 ) -> Result<ListedColumns<J>> {
+    let none: &[f32] = &[];
+    let (a, b) = (
+        &Operand {
+            pattern: *a,
+            values: none,
+        },
+        &Operand {
+            pattern: *b,
+            values: none,
+        },
+    );
+    list_rows_with::<false, f32, I, J>(a, b, chunk, counts).map(|(cols, _)| cols)
+}
+
+/// [`list_rows_unsized`] that also sums each row's products: C's values,
+/// unscaled, into the [`ListedValues`] returned, each as the numeric
+/// phase on C's known structure computes it (from zero, in stored order),
+/// so bit for bit the values that phase would write.
+pub(super) fn list_rows_with_values<T: Scalar, I: Index, J: Index>(
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    chunk: Chunk<'_>,
+    counts: &mut [usize],
+) -> Result<(ListedColumns<J>, ListedValues<T>)> {
+    list_rows_with::<true, T, I, J>(a, b, chunk, counts)
+}
+
+/// [`list_rows_unsized`], with C's values when `VALUES` (a copy of the
+/// loop of its own, so that listing alone tests nothing more per row).
+fn list_rows_with<const VALUES: bool, T: Scalar, I: Index, J: Index>(
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    chunk: Chunk<'_>,
+    counts: &mut [usize],
+) -> Result<(ListedColumns<J>, ListedValues<T>)> {
     let Chunk {
         rows,
         work,
         scratch,
         b_canonical,
     } = chunk;
+    let (ap, bp) = (&a.pattern, &b.pattern);
     // A row has at most its products' and op(B)'s columns.
     let limit_of = |i: usize| {
         usize::try_from(work.row(i))
             .unwrap_or(usize::MAX)
-            .min(b.ncols)
+            .min(bp.ncols)
     };
     let longest = rows.clone().map(limit_of).max().unwrap_or(0);
-    let mut ws = Workspace::<f32>::take(scratch, b.ncols, longest, false, b_canonical)?;
+    let mut ws = Workspace::<T>::take(scratch, bp.ncols, longest, VALUES, b_canonical)?;
     let mut out = ListedColumns { blocks: Vec::new() };
+    let mut vals = ListedValues { blocks: Vec::new() };
+    let unscaled = Scale {
+        alpha: T::one(),
+        beta: T::zero(),
+        base: 0,
+    };
+    let (av, bv) = if VALUES {
+        (Some(a.values), Some(b.values))
+    } else {
+        (None, None)
+    };
     let first = rows.start;
     let mut seen = (0usize, 0usize);
     for (c, i) in rows.enumerate() {
@@ -969,24 +1137,45 @@ pub(super) fn list_rows_unsized<I: Index, J: Index>(
             counts[c] = 0;
             continue;
         }
-        if repeats_previous(a, first, i) {
-            counts[c] = counts[c - 1];
-            if counts[c] > 0 {
-                out.repeat_last_row(counts[c], scratch)?;
+        if repeats_previous(ap, first, i) {
+            let n = counts[c - 1];
+            counts[c] = n;
+            if n > 0 {
+                out.repeat_last_row(n, scratch)?;
+                if VALUES {
+                    // `ws.previous` holds the row before's columns, as
+                    // listed.
+                    let slot = vals.row(out.last_row(n), n, scratch)?;
+                    accumulate_repeated_row(a, b, i, &mut ws, &unscaled, None, slot);
+                }
             }
             continue;
         }
         if b_canonical {
-            if let Some(k) = single_entry(a, i) {
-                let r = a.col(k);
-                counts[c] = b.row_len(r);
-                copy_cols(b, r, 0, out.push_row(counts[c], scratch)?);
+            if let Some(k) = single_entry(ap, i) {
+                let r = ap.col(k);
+                let n = bp.row_len(r);
+                counts[c] = n;
+                let (kb, at) = out.reserve(n, scratch)?;
+                copy_cols(bp, r, 0, &mut out.blocks[kb].0[at..at + n]);
+                if VALUES {
+                    let slot = vals.row(out.last_row(n), n, scratch)?;
+                    let f = a.values[k];
+                    // From zero, as the numeric phase adds (-0.0 becomes 0.0).
+                    for (d, &v) in slot.iter_mut().zip(&b.values[bp.range(r)]) {
+                        *d = T::zero() + f * v;
+                    }
+                    // For a next row of A with this row's pattern.
+                    ws.previous.clear();
+                    ws.previous
+                        .extend(bp.cols[bp.range(r)].iter().map(|c| c.as_usize() - bp.base));
+                }
                 continue;
             }
         }
         // Not knowing the row's size, expect the share of columns to
         // products of the rows before (`expected_size`).
-        let (n, span) = ws.accumulate(a, None, b, None, i, (limit, expected_size(limit, seen)));
+        let (n, span) = ws.accumulate(ap, av, bp, bv, i, (limit, expected_size(limit, seen)));
         if n > limit {
             // More products than planned: the pattern changed.
             ws.reset();
@@ -994,19 +1183,31 @@ pub(super) fn list_rows_unsized<I: Index, J: Index>(
         }
         seen = (seen.0 + n, seen.1 + limit);
         let sort =
-            !(span.is_none() && ws.take_shifted_previous(n, || first_column_shift(a, first, i)));
-        let row = match out.push_row(n, scratch) {
-            Ok(row) => row,
+            !(span.is_none() && ws.take_shifted_previous(n, || first_column_shift(ap, first, i)));
+        let (kb, at) = match out.reserve(n, scratch) {
+            Ok(at) => at,
             Err(e) => {
                 ws.reset();
                 return Err(e);
             }
         };
-        ws.emit(n, span, Some(row), None, 0, sort);
+        let row_vals = if VALUES {
+            match vals.row(out.last_row(n), n, scratch) {
+                Ok(slot) => Some((slot, &unscaled)),
+                Err(e) => {
+                    ws.reset();
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        let row = &mut out.blocks[kb].0[at..at + n];
+        ws.emit(n, span, Some(row), row_vals, 0, sort);
         counts[c] = n;
     }
     ws.keep(scratch);
-    Ok(out)
+    Ok((out, vals))
 }
 
 /// Numeric phase for the chunk's rows: `vals = alpha * row + beta * vals`,

@@ -30,7 +30,7 @@ pub mod scratch;
 mod sort_columns;
 
 pub(crate) use brmerge::UpperChunk;
-pub(crate) use dense::{ListedColumns, LISTED_BLOCK_ENTRIES};
+pub(crate) use dense::{ListedColumns, ListedValues, LISTED_BLOCK_ENTRIES};
 pub(crate) use rows::{Operand, Scale};
 pub use scratch::ScratchPool;
 
@@ -601,6 +601,94 @@ impl CpuBackend<'_> {
             dense::list_rows_unsized(a, b, self.chunk(rows, work), counts)
         })
         .map(Some)
+    }
+
+    /// [`CpuBackend::listing_symbolic`] that also lists C's values,
+    /// unscaled, beside its columns ([`ListedValues`], one per chunk), for
+    /// [`CpuBackend::listed_numeric`] to copy.
+    ///
+    /// # Errors
+    /// As [`CpuBackend::listing_symbolic`].
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn listing_symbolic_with_values<T: Scalar, I: Index, J: Index>(
+        &self,
+        a: &Operand<'_, T, I, J>,
+        b: &Operand<'_, T, I, J>,
+        work: &RowWork,
+        counts: &mut [usize],
+    ) -> Result<Option<(Vec<ListedColumns<J>>, Vec<ListedValues<T>>)>> {
+        if !self.counts_with_bitmap(b.pattern.ncols) {
+            return Ok(None);
+        }
+        let pieces = split_by_chunks(counts, work.bounds(), |r| r);
+        let chunks = try_map_pieces(with_rows(pieces, work), |(counts, rows)| {
+            dense::list_rows_with_values(a, b, self.chunk(rows, work), counts)
+        })?;
+        Ok(Some(chunks.into_iter().unzip()))
+    }
+
+    /// The numeric phase from the values a symbolic phase listed
+    /// ([`CpuBackend::listing_symbolic_with_values`], one per chunk of
+    /// `work`): `alpha * listed + beta * C` into C's values, in one array
+    /// or split between two ([`SplitRows`]); C's columns are not written
+    /// (`out.cols` must be `None`: this serves a values-only output on the
+    /// structure the listing wrote).
+    ///
+    /// # Errors
+    /// [`crate::Error::InternalError`] when the values listed do not match
+    /// C's rows.
+    pub(crate) fn listed_numeric<T: Scalar, J: Index>(
+        &self,
+        listed: &[ListedValues<T>],
+        work: &RowWork,
+        mut out: NumericOutput<'_, T, J>,
+    ) -> Result<()> {
+        let offsets = out.offsets;
+        let bounds = work.bounds();
+        if listed.len() + 1 != bounds.len() || out.cols.is_some() {
+            return Err(crate::Error::InternalError(
+                "the values listed by the symbolic phase do not match C's chunks".into(),
+            ));
+        }
+        if let Some(split) = out.split.take() {
+            let scale = Scale {
+                alpha: out.alpha,
+                beta: out.beta,
+                base: 0,
+            };
+            let jobs: Vec<_> = split.by_chunks(bounds).into_iter().zip(listed).collect();
+            return try_for_each_piece(with_rows(jobs, work), |((s, chunk), rows)| {
+                let (f0, s0) = (s.first_offsets[rows.start], s.second_offsets[rows.start]);
+                let mut i = rows.start;
+                chunk.for_each_row(rows.clone().map(|r| offsets[r + 1] - offsets[r]), |row| {
+                    let (h, t) = (
+                        s.first_offsets[i] - f0..s.first_offsets[i + 1] - f0,
+                        s.second_offsets[i] - s0..s.second_offsets[i + 1] - s0,
+                    );
+                    let (head, tail) = row.split_at(h.len().min(row.len()));
+                    scale.store_each(&mut s.first[h], head, |v| v);
+                    scale.store_each(&mut s.second[t], tail, |v| v);
+                    i += 1;
+                })
+            });
+        }
+        let (pieces, scale) = output_pieces(out, bounds);
+        try_for_each_piece(
+            pieces.into_iter().zip(listed).collect(),
+            |((vals, _), chunk)| {
+                if chunk.len() != vals.len() {
+                    return Err(crate::Error::InternalError(
+                        "the values listed by the symbolic phase do not match C's rows".into(),
+                    ));
+                }
+                let mut at = 0;
+                for part in chunk.parts() {
+                    scale.store_each(&mut vals[at..at + part.len()], part, |v| v);
+                    at += part.len();
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Numeric phase, straight into C's arrays. `a_split`: A's values are
