@@ -6,7 +6,9 @@
  *   free buffers 1 and 2 (as the sample does);
  *   SpMatGetSize(C) -> nnz; malloc C's columns and values; CsrSetPointers;
  *   reuse_copy(NULL) -> size5; malloc; reuse_copy(buffer5); free buffer 3;
- *   reuse_compute (alpha 1, beta 0)                      -> compare;
+ *   reuse_compute (alpha 1, beta 0)                      -> compare
+ *     (every third flow with A's values changed in place before it: the
+ *     values reuse_nnz summed beside C's structure are then not copied);
  *   new values of A and B in place, reuse_compute (alpha 2, beta 0) -> compare;
  *   new value arrays set with rusparseSpMatSetValues, reuse_compute
  *     (alpha, beta != 0: beta applies to the previous C)  -> compare;
@@ -315,7 +317,16 @@ static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix,
     r.b = tmat_random(&rng, opB ? n : k, opB ? k : n, 40, TM_UNSORTED | fl);
     reuse_setup(&r);
 
-    reuse_compute_and_check(&r, cplx(1, 0), cplx(0, 0), "first compute");
+    /* Every third flow: new values of A in place between reuse_nnz (which
+       sums C's values as it lists C's structure, for the first reuse_compute
+       to copy) and the first reuse_compute, which must multiply them. */
+    if (seed % 3 == 2) {
+        tmat_revalue(&rng, &r.a, cx);
+        tmat_store_values(&r.a, dt, r.A.val);
+        reuse_compute_and_check(&r, cplx(1, 0), cplx(0, 0), "first compute (A's values changed after reuse_nnz)");
+    } else {
+        reuse_compute_and_check(&r, cplx(1, 0), cplx(0, 0), "first compute");
+    }
     /* The patterns are unchanged from here on: the caller may vouch for them. */
     if (caller) CHECK(rusparseSpGEMM_setPatternCheck(r.descr, RUSPARSE_PATTERN_CHECK_CALLER));
 
