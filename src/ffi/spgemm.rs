@@ -637,7 +637,11 @@ pub unsafe extern "C" fn rusparseSpGEMMreuse_workEstimation(
 
 /// Reuse phase 2: the symbolic product; sets nnz(C) in matC. With all three
 /// buffers NULL it only writes the three sizes; with all three given it does
-/// the work; a mix is INVALID_VALUE.
+/// the work; a mix is INVALID_VALUE. On the CPU, when matA and matB have
+/// values, it also sums C's values as it lists C's structure, and keeps
+/// them (nnz(C) values, inside the descriptor) for the next
+/// `rusparseSpGEMMreuse_compute`, which copies them if A's and B's values
+/// are still those (compared by hash) instead of multiplying again.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpGEMMreuse_nnz(
     handle: rusparseHandle_t,
@@ -751,7 +755,9 @@ pub unsafe extern "C" fn rusparseSpGEMMreuse_copy(
 /// Reuse phase 4: C's values `alpha * op(A) op(B) + beta * values` on the
 /// structure written by `rusparseSpGEMMreuse_copy`, for the current values
 /// of A and B. Call it again whenever A's or B's values change (their
-/// patterns must not: INVALID_VALUE).
+/// patterns must not: INVALID_VALUE). The first call after
+/// `rusparseSpGEMMreuse_nnz` may copy the values that phase summed (see
+/// there); it hashes A's and B's values to make sure they did not change.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpGEMMreuse_compute(
     handle: rusparseHandle_t,

@@ -1995,6 +1995,44 @@ mod tests {
         }
     }
 
+    /// Values on C's known structure when the rows of A read a large op(B)
+    /// out of order (the known-structure kernel then prefetches B's rows):
+    /// the reference's values, from one and two threads.
+    #[test]
+    fn known_structure_values_with_a_large_scattered_b() {
+        let n = 200_000usize;
+        let tb: Vec<(usize, usize, f64)> = (0..n)
+            .flat_map(|r| {
+                (0..3).map(move |k| (r, (r * 7 + k * 1_009) % 5_000, 1.0 + (r % 7) as f64))
+            })
+            .collect();
+        let ta: Vec<(usize, usize, f64)> = (0..3_000usize)
+            .flat_map(|i| (0..4).map(move |k| (i, (i * 48_271 + k * 69_621) % n, 0.5 + k as f64)))
+            .collect();
+        let a = CsrMatrix::<f64, i64, i32>::from_triplets(3_000, n, &ta, IndexBase::Zero).unwrap();
+        let b = CsrMatrix::<f64, i64, i32>::from_triplets(n, 5_000, &tb, IndexBase::Zero).unwrap();
+        let want = crate::reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, 1.0).unwrap();
+        for threads in [1, 2] {
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            let plan = |ctx: &Context| {
+                CpuPlan::new(ctx, &a.view(), Op::N, &b.view(), Op::N, Algorithm::Dense)
+            };
+            let mut plan = plan(&ctx).unwrap();
+            assert!(!plan.work.b_rows_in_order() && !plan.work.b_fits_in_cache());
+            let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+            let (ro, cols) =
+                written_structure(&plan, &ctx, (&a, &b), nnz, IndexBase::Zero).unwrap();
+            assert_eq!(&ro[..], want.row_offsets());
+            plan.remember_written(&ctx, Some((&cols, IndexBase::Zero)));
+            let mut v = vec![0.0; nnz];
+            let out = CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, &cols, IndexBase::Zero);
+            plan.numeric(&ctx, &a.view(), &b.view(), 1.0, 0.0, out)
+                .unwrap();
+            assert_eq!(&v[..], want.values(), "{threads} threads");
+        }
+    }
+
     #[test]
     fn keeping_columns_refuses_a_changed_pattern_in_the_symbolic_phase() {
         let (a, b) = listing_operands();

@@ -479,11 +479,14 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     /// reuse flow does. On the CPU the symbolic phase then keeps C's sorted
     /// columns as it counts the rows, and `write_structure` copies them
     /// (once; a second call lists them again), instead of a second pass
-    /// over the products. Call it before [`SpgemmPlan::symbolic`]. It
-    /// changes nothing under a memory budget, when the kept columns might
-    /// not fit in the memory the system has left, or on a GPU; otherwise
-    /// [`SpgemmPlan::peak_memory_bound`] grows by the kept columns' bound
-    /// (4 * nprod indices). Without a budget, an automatic choice of
+    /// over the products. When A and B have values in the symbolic phase,
+    /// it sums C's values beside the columns too, and the next numeric
+    /// phase on the written structure copies them if A's and B's values are
+    /// still those (their hashes), instead of multiplying again. Call it
+    /// before [`SpgemmPlan::symbolic`]. It changes nothing under a memory
+    /// budget, when the kept columns might not fit in the memory the system
+    /// has left, or on a GPU; otherwise [`SpgemmPlan::peak_memory_bound`]
+    /// grows by the kept columns' and values' bound (4 * nprod of each). Without a budget, an automatic choice of
     /// BRMerge-Upper also becomes the dense accumulator where op(B) is
     /// narrow enough for it ([`SpgemmPlan::selected_algorithm`] says so):
     /// BRMerge-Upper's advantage, a numeric phase that copies the values
