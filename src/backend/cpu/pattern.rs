@@ -499,6 +499,19 @@ fn gather_row<S: Slot<T>, T: Scalar, J: Index>(
 ) -> Result<u64> {
     let c_base = scale.base;
     let mut counted = 0u64;
+    // α = 1, β = 0 (PETSc's products, every reuse_compute of a plain
+    // product): the sums as they are, no multiply nor test per entry
+    // (GAMG's A·P at 64³, one thread, three alternating rounds: 17.2 ->
+    // 16.8 ms).
+    if !S::COUNTED && scale.alpha == T::one() && scale.beta == T::zero() {
+        for (d, &c) in out.iter_mut().zip(cols) {
+            let Some(cell) = columns.get_mut(c.as_usize().wrapping_sub(c_base)) else {
+                return Err(bad_column(i, row, c, (c_base, ncols)));
+            };
+            *d = std::mem::replace(cell, S::zero()).sum();
+        }
+        return Ok(0);
+    }
     for (d, &c) in out.iter_mut().zip(cols) {
         // One test for both ends of the range: below C's base the index
         // wraps to a huge value.
