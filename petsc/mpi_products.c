@@ -793,13 +793,51 @@ static RsCsr RsMpiProductAp(const RsMpiProduct *p)
   return ap;
 }
 
+/* The product's values for its factors' current values: the local
+   products (PtAP's A_loc * P_ext too, unless `ap_current`), then C's values
+   from Z's, exchanged (AtB, PtAP), or written by rusparse straight into C's
+   blocks (RsMpiProductInPlace). X is A's own rows `x`, whose values rusparse
+   reads from A's blocks when `a_blocks` (RsMpiProductReadsBlocks), else
+   from x->a. Collective. */
+static PetscErrorCode RsMpiProductCompute(Mat C, const RsProductInfo *info, RsMpiProduct *p, const RsCsr *x, PetscBool a_blocks, PetscBool ap_current)
+{
+  RsCsr y, ap;
+  Mat   A = a_blocks ? info->A : NULL;
+
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info->A, info->B, C, 0));
+  switch (p->type) {
+  case MATPRODUCT_AB:
+    y = RsRowsView(&p->y, p->y.rows);
+    PetscCall(RsStageNumericSplit(A, RsMpiProductInPlace(p) ? C : NULL, p->handle, p->settings.alg, &p->stage[0], x, &y, p->z_i, p->z_j, p->z_a));
+    break;
+  case MATPRODUCT_AtB:
+    y = RsRowsView(&p->y, p->y.own_rows);
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], x, &y, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
+    break;
+  default: /* PtAP */
+    y  = RsRowsView(&p->y, p->y.rows);
+    ap = RsMpiProductAp(p);
+    if (!ap_current) PetscCall(RsStageNumericSplit(A, NULL, p->handle, p->settings.alg, &p->stage[0], x, &y, p->ap_i, p->ap_j, p->ap_a));
+    y = RsRowsView(&p->y, p->y.own_rows);
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
+  }
+  PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info->A, info->B, C, 0));
+  if (RsMpiProductInPlace(p)) PetscFunctionReturn(0); /* C written in place */
+
+  PetscCall(PetscLogEventBegin(RS_LOG_MPI_WRITE_C, info->A, info->B, C, 0));
+  PetscCall(RsOutNumeric(C, &p->out, p->z_i, p->z_a));
+  PetscCall(PetscLogEventEnd(RS_LOG_MPI_WRITE_C, info->A, info->B, C, 0));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode RsMpiProductNumeric(Mat C)
 {
   RsProductInfo info;
   RsMpiProduct *p;
   PetscBool     changed = PETSC_FALSE, y_copied = PETSC_FALSE, any[2];
   MPI_Comm      comm;
-  RsCsr         x, y, ap;
+  RsCsr         x;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectGetComm((PetscObject)C, &comm));
@@ -838,29 +876,7 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
      symbolic phase and never changed since, and the factors' patterns were
      just checked against them: rusparse need not hash them again. */
   x = RsRowsView(&p->x, p->x.own_rows);
-  PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
-  switch (p->type) {
-  case MATPRODUCT_AB:
-    y = RsRowsView(&p->y, p->y.rows);
-    PetscCall(RsStageNumericSplit(RsMpiProductReadsBlocks(p) ? info.A : NULL, RsMpiProductInPlace(p) ? C : NULL, p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
-    break;
-  case MATPRODUCT_AtB:
-    y = RsRowsView(&p->y, p->y.own_rows);
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
-    break;
-  default: /* PtAP */
-    y  = RsRowsView(&p->y, p->y.rows);
-    ap = RsMpiProductAp(p);
-    PetscCall(RsStageNumericSplit(RsMpiProductReadsBlocks(p) ? info.A : NULL, NULL, p->handle, p->settings.alg, &p->stage[0], &x, &y, p->ap_i, p->ap_j, p->ap_a));
-    y = RsRowsView(&p->y, p->y.own_rows);
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
-  }
-  PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
-  if (RsMpiProductInPlace(p)) PetscFunctionReturn(0); /* C written in place */
-
-  PetscCall(PetscLogEventBegin(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
-  PetscCall(RsOutNumeric(C, &p->out, p->z_i, p->z_a));
-  PetscCall(PetscLogEventEnd(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
+  PetscCall(RsMpiProductCompute(C, &info, p, &x, RsMpiProductReadsBlocks(p), PETSC_FALSE));
   PetscFunctionReturn(0);
 }
 
@@ -969,29 +985,10 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   if (RsMpiProductInPlace(p)) PetscCall(PetscFree(p->z_a));
 
   /* C's values: the last stage's numeric phase copies those rusparse summed
-     (it checks that the values are still those), and Z's are written into
-     C (or, in place, straight into C's blocks). */
-  PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
-  switch (info.type) {
-  case MATPRODUCT_AB:
-    y = RsRowsView(&p->y, p->y.rows);
-    PetscCall(RsStageNumericSplit(NULL, RsMpiProductInPlace(p) ? C : NULL, p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a));
-    break;
-  case MATPRODUCT_AtB:
-    y = RsRowsView(&p->y, p->y.own_rows);
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
-    break;
-  default: /* PtAP */
-    y = RsRowsView(&p->y, p->y.own_rows);
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
-  }
-  PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
+     (it checks that the values are still those; PtAP's A_loc * P_ext has
+     its values already), with A's rows' values merged as listed. */
+  PetscCall(RsMpiProductCompute(C, &info, p, &x, PETSC_FALSE, PETSC_TRUE));
   PetscCall(PetscFree(xa));
-  if (!RsMpiProductInPlace(p)) {
-    PetscCall(PetscLogEventBegin(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
-    PetscCall(RsOutNumeric(C, &p->out, p->z_i, p->z_a));
-    PetscCall(PetscLogEventEnd(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
-  }
   PetscCall(RsValuesOf(info.A, &p->a_values));
   PetscCall(RsValuesOf(info.B, &p->b_values));
   p->computed = PETSC_TRUE;

@@ -1836,6 +1836,36 @@ mod tests {
         )
     }
 
+    /// One-based offsets of two arrays that split each row of C (zero-based
+    /// row offsets `ro`) at its own point, `(i * 5 + 1) % (len + 1)`, and
+    /// the two arrays, filled with `fill`.
+    fn split_rows(ro: &[usize], fill: f64) -> (Vec<i64>, Vec<i64>, Vec<f64>, Vec<f64>) {
+        let m = ro.len() - 1;
+        let (mut fo, mut so) = (vec![1i64], vec![1i64]);
+        for i in 0..m {
+            let len = ro[i + 1] - ro[i];
+            let cut = (i * 5 + 1) % (len + 1);
+            fo.push(fo[i] + cut as i64);
+            so.push(so[i] + (len - cut) as i64);
+        }
+        let (nf, ns) = (fo[m] as usize - 1, so[m] as usize - 1);
+        (fo, so, vec![fill; nf], vec![fill; ns])
+    }
+
+    /// C's values read back, row by row, from the two arrays of
+    /// [`split_rows`].
+    fn join_rows((fo, so): (&[i64], &[i64]), (first, second): (&[f64], &[f64])) -> Vec<f64> {
+        let part = |o: &[i64], i: usize| o[i] as usize - 1..o[i + 1] as usize - 1;
+        (0..fo.len() - 1)
+            .flat_map(|i| {
+                first[part(fo, i)]
+                    .iter()
+                    .chain(&second[part(so, i)])
+                    .copied()
+            })
+            .collect()
+    }
+
     /// C's structure as `plan.write_structure` writes it with `base`, read
     /// back zero-based; `cols` entries long (an error when that is not nnz).
     fn written_structure(
@@ -1959,17 +1989,7 @@ mod tests {
 
             // Split between two arrays, each row at its own point.
             let (kept, _) = plan_for(true);
-            let m = a.nrows();
-            let ro = plain.offsets().unwrap().to_vec();
-            let len = |i: usize| ro[i + 1] - ro[i];
-            let cut = |i: usize| (i * 5 + 1) % (len(i) + 1);
-            let (mut fo, mut so) = (vec![1i64], vec![1i64]);
-            for i in 0..m {
-                fo.push(fo[i] + cut(i) as i64);
-                so.push(so[i] + (len(i) - cut(i)) as i64);
-            }
-            let (mut first, mut second) =
-                (vec![3.0; fo[m] as usize - 1], vec![3.0; so[m] as usize - 1]);
+            let (fo, so, mut first, mut second) = split_rows(plain.offsets().unwrap(), 3.0);
             let split = SplitValues {
                 first_offsets: &fo,
                 first: &mut first,
@@ -1981,16 +2001,7 @@ mod tests {
             kept.numeric(&ctx, &a.view(), &b.view(), 2.0, 0.5, out)
                 .unwrap();
             assert!(kept.listed_values.lock().unwrap().is_none(), "{at}");
-            let joined: Vec<f64> = (0..m)
-                .flat_map(|i| {
-                    let (f, s) = (fo[i] as usize - 1, so[i] as usize - 1);
-                    first[f..f + cut(i)]
-                        .iter()
-                        .chain(&second[s..s + len(i) - cut(i)])
-                        .copied()
-                        .collect::<Vec<_>>()
-                })
-                .collect();
+            let joined = join_rows((&fo, &so), (&first, &second));
             assert_eq!(bits(&joined), bits(&want), "{at}");
         }
     }
@@ -2225,15 +2236,8 @@ mod tests {
             let (ro, cols) = written_structure(&plan, &ctx, (a, b), nnz, base).unwrap();
             let cols: Vec<i32> = cols.iter().map(|c| c + 1).collect();
             let m = a.nrows();
-            let len = |i: usize| (ro[i + 1] - ro[i]) as usize;
-            let cut = |i: usize| (i * 5 + 1) % (len(i) + 1);
-            let (mut fo, mut so) = (vec![1i64], vec![1i64]);
-            for i in 0..m {
-                fo.push(fo[i] + cut(i) as i64);
-                so.push(so[i] + (len(i) - cut(i)) as i64);
-            }
-            let (mut first, mut second) =
-                (vec![7.0; fo[m] as usize - 1], vec![7.0; so[m] as usize - 1]);
+            let ro: Vec<usize> = ro.iter().map(|&r| r as usize).collect();
+            let (fo, so, mut first, mut second) = split_rows(&ro, 7.0);
             let run = |fo: &[i64], so: &[i64], first: &mut [f64], second: &mut [f64], beta| {
                 let split = SplitValues {
                     first_offsets: fo,
@@ -2245,15 +2249,7 @@ mod tests {
                 plan.numeric(&ctx, &a.view(), &b.view(), 2.0, beta, out)
             };
             run(&fo, &so, &mut first, &mut second, 0.5).unwrap();
-            let joined: Vec<f64> = (0..m)
-                .flat_map(|i| {
-                    let (f, s) = (fo[i] as usize - 1, so[i] as usize - 1);
-                    first[f..f + cut(i)]
-                        .iter()
-                        .chain(&second[s..s + len(i) - cut(i)])
-                        .copied()
-                })
-                .collect();
+            let joined = join_rows((&fo, &so), (&first, &second));
             let expected: Vec<f64> = want.values().iter().map(|v| 2.0 * v + 0.5 * 7.0).collect();
             assert_eq!(joined, expected);
 

@@ -244,27 +244,8 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
                 vals: out.vals,
                 origin: offsets[rows.start],
             };
-            if prefetch {
-                add_rows::<true, S, T, I, J, A, _>(
-                    a,
-                    a_in,
-                    b,
-                    rows,
-                    (offsets, pattern),
-                    (whole, scale),
-                    cells,
-                )?;
-            } else {
-                add_rows::<false, S, T, I, J, A, _>(
-                    a,
-                    a_in,
-                    b,
-                    rows,
-                    (offsets, pattern),
-                    (whole, scale),
-                    cells,
-                )?;
-            }
+            let job = (a, a_in, b, rows);
+            add_rows_prefetching(prefetch, job, (offsets, pattern), (whole, scale), cells)?;
         }
         Some(split) => {
             let origins = (
@@ -272,27 +253,8 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
                 split.second_offsets[rows.start],
             );
             let two = TwoArrays { split, origins };
-            if prefetch {
-                add_rows::<true, S, T, I, J, A, _>(
-                    a,
-                    a_in,
-                    b,
-                    rows,
-                    (offsets, pattern),
-                    (two, scale),
-                    cells,
-                )?;
-            } else {
-                add_rows::<false, S, T, I, J, A, _>(
-                    a,
-                    a_in,
-                    b,
-                    rows,
-                    (offsets, pattern),
-                    (two, scale),
-                    cells,
-                )?;
-            }
+            let job = (a, a_in, b, rows);
+            add_rows_prefetching(prefetch, job, (offsets, pattern), (two, scale), cells)?;
         }
     }
     if !S::COUNTED {
@@ -418,6 +380,35 @@ fn add_products<S: Slot<T>, T: Scalar, I: Index, J: Index>(
         }
     }
     products
+}
+
+/// [`add_rows`], prefetching the rows of op(B) or not.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn add_rows_prefetching<
+    S: Slot<T>,
+    T: Scalar,
+    I: Index,
+    J: Index,
+    A: RowInput<T>,
+    O: RowValues<T>,
+>(
+    prefetch: bool,
+    (a, a_in, b, rows): (
+        &Operand<'_, T, I, J>,
+        A,
+        &Operand<'_, T, I, J>,
+        std::ops::Range<usize>,
+    ),
+    c: (&[usize], &[J]),
+    out: (O, &Scale<T>),
+    cells: &mut [S],
+) -> Result<()> {
+    if prefetch {
+        add_rows::<true, S, T, I, J, A, O>(a, a_in, b, rows, c, out, cells)
+    } else {
+        add_rows::<false, S, T, I, J, A, O>(a, a_in, b, rows, c, out, cells)
+    }
 }
 
 /// [`accumulate_rows`] into the accumulator `cells` (one per column of
