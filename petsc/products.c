@@ -308,15 +308,40 @@ static PetscErrorCode RsProductDestroy(void *data)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode RsProductNumeric(Mat C)
+/* C's values for A's and B's (`a`, `b`) current values, written into C's
+   value array: PtAP's A*P first (unless `ap_current`), into the record's
+   own arrays. `unchanged`: A's, B's and C's patterns are the symbolic
+   phase's (rusparse then skips hashing them). */
+static PetscErrorCode RsProductCompute(Mat C, const RsProductInfo *info, RsProduct *p, const RsCsr *a, const RsCsr *b, PetscBool unchanged, PetscBool ap_current)
 {
-  RsProductInfo  info;
-  RsProduct     *p;
-  RsCsr          a, b;
   const PetscInt *ci, *cj;
   PetscScalar    *ca;
   PetscMemType    mtype;
-  PetscBool       same = PETSC_FALSE;
+  RsStage        *last = &p->stage[p->num_stages - 1];
+
+  PetscFunctionBegin;
+  PetscCall(MatSeqAIJGetCSRAndMemType(C, &ci, &cj, NULL, &mtype));
+  PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
+  PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info->A, info->B, C, 0));
+  if (p->type == MATPRODUCT_PtAP) {
+    /* Both stages read A's or P's pattern, so both trust it only when
+       unchanged (A*P itself lands in the record's own arrays). */
+    if (!ap_current) PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], a, b, p->ap_i, p->ap_j, p->ap_a, unchanged));
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, last, b, &p->ap, (PetscInt *)ci, (PetscInt *)cj, ca, unchanged));
+  } else {
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, last, a, b, (PetscInt *)ci, (PetscInt *)cj, ca, unchanged));
+  }
+  PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info->A, info->B, C, 0));
+  PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RsProductNumeric(Mat C)
+{
+  RsProductInfo info;
+  RsProduct    *p;
+  RsCsr         a, b;
+  PetscBool     same = PETSC_FALSE;
 
   PetscFunctionBegin;
   PetscCall(RsProductGetInfo(C, &info));
@@ -328,20 +353,8 @@ static PetscErrorCode RsProductNumeric(Mat C)
   if (same) PetscFunctionReturn(0);
   PetscCall(RsCsrOfMat(info.A, &a));
   PetscCall(RsCsrOfMat(info.B, &b));
-  PetscCall(MatSeqAIJGetCSRAndMemType(C, &ci, &cj, NULL, &mtype));
   PetscCall(RsPatternStateSame(&p->state, info.A, info.B, C, &same));
-  PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
-  PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
-  if (p->type == MATPRODUCT_PtAP) {
-    /* Both stages read A's or P's pattern, so both trust it only when
-       unchanged (A*P itself lands in the record's own arrays). */
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, p->ap_i, p->ap_j, p->ap_a, same));
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &b, &p->ap, (PetscInt *)ci, (PetscInt *)cj, ca, same));
-  } else {
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, (PetscInt *)ci, (PetscInt *)cj, ca, same));
-  }
-  PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
-  PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+  PetscCall(RsProductCompute(C, &info, p, &a, &b, same, PETSC_FALSE));
   PetscFunctionReturn(0);
 }
 
@@ -421,21 +434,9 @@ static PetscErrorCode RsProductSymbolic(Mat C)
   PetscCall(RsPatternStateGet(&p->state, info.A, info.B, C));
   /* C's values: the last stage's numeric phase copies those rusparse summed
      as it listed C's structure (it checks that A's and B's values are
-     still those). The numeric phase right after finds C current. */
-  {
-    const PetscInt *cci, *ccj;
-    PetscScalar    *cca;
-    PetscMemType    mtype;
-    RsStage        *last = &p->stage[p->num_stages - 1];
-
-    PetscCall(MatSeqAIJGetCSRAndMemType(C, &cci, &ccj, NULL, &mtype));
-    PetscCall(MatSeqAIJGetArrayWrite(C, &cca));
-    PetscCall(PetscLogEventBegin(RS_LOG_SPGEMM, info.A, info.B, C, 0));
-    if (p->type == MATPRODUCT_PtAP) PetscCall(RsStageNumeric(p->handle, p->settings.alg, last, &b, &p->ap, (PetscInt *)cci, (PetscInt *)ccj, cca, PETSC_TRUE));
-    else PetscCall(RsStageNumeric(p->handle, p->settings.alg, last, &a, &b, (PetscInt *)cci, (PetscInt *)ccj, cca, PETSC_TRUE));
-    PetscCall(PetscLogEventEnd(RS_LOG_SPGEMM, info.A, info.B, C, 0));
-    PetscCall(MatSeqAIJRestoreArrayWrite(C, &cca));
-  }
+     still those; PtAP's A*P has its values already). The numeric phase
+     right after finds C current. */
+  PetscCall(RsProductCompute(C, &info, p, &a, &b, PETSC_TRUE, PETSC_TRUE));
   PetscCall(RsValueStateGet(&p->values, info.A, info.B));
   PetscCall(PetscFree(ci));
   PetscCall(PetscFree(cj));
