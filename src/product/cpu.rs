@@ -925,16 +925,17 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         (u.values == self.value_fingerprints(a, b)).then_some(chunks)
     }
 
-    /// The values the symbolic phase listed, when A's and B's values are
-    /// still those they were summed from (their fingerprints); taken
-    /// either way, as they serve the first numeric phase after the
-    /// symbolic phase at most (stale ones go to the context's scratch
-    /// pool).
+    /// The values the symbolic phase listed, when the output `usable`
+    /// takes them and A's and B's values are still those they were summed
+    /// from (their fingerprints, hashed only then); taken either way, as
+    /// they serve the first numeric phase after the symbolic phase at most.
+    /// The caller gives them to the context's scratch pool after use; others
+    /// go there now.
     fn take_listed_values<T: Scalar>(
         &self,
         ctx: &Context,
-        a: &CsrView<'_, T, I, J>,
-        b: &CsrView<'_, T, I, J>,
+        (a, b): (&CsrView<'_, T, I, J>, &CsrView<'_, T, I, J>),
+        usable: bool,
     ) -> Option<Vec<ListedValues<T>>> {
         let store = self
             .listed_values
@@ -943,7 +944,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             .take()?;
         let chunks = store.chunks.downcast::<Vec<ListedValues<T>>>().ok()?;
         let chunks = Arc::try_unwrap(chunks).ok()?;
-        if store.values == self.value_fingerprints(a, b) {
+        if usable && store.values == self.value_fingerprints(a, b) {
             return Some(chunks);
         }
         for chunk in chunks {
@@ -1157,37 +1158,30 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             // listed (the reuse flow's first values): copied when A's and
             // B's values are still those. A's split values never match
             // (A's array is then empty).
-            let listed = self.take_listed_values(ctx, a, b);
-            if let Some(listed) = listed {
-                let copies = pattern_checked
-                    && col_indices.is_none()
-                    && (values.is_some() || split.is_some());
-                if copies {
-                    let values = values.as_deref_mut().unwrap_or_default();
-                    let result = backend.listed_numeric(
-                        &listed,
-                        &self.work,
-                        NumericOutput {
-                            offsets,
-                            cols: None,
-                            sorted,
-                            values,
-                            base: base.offset(),
-                            alpha,
-                            beta,
-                            pattern,
-                            pattern_checked,
-                            split: split.as_mut().map(CheckedSplit::rows),
-                        },
-                    );
-                    for chunk in listed {
-                        chunk.keep(ctx.scratch());
-                    }
-                    return result;
-                }
+            let usable =
+                pattern_checked && col_indices.is_none() && (values.is_some() || split.is_some());
+            if let Some(listed) = self.take_listed_values(ctx, (a, b), usable) {
+                let values = values.as_deref_mut().unwrap_or_default();
+                let result = backend.listed_numeric(
+                    &listed,
+                    &self.work,
+                    NumericOutput {
+                        offsets,
+                        cols: None,
+                        sorted,
+                        values,
+                        base: base.offset(),
+                        alpha,
+                        beta,
+                        pattern,
+                        pattern_checked,
+                        split: split.as_mut().map(CheckedSplit::rows),
+                    },
+                );
                 for chunk in listed {
                     chunk.keep(ctx.scratch());
                 }
+                return result;
             }
             // BRMerge-Upper's temporary C was computed from A's array.
             let upper = a_split.is_none().then(|| self.fresh_upper(a, b)).flatten();

@@ -823,14 +823,27 @@ pub(crate) struct ListedColumns<J> {
     blocks: Vec<(Vec<J>, usize)>,
 }
 
-/// A block of [`ListedColumns`] kept in the context's scratch pool between
-/// products (a fresh block costs a page fault per 4 KiB, which on
-/// stencil2d_5pt_725 made listing slower than counting and listing again).
-struct ListedBlock<J>(Vec<J>);
+/// A block of [`ListedColumns`] or [`ListedValues`] kept in the context's
+/// scratch pool between products (a fresh block costs a page fault per 4
+/// KiB, which on stencil2d_5pt_725 made listing slower than counting and
+/// listing again).
+struct ListedBlock<X>(Vec<X>);
 
-impl<J: Index> Scratch for ListedBlock<J> {
+impl<X: Copy + Send + 'static> Scratch for ListedBlock<X> {
     fn bytes(&self) -> usize {
         bytes_of(&self.0)
+    }
+}
+
+impl<X: Copy + Send + 'static> ListedBlock<X> {
+    /// A block of at least `len` entries from `scratch`, or a new one of
+    /// `len` entries `fill` (`what` names it in an allocation failure).
+    fn take(scratch: &ScratchPool, len: usize, fill: X, what: &str) -> Result<Vec<X>> {
+        let ListedBlock(block) = scratch.take_or_make(
+            |b: &ListedBlock<X>| b.0.len() >= len,
+            || try_vec(len, fill, what).map(ListedBlock),
+        )?;
+        Ok(block)
     }
 }
 
@@ -854,17 +867,8 @@ impl<J: Index> ListedColumns<J> {
             .is_some_and(|(b, used)| b.len() - used >= n);
         if !fits {
             let want = n.max(LISTED_BLOCK_ENTRIES);
-            let ListedBlock(block) = scratch.take_or_make(
-                |b: &ListedBlock<J>| b.0.len() >= want,
-                || {
-                    try_vec(
-                        want,
-                        J::default(),
-                        "C's columns listed by the symbolic phase",
-                    )
-                    .map(ListedBlock)
-                },
-            )?;
+            let what = "C's columns listed by the symbolic phase";
+            let block = ListedBlock::take(scratch, want, J::default(), what)?;
             self.blocks.push((block, 0));
         }
         let k = self.blocks.len() - 1;
@@ -943,16 +947,6 @@ pub(crate) struct ListedValues<T> {
     blocks: Vec<(Vec<T>, usize)>,
 }
 
-/// A block of [`ListedValues`] kept in the context's scratch pool between
-/// products (as [`ListedBlock`]).
-struct ListedValueBlock<T>(Vec<T>);
-
-impl<T: Scalar> Scratch for ListedValueBlock<T> {
-    fn bytes(&self) -> usize {
-        bytes_of(&self.0)
-    }
-}
-
 impl<T: Scalar> ListedValues<T> {
     /// The slots of the values of a row of `n` entries listed in block `k`
     /// of the columns, at `at`, that block being `len` long (a block from
@@ -965,13 +959,8 @@ impl<T: Scalar> ListedValues<T> {
         scratch: &ScratchPool,
     ) -> Result<&mut [T]> {
         while self.blocks.len() <= k {
-            let ListedValueBlock(block) = scratch.take_or_make(
-                |b: &ListedValueBlock<T>| b.0.len() >= len,
-                || {
-                    try_vec(len, T::zero(), "C's values listed by the symbolic phase")
-                        .map(ListedValueBlock)
-                },
-            )?;
+            let what = "C's values listed by the symbolic phase";
+            let block = ListedBlock::take(scratch, len, T::zero(), what)?;
             self.blocks.push((block, 0));
         }
         let (block, used) = &mut self.blocks[k];
@@ -1022,7 +1011,7 @@ impl<T: Scalar> ListedValues<T> {
     /// Gives the blocks to `scratch` for the next listing.
     pub(crate) fn keep(self, scratch: &ScratchPool) {
         for (block, _) in self.blocks {
-            scratch.give(ListedValueBlock(block));
+            scratch.give(ListedBlock(block));
         }
     }
 }
