@@ -61,7 +61,7 @@ pub(crate) struct CpuPlan<I, J> {
     /// C's zero-based row offsets, once the symbolic phase ran.
     c_offsets: Option<Vec<usize>>,
     /// BRMerge-Upper's temporary C, made by the symbolic phase.
-    upper: Option<UpperStore>,
+    upper: Option<KeptValues>,
     /// The output-size prediction, when the automatic choice or
     /// BRMerge-Upper needed it.
     prediction: Option<NnzPrediction>,
@@ -88,7 +88,7 @@ pub(crate) struct CpuPlan<I, J> {
     /// C's values listed by the symbolic phase with its columns (when A
     /// and B had values then), until the next numeric phase, which copies
     /// them when A's and B's values are still those.
-    listed_values: Mutex<Option<UpperStore>>,
+    listed_values: Mutex<Option<KeptValues>>,
     /// Bytes of one value of C.
     value_bytes: u64,
     /// The fingerprint and index base of C's columns as the Rust API's
@@ -367,20 +367,22 @@ fn planning_bound<T: Scalar, I: Index, J: Index>(
         .saturating_add(samples)
 }
 
-/// BRMerge-Upper's temporary C (a `Vec<UpperChunk<T, J>>`) with the
-/// fingerprints of the values it was computed from: a numeric phase copies
-/// it only when A's and B's values are still the same, and recomputes
-/// otherwise (the reuse API changes values in place).
-struct UpperStore {
+/// Values of C that a symbolic phase computed ahead of the numeric phase:
+/// BRMerge-Upper's temporary C (a `Vec<UpperChunk<T, J>>`) or the values
+/// the reuse flow's listing summed (a `Vec<ListedValues<T>>`), with the
+/// fingerprints of the values they were computed from: a numeric phase
+/// copies them only when A's and B's values are still the same, and
+/// recomputes otherwise (the reuse API changes values in place).
+struct KeptValues {
     chunks: Arc<dyn Any + Send + Sync>,
     /// Fingerprints of A's and B's values.
     values: (u64, u64),
     bytes: usize,
 }
 
-impl std::fmt::Debug for UpperStore {
+impl std::fmt::Debug for KeptValues {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "UpperStore {{ {} bytes }}", self.bytes)
+        write!(f, "KeptValues {{ {} bytes }}", self.bytes)
     }
 }
 
@@ -778,7 +780,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             // memory the allocator would otherwise hand it back.
             ctx.scratch().discard_outputs();
         }
-        let (offsets, upper) = self.run(ctx, || -> Result<(Vec<usize>, Option<UpperStore>)> {
+        let (offsets, upper) = self.run(ctx, || -> Result<(Vec<usize>, Option<KeptValues>)> {
             // BRMerge-Upper keeps a temporary C that the numeric phase copies,
             // and a listing symbolic phase C's columns that the structure
             // phase copies, so they must see the planned patterns now.
@@ -820,7 +822,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             let upper = match upper_chunks {
                 Some(chunks) => {
                     let entries: usize = counts[1..].iter().sum();
-                    Some(UpperStore {
+                    Some(KeptValues {
                         chunks: Arc::new(chunks),
                         values: self.value_fingerprints(a, b),
                         bytes: entries * (std::mem::size_of::<T>() + std::mem::size_of::<J>()),
@@ -856,7 +858,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                                 *self
                                     .listed_values
                                     .lock()
-                                    .unwrap_or_else(PoisonError::into_inner) = Some(UpperStore {
+                                    .unwrap_or_else(PoisonError::into_inner) = Some(KeptValues {
                                     chunks: Arc::new(vals),
                                     values: self.value_fingerprints(a, b),
                                     bytes,
