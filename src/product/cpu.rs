@@ -10,8 +10,9 @@ use crate::backend::cpu::memory::{upper_temporary_entries, RowBounds};
 use crate::backend::cpu::scratch::{bytes_of, Scratch};
 use crate::backend::cpu::ScratchPool;
 use crate::backend::cpu::{
-    CpuBackend, ListedColumns, ListedValues, NumericOutput, Operand, SplitInput, SplitRows,
-    SymbolicOutput, UpperChunk, LISTED_BLOCK_ENTRIES,
+    position_bytes, worth_recording, ChunkPositions, CpuBackend, KnownPositions, ListedColumns,
+    ListedValues, NumericOutput, Operand, SplitInput, SplitRows, SymbolicOutput, UpperChunk,
+    LISTED_BLOCK_ENTRIES,
 };
 use crate::context::Context;
 use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView, SplitValues};
@@ -21,7 +22,7 @@ use crate::plan::fingerprint::{pattern_fingerprint, values_fingerprint};
 use crate::plan::memory::{self, concurrency_levels, scratch_room, MemoryNeed};
 use crate::plan::predict::{self, NnzPrediction, PLANNING_SAMPLING};
 use crate::plan::select::{budget_fallbacks, for_structure_first, select, ProductShape};
-use crate::plan::{OperandPattern, RowWork};
+use crate::plan::{OperandPattern, RowPattern, RowWork};
 use crate::spgemm::{check_nnz_fits, operands};
 use crate::types::{Algorithm, ColumnOrder, Index, IndexBase, IndexType, Op, PatternCheck, Scalar};
 use crate::validate_structure;
@@ -91,6 +92,14 @@ pub(crate) struct CpuPlan<I, J> {
     listed_values: Mutex<Option<KeptValues>>,
     /// Bytes of one value of C.
     value_bytes: u64,
+    /// Whether a numeric phase on C's checked known structure may record
+    /// the positions of C's products, and later ones replay them
+    /// ([`CpuPlan::expect_structure_first`], which adds them to the peak
+    /// bound).
+    record_positions: bool,
+    /// The positions recorded, with the structure of C they hold for, or
+    /// the structure a numeric phase computed on without them.
+    positions: Mutex<Positions>,
     /// The fingerprint and index base of C's columns as the Rust API's
     /// [`SpgemmPlan::write_structure`] last wrote them: a values-only output
     /// on the same columns then needs no per-column product counts
@@ -386,6 +395,30 @@ impl std::fmt::Debug for KeptValues {
     }
 }
 
+/// Where a plan stands with the positions of C's products
+/// ([`CpuPlan::numeric_at_positions`]).
+#[derive(Debug)]
+enum Positions {
+    None,
+    /// A numeric phase computed C's values on the structure of this
+    /// fingerprint without positions: the next one there records them.
+    Computed(u64),
+    Kept(Arc<KeptPositions>),
+}
+
+/// The positions of C's products in C's rows (`positions.rs`), recorded
+/// by one numeric phase on C's known structure for the next ones.
+#[derive(Debug)]
+struct KeptPositions {
+    chunks: Vec<ChunkPositions>,
+    /// The fingerprint of C's structure they were recorded on: a numeric
+    /// phase replays them only on that structure (the one the plan wrote,
+    /// in the order it wrote it).
+    c_print: u64,
+    /// C's longest row.
+    max_row: usize,
+}
+
 fn fingerprint<T: Scalar, I: Index, J: Index>(x: &CsrView<'_, T, I, J>) -> u64 {
     pattern_fingerprint(x.nrows(), x.ncols(), x.row_offsets(), x.col_indices())
 }
@@ -586,6 +619,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 listed: ListedStore(Mutex::new(None)),
                 listed_values: Mutex::new(None),
                 value_bytes: std::mem::size_of::<T>() as u64,
+                record_positions: false,
+                positions: Mutex::new(Positions::None),
                 written: Mutex::new(None),
                 pattern_check: PatternCheck::Hash,
             })
@@ -623,6 +658,13 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// bound. Without a budget, an automatic
     /// choice of BRMerge-Upper also becomes the dense accumulator where it
     /// fits ([`for_structure_first`]), with that algorithm's peak bound.
+    ///
+    /// Likewise (no budget, the memory there), the numeric phases on the
+    /// structure written may keep the place of every product in its row of
+    /// C (one byte each, two past 256 entries a row: added to the peak
+    /// bound), recorded by the first that computes and replayed by the
+    /// next ones, when that pays and takes no more memory than C's
+    /// columns and values ([`worth_recording`]).
     pub(crate) fn expect_structure_first(&mut self) {
         if self.budget.is_some() || self.list_in_symbolic {
             return;
@@ -642,6 +684,18 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         let peak = self.peak_bound.saturating_add(bytes);
         if crate::system_memory::short_of_memory(peak).is_none() {
             self.list_in_symbolic = true;
+            self.peak_bound = peak;
+        }
+        // The positions of C's products, one or two bytes each (a row of C
+        // has at most as many entries as products), kept from the first
+        // numeric phase on C's structure that records them.
+        let longest = usize::try_from(self.work.max_row()).unwrap_or(usize::MAX);
+        let width = position_bytes(longest).unwrap_or(2);
+        let peak = self
+            .peak_bound
+            .saturating_add(self.work.total().saturating_mul(width));
+        if crate::system_memory::short_of_memory(peak).is_none() {
+            self.record_positions = true;
             self.peak_bound = peak;
         }
     }
@@ -707,8 +761,21 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         rows * 8
             + self.c_offsets.as_ref().map_or(0, |o| o.len() * 8)
             + self.upper.as_ref().map_or(0, |u| u.bytes)
+            + self.positions_bytes()
             + self.a.memory_bytes()
             + self.b.memory_bytes()
+    }
+
+    /// Bytes of the positions of C's products the plan keeps.
+    fn positions_bytes(&self) -> usize {
+        match &*self
+            .positions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Positions::Kept(k) => k.chunks.iter().map(ChunkPositions::bytes).sum(),
+            _ => 0,
+        }
     }
 
     /// Checks A's and B's shapes and nnz against the plan's (O(1)) and,
@@ -955,6 +1022,75 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         None
     }
 
+    /// The numeric phase on C's checked known structure `c_print` at the
+    /// positions of its products: replayed when kept for that structure,
+    /// recorded when not (then kept) by the second numeric phase that
+    /// computes on that structure, when the plan may keep them
+    /// ([`CpuPlan::expect_structure_first`]) and [`worth_recording`] for
+    /// this output (`direct`: C's values in one array, α = 1, β = 0).
+    /// Otherwise the output comes back for the plain numeric phase.
+    #[allow(clippy::type_complexity)]
+    fn numeric_at_positions<'o, T: Scalar>(
+        &self,
+        backend: &CpuBackend<'_>,
+        ((ra, a_vals), (rb, b_vals)): (
+            (&RowPattern<'_, I, J>, (&[T], Option<SplitInput<'_, T, I>>)),
+            (&RowPattern<'_, I, J>, &[T]),
+        ),
+        out: NumericOutput<'o, T, J>,
+        c_print: u64,
+        direct: bool,
+    ) -> Result<Option<NumericOutput<'o, T, J>>> {
+        let work = &self.work;
+        if !self.record_positions || !backend.adds_into_known_structure(rb.ncols, work) {
+            return Ok(Some(out));
+        }
+        let nnz = out.offsets.last().copied().unwrap_or(0);
+        let entry_bytes = self.value_bytes + std::mem::size_of::<J>() as u64;
+        let (kept, computed) = match &*self
+            .positions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Positions::Kept(k) if k.c_print == c_print => (Some(k.clone()), false),
+            Positions::Computed(print) => (None, *print == c_print),
+            _ => (None, false),
+        };
+        if let Some(kept) = kept {
+            if !worth_recording((work.total(), nnz, kept.max_row), entry_bytes, direct) {
+                return Ok(Some(out));
+            }
+            let replay = KnownPositions::Replay(&kept.chunks);
+            backend.numeric_at_positions(ra, a_vals, rb, b_vals, work, out, replay)?;
+            return Ok(None);
+        }
+        // Recorded by the second numeric phase on the structure: a caller
+        // that computes C's values once more only does not pay for it.
+        if !computed {
+            *self
+                .positions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Positions::Computed(c_print);
+            return Ok(Some(out));
+        }
+        let max_row = out.offsets.windows(2).map(|w| w[1] - w[0]).max();
+        let max_row = max_row.unwrap_or(0);
+        if !worth_recording((work.total(), nnz, max_row), entry_bytes, direct) {
+            return Ok(Some(out));
+        }
+        let record = KnownPositions::Record { max_row };
+        let chunks = backend.numeric_at_positions(ra, a_vals, rb, b_vals, work, out, record)?;
+        *self
+            .positions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Positions::Kept(Arc::new(KeptPositions {
+            chunks,
+            c_print,
+            max_row,
+        }));
+        Ok(None)
+    }
+
     /// Fingerprints of A's and B's values; `(0, 0)` for the plan of one
     /// call, whose values cannot change.
     fn value_fingerprints<T: Scalar>(
@@ -1081,27 +1217,32 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         // the ones `write_structure` wrote last, with the same base.
         let written = *self.written.lock().unwrap_or_else(PoisonError::into_inner);
         let c_checked = match (&out.col_indices, out.pattern, written) {
-            (None, Some(_), _) if self.pattern_check == PatternCheck::Caller => true,
-            (None, Some(p), Some((print, base))) => {
-                base == out.base && self.columns_fingerprint(ctx, p) == print
+            // The caller vouches for C's pattern: the structure written last.
+            (None, Some(_), w) if self.pattern_check == PatternCheck::Caller => {
+                Some(w.filter(|w| w.1 == out.base).map(|w| w.0))
             }
-            _ => false,
+            (None, Some(p), Some((print, base))) => (base == out.base
+                && self.columns_fingerprint(ctx, p) == print)
+                .then_some(Some(print)),
+            _ => None,
         };
         self.numeric_with(ctx, (a, b), (alpha, beta), out, c_checked, None)
     }
 
     /// [`CpuPlan::numeric`]; `c_checked`: `out.pattern`'s fingerprint was
-    /// found equal to that of the structure this plan wrote, which, with
-    /// A's and B's fingerprints checked here, lets the known-structure
-    /// kernel skip its per-column product counts. `a_split`: A's values
-    /// are in two arrays (checked against `a`'s rows), not in `a`.
+    /// found equal to that of the structure this plan wrote (with it, when
+    /// known: the positions recorded on that structure may be replayed),
+    /// or the caller vouched for it, which, with A's and B's fingerprints
+    /// checked here, lets the known-structure kernel skip its per-column
+    /// product counts. `a_split`: A's values are in two arrays (checked
+    /// against `a`'s rows), not in `a`.
     fn numeric_with<T: Scalar, IC: Index>(
         &self,
         ctx: &Context,
         (a, b): (&CsrView<'_, T, I, J>, &CsrView<'_, T, I, J>),
         (alpha, beta): (T, T),
         out: CsrOutput<'_, T, IC, J>,
-        c_checked: bool,
+        c_checked: Option<Option<u64>>,
         a_split: Option<SplitInput<'_, T, I>>,
     ) -> Result<()> {
         let CsrOutput {
@@ -1146,7 +1287,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         };
         // A's and B's fingerprints are compared below when the plan has them
         // (or the caller vouches for the patterns).
-        let pattern_checked = c_checked
+        let pattern_checked = c_checked.is_some()
             && pattern.is_some()
             && (self.fingerprints.is_some() || self.pattern_check == PatternCheck::Caller);
         let result = self.run(ctx, || {
@@ -1225,13 +1366,9 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 (values, _) => values,
             };
             match values {
-                Some(values) => backend.numeric(
-                    &self.a.rows(a),
-                    (av, a_split),
-                    &self.b.rows(b),
-                    bv,
-                    &self.work,
-                    NumericOutput {
+                Some(values) => {
+                    let direct = split.is_none() && alpha == T::one() && beta == T::zero();
+                    let out = NumericOutput {
                         offsets,
                         cols: col_indices,
                         sorted,
@@ -1242,8 +1379,19 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                         pattern,
                         pattern_checked,
                         split,
-                    },
-                ),
+                    };
+                    let (ra, rb) = (self.a.rows(a), self.b.rows(b));
+                    let c_print = c_checked.flatten().filter(|_| pattern_checked);
+                    if let Some(c_print) = c_print.filter(|_| out.cols.is_none()) {
+                        let operands = ((&ra, (av, a_split)), (&rb, bv));
+                        let done =
+                            self.numeric_at_positions(&backend, operands, out, c_print, direct)?;
+                        return done.map_or(Ok(()), |out| {
+                            backend.numeric(&ra, (av, a_split), &rb, bv, &self.work, out)
+                        });
+                    }
+                    backend.numeric(&ra, (av, a_split), &rb, bv, &self.work, out)
+                }
                 None => match col_indices {
                     Some(cols) => backend.symbolic(
                         &self.a.rows(a),
@@ -1678,7 +1826,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     Some(split) => Some(unsafe { input_split::<T, I, J>(split, &a, check_rows) }?),
                     None => None,
                 };
-                self.numeric_with(ctx, (&a, &b), (alpha, beta), out, true, a_split)?;
+                let c_checked = Some(job.c_fingerprint);
+                self.numeric_with(ctx, (&a, &b), (alpha, beta), out, c_checked, a_split)?;
                 Ok(job.c_fingerprint.unwrap_or_default())
             }
         }
@@ -1999,6 +2148,260 @@ mod tests {
             assert!(kept.listed_values.lock().unwrap().is_none(), "{at}");
             let joined = join_rows((&fo, &so), (&first, &second));
             assert_eq!(bits(&joined), bits(&want), "{at}");
+        }
+    }
+
+    /// A's arrays: a band of nine entries a row, three columns apart and
+    /// wrapping around (A·A: 81 products into 17 entries a row, enough for
+    /// a replay through a row buffer), with values whose sums round
+    /// differently in another order; with `long_row`, row 5 has 300
+    /// entries and its row of A·A more than 256 (two-byte positions).
+    /// Each row's columns stored in descending order (unsorted input).
+    fn position_operand(long_row: bool) -> (Vec<i64>, Vec<i32>, Vec<f64>) {
+        let n = 3000usize;
+        let (mut ro, mut cols, mut vals) = (vec![0i64], Vec::new(), Vec::new());
+        for i in 0..n {
+            let row: Vec<usize> = if long_row && i == 5 {
+                (0..300).map(|k| k * 10).collect()
+            } else {
+                let mut r: Vec<usize> = (0..9).map(|k| (i + k * 3) % n).collect();
+                r.sort_unstable();
+                r
+            };
+            for &j in row.iter().rev() {
+                cols.push(j as i32);
+                vals.push(0.1 + 0.07 * ((i * 5 + j) % 13) as f64);
+            }
+            ro.push(cols.len() as i64);
+        }
+        (ro, cols, vals)
+    }
+
+    /// A plan's numeric phases on C's known structure record the positions
+    /// of C's products on the second one that computes and replay them on
+    /// the next ones, with the values of the known-structure kernel bit
+    /// for bit (a plan that keeps none: one array, α = 1 and β = 0 or
+    /// scaled through a row buffer, C's values split between two arrays,
+    /// A's read from two, one- and two-byte positions, 1 to 3 threads);
+    /// tampered positions show in the values (the replay ran) or are an
+    /// error; a product on A's pattern changed under
+    /// [`PatternCheck::Caller`] is an error, not a panic; another
+    /// structure of C drops them.
+    #[test]
+    fn recorded_positions_replay_the_known_structure_kernel_bit_for_bit() {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for (long_row, threads) in [(false, 1), (false, 3), (true, 2)] {
+            let at = format!("long row {long_row}, {threads} threads");
+            let (ro, ac, av) = position_operand(long_row);
+            fn band_view<'v>(
+                (ro, ac): (&'v [i64], &'v [i32]),
+                vals: &'v [f64],
+            ) -> CsrView<'v, f64, i64, i32> {
+                CsrView::try_new(3000, 3000, ro, ac, vals, IndexBase::Zero).unwrap()
+            }
+            let parts = (&ro[..], &ac[..]);
+            let a = band_view(parts, &av);
+            let other: Vec<f64> = av.iter().map(|v| 1.3 - v).collect();
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            let plan_for = |keep: bool| {
+                let mut plan = CpuPlan::new(&ctx, &a, Op::N, &a, Op::N, Algorithm::Dense).unwrap();
+                let plain_bound = plan.peak_memory_bound();
+                if keep {
+                    plan.expect_structure_first();
+                    assert!(plan.record_positions, "{at}");
+                    let width = if long_row { 2 } else { 1 };
+                    let grown = plan.peak_memory_bound() - plain_bound;
+                    assert!(grown >= (4 * 12 + width) * plan.work.total(), "{at}");
+                }
+                let nnz = plan.symbolic(&ctx, &a, &a).unwrap();
+                let mut c = vec![0i64; 3001];
+                let mut cols = vec![0i32; nnz];
+                plan.write_structure(&ctx, &a, &a, &mut c, &mut cols, IndexBase::One)
+                    .unwrap();
+                plan.remember_written(&ctx, Some((&cols, IndexBase::One)));
+                (plan, c, cols)
+            };
+            // α·A·A + β·C into values that start at 3.0.
+            let values = |plan: &CpuPlan<i64, i32>, cols: &[i32], vals: &[f64], ab: (f64, f64)| {
+                let mut v = vec![3.0; cols.len()];
+                let out =
+                    CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, cols, IndexBase::One);
+                plan.numeric(
+                    &ctx,
+                    &band_view(parts, vals),
+                    &band_view(parts, &av),
+                    ab.0,
+                    ab.1,
+                    out,
+                )
+                .map(|()| v)
+            };
+            let kept_state = |plan: &CpuPlan<i64, i32>| match &*plan.positions.lock().unwrap() {
+                Positions::Kept(k) => Some(k.chunks.iter().map(ChunkPositions::bytes).sum()),
+                _ => None::<usize>,
+            };
+            let (plain, c_offsets, cols) = plan_for(false);
+            let want = values(&plain, &cols, &av, (1.0, 0.0)).unwrap();
+            let reference = crate::reference::spgemm(&a, Op::N, &a, Op::N, 1.0).unwrap();
+            let close = want.iter().zip(reference.values());
+            assert!(
+                close.clone().all(|(x, y)| (x - y).abs() <= 1e-12 * y.abs()),
+                "{at}"
+            );
+            assert_eq!(want.len(), reference.nnz(), "{at}");
+            let want_other = values(&plain, &cols, &other, (1.0, 0.0)).unwrap();
+            let want_scaled = values(&plain, &cols, &av, (2.0, 0.5)).unwrap();
+            assert!(kept_state(&plain).is_none(), "{at}");
+
+            let (kept, _, kept_cols) = plan_for(true);
+            assert_eq!(kept_cols, cols, "{at}");
+            // The first two compute (the first may copy the values the
+            // symbolic phase listed); the third records.
+            for round in 0..3 {
+                let got = values(&kept, &cols, &av, (1.0, 0.0)).unwrap();
+                assert_eq!(bits(&got), bits(&want), "{at}, round {round}");
+                assert_eq!(
+                    kept_state(&kept).is_some(),
+                    round == 2,
+                    "{at}, round {round}"
+                );
+            }
+            let held = kept_state(&kept).unwrap();
+            let products = kept.work.total() as usize;
+            assert_eq!(held, products * if long_row { 2 } else { 1 }, "{at}");
+            assert!(kept.memory_bytes() >= plain.memory_bytes() + held, "{at}");
+            // Replayed: other values, then scaled into a row buffer.
+            let got = values(&kept, &cols, &other, (1.0, 0.0)).unwrap();
+            assert_eq!(bits(&got), bits(&want_other), "{at}");
+            let got = values(&kept, &cols, &av, (2.0, 0.5)).unwrap();
+            assert_eq!(bits(&got), bits(&want_scaled), "{at}");
+
+            // C's values split between two arrays, each row at its own point.
+            let zero_based: Vec<usize> = c_offsets.iter().map(|&o| o as usize - 1).collect();
+            let (fo, so, mut first, mut second) = split_rows(&zero_based, 3.0);
+            let split = SplitValues {
+                first_offsets: &fo,
+                first: &mut first,
+                second_offsets: &so,
+                second: &mut second,
+            };
+            let out =
+                CsrOutput::<f64, i64, i32>::split_values_on_pattern(split, &cols, IndexBase::One);
+            kept.numeric(&ctx, &a, &a, 2.0, 0.5, out).unwrap();
+            let joined = join_rows((&fo, &so), (&first, &second));
+            assert_eq!(bits(&joined), bits(&want_scaled), "{at}");
+
+            // A's values read from two arrays, each row cut at its own point.
+            let cut = |i: usize| ro[i] as usize + (i % 4).min((ro[i + 1] - ro[i]) as usize);
+            let mut a_first_offsets = vec![0i64];
+            let mut a_second_offsets = vec![0i64];
+            let (mut a_first, mut a_second) = (Vec::new(), Vec::new());
+            for i in 0..3000 {
+                a_first.extend_from_slice(&av[ro[i] as usize..cut(i)]);
+                a_second.extend_from_slice(&av[cut(i)..ro[i + 1] as usize]);
+                a_first_offsets.push(a_first.len() as i64);
+                a_second_offsets.push(a_second.len() as i64);
+            }
+            let a_split = SplitInput::new(
+                &ro,
+                (&a_first_offsets, &a_first),
+                (&a_second_offsets, &a_second),
+                (0, true),
+            )
+            .unwrap();
+            let mut v = vec![3.0; cols.len()];
+            let out = CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, &cols, IndexBase::One);
+            let no_values = band_view(parts, &other);
+            let print = kept.written.lock().unwrap().map(|w| w.0);
+            kept.numeric_with(
+                &ctx,
+                (&no_values, &a),
+                (1.0, 0.0),
+                out,
+                Some(print),
+                Some(a_split),
+            )
+            .unwrap();
+            assert_eq!(bits(&v), bits(&want), "{at}");
+
+            // Tampered positions: every product at its row's first entry
+            // (the replay ran), then past every row (an error).
+            let tamper = |place: usize| {
+                let mut positions = kept.positions.lock().unwrap();
+                let Positions::Kept(k) = &*positions else {
+                    panic!("{at}: no positions kept");
+                };
+                let chunks = k
+                    .chunks
+                    .iter()
+                    .map(|c| match c {
+                        ChunkPositions::Narrow(p) => {
+                            ChunkPositions::Narrow(vec![place as u8; p.len()])
+                        }
+                        ChunkPositions::Wide(p) => {
+                            ChunkPositions::Wide(vec![place as u16; p.len()])
+                        }
+                    })
+                    .collect();
+                let (c_print, max_row) = (k.c_print, k.max_row);
+                *positions = Positions::Kept(Arc::new(KeptPositions {
+                    chunks,
+                    c_print,
+                    max_row,
+                }));
+            };
+            let untouched = kept_state(&kept);
+            let saved = match &*kept.positions.lock().unwrap() {
+                Positions::Kept(k) => k.clone(),
+                _ => unreachable!(),
+            };
+            tamper(0);
+            let got = values(&kept, &cols, &av, (1.0, 0.0)).unwrap();
+            assert_ne!(bits(&got), bits(&want), "{at}");
+            tamper(if long_row { 65_535 } else { 255 });
+            let err = values(&kept, &cols, &av, (1.0, 0.0)).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidValue(m) if m.contains("do not match the positions")),
+                "{at}: {err}"
+            );
+            *kept.positions.lock().unwrap() = Positions::Kept(saved);
+            assert_eq!(kept_state(&kept), untouched);
+            let got = values(&kept, &cols, &av, (1.0, 0.0)).unwrap();
+            assert_eq!(bits(&got), bits(&want), "{at}");
+
+            if long_row {
+                // Under PatternCheck::Caller, A's pattern changed anyway:
+                // row 0's first entry now reads B's long row 5 (same nnz).
+                let mut kept = kept;
+                kept.set_pattern_check(PatternCheck::Caller);
+                let mut moved = ac.clone();
+                moved[0] = 5;
+                let changed =
+                    CsrView::try_new(3000, 3000, &ro, &moved, &av, IndexBase::Zero).unwrap();
+                let mut v = vec![3.0; cols.len()];
+                let out =
+                    CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, &cols, IndexBase::One);
+                let err = kept.numeric(&ctx, &changed, &a, 1.0, 0.0, out).unwrap_err();
+                assert!(
+                    matches!(&err, Error::InvalidValue(m) if m.contains("changed between phases")),
+                    "{at}: {err}"
+                );
+                let got = values(&kept, &cols, &av, (1.0, 0.0)).unwrap();
+                assert_eq!(bits(&got), bits(&want), "{at}");
+                kept.set_pattern_check(PatternCheck::Hash);
+
+                // Another structure of C (zero-based columns written): the
+                // positions are dropped, the values still the kernel's.
+                let zero: Vec<i32> = cols.iter().map(|c| c - 1).collect();
+                kept.remember_written(&ctx, Some((&zero, IndexBase::Zero)));
+                let mut v = vec![3.0; cols.len()];
+                let out =
+                    CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, &zero, IndexBase::Zero);
+                kept.numeric(&ctx, &a, &a, 1.0, 0.0, out).unwrap();
+                assert_eq!(bits(&v), bits(&want), "{at}");
+                assert!(kept_state(&kept).is_none(), "{at}");
+            }
         }
     }
 

@@ -457,7 +457,8 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     }
 
     /// Bytes of host metadata the plan holds (row work, C's row offsets,
-    /// transposed patterns); never a copy of C. A GPU plan's metadata is
+    /// transposed patterns, the positions of C's products kept for the
+    /// reuse flow: [`SpgemmPlan::expect_structure_first`]); never a copy of C. A GPU plan's metadata is
     /// device memory: 0.
     pub fn memory_bytes(&self) -> usize {
         match &self.on {
@@ -492,6 +493,15 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     /// BRMerge-Upper's advantage, a numeric phase that copies the values
     /// its symbolic phase merged, serves only the first values of the
     /// flow, and its symbolic phase costs more than the dense one's.
+    ///
+    /// It also lets the numeric phases on the written structure keep the
+    /// place of each product in its row of C (one byte a product, two
+    /// where a row of C has more than 256 entries; added to the peak
+    /// bound): the second numeric phase on that structure records them
+    /// and the later ones add each product straight at its place, with
+    /// the same values bit for bit, when that pays (C's values in one
+    /// array with α = 1 and β = 0, or at least four products an entry)
+    /// and the positions take no more memory than C's columns and values.
     pub fn expect_structure_first(&mut self) {
         if let On::Cpu(p) = &mut self.on {
             p.expect_structure_first();

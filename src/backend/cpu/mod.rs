@@ -25,12 +25,14 @@ mod dense;
 mod hash;
 pub(crate) mod memory;
 mod pattern;
+mod positions;
 mod rows;
 pub mod scratch;
 mod sort_columns;
 
 pub(crate) use brmerge::UpperChunk;
 pub(crate) use dense::{ListedColumns, ListedValues, LISTED_BLOCK_ENTRIES};
+pub(crate) use positions::{position_bytes, worth_recording, ChunkPositions};
 pub(crate) use rows::{Operand, Scale};
 pub use scratch::ScratchPool;
 
@@ -90,6 +92,16 @@ pub struct NumericOutput<'a, T, J> {
     /// C's values in two arrays per row instead of `values` (which is then
     /// empty): see [`SplitRows`].
     pub split: Option<SplitRows<'a, T>>,
+}
+
+/// What [`CpuBackend::numeric_at_positions`] does with the positions of
+/// C's products.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum KnownPositions<'p> {
+    /// Records them, for C's rows of at most `max_row` entries.
+    Record { max_row: usize },
+    /// Adds each product at its position, one set per chunk.
+    Replay(&'p [ChunkPositions]),
 }
 
 /// C's values kept in two arrays, each row split between them
@@ -691,6 +703,119 @@ impl CpuBackend<'_> {
         )
     }
 
+    /// Whether a values-only numeric phase on C's known structure, over
+    /// op(B)'s `ncols` columns, adds into it (the known-structure kernel,
+    /// `pattern.rs`): when its dense accumulator (one per chunk) fits and
+    /// each chunk has at least a quarter as many products as the
+    /// accumulator has columns (else allocating it would dominate, as on
+    /// hypersparse products, which keep their planned algorithm).
+    pub(crate) fn adds_into_known_structure(&self, ncols: usize, work: &RowWork) -> bool {
+        let chunks = work.bounds().len().saturating_sub(1).max(1) as u64;
+        let busy = work.total() / chunks >= ncols as u64 / 4;
+        pattern::fits(ncols) && busy
+    }
+
+    /// `f(k, chunk, piece, split)` on every chunk `k` of `work`, in
+    /// parallel, with the chunk's piece of C's values (`out.values`, or
+    /// its part of `out.split`), for the kernels on C's known structure
+    /// (which write no columns).
+    fn map_known_chunks<'o, T: Scalar, J: Index, R: Send>(
+        &self,
+        work: &RowWork,
+        mut out: NumericOutput<'o, T, J>,
+        f: impl Fn(usize, Chunk<'_>, NumericPiece<'_, T, J>, Option<SplitRows<'o, T>>) -> Result<R>
+            + Sync,
+    ) -> Result<Vec<R>> {
+        let (offsets, sorted) = (out.offsets, out.sorted);
+        let split = out.split.take();
+        let (pieces, scale) = output_pieces(out, work.bounds());
+        let splits: Vec<Option<SplitRows<'o, T>>> = match split {
+            Some(split) => split
+                .by_chunks(work.bounds())
+                .into_iter()
+                .map(Some)
+                .collect(),
+            None => pieces.iter().map(|_| None).collect(),
+        };
+        let pieces = with_rows(pieces, work)
+            .into_iter()
+            .zip(splits)
+            .enumerate()
+            .map(|(k, ((p, rows), s))| (k, p, s, rows));
+        try_map_pieces(pieces.collect(), |(k, (vals, cols), split, rows)| {
+            let out = NumericPiece {
+                offsets,
+                cols,
+                vals,
+                scale: &scale,
+                sorted,
+            };
+            f(k, self.chunk(rows, work), out, split)
+        })
+    }
+
+    /// The numeric phase on C's known structure, checked
+    /// ([`NumericOutput::pattern_checked`]), with the positions of its
+    /// products (`positions.rs`): recorded as the known-structure kernel
+    /// runs ([`KnownPositions::Record`], returned one per chunk of
+    /// `work`), or replayed ([`KnownPositions::Replay`], recorded on the
+    /// same patterns and `work`; nothing returned). A's values as for
+    /// [`CpuBackend::numeric`]; only into C's values (`out.cols` is
+    /// `None`).
+    ///
+    /// # Errors
+    /// [`crate::Error::InternalError`] for an output that is not C's
+    /// checked known structure, or positions of other chunks; as
+    /// [`positions::record_rows`] and [`positions::replay_rows`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn numeric_at_positions<T: Scalar, I: Index, J: Index>(
+        &self,
+        a: &RowPattern<'_, I, J>,
+        (a_vals, a_split): (&[T], Option<SplitInput<'_, T, I>>),
+        b: &RowPattern<'_, I, J>,
+        b_vals: &[T],
+        work: &RowWork,
+        out: NumericOutput<'_, T, J>,
+        positions: KnownPositions<'_>,
+    ) -> Result<Vec<ChunkPositions>> {
+        let chunks = work.bounds().len().saturating_sub(1);
+        let pattern = match (&out.cols, out.pattern) {
+            (None, Some(p)) if out.pattern_checked => p,
+            _ => {
+                return Err(crate::Error::InternalError(
+                    "positions of C's products serve a checked known structure only".into(),
+                ))
+            }
+        };
+        let (a, b) = (
+            &Operand {
+                pattern: *a,
+                values: a_vals,
+            },
+            &Operand {
+                pattern: *b,
+                values: b_vals,
+            },
+        );
+        match positions {
+            KnownPositions::Record { max_row } => {
+                self.map_known_chunks(work, out, |_, chunk, out, split| {
+                    let job = (chunk, pattern, max_row);
+                    positions::record_rows((a, a_split, b), job, out, split)
+                })
+            }
+            KnownPositions::Replay(kept) if kept.len() == chunks => {
+                self.map_known_chunks(work, out, |k, chunk, out, split| {
+                    positions::replay_rows((a, a_split, b), chunk, &kept[k], out, split)
+                })?;
+                Ok(Vec::new())
+            }
+            KnownPositions::Replay(_) => Err(crate::Error::InternalError(
+                "the recorded positions do not match C's chunks".into(),
+            )),
+        }
+    }
+
     /// Numeric phase, straight into C's arrays. `a_split`: A's values are
     /// in its two arrays instead of `a_vals` (then empty), A walked as
     /// stored; the known-structure kernel reads them there, the others
@@ -708,15 +833,10 @@ impl CpuBackend<'_> {
         mut out: NumericOutput<'_, T, J>,
     ) -> Result<()> {
         let offsets = out.offsets;
-        // C's structure is known (reuse): add into it, when the dense
-        // accumulator (one per chunk) fits and each chunk has at least a
-        // quarter as many products as the accumulator has columns (else
-        // allocating it would dominate, as on hypersparse products, which
-        // keep their planned algorithm).
-        let chunks = work.bounds().len().saturating_sub(1).max(1) as u64;
-        let busy = work.total() / chunks >= b.ncols as u64 / 4;
         let known = match (&out.cols, out.pattern) {
-            (None, Some(p)) if pattern::fits(b.ncols) && busy => Some((p, out.pattern_checked)),
+            (None, Some(p)) if self.adds_into_known_structure(b.ncols, work) => {
+                Some((p, out.pattern_checked))
+            }
             _ => None,
         };
         if let (Some(split), None) = (a_split, known) {
@@ -740,8 +860,6 @@ impl CpuBackend<'_> {
             split.copy_rows(offsets, &mut values, true);
             return Ok(());
         }
-        let sorted = out.sorted || out.cols.is_none();
-        let (pieces, scale) = output_pieces(out, work.bounds());
         let (a, b) = (
             &Operand {
                 pattern: *a,
@@ -752,6 +870,16 @@ impl CpuBackend<'_> {
                 values: b_vals,
             },
         );
+        if let Some(pattern) = known {
+            out.split = split;
+            return self
+                .map_known_chunks(work, out, |_, chunk, out, split| {
+                    pattern::accumulate_rows(a, a_split, b, chunk, pattern, out, split)
+                })
+                .map(drop);
+        }
+        let sorted = out.sorted || out.cols.is_none();
+        let (pieces, scale) = output_pieces(out, work.bounds());
         let piece = |vals, cols| NumericPiece {
             offsets,
             cols,
@@ -760,25 +888,6 @@ impl CpuBackend<'_> {
             sorted,
         };
         let pieces = with_rows(pieces, work);
-        if let Some(pattern) = known {
-            let splits: Vec<Option<SplitRows<'_, T>>> = match split {
-                Some(split) => split
-                    .by_chunks(work.bounds())
-                    .into_iter()
-                    .map(Some)
-                    .collect(),
-                None => pieces.iter().map(|_| None).collect(),
-            };
-            let pieces = pieces
-                .into_iter()
-                .zip(splits)
-                .map(|((p, rows), s)| ((p, s), rows));
-            return try_for_each_piece(pieces.collect(), |(((vals, cols), split), rows)| {
-                let chunk = self.chunk(rows, work);
-                let out = piece(vals, cols);
-                pattern::accumulate_rows(a, a_split, b, chunk, pattern, out, split)
-            });
-        }
         let algorithm = self.numeric_algorithm();
         try_for_each_piece(pieces, |((vals, cols), rows)| {
             let (chunk, out) = (self.chunk(rows, work), piece(vals, cols));

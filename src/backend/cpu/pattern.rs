@@ -75,7 +75,7 @@ pub(super) fn fits(ncols: usize) -> bool {
 /// two ranks); but products whose op(B) stays in the last-level cache
 /// (1.4-4.7 MB: bcsstk15, orani678, ex31, luxembourg_osm) 4-9 % slower,
 /// hence the bound.
-const PREFETCH_MIN_B_BYTES: u64 = 8 << 20;
+pub(super) const PREFETCH_MIN_B_BYTES: u64 = 8 << 20;
 
 /// One column's cell in the accumulator. Zero between rows.
 trait Slot<T: Scalar>: Copy + Send + 'static {
@@ -199,31 +199,82 @@ pub(super) fn accumulate_rows<T: Scalar, I: Index, J: Index>(
     out: NumericPiece<'_, T, J>,
     split: Option<SplitRows<'_, T>>,
 ) -> Result<()> {
+    let job = (chunk, pattern, out, split);
     match (checked, a_split) {
         (true, None) => {
-            accumulate_with::<Sum<T>, T, I, J, _>(a, a.values, b, chunk, pattern, out, split)
+            accumulate_with::<Sum<T>, T, I, J, _, _>(a, a.values, b, job, &mut NoRecord)
         }
         (false, None) => {
-            accumulate_with::<Counted<T>, T, I, J, _>(a, a.values, b, chunk, pattern, out, split)
+            accumulate_with::<Counted<T>, T, I, J, _, _>(a, a.values, b, job, &mut NoRecord)
         }
-        (true, Some(s)) => {
-            accumulate_with::<Sum<T>, T, I, J, _>(a, s, b, chunk, pattern, out, split)
-        }
+        (true, Some(s)) => accumulate_with::<Sum<T>, T, I, J, _, _>(a, s, b, job, &mut NoRecord),
         (false, Some(s)) => {
-            accumulate_with::<Counted<T>, T, I, J, _>(a, s, b, chunk, pattern, out, split)
+            accumulate_with::<Counted<T>, T, I, J, _, _>(a, s, b, job, &mut NoRecord)
         }
     }
 }
 
-/// [`accumulate_rows`] with cells `S`, A's values read from `a_in`.
-fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
+/// [`accumulate_rows`] on a checked pattern (sums alone), with `recorder`
+/// told each row of C after it is written (see [`RowRecorder`]).
+///
+/// # Errors
+/// As [`accumulate_rows`], and the recorder's.
+pub(super) fn accumulate_rows_recording<T: Scalar, I: Index, J: Index, R: RowRecorder<J>>(
+    a: &Operand<'_, T, I, J>,
+    a_split: Option<SplitInput<'_, T, I>>,
+    b: &Operand<'_, T, I, J>,
+    (chunk, pattern): (Chunk<'_>, &[J]),
+    out: NumericPiece<'_, T, J>,
+    split: Option<SplitRows<'_, T>>,
+    recorder: &mut R,
+) -> Result<()> {
+    let job = (chunk, pattern, out, split);
+    match a_split {
+        None => accumulate_with::<Sum<T>, T, I, J, _, _>(a, a.values, b, job, recorder),
+        Some(s) => accumulate_with::<Sum<T>, T, I, J, _, _>(a, s, b, job, recorder),
+    }
+}
+
+/// What [`accumulate_rows_recording`] tells: each row of C before its
+/// products are added (C's columns of the row, `cols`, with C's index
+/// base `c_base`), then each product's column of op(B) (zero-based), in
+/// the order they are added.
+pub(super) trait RowRecorder<J> {
+    /// Whether it records anything (else the kernel skips the calls).
+    const RECORDS: bool;
+    /// # Errors
+    /// The recorder's own (a column out of range).
+    fn row(&mut self, i: usize, c_row: (&[J], usize)) -> Result<()>;
+    fn product(&mut self, column: usize);
+}
+
+/// The recorder of [`accumulate_rows`]: nothing.
+struct NoRecord;
+
+impl<J> RowRecorder<J> for NoRecord {
+    const RECORDS: bool = false;
+    #[inline(always)]
+    fn row(&mut self, _: usize, _: (&[J], usize)) -> Result<()> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn product(&mut self, _: usize) {}
+}
+
+/// [`accumulate_rows`] with cells `S`, A's values read from `a_in`, each
+/// row told to `recorder`.
+#[allow(clippy::type_complexity)]
+fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R: RowRecorder<J>>(
     a: &Operand<'_, T, I, J>,
     a_in: A,
     b: &Operand<'_, T, I, J>,
-    chunk: Chunk<'_>,
-    pattern: &[J],
-    out: NumericPiece<'_, T, J>,
-    split: Option<SplitRows<'_, T>>,
+    (chunk, pattern, out, split): (
+        Chunk<'_>,
+        &[J],
+        NumericPiece<'_, T, J>,
+        Option<SplitRows<'_, T>>,
+    ),
+    recorder: &mut R,
 ) -> Result<()> {
     let prefetch = chunk.prefetch() && b.pattern.cols.len() as u64 * 16 > PREFETCH_MIN_B_BYTES;
     let Chunk { rows, scratch, .. } = chunk;
@@ -245,7 +296,8 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
                 origin: offsets[rows.start],
             };
             let job = (a, a_in, b, rows);
-            add_rows_prefetching(prefetch, job, (offsets, pattern), (whole, scale), cells)?;
+            let c = (offsets, pattern);
+            add_rows_prefetching(prefetch, job, c, (whole, scale), cells, recorder)?;
         }
         Some(split) => {
             let origins = (
@@ -254,7 +306,8 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
             );
             let two = TwoArrays { split, origins };
             let job = (a, a_in, b, rows);
-            add_rows_prefetching(prefetch, job, (offsets, pattern), (two, scale), cells)?;
+            let c = (offsets, pattern);
+            add_rows_prefetching(prefetch, job, c, (two, scale), cells, recorder)?;
         }
     }
     if !S::COUNTED {
@@ -299,15 +352,15 @@ fn bad_column<J: Index>(i: usize, cols: &[J], c: J, (c_base, ncols): (usize, usi
 /// Where a chunk's rows of C go: row `i` (at `c_row` of C's entries) as
 /// two slices, the first part of the row and the rest ([`OneArray`]: all
 /// of it and none).
-trait RowValues<T> {
+pub(super) trait RowValues<T> {
     fn row(&mut self, i: usize, c_row: std::ops::Range<usize>) -> (&mut [T], &mut [T]);
 }
 
 /// The chunk's values in one array, from C's offset of its first row
 /// (`origin`).
-struct OneArray<'a, T> {
-    vals: &'a mut [T],
-    origin: usize,
+pub(super) struct OneArray<'a, T> {
+    pub vals: &'a mut [T],
+    pub origin: usize,
 }
 
 impl<T> RowValues<T> for OneArray<'_, T> {
@@ -322,9 +375,9 @@ impl<T> RowValues<T> for OneArray<'_, T> {
 
 /// The chunk's parts of the two arrays of a [`SplitRows`], each from its
 /// offset of the chunk's first row (`origins`).
-struct TwoArrays<'a, T> {
-    split: SplitRows<'a, T>,
-    origins: (usize, usize),
+pub(super) struct TwoArrays<'a, T> {
+    pub split: SplitRows<'a, T>,
+    pub origins: (usize, usize),
 }
 
 impl<T> RowValues<T> for TwoArrays<'_, T> {
@@ -340,7 +393,7 @@ impl<T> RowValues<T> for TwoArrays<'_, T> {
 /// Where a chunk's rows of A take their values from: row `i` (at `a_row`
 /// of A's entries) as two slices, the values of the row's first stored
 /// columns and those of the rest (one array: all of it and none).
-trait RowInput<T>: Copy {
+pub(super) trait RowInput<T>: Copy {
     /// An error when the input does not hold the row as A's pattern has it
     /// (a split not checked before: see [`SplitInput`]).
     fn row(&self, i: usize, a_row: std::ops::Range<usize>) -> Result<(&[T], &[T])>;
@@ -364,10 +417,11 @@ impl<T: Scalar, I: Index> RowInput<T> for SplitInput<'_, T, I> {
 /// with their rows of op(B) (`b_offsets`; columns and values `b_cols`,
 /// `b_vals`, zero-based from `b_base`) into `cells`; returns how many.
 #[inline(always)]
-fn add_products<S: Slot<T>, T: Scalar, I: Index, J: Index>(
+fn add_products<S: Slot<T>, T: Scalar, I: Index, J: Index, R: RowRecorder<J>>(
     (a_cols, a_vals, a_base): (&[J], &[T], usize),
     (b_offsets, b_cols, b_vals, b_base): (&[I], &[J], &[T], usize),
     cells: &mut [S],
+    recorder: &mut R,
 ) -> u64 {
     let mut products = 0u64;
     for (&k, &f) in a_cols.iter().zip(a_vals) {
@@ -377,6 +431,9 @@ fn add_products<S: Slot<T>, T: Scalar, I: Index, J: Index>(
         products += rb.len() as u64;
         for (&c, &v) in b_cols[rb.clone()].iter().zip(&b_vals[rb]) {
             cells[c.as_usize()].add(f * v);
+            if R::RECORDS {
+                recorder.product(c.as_usize() - b_base);
+            }
         }
     }
     products
@@ -392,6 +449,7 @@ fn add_rows_prefetching<
     J: Index,
     A: RowInput<T>,
     O: RowValues<T>,
+    R: RowRecorder<J>,
 >(
     prefetch: bool,
     (a, a_in, b, rows): (
@@ -403,11 +461,12 @@ fn add_rows_prefetching<
     c: (&[usize], &[J]),
     out: (O, &Scale<T>),
     cells: &mut [S],
+    recorder: &mut R,
 ) -> Result<()> {
     if prefetch {
-        add_rows::<true, S, T, I, J, A, O>(a, a_in, b, rows, c, out, cells)
+        add_rows::<true, S, T, I, J, A, O, R>(a, a_in, b, rows, c, out, cells, recorder)
     } else {
-        add_rows::<false, S, T, I, J, A, O>(a, a_in, b, rows, c, out, cells)
+        add_rows::<false, S, T, I, J, A, O, R>(a, a_in, b, rows, c, out, cells, recorder)
     }
 }
 
@@ -426,6 +485,7 @@ fn add_rows<
     J: Index,
     A: RowInput<T>,
     O: RowValues<T>,
+    R: RowRecorder<J>,
 >(
     a: &Operand<'_, T, I, J>,
     a_in: A,
@@ -434,6 +494,7 @@ fn add_rows<
     (offsets, pattern): (&[usize], &[J]),
     (mut out, scale): (O, &Scale<T>),
     cells: &mut [S],
+    recorder: &mut R,
 ) -> Result<()> {
     let a = a.pattern;
     let (b, b_vals) = (b.pattern, b.values);
@@ -458,12 +519,15 @@ fn add_rows<
         // exactly.
         let (a_head, a_tail) = a_in.row(i, ra.clone())?;
         let bs = (b.offsets, b_cols, b_vals, b_base);
+        if R::RECORDS {
+            recorder.row(i, (cols, scale.base))?;
+        }
         let products = if a_tail.is_empty() {
-            add_products((&a.cols[ra], a_head, a.base), bs, cells)
+            add_products((&a.cols[ra], a_head, a.base), bs, cells, recorder)
         } else {
             let (cols_head, cols_tail) = a.cols[ra].split_at(a_head.len());
-            add_products((cols_head, a_head, a.base), bs, cells)
-                + add_products((cols_tail, a_tail, a.base), bs, cells)
+            add_products((cols_head, a_head, a.base), bs, cells, recorder)
+                + add_products((cols_tail, a_tail, a.base), bs, cells, recorder)
         };
         // The cells of op(B)'s columns, zero-based.
         let columns = &mut cells[b_base..];

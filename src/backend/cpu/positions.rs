@@ -1,0 +1,435 @@
+//! The numeric phase replayed at recorded positions: for a product whose
+//! structure of C is known and kept (the reuse flow, PETSc's
+//! MAT_REUSE_MATRIX), the place of every product in its row of C,
+//! recorded once, one byte each (two when a row of C has more than 256
+//! entries).
+//!
+//! The known-structure kernel (`pattern.rs`) adds each product into a
+//! dense accumulator indexed by op(B)'s column, then gathers C's row from
+//! it at C's columns. Replayed, a product is added straight into C's row
+//! at its recorded place: op(B)'s columns and C's are not read at all,
+//! and there is no gather. The products are added in the same order into
+//! cells that start at zero, so the values are those of the
+//! known-structure kernel, bit for bit.
+//!
+//! Measured on the 2-core VM, one thread, GAMG's operators at 64³ (a
+//! stand-alone copy of both loops, generic x86-64, minimum of five): Pᵀ·(A·P),
+//! 7.9 M products into 0.93 M entries, 18-19 ms -> 12.3-12.9 ms; A·P, 6.4
+//! M products into 2.2 M entries, 17.2 -> 16.1 ms written straight into C
+//! but 18.0 ms through a row buffer (C's values split in two arrays, or
+//! scaled), which loses. [`worth_recording`] says when.
+//!
+//! The positions are only as good as the patterns they were recorded on:
+//! the plan keeps them with the fingerprint of C's structure and replays
+//! them only on A's and B's checked patterns ([`crate::PatternCheck`]).
+//! Should the patterns differ anyway (a caller that vouched for changed
+//! ones), a position past C's row or a row with more products than
+//! recorded is an error, and otherwise only the call's values are wrong;
+//! nothing is written outside C.
+
+use super::pattern::{
+    self, OneArray, RowInput, RowRecorder, RowValues, TwoArrays, PREFETCH_MIN_B_BYTES,
+};
+use super::rows::{Chunk, NumericPiece, Operand, Scale, PREFETCH_AHEAD};
+use super::{SplitInput, SplitRows};
+use crate::error::{try_vec, Error, Result};
+use crate::plan::RowPattern;
+use crate::types::{Index, Scalar};
+
+/// The recorded positions of one chunk's products, in the order the
+/// kernels visit them (row by row; in a row, A's entries as stored, and
+/// for each its row of op(B) as stored).
+#[derive(Debug)]
+pub(crate) enum ChunkPositions {
+    /// C's rows have at most 256 entries.
+    Narrow(Vec<u8>),
+    /// C's rows have at most 65,536 entries.
+    Wide(Vec<u16>),
+}
+
+impl ChunkPositions {
+    /// The bytes they take.
+    pub(crate) fn bytes(&self) -> usize {
+        match self {
+            ChunkPositions::Narrow(p) => p.capacity(),
+            ChunkPositions::Wide(p) => 2 * p.capacity(),
+        }
+    }
+}
+
+/// Bytes of one recorded position for C's rows of at most `max_row`
+/// entries; `None` when a row is too long to record.
+pub(crate) fn position_bytes(max_row: usize) -> Option<u64> {
+    match max_row {
+        0..=256 => Some(1),
+        257..=65_536 => Some(2),
+        _ => None,
+    }
+}
+
+/// Whether recording the positions of `products` products into C's
+/// `nnz` entries (rows of at most `max_row`) pays, for a numeric phase
+/// whose output is written straight (`direct`: C's values in one array,
+/// α = 1 and β = 0) or through a row buffer: straight, always; through
+/// the buffer only when a row averages at least [`BUFFERED_MIN_PRODUCTS`]
+/// products an entry (A·P, 2.9 a entry, lost 5 % that way; Pᵀ·(A·P), 8.5,
+/// gained 30 %). Never when the positions would take more memory than C's
+/// own values and columns (`entry_bytes` an entry).
+pub(crate) fn worth_recording(
+    (products, nnz, max_row): (u64, usize, usize),
+    entry_bytes: u64,
+    direct: bool,
+) -> bool {
+    let Some(width) = position_bytes(max_row) else {
+        return false;
+    };
+    let fits = products.saturating_mul(width) <= (nnz as u64).saturating_mul(entry_bytes);
+    let dense = products >= (nnz as u64).saturating_mul(BUFFERED_MIN_PRODUCTS);
+    nnz > 0 && fits && (direct || dense)
+}
+
+/// See [`worth_recording`].
+const BUFFERED_MIN_PRODUCTS: u64 = 4;
+
+/// One position: a place in a row of C.
+trait Position: Copy + Default + Send + 'static {
+    /// The place `k`, which fits (rows are checked before).
+    fn at(k: usize) -> Self;
+    fn get(self) -> usize;
+}
+
+impl Position for u8 {
+    #[inline(always)]
+    fn at(k: usize) -> Self {
+        k as u8
+    }
+    #[inline(always)]
+    fn get(self) -> usize {
+        self as usize
+    }
+}
+
+impl Position for u16 {
+    #[inline(always)]
+    fn at(k: usize) -> Self {
+        k as u16
+    }
+    #[inline(always)]
+    fn get(self) -> usize {
+        self as usize
+    }
+}
+
+/// Records, after each row of C is written, the place of each of the
+/// row's products in it.
+struct Recorder<P> {
+    /// Each of op(B)'s columns' place in the current row of C.
+    places: Vec<P>,
+    positions: Vec<P>,
+}
+
+impl<P: Position, J: Index> RowRecorder<J> for Recorder<P> {
+    const RECORDS: bool = true;
+
+    fn row(&mut self, i: usize, (cols, c_base): (&[J], usize)) -> Result<()> {
+        for (k, &c) in cols.iter().enumerate() {
+            // Checked here: the kernel's gather checks C's columns only
+            // after the row's products.
+            let place = c.as_usize().wrapping_sub(c_base);
+            *self
+                .places
+                .get_mut(place)
+                .ok_or_else(|| not_recorded_here(i))? = P::at(k);
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn product(&mut self, column: usize) {
+        // In range: the kernel's accumulator is as wide.
+        self.positions.push(self.places[column]);
+    }
+}
+
+/// A, A's values when they are in two arrays, and op(B).
+type Operands<'o, 'a, T, I, J> = (
+    &'o Operand<'a, T, I, J>,
+    Option<SplitInput<'a, T, I>>,
+    &'o Operand<'a, T, I, J>,
+);
+
+/// The known-structure kernel ([`pattern::accumulate_rows`] on a checked
+/// pattern) on one chunk, recording the positions of its products, for
+/// C's rows of at most `max_row` entries.
+///
+/// # Errors
+/// As the kernel's; [`Error::AllocFailed`] for the positions;
+/// [`Error::InvalidValue`] when a row has more than 65,536 entries.
+pub(super) fn record_rows<T: Scalar, I: Index, J: Index>(
+    (a, a_split, b): Operands<'_, '_, T, I, J>,
+    (chunk, pattern, max_row): (Chunk<'_>, &[J], usize),
+    out: NumericPiece<'_, T, J>,
+    split: Option<SplitRows<'_, T>>,
+) -> Result<ChunkPositions> {
+    let products = chunk.work.rows(chunk.rows.clone()) as usize;
+    let ncols = b.pattern.ncols;
+    fn recorder<P: Position>(ncols: usize, products: usize) -> Result<Recorder<P>> {
+        let mut positions = Vec::new();
+        positions
+            .try_reserve_exact(products)
+            .map_err(|_| Error::AllocFailed("the recorded positions of C's products".into()))?;
+        Ok(Recorder {
+            places: try_vec(ncols, P::default(), "the places of C's columns")?,
+            positions,
+        })
+    }
+    let job = (chunk, pattern);
+    match position_bytes(max_row) {
+        Some(1) => {
+            let mut r = recorder::<u8>(ncols, products)?;
+            pattern::accumulate_rows_recording(a, a_split, b, job, out, split, &mut r)?;
+            Ok(ChunkPositions::Narrow(r.positions))
+        }
+        Some(_) => {
+            let mut r = recorder::<u16>(ncols, products)?;
+            pattern::accumulate_rows_recording(a, a_split, b, job, out, split, &mut r)?;
+            Ok(ChunkPositions::Wide(r.positions))
+        }
+        None => Err(Error::InvalidValue(format!(
+            "a row of C with {max_row} entries is too long to record its products' positions"
+        ))),
+    }
+}
+
+/// The numeric phase of one chunk at its recorded `positions`
+/// ([`record_rows`] on the same patterns): `alpha * op(A) * op(B) + beta
+/// * C` into the chunk's values of C, in one array or split between two.
+///
+/// # Errors
+/// [`Error::InvalidValue`] when the patterns are not those the positions
+/// were recorded on, as far as it shows (a row with more products than
+/// recorded, a position past its row of C, products left over); rows
+/// before it are written. [`Error::AllocFailed`] for a row buffer.
+pub(super) fn replay_rows<T: Scalar, I: Index, J: Index>(
+    (a, a_split, b): Operands<'_, '_, T, I, J>,
+    chunk: Chunk<'_>,
+    positions: &ChunkPositions,
+    out: NumericPiece<'_, T, J>,
+    split: Option<SplitRows<'_, T>>,
+) -> Result<()> {
+    match (positions, a_split) {
+        (ChunkPositions::Narrow(p), None) => replay_with(a, a.values, b, chunk, p, out, split),
+        (ChunkPositions::Narrow(p), Some(s)) => replay_with(a, s, b, chunk, p, out, split),
+        (ChunkPositions::Wide(p), None) => replay_with(a, a.values, b, chunk, p, out, split),
+        (ChunkPositions::Wide(p), Some(s)) => replay_with(a, s, b, chunk, p, out, split),
+    }
+}
+
+/// The error for positions that do not fit the patterns.
+#[cold]
+#[inline(never)]
+fn not_recorded_here(i: usize) -> Error {
+    Error::InvalidValue(format!(
+        "row {i} of C: its products do not match the positions recorded for the plan's \
+         patterns: the pattern of A or B changed between phases"
+    ))
+}
+
+/// [`replay_rows`] with A's values read from `a_in`, positions `P`.
+fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
+    a: &Operand<'_, T, I, J>,
+    a_in: A,
+    b: &Operand<'_, T, I, J>,
+    chunk: Chunk<'_>,
+    positions: &[P],
+    out: NumericPiece<'_, T, J>,
+    split: Option<SplitRows<'_, T>>,
+) -> Result<()> {
+    let prefetch = chunk.prefetch() && b.pattern.cols.len() as u64 * 16 > PREFETCH_MIN_B_BYTES;
+    let rows = chunk.rows;
+    let (offsets, scale) = (out.offsets, *out.scale);
+    let direct = split.is_none() && scale.alpha == T::one() && scale.beta == T::zero();
+    let job = Replay {
+        a,
+        a_in,
+        b,
+        rows: rows.clone(),
+        offsets,
+        positions,
+    };
+    let last = rows.end.saturating_sub(1);
+    let done = match split {
+        None if direct => job.run(prefetch, Straight(out.vals, offsets[rows.start])),
+        None => {
+            let whole = OneArray {
+                vals: out.vals,
+                origin: offsets[rows.start],
+            };
+            let longest = rows.map(|i| offsets[i + 1] - offsets[i]).max();
+            let mut row = try_vec(longest.unwrap_or(0), T::zero(), "a row of C")?;
+            job.run(prefetch, Buffered(whole, &scale, &mut row))
+        }
+        Some(split) => {
+            let origins = (
+                split.first_offsets[rows.start],
+                split.second_offsets[rows.start],
+            );
+            let two = TwoArrays { split, origins };
+            let longest = rows.map(|i| offsets[i + 1] - offsets[i]).max();
+            let mut row = try_vec(longest.unwrap_or(0), T::zero(), "a row of C")?;
+            job.run(prefetch, Buffered(two, &scale, &mut row))
+        }
+    }?;
+    if done != positions.len() {
+        return Err(not_recorded_here(last));
+    }
+    Ok(())
+}
+
+/// Where [`Replay::run`] adds a row's products, and how the row reaches C.
+trait ReplayRow<T> {
+    /// The cells, all zero, to add row `i`'s products into (C's row
+    /// itself, or a buffer as long).
+    fn cells(&mut self, i: usize, c_row: std::ops::Range<usize>) -> &mut [T];
+    /// Writes row `i` (its cells, as [`ReplayRow::cells`] gave them) into
+    /// C and leaves the buffer zero.
+    fn finish(&mut self, i: usize, c_row: std::ops::Range<usize>);
+}
+
+/// C's values in one array, α = 1 and β = 0: the row is zeroed and the
+/// products added into it in place. From C's offset of the chunk's first
+/// row.
+struct Straight<'a, T>(&'a mut [T], usize);
+
+impl<T: Scalar> ReplayRow<T> for Straight<'_, T> {
+    #[inline(always)]
+    fn cells(&mut self, _: usize, c_row: std::ops::Range<usize>) -> &mut [T] {
+        let row = &mut self.0[c_row.start - self.1..c_row.end - self.1];
+        row.fill(T::zero());
+        row
+    }
+    #[inline(always)]
+    fn finish(&mut self, _: usize, _: std::ops::Range<usize>) {}
+}
+
+/// Any other output: the products are added into a buffer as long as the
+/// row, then stored, scaled, where `O` puts the row.
+struct Buffered<'a, O, T>(O, &'a Scale<T>, &'a mut [T]);
+
+impl<T: Scalar, O: RowValues<T>> ReplayRow<T> for Buffered<'_, O, T> {
+    #[inline(always)]
+    fn cells(&mut self, _: usize, c_row: std::ops::Range<usize>) -> &mut [T] {
+        &mut self.2[..c_row.len()]
+    }
+    #[inline(always)]
+    fn finish(&mut self, i: usize, c_row: std::ops::Range<usize>) {
+        let row = &mut self.2[..c_row.len()];
+        let (head, tail) = self.0.row(i, c_row);
+        let (first, second) = row.split_at(head.len().min(row.len()));
+        self.1.store_each(head, first, |v| v);
+        self.1.store_each(tail, second, |v| v);
+        row.fill(T::zero());
+    }
+}
+
+/// One chunk's replay: its rows, the operands, and its positions.
+struct Replay<'a, 'o, T, I, J, A, P> {
+    a: &'o Operand<'a, T, I, J>,
+    a_in: A,
+    b: &'o Operand<'a, T, I, J>,
+    rows: std::ops::Range<usize>,
+    offsets: &'o [usize],
+    positions: &'o [P],
+}
+
+impl<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position> Replay<'_, '_, T, I, J, A, P> {
+    /// Adds every row's products at their positions into the cells `out`
+    /// gives, prefetching op(B)'s rows or not; returns the positions read.
+    #[inline(always)]
+    fn run<R: ReplayRow<T>>(self, prefetch: bool, out: R) -> Result<usize> {
+        if prefetch {
+            self.rows_of::<true, R>(out)
+        } else {
+            self.rows_of::<false, R>(out)
+        }
+    }
+
+    /// [`Replay::run`], out of line over plain slices (the loop keeps its
+    /// pointers in registers).
+    #[inline(never)]
+    fn rows_of<const PREFETCH: bool, R: ReplayRow<T>>(self, mut out: R) -> Result<usize> {
+        let (a, b) = (self.a.pattern, self.b.pattern);
+        let b_vals = self.b.values;
+        let (positions, offsets) = (self.positions, self.offsets);
+        let mut t = 0usize;
+        for i in self.rows {
+            if PREFETCH {
+                prefetch_values_of_b(&a, &b, b_vals, i + PREFETCH_AHEAD);
+            }
+            let c_row = offsets[i]..offsets[i + 1];
+            let ra = a.range(i);
+            let (a_head, a_tail) = self.a_in.row(i, ra.clone())?;
+            let cells = out.cells(i, c_row.clone());
+            let bs = (b.offsets, b_vals, b.base);
+            let found = if a_tail.is_empty() {
+                add_at((&a.cols[ra], a_head, a.base), bs, &positions[t..], cells)
+            } else {
+                let (cols_head, cols_tail) = a.cols[ra].split_at(a_head.len());
+                add_at((cols_head, a_head, a.base), bs, &positions[t..], cells).and_then(|n| {
+                    let rest = positions.get(t + n..).unwrap_or_default();
+                    add_at((cols_tail, a_tail, a.base), bs, rest, cells).map(|m| n + m)
+                })
+            };
+            t += found.ok_or_else(|| not_recorded_here(i))?;
+            out.finish(i, c_row);
+        }
+        Ok(t)
+    }
+}
+
+/// Adds the products of A's entries `a_cols` (values `a_vals`) with their
+/// rows of op(B) (`b_offsets`; values `b_vals`, zero-based from
+/// `b_base`) into `cells` at `positions`, in order; returns how many
+/// positions it read, or `None` when they run out or one is past `cells`.
+#[inline(always)]
+fn add_at<T: Scalar, I: Index, J: Index, P: Position>(
+    (a_cols, a_vals, a_base): (&[J], &[T], usize),
+    (b_offsets, b_vals, b_base): (&[I], &[T], usize),
+    positions: &[P],
+    cells: &mut [T],
+) -> Option<usize> {
+    let mut t = 0usize;
+    for (&k, &f) in a_cols.iter().zip(a_vals) {
+        let r = k.as_usize() - a_base;
+        let bounds = &b_offsets[r..r + 2];
+        let rb = bounds[0].as_usize() - b_base..bounds[1].as_usize() - b_base;
+        let at = positions.get(t..t + rb.len())?;
+        t += rb.len();
+        for (&v, &p) in b_vals[rb].iter().zip(at) {
+            *cells.get_mut(p.get())? += f * v;
+        }
+    }
+    Some(t)
+}
+
+/// Starts loading the values of the rows of op(B) that row `i` of A reads
+/// (the replay reads no columns of op(B)); nothing past the last row.
+#[inline(always)]
+fn prefetch_values_of_b<T, I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    b_vals: &[T],
+    i: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if i < a.nrows {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        for k in a.range(i) {
+            if let Some(v) = b_vals.get(b.range(a.col(k)).start) {
+                // SAFETY: a prefetch only hints the cache; the address is
+                // that of an existing element.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>((v as *const T).cast::<i8>()) };
+            }
+        }
+    }
+}
