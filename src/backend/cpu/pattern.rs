@@ -47,6 +47,11 @@
 //! of B along C's sorted row (PETSc's `_Scalable` variant) was measured too
 //! and lost on every row length tried (4 to 32 entries): its searches are
 //! branches that do not predict.
+//!
+//! From the third numeric phase on one checked structure, the plan may
+//! replay instead the positions of the products in C's rows that this
+//! kernel recorded on the second (`positions.rs`,
+//! [`accumulate_rows_recording`]): the same sums without the accumulator.
 
 use super::rows::{
     prefetch_rows_of_b, too_many_columns, Chunk, NumericPiece, Operand, Scale, PREFETCH_AHEAD,

@@ -12,12 +12,15 @@
 //! cells that start at zero, so the values are those of the
 //! known-structure kernel, bit for bit.
 //!
-//! Measured on the 2-core VM, one thread, GAMG's operators at 64³ (a
-//! stand-alone copy of both loops, generic x86-64, minimum of five): Pᵀ·(A·P),
-//! 7.9 M products into 0.93 M entries, 18-19 ms -> 12.3-12.9 ms; A·P, 6.4
-//! M products into 2.2 M entries, 17.2 -> 16.1 ms written straight into C
-//! but 18.0 ms through a row buffer (C's values split in two arrays, or
-//! scaled), which loses. [`worth_recording`] says when.
+//! Measured on the 2-core VM, one thread, GAMG's operators at 64³
+//! (`phases_vs_gustavson 1 A.mtx 7 dense P.mtx`, the values of C on the
+//! structure kept, minimum of 7, three alternating rounds): A·P, 6.4 M
+//! products into 2.2 M entries, 17.0-18.2 ms -> 15.3-15.5 ms replayed;
+//! Pᵀ·(A·P), 7.9 M products into 0.93 M entries, 16.2-16.7 -> 12.4-12.9
+//! ms. The phase that records takes 22.5 and 20.8-21.3 ms, once. A
+//! stand-alone copy of both loops had A·P at 18.0 ms through a row buffer
+//! (C's values split in two arrays, or scaled), which loses; hence
+//! [`worth_recording`].
 //!
 //! The positions are only as good as the patterns they were recorded on:
 //! the plan keeps them with the fingerprint of C's structure and replays
