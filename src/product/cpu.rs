@@ -1027,7 +1027,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// recorded when not (then kept) by the second numeric phase that
     /// computes on that structure, when the plan may keep them
     /// ([`CpuPlan::expect_structure_first`]) and [`worth_recording`] for
-    /// this output (`direct`: C's values in one array, α = 1, β = 0).
+    /// this output (`direct`: α = 1, β = 0).
     /// Otherwise the output comes back for the plain numeric phase.
     #[allow(clippy::type_complexity)]
     fn numeric_at_positions<'o, T: Scalar>(
@@ -1367,7 +1367,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             };
             match values {
                 Some(values) => {
-                    let direct = split.is_none() && alpha == T::one() && beta == T::zero();
+                    let direct = alpha == T::one() && beta == T::zero();
                     let out = NumericOutput {
                         offsets,
                         cols: col_indices,
@@ -2291,6 +2291,20 @@ mod tests {
             kept.numeric(&ctx, &a, &a, 2.0, 0.5, out).unwrap();
             let joined = join_rows((&fo, &so), (&first, &second));
             assert_eq!(bits(&joined), bits(&want_scaled), "{at}");
+            // Unscaled: rows in one array are written in place (over the
+            // 3.0 the arrays hold), rows in both through a buffer.
+            let (fo, so, mut first, mut second) = split_rows(&zero_based, 3.0);
+            let split = SplitValues {
+                first_offsets: &fo,
+                first: &mut first,
+                second_offsets: &so,
+                second: &mut second,
+            };
+            let out =
+                CsrOutput::<f64, i64, i32>::split_values_on_pattern(split, &cols, IndexBase::One);
+            kept.numeric(&ctx, &a, &a, 1.0, 0.0, out).unwrap();
+            let joined = join_rows((&fo, &so), (&first, &second));
+            assert_eq!(bits(&joined), bits(&want), "{at}");
 
             // A's values read from two arrays, each row cut at its own point.
             let cut = |i: usize| ro[i] as usize + (i % 4).min((ro[i + 1] - ro[i]) as usize);

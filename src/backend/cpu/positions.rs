@@ -72,12 +72,14 @@ pub(crate) fn position_bytes(max_row: usize) -> Option<u64> {
 
 /// Whether recording the positions of `products` products into C's
 /// `nnz` entries (rows of at most `max_row`) pays, for a numeric phase
-/// whose output is written straight (`direct`: C's values in one array,
-/// α = 1 and β = 0) or through a row buffer: straight, always; through
-/// the buffer only when a row averages at least [`BUFFERED_MIN_PRODUCTS`]
-/// products an entry (A·P, 2.9 a entry, lost 5 % that way; Pᵀ·(A·P), 8.5,
-/// gained 30 %). Never when the positions would take more memory than C's
-/// own values and columns (`entry_bytes` an entry).
+/// whose output is written straight into C's rows (`direct`: α = 1 and
+/// β = 0; C's values in one array, or split between two, where only rows
+/// with entries in both go through a buffer) or through a row buffer:
+/// straight, always; through the buffer only when a row averages at least
+/// [`BUFFERED_MIN_PRODUCTS`] products an entry (A·P, 2.9 a entry, lost 5 %
+/// that way; Pᵀ·(A·P), 8.5, gained 30 %). Never when the positions would
+/// take more memory than C's own values and columns (`entry_bytes` an
+/// entry).
 pub(crate) fn worth_recording(
     (products, nnz, max_row): (u64, usize, usize),
     entry_bytes: u64,
@@ -251,7 +253,7 @@ fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
     let prefetch = chunk.prefetch() && b.pattern.cols.len() as u64 * 16 > PREFETCH_MIN_B_BYTES;
     let rows = chunk.rows;
     let (offsets, scale) = (out.offsets, *out.scale);
-    let direct = split.is_none() && scale.alpha == T::one() && scale.beta == T::zero();
+    let plain = scale.alpha == T::one() && scale.beta == T::zero();
     let job = Replay {
         a,
         a_in,
@@ -262,7 +264,7 @@ fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
     };
     let last = rows.end.saturating_sub(1);
     let done = match split {
-        None if direct => job.run(prefetch, Straight(out.vals, offsets[rows.start])),
+        None if plain => job.run(prefetch, Straight(out.vals, offsets[rows.start])),
         None => {
             let whole = OneArray {
                 vals: out.vals,
@@ -280,7 +282,16 @@ fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
             let two = TwoArrays { split, origins };
             let longest = rows.map(|i| offsets[i + 1] - offsets[i]).max();
             let mut row = try_vec(longest.unwrap_or(0), T::zero(), "a row of C")?;
-            job.run(prefetch, Buffered(two, &scale, &mut row))
+            if plain {
+                let out = SplitStraight {
+                    two,
+                    row: &mut row,
+                    buffered: false,
+                };
+                job.run(prefetch, out)
+            } else {
+                job.run(prefetch, Buffered(two, &scale, &mut row))
+            }
         }
     }?;
     if done != positions.len() {
@@ -313,6 +324,42 @@ impl<T: Scalar> ReplayRow<T> for Straight<'_, T> {
     }
     #[inline(always)]
     fn finish(&mut self, _: usize, _: std::ops::Range<usize>) {}
+}
+
+/// C's values split between two arrays, α = 1 and β = 0: a row that lies
+/// in one of them is zeroed and the products added into it in place; a
+/// row split between both goes through a buffer as long as the row.
+struct SplitStraight<'a, 'b, T> {
+    two: TwoArrays<'a, T>,
+    row: &'b mut [T],
+    /// Whether the current row is in `row`.
+    buffered: bool,
+}
+
+impl<T: Scalar> ReplayRow<T> for SplitStraight<'_, '_, T> {
+    #[inline(always)]
+    fn cells(&mut self, i: usize, c_row: std::ops::Range<usize>) -> &mut [T] {
+        let len = c_row.len();
+        let (head, tail) = self.two.row(i, c_row);
+        self.buffered = !head.is_empty() && !tail.is_empty();
+        if self.buffered {
+            return &mut self.row[..len];
+        }
+        let whole = if tail.is_empty() { head } else { tail };
+        whole.fill(T::zero());
+        whole
+    }
+    #[inline(always)]
+    fn finish(&mut self, i: usize, c_row: std::ops::Range<usize>) {
+        if self.buffered {
+            let row = &mut self.row[..c_row.len()];
+            let (head, tail) = self.two.row(i, c_row);
+            let (first, second) = row.split_at(head.len());
+            head.copy_from_slice(first);
+            tail.copy_from_slice(second);
+            row.fill(T::zero());
+        }
+    }
 }
 
 /// Any other output: the products are added into a buffer as long as the
