@@ -17,10 +17,14 @@
 //! structure kept, minimum of 7, three alternating rounds): A·P, 6.4 M
 //! products into 2.2 M entries, 17.0-18.2 ms -> 15.3-15.5 ms replayed;
 //! Pᵀ·(A·P), 7.9 M products into 0.93 M entries, 16.2-16.7 -> 12.4-12.9
-//! ms. The phase that records takes 22.5 and 20.8-21.3 ms, once. A
-//! stand-alone copy of both loops had A·P at 18.0 ms through a row buffer
-//! (C's values split in two arrays, or scaled), which loses; hence
-//! [`worth_recording`].
+//! ms. The phase that records takes 22.5 and 20.8-21.3 ms, once. The
+//! gain depends on the machine: on another 2-vCPU VM (AMD EPYC, 8 MiB of
+//! L3), where every phase took about twice as long, A·P went from
+//! 35.3-36.8 to 34.1-35.2 ms (recording: 52.4-53.4). A stand-alone copy
+//! of both loops had A·P at 18.0 ms with every row through a buffer (C's
+//! values scaled), which loses; hence [`worth_recording`]. C's values
+//! split between two arrays with α = 1 and β = 0 (PETSc's blocks) are
+//! written in place, but for the rows with entries in both.
 //!
 //! The positions are only as good as the patterns they were recorded on:
 //! the plan keeps them with the fingerprint of C's structure and replays
