@@ -2277,34 +2277,28 @@ mod tests {
             let got = values(&kept, &cols, &av, (2.0, 0.5)).unwrap();
             assert_eq!(bits(&got), bits(&want_scaled), "{at}");
 
-            // C's values split between two arrays, each row at its own point.
+            // C's values split between two arrays, each row at its own point:
+            // scaled through a buffer; unscaled, rows in one array written
+            // in place (over the 3.0 the arrays hold), rows in both through
+            // the buffer.
             let zero_based: Vec<usize> = c_offsets.iter().map(|&o| o as usize - 1).collect();
-            let (fo, so, mut first, mut second) = split_rows(&zero_based, 3.0);
-            let split = SplitValues {
-                first_offsets: &fo,
-                first: &mut first,
-                second_offsets: &so,
-                second: &mut second,
-            };
-            let out =
-                CsrOutput::<f64, i64, i32>::split_values_on_pattern(split, &cols, IndexBase::One);
-            kept.numeric(&ctx, &a, &a, 2.0, 0.5, out).unwrap();
-            let joined = join_rows((&fo, &so), (&first, &second));
-            assert_eq!(bits(&joined), bits(&want_scaled), "{at}");
-            // Unscaled: rows in one array are written in place (over the
-            // 3.0 the arrays hold), rows in both through a buffer.
-            let (fo, so, mut first, mut second) = split_rows(&zero_based, 3.0);
-            let split = SplitValues {
-                first_offsets: &fo,
-                first: &mut first,
-                second_offsets: &so,
-                second: &mut second,
-            };
-            let out =
-                CsrOutput::<f64, i64, i32>::split_values_on_pattern(split, &cols, IndexBase::One);
-            kept.numeric(&ctx, &a, &a, 1.0, 0.0, out).unwrap();
-            let joined = join_rows((&fo, &so), (&first, &second));
-            assert_eq!(bits(&joined), bits(&want), "{at}");
+            for (scale, want) in [((2.0, 0.5), &want_scaled), ((1.0, 0.0), &want)] {
+                let (fo, so, mut first, mut second) = split_rows(&zero_based, 3.0);
+                let split = SplitValues {
+                    first_offsets: &fo,
+                    first: &mut first,
+                    second_offsets: &so,
+                    second: &mut second,
+                };
+                let out = CsrOutput::<f64, i64, i32>::split_values_on_pattern(
+                    split,
+                    &cols,
+                    IndexBase::One,
+                );
+                kept.numeric(&ctx, &a, &a, scale.0, scale.1, out).unwrap();
+                let joined = join_rows((&fo, &so), (&first, &second));
+                assert_eq!(bits(&joined), bits(want), "{at}, {scale:?}");
+            }
 
             // A's values read from two arrays, each row cut at its own point.
             let cut = |i: usize| ro[i] as usize + (i % 4).min((ro[i + 1] - ro[i]) as usize);

@@ -787,16 +787,7 @@ impl CpuBackend<'_> {
                 ))
             }
         };
-        let (a, b) = (
-            &Operand {
-                pattern: *a,
-                values: a_vals,
-            },
-            &Operand {
-                pattern: *b,
-                values: b_vals,
-            },
-        );
+        let (a, b) = (&Operand::of(a, a_vals), &Operand::of(b, b_vals));
         match positions {
             KnownPositions::Record { max_row } => {
                 self.map_known_chunks(work, out, |_, chunk, out, split| {
@@ -860,16 +851,7 @@ impl CpuBackend<'_> {
             split.copy_rows(offsets, &mut values, true);
             return Ok(());
         }
-        let (a, b) = (
-            &Operand {
-                pattern: *a,
-                values: a_vals,
-            },
-            &Operand {
-                pattern: *b,
-                values: b_vals,
-            },
-        );
+        let (a, b) = (&Operand::of(a, a_vals), &Operand::of(b, b_vals));
         if let Some(pattern) = known {
             out.split = split;
             return self

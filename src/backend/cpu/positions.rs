@@ -37,10 +37,9 @@
 use super::pattern::{
     self, OneArray, RowInput, RowRecorder, RowValues, TwoArrays, PREFETCH_MIN_B_BYTES,
 };
-use super::rows::{Chunk, NumericPiece, Operand, Scale, PREFETCH_AHEAD};
+use super::rows::{prefetch_parts_of_b, Chunk, NumericPiece, Operand, Scale, PREFETCH_AHEAD};
 use super::{SplitInput, SplitRows};
 use crate::error::{try_vec, Error, Result};
-use crate::plan::RowPattern;
 use crate::types::{Index, Scalar};
 
 /// The recorded positions of one chunk's products, in the order the
@@ -418,7 +417,7 @@ impl<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position> Replay<'_, '_, 
         let mut t = 0usize;
         for i in self.rows {
             if PREFETCH {
-                prefetch_values_of_b(&a, &b, b_vals, i + PREFETCH_AHEAD);
+                prefetch_parts_of_b::<false, T, I, J>(&a, &b, b_vals, i + PREFETCH_AHEAD);
             }
             let c_row = offsets[i]..offsets[i + 1];
             let ra = a.range(i);
@@ -464,26 +463,4 @@ fn add_at<T: Scalar, I: Index, J: Index, P: Position>(
         }
     }
     Some(t)
-}
-
-/// Starts loading the values of the rows of op(B) that row `i` of A reads
-/// (the replay reads no columns of op(B)); nothing past the last row.
-#[inline(always)]
-fn prefetch_values_of_b<T, I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    b: &RowPattern<'_, I, J>,
-    b_vals: &[T],
-    i: usize,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if i < a.nrows {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        for k in a.range(i) {
-            if let Some(v) = b_vals.get(b.range(a.col(k)).start) {
-                // SAFETY: a prefetch only hints the cache; the address is
-                // that of an existing element.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>((v as *const T).cast::<i8>()) };
-            }
-        }
-    }
 }

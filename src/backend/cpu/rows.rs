@@ -23,6 +23,16 @@ pub(crate) struct Operand<'a, T, I, J> {
     pub values: &'a [T],
 }
 
+impl<'a, T, I: Copy, J: Copy> Operand<'a, T, I, J> {
+    /// The operand of `pattern`'s rows with `values`.
+    pub(crate) fn of(pattern: &RowPattern<'a, I, J>, values: &'a [T]) -> Self {
+        Operand {
+            pattern: *pattern,
+            values,
+        }
+    }
+}
+
 impl<T, I, J> Clone for Operand<'_, T, I, J> {
     fn clone(&self) -> Self {
         *self
@@ -336,12 +346,24 @@ pub(crate) fn prefetch_rows_of_b<T, I: Index, J: Index>(
     b_vals: &[T],
     i: usize,
 ) {
+    prefetch_parts_of_b::<true, T, I, J>(a, b, b_vals, i);
+}
+
+/// [`prefetch_rows_of_b`], their columns only when `COLUMNS` (a numeric
+/// phase replayed at recorded positions reads none).
+#[inline(always)]
+pub(crate) fn prefetch_parts_of_b<const COLUMNS: bool, T, I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    b_vals: &[T],
+    i: usize,
+) {
     #[cfg(target_arch = "x86_64")]
     if i < a.nrows {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         for k in a.range(i) {
             let start = b.range(a.col(k)).start;
-            if let Some(c) = b.cols.get(start) {
+            if let Some(c) = b.cols.get(start).filter(|_| COLUMNS) {
                 // SAFETY: a prefetch only hints the cache; the addresses
                 // are those of existing elements.
                 unsafe { _mm_prefetch::<_MM_HINT_T0>((c as *const J).cast::<i8>()) };
