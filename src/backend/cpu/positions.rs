@@ -266,37 +266,39 @@ fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
         positions,
     };
     let last = rows.end.saturating_sub(1);
-    let done = match split {
-        None if plain => job.run(prefetch, Straight(out.vals, offsets[rows.start])),
-        None => {
-            let whole = OneArray {
-                vals: out.vals,
-                origin: offsets[rows.start],
-            };
-            let longest = rows.map(|i| offsets[i + 1] - offsets[i]).max();
-            let mut row = try_vec(longest.unwrap_or(0), T::zero(), "a row of C")?;
-            job.run(prefetch, Buffered(whole, &scale, &mut row))
-        }
-        Some(split) => {
-            let origins = (
-                split.first_offsets[rows.start],
-                split.second_offsets[rows.start],
-            );
-            let two = TwoArrays { split, origins };
-            let longest = rows.map(|i| offsets[i + 1] - offsets[i]).max();
-            let mut row = try_vec(longest.unwrap_or(0), T::zero(), "a row of C")?;
-            if plain {
-                let out = SplitStraight {
-                    two,
-                    row: &mut row,
-                    buffered: false,
+    let done = if split.is_none() && plain {
+        job.run(prefetch, Straight(out.vals, offsets[rows.start]))?
+    } else {
+        // A row buffer, for every row or for those split between both
+        // arrays.
+        let longest = rows.clone().map(|i| offsets[i + 1] - offsets[i]).max();
+        let mut row = try_vec(longest.unwrap_or(0), T::zero(), "a row of C")?;
+        match split {
+            None => {
+                let whole = OneArray {
+                    vals: out.vals,
+                    origin: offsets[rows.start],
                 };
-                job.run(prefetch, out)
-            } else {
-                job.run(prefetch, Buffered(two, &scale, &mut row))
+                job.run(prefetch, Buffered(whole, &scale, &mut row))?
+            }
+            Some(split) => {
+                let origins = (
+                    split.first_offsets[rows.start],
+                    split.second_offsets[rows.start],
+                );
+                let buffered = Buffered(TwoArrays { split, origins }, &scale, &mut row);
+                if plain {
+                    let out = SplitStraight {
+                        buffered,
+                        in_buffer: false,
+                    };
+                    job.run(prefetch, out)?
+                } else {
+                    job.run(prefetch, buffered)?
+                }
             }
         }
-    }?;
+    };
     if done != positions.len() {
         return Err(not_recorded_here(last));
     }
@@ -331,36 +333,32 @@ impl<T: Scalar> ReplayRow<T> for Straight<'_, T> {
 
 /// C's values split between two arrays, α = 1 and β = 0: a row that lies
 /// in one of them is zeroed and the products added into it in place; a
-/// row split between both goes through a buffer as long as the row.
+/// row split between both goes through [`Buffered`] (which stores the sums
+/// as they are for α = 1 and β = 0).
 struct SplitStraight<'a, 'b, T> {
-    two: TwoArrays<'a, T>,
-    row: &'b mut [T],
-    /// Whether the current row is in `row`.
-    buffered: bool,
+    buffered: Buffered<'b, TwoArrays<'a, T>, T>,
+    /// Whether the current row is in the buffer.
+    in_buffer: bool,
 }
 
 impl<T: Scalar> ReplayRow<T> for SplitStraight<'_, '_, T> {
     #[inline(always)]
     fn cells(&mut self, i: usize, c_row: std::ops::Range<usize>) -> &mut [T] {
-        let len = c_row.len();
-        let (head, tail) = self.two.row(i, c_row);
-        self.buffered = !head.is_empty() && !tail.is_empty();
-        if self.buffered {
-            return &mut self.row[..len];
+        let s = &self.buffered.0.split;
+        self.in_buffer = s.first_offsets[i + 1] > s.first_offsets[i]
+            && s.second_offsets[i + 1] > s.second_offsets[i];
+        if self.in_buffer {
+            return self.buffered.cells(i, c_row);
         }
+        let (head, tail) = self.buffered.0.row(i, c_row);
         let whole = if tail.is_empty() { head } else { tail };
         whole.fill(T::zero());
         whole
     }
     #[inline(always)]
     fn finish(&mut self, i: usize, c_row: std::ops::Range<usize>) {
-        if self.buffered {
-            let row = &mut self.row[..c_row.len()];
-            let (head, tail) = self.two.row(i, c_row);
-            let (first, second) = row.split_at(head.len());
-            head.copy_from_slice(first);
-            tail.copy_from_slice(second);
-            row.fill(T::zero());
+        if self.in_buffer {
+            self.buffered.finish(i, c_row);
         }
     }
 }
