@@ -37,7 +37,10 @@
 use super::pattern::{
     self, OneArray, RowInput, RowRecorder, RowValues, TwoArrays, PREFETCH_MIN_B_BYTES,
 };
-use super::rows::{prefetch_parts_of_b, Chunk, NumericPiece, Operand, Scale, PREFETCH_AHEAD};
+use super::rows::{
+    prefetch_parts_of_b, rows_product_width, Chunk, NumericPiece, Operand, RowProducts, Scale,
+    PREFETCH_AHEAD,
+};
 use super::{SplitInput, SplitRows};
 use crate::error::{try_vec, Error, Result};
 use crate::types::{Index, Scalar};
@@ -257,6 +260,8 @@ fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
     let rows = chunk.rows;
     let (offsets, scale) = (out.offsets, *out.scale);
     let plain = scale.alpha == T::one() && scale.beta == T::zero();
+    let width = rows_product_width(&a.pattern, chunk.work, &rows);
+    let mut products = RowProducts::<T>::new(width, chunk.work, &rows)?;
     let job = Replay {
         a,
         a_in,
@@ -264,10 +269,12 @@ fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
         rows: rows.clone(),
         offsets,
         positions,
+        products: &mut products,
     };
     let last = rows.end.saturating_sub(1);
+    let run = (prefetch, width);
     let done = if split.is_none() && plain {
-        job.run(prefetch, Straight(out.vals, offsets[rows.start]))?
+        job.run(run, Straight(out.vals, offsets[rows.start]))?
     } else {
         // A row buffer, for every row or for those split between both
         // arrays.
@@ -279,7 +286,7 @@ fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
                     vals: out.vals,
                     origin: offsets[rows.start],
                 };
-                job.run(prefetch, Buffered(whole, &scale, &mut row))?
+                job.run(run, Buffered(whole, &scale, &mut row))?
             }
             Some(split) => {
                 let origins = (
@@ -292,9 +299,9 @@ fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
                         buffered,
                         in_buffer: false,
                     };
-                    job.run(prefetch, out)?
+                    job.run(run, out)?
                 } else {
-                    job.run(prefetch, buffered)?
+                    job.run(run, buffered)?
                 }
             }
         }
@@ -391,24 +398,35 @@ struct Replay<'a, 'o, T, I, J, A, P> {
     rows: std::ops::Range<usize>,
     offsets: &'o [usize],
     positions: &'o [P],
+    /// A row's products, for a replay that writes them first
+    /// ([`product_width`]).
+    products: &'o mut RowProducts<T>,
 }
 
 impl<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position> Replay<'_, '_, T, I, J, A, P> {
     /// Adds every row's products at their positions into the cells `out`
-    /// gives, prefetching op(B)'s rows or not; returns the positions read.
+    /// gives, prefetching op(B)'s rows or not, the products written
+    /// `width` at a time first or not (0, [`product_width`]); returns the
+    /// positions read.
     #[inline(always)]
-    fn run<R: ReplayRow<T>>(self, prefetch: bool, out: R) -> Result<usize> {
-        if prefetch {
-            self.rows_of::<true, R>(out)
-        } else {
-            self.rows_of::<false, R>(out)
+    fn run<R: ReplayRow<T>>(self, (prefetch, width): (bool, usize), out: R) -> Result<usize> {
+        match (prefetch, width) {
+            (true, 8) => self.rows_of::<true, 8, R>(out),
+            (false, 8) => self.rows_of::<false, 8, R>(out),
+            (true, 16) => self.rows_of::<true, 16, R>(out),
+            (false, 16) => self.rows_of::<false, 16, R>(out),
+            (true, _) => self.rows_of::<true, 0, R>(out),
+            (false, _) => self.rows_of::<false, 0, R>(out),
         }
     }
 
     /// [`Replay::run`], out of line over plain slices (the loop keeps its
     /// pointers in registers).
     #[inline(never)]
-    fn rows_of<const PREFETCH: bool, R: ReplayRow<T>>(self, mut out: R) -> Result<usize> {
+    fn rows_of<const PREFETCH: bool, const W: usize, R: ReplayRow<T>>(
+        self,
+        mut out: R,
+    ) -> Result<usize> {
         let (a, b) = (self.a.pattern, self.b.pattern);
         let b_vals = self.b.values;
         let (positions, offsets) = (self.positions, self.offsets);
@@ -422,7 +440,22 @@ impl<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position> Replay<'_, '_, 
             let (a_head, a_tail) = self.a_in.row(i, ra.clone())?;
             let cells = out.cells(i, c_row.clone());
             let bs = (b.offsets, b_vals, b.base);
-            let found = if a_tail.is_empty() {
+            let written = if W > 0 {
+                let (cols_head, cols_tail) = a.cols[ra.clone()].split_at(a_head.len());
+                let parts = [(cols_head, a_head), (cols_tail, a_tail)];
+                let b_in = (b.offsets, b_vals, b.base);
+                self.products.write::<W, I, J>(parts, a.base, b_in)
+            } else {
+                None
+            };
+            let found = if let Some(n) = written {
+                positions.get(t..t + n).and_then(|at| {
+                    for (&x, &p) in self.products.0[..n].iter().zip(at) {
+                        *cells.get_mut(p.get())? += x;
+                    }
+                    Some(n)
+                })
+            } else if a_tail.is_empty() {
                 add_at((&a.cols[ra], a_head, a.base), bs, &positions[t..], cells)
             } else {
                 let (cols_head, cols_tail) = a.cols[ra].split_at(a_head.len());

@@ -376,9 +376,137 @@ pub(crate) fn prefetch_parts_of_b<const COLUMNS: bool, T, I: Index, J: Index>(
     }
 }
 
+/// The width at which the replay of recorded positions
+/// ([`super::positions`]) writes a row's products ([`RowProducts`]), for
+/// a chunk whose entries of A (`a_entries`) read `products` products: 8 or
+/// 16 where op(B)'s rows are short on average, 0 (each row of op(B) in a
+/// loop of its own length) otherwise. Rows of op(B) of a few entries, each
+/// of its own length, made that loop's end mispredict about once an entry
+/// of A. Replays of GAMG's products at 64³ (`phases_vs_gustavson`, one
+/// thread, minimum of 7, three alternating rounds, 2-vCPU Intel Xeon VM,
+/// session 64), width 0 / 8 / 16:
+/// - A·P, 7-point Poisson (3.5 products an entry of A): 33.5-37.7 /
+///   24.8-28.9 / 24.8-26.7 ms;
+/// - Pᵀ·(A·P), 7-point (8.5): 25.6-29.5 / 22.9-31.6 / 16.1-17.6 ms;
+/// - Pᵀ·(A·P), 27-point (9.2): 34.0-36.6 / 28.2-37.2 / 28.3-31.8 ms;
+/// - A·P, 27-point (3.9): 119 ms at width 0, 69 at 8 (one run each).
+///
+/// The known-structure kernel that records the positions (`pattern.rs`)
+/// lost with its products and columns written the same way (A·P 7-point:
+/// 33-38 ms -> 38-46 at width 8): its accumulator's read-modify-writes,
+/// not the loop's end, bound it.
+pub(crate) fn product_width(products: u64, a_entries: usize) -> usize {
+    #[cfg(test)]
+    if let Some(width) = tests::forced_width() {
+        return width;
+    }
+    let mean = products as f64 / a_entries.max(1) as f64;
+    if mean <= 6.0 {
+        8
+    } else if mean <= 12.0 {
+        16
+    } else {
+        0
+    }
+}
+
+/// [`product_width`] for the rows `rows` of op(A) `a` (their products
+/// from `work`).
+pub(crate) fn rows_product_width<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    work: &RowWork,
+    rows: &Range<usize>,
+) -> usize {
+    let a_entries = match rows.clone().last() {
+        Some(last) => a.range(last).end - a.range(rows.start).start,
+        None => 0,
+    };
+    product_width(work.rows(rows.clone()), a_entries)
+}
+
+/// Rows longer than this many products are not written first
+/// ([`RowProducts::write`] declines them): the buffer stays small.
+const ROW_PRODUCTS_MAX: usize = 4096;
+
+/// One row's products `a_ik * b_kj`, in the order the kernels add them:
+/// A's entries as stored, for each its row of op(B) as stored. Each row of
+/// op(B) is read a fixed width at a time (past its end too; the next
+/// row's products overwrite those), so the loop that adds them at their
+/// places runs once a row, not once an entry of A ([`product_width`]).
+pub(crate) struct RowProducts<T>(pub(crate) Vec<T>);
+
+impl<T: Scalar> RowProducts<T> {
+    /// Room for the rows `rows` of up to [`ROW_PRODUCTS_MAX`] products
+    /// (`work`) written `width` at a time; nothing for width 0.
+    pub(crate) fn new(
+        width: usize,
+        work: &RowWork,
+        rows: &Range<usize>,
+    ) -> crate::error::Result<Self> {
+        let room = if width == 0 {
+            0
+        } else {
+            let longest = rows.clone().map(|i| work.row(i)).max().unwrap_or(0);
+            usize::try_from(longest).map_or(ROW_PRODUCTS_MAX, |l| l.min(ROW_PRODUCTS_MAX)) + width
+        };
+        let row = crate::error::try_vec(room, T::zero(), "the products of a row of C")?;
+        Ok(RowProducts(row))
+    }
+
+    /// Writes the products of A's entries in `parts` (each: columns and
+    /// values, zero-based from `a_base`) with their rows of op(B)
+    /// (`b_offsets` and values, zero-based from `b_base`), `W` at a time;
+    /// returns how many, or `None` when they do not fit (a row past
+    /// [`ROW_PRODUCTS_MAX`], or more products than planned): the caller
+    /// then adds that row's products one row of op(B) at a time. Each
+    /// product is the value `f * v` the kernels add.
+    #[inline(always)]
+    pub(crate) fn write<const W: usize, I: Index, J: Index>(
+        &mut self,
+        parts: [(&[J], &[T]); 2],
+        a_base: usize,
+        (b_offsets, b_vals, b_base): (&[I], &[T], usize),
+    ) -> Option<usize> {
+        let vals = &mut self.0[..];
+        let mut at = 0usize;
+        for (a_cols, a_vals) in parts {
+            for (&k, &f) in a_cols.iter().zip(a_vals) {
+                let r = k.as_usize() - a_base;
+                let bounds = &b_offsets[r..r + 2];
+                let (start, end) = (bounds[0].as_usize() - b_base, bounds[1].as_usize() - b_base);
+                let mut j = start;
+                loop {
+                    let to = at + (j - start);
+                    let src = b_vals.get(j..).and_then(|v| v.first_chunk::<W>());
+                    let dst = vals.get_mut(to..).and_then(|d| d.first_chunk_mut::<W>());
+                    if let (Some(src), Some(dst)) = (src, dst) {
+                        for (d, &v) in dst.iter_mut().zip(src) {
+                            *d = f * v;
+                        }
+                    } else {
+                        // The last values of op(B), or the buffer's end.
+                        let src = b_vals.get(j..end)?;
+                        let dst = vals.get_mut(to..to + (end - j))?;
+                        for (d, &v) in dst.iter_mut().zip(src) {
+                            *d = f * v;
+                        }
+                        break;
+                    }
+                    j += W;
+                    if j >= end {
+                        break;
+                    }
+                }
+                at += end - start;
+            }
+        }
+        Some(at)
+    }
+}
+
 #[cfg(test)]
-mod tests {
-    use super::{merge_two_rows, merged_len, Operand, Scale};
+pub(crate) mod tests {
+    use super::{merge_two_rows, merged_len, Operand, RowProducts, Scale};
     use crate::plan::RowPattern;
     use std::collections::BTreeMap;
 
@@ -499,5 +627,83 @@ mod tests {
                 .unwrap_err();
             assert!(err.to_string().contains("row 3"), "{err}");
         }
+    }
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The width every replay of recorded positions takes while
+    /// set (`usize::MAX`: its own choice). Every width gives the same
+    /// values bit for bit, so a test that sets it while others run changes
+    /// only which loop they run.
+    static FORCED_WIDTH: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+    pub(super) fn forced_width() -> Option<usize> {
+        match FORCED_WIDTH.load(Ordering::Relaxed) {
+            usize::MAX => None,
+            w => Some(w),
+        }
+    }
+
+    /// Runs `f` with every product width ([`product_width`]) forced to
+    /// each of 0, 8 and 16, then with the kernels' own choice.
+    pub(crate) fn with_each_width(mut f: impl FnMut(usize)) {
+        for width in [0, 8, 16, usize::MAX] {
+            FORCED_WIDTH.store(width, Ordering::Relaxed);
+            f(width);
+        }
+        FORCED_WIDTH.store(usize::MAX, Ordering::Relaxed);
+    }
+
+    /// The products written 1, 8 or 16 at a time are those of the plain
+    /// loop, bit for bit: rows of op(B) shorter and longer than the width,
+    /// empty ones, the last row of op(B) (read up to its end, not past),
+    /// one-based indices, A's row in two parts; a buffer too short for the
+    /// products is `None`, not a panic.
+    #[test]
+    fn products_written_at_a_width_are_the_plain_loops() {
+        // op(B): rows of 0, 1, 3, 8, 9, 17 and 2 entries (the last row
+        // ends the values), one-based.
+        let lens = [0usize, 1, 3, 8, 9, 17, 2];
+        let mut b_offsets = vec![1i64];
+        for l in lens {
+            b_offsets.push(b_offsets.last().unwrap() + l as i64);
+        }
+        let nb = *b_offsets.last().unwrap() as usize - 1;
+        let b_vals: Vec<f64> = (0..nb).map(|k| 0.3 + 0.11 * k as f64).collect();
+        // A's row (one-based rows of op(B)), ending on the last row.
+        let a_cols = [4i32, 1, 6, 2, 3, 7, 5, 7];
+        let a_vals: Vec<f64> = (0..a_cols.len()).map(|k| 1.7 - 0.23 * k as f64).collect();
+        let mut want = Vec::new();
+        for (&k, &f) in a_cols.iter().zip(&a_vals) {
+            let r = k as usize - 1;
+            let rb = b_offsets[r] as usize - 1..b_offsets[r + 1] as usize - 1;
+            want.extend(b_vals[rb].iter().map(|&v| f * v));
+        }
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let b = (&b_offsets[..], &b_vals[..], 1);
+        fn check<const W: usize>(
+            (a_cols, a_vals): (&[i32], &[f64]),
+            b: (&[i64], &[f64], usize),
+            want: &[f64],
+            bits: impl Fn(&[f64]) -> Vec<u64>,
+        ) {
+            for cut in [0, 3, a_cols.len()] {
+                let parts = [
+                    (&a_cols[..cut], &a_vals[..cut]),
+                    (&a_cols[cut..], &a_vals[cut..]),
+                ];
+                for room in [want.len() + W, want.len()] {
+                    let mut p = RowProducts(vec![f64::NAN; room]);
+                    assert_eq!(p.write::<W, i64, i32>(parts, 1, b), Some(want.len()));
+                    assert_eq!(bits(&p.0[..want.len()]), bits(want), "width {W}");
+                }
+                let mut short = RowProducts(vec![0.0f64; want.len() - 1]);
+                assert_eq!(short.write::<W, i64, i32>(parts, 1, b), None, "width {W}");
+            }
+        }
+        let a = (&a_cols[..], &a_vals[..]);
+        check::<1>(a, b, &want, bits);
+        check::<8>(a, b, &want, bits);
+        check::<16>(a, b, &want, bits);
     }
 }
