@@ -26,6 +26,14 @@
 //! split between two arrays with α = 1 and β = 0 (PETSc's blocks) are
 //! written in place, but for the rows with entries in both.
 //!
+//! Where op(B)'s rows are short, a row's products are first written a
+//! fixed width at a time into a buffer and then added at their places in
+//! one loop a row ([`super::rows::RowProducts`], [`super::rows::product_width`]):
+//! a loop over each row of op(B) mispredicted its end about once an entry
+//! of A, which made the replay no faster than the known-structure kernel
+//! on a third VM (session 64: A·P 33.5-37.7 ms, 24.8-28.9 written 8 at a
+//! time).
+//!
 //! The positions are only as good as the patterns they were recorded on:
 //! the plan keeps them with the fingerprint of C's structure and replays
 //! them only on A's and B's checked patterns ([`crate::PatternCheck`]).
