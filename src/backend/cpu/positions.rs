@@ -451,8 +451,7 @@ impl<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position> Replay<'_, '_, 
             let written = if W > 0 {
                 let (cols_head, cols_tail) = a.cols[ra.clone()].split_at(a_head.len());
                 let parts = [(cols_head, a_head), (cols_tail, a_tail)];
-                let b_in = (b.offsets, b_vals, b.base);
-                self.products.write::<W, I, J>(parts, a.base, b_in)
+                self.products.write::<W, I, J>(parts, a.base, bs)
             } else {
                 None
             };
