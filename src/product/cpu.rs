@@ -2188,16 +2188,19 @@ mod tests {
     /// [`PatternCheck::Caller`] is an error, not a panic; another
     /// structure of C drops them.
     /// Each replay is run with its products added one row of op(B) at a
-    /// time and written 8 and 16 at a time first, then at its own choice.
+    /// time and written 8 and 16 at a time first, then at its own choice,
+    /// each with op(B)'s rows prefetched at its own choice and always.
     #[test]
     fn recorded_positions_replay_the_known_structure_kernel_bit_for_bit() {
         crate::backend::cpu::with_each_width(replay_at_width);
     }
 
-    fn replay_at_width(width: usize) {
+    fn replay_at_width(width: usize, prefetch: bool) {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         for (long_row, threads) in [(false, 1), (false, 3), (true, 2)] {
-            let at = format!("long row {long_row}, {threads} threads, width {width}");
+            let at = format!(
+                "long row {long_row}, {threads} threads, width {width}, prefetch {prefetch}"
+            );
             let (ro, ac, av) = position_operand(long_row);
             fn band_view<'v>(
                 (ro, ac): (&'v [i64], &'v [i32]),

@@ -32,9 +32,9 @@ mod sort_columns;
 
 pub(crate) use brmerge::UpperChunk;
 pub(crate) use dense::{ListedColumns, ListedValues, LISTED_BLOCK_ENTRIES};
-pub(crate) use positions::{position_bytes, worth_recording, ChunkPositions};
 #[cfg(test)]
-pub(crate) use rows::tests::with_each_width;
+pub(crate) use positions::tests::with_each_width;
+pub(crate) use positions::{position_bytes, worth_recording, ChunkPositions};
 pub(crate) use rows::{Operand, Scale};
 pub use scratch::ScratchPool;
 

@@ -28,7 +28,7 @@
 //!
 //! Where op(B)'s rows are short, a row's products are first written a
 //! fixed width at a time into a buffer and then added at their places in
-//! one loop a row ([`super::rows::RowProducts`], [`super::rows::product_width`]):
+//! one loop a row ([`RowProducts`], [`product_width`]):
 //! a loop over each row of op(B) mispredicted its end about once an entry
 //! of A, which made the replay no faster than the known-structure kernel
 //! on a third VM (session 64: A·P 33.5-37.7 ms, 24.8-28.9 written 8 at a
@@ -45,13 +45,12 @@
 use super::pattern::{
     self, OneArray, RowInput, RowRecorder, RowValues, TwoArrays, PREFETCH_MIN_B_BYTES,
 };
-use super::rows::{
-    prefetch_parts_of_b, rows_product_width, Chunk, NumericPiece, Operand, RowProducts, Scale,
-    PREFETCH_AHEAD,
-};
+use super::rows::{prefetch_parts_of_b, Chunk, NumericPiece, Operand, Scale, PREFETCH_AHEAD};
 use super::{SplitInput, SplitRows};
 use crate::error::{try_vec, Error, Result};
+use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
+use std::ops::Range;
 
 /// The recorded positions of one chunk's products, in the order the
 /// kernels visit them (row by row; in a row, A's entries as stored, and
@@ -265,11 +264,15 @@ fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
     split: Option<SplitRows<'_, T>>,
 ) -> Result<()> {
     let prefetch = chunk.prefetch() && b.pattern.cols.len() as u64 * 16 > PREFETCH_MIN_B_BYTES;
+    #[cfg(test)]
+    let prefetch = prefetch || tests::forced_prefetch();
     let rows = chunk.rows;
     let (offsets, scale) = (out.offsets, *out.scale);
     let plain = scale.alpha == T::one() && scale.beta == T::zero();
-    let width = rows_product_width(&a.pattern, chunk.work, &rows);
-    let mut products = RowProducts::<T>::new(width, chunk.work, &rows)?;
+    let mut products = match rows_product_width(&a.pattern, chunk.work, &rows) {
+        0 => None,
+        width => Some(RowProducts::<T>::new(width, chunk.work, &rows)?),
+    };
     let job = Replay {
         a,
         a_in,
@@ -277,10 +280,10 @@ fn replay_with<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position>(
         rows: rows.clone(),
         offsets,
         positions,
-        products: &mut products,
+        products: products.as_mut(),
     };
     let last = rows.end.saturating_sub(1);
-    let run = (prefetch, width);
+    let run = prefetch;
     let done = if split.is_none() && plain {
         job.run(run, Straight(out.vals, offsets[rows.start]))?
     } else {
@@ -408,22 +411,29 @@ struct Replay<'a, 'o, T, I, J, A, P> {
     positions: &'o [P],
     /// A row's products, for a replay that writes them first
     /// ([`product_width`]).
-    products: &'o mut RowProducts<T>,
+    products: Option<&'o mut RowProducts<T>>,
 }
 
 impl<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position> Replay<'_, '_, T, I, J, A, P> {
     /// Adds every row's products at their positions into the cells `out`
-    /// gives, prefetching op(B)'s rows or not, the products written
-    /// `width` at a time first or not (0, [`product_width`]); returns the
-    /// positions read.
+    /// gives, prefetching op(B)'s rows or not; returns the positions read.
+    ///
+    /// Without prefetching (op(B)'s rows read in order, or op(B) in cache:
+    /// GAMG's products), a loop for each width (0, 8, 16). Prefetching,
+    /// one loop for every width, which it takes from the rows
+    /// ([`ANY_WIDTH`]): each loop is built for every value, index,
+    /// position and output type, and a loop for each width and each
+    /// prefetch made the debug library 50 % larger (11.7 -> 17.6 MiB
+    /// stripped, session 65). The width as a branch in the loop costs a
+    /// little: A·P as in [`product_width`], 8 at a time, 18.7-18.9 ms with
+    /// a loop for each width, 19.7-22.5 with the branch (session 65).
     #[inline(always)]
-    fn run<R: ReplayRow<T>>(self, (prefetch, width): (bool, usize), out: R) -> Result<usize> {
+    fn run<R: ReplayRow<T>>(self, prefetch: bool, out: R) -> Result<usize> {
+        let width = self.products.as_ref().map_or(0, |p| p.width);
         match (prefetch, width) {
-            (true, 8) => self.rows_of::<true, 8, R>(out),
+            (true, _) => self.rows_of::<true, ANY_WIDTH, R>(out),
             (false, 8) => self.rows_of::<false, 8, R>(out),
-            (true, 16) => self.rows_of::<true, 16, R>(out),
             (false, 16) => self.rows_of::<false, 16, R>(out),
-            (true, _) => self.rows_of::<true, 0, R>(out),
             (false, _) => self.rows_of::<false, 0, R>(out),
         }
     }
@@ -432,7 +442,7 @@ impl<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position> Replay<'_, '_, 
     /// pointers in registers).
     #[inline(never)]
     fn rows_of<const PREFETCH: bool, const W: usize, R: ReplayRow<T>>(
-        self,
+        mut self,
         mut out: R,
     ) -> Result<usize> {
         let (a, b) = (self.a.pattern, self.b.pattern);
@@ -448,16 +458,18 @@ impl<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position> Replay<'_, '_, 
             let (a_head, a_tail) = self.a_in.row(i, ra.clone())?;
             let cells = out.cells(i, c_row.clone());
             let bs = (b.offsets, b_vals, b.base);
-            let written = if W > 0 {
-                let (cols_head, cols_tail) = a.cols[ra.clone()].split_at(a_head.len());
-                let parts = [(cols_head, a_head), (cols_tail, a_tail)];
-                self.products.write::<W, I, J>(parts, a.base, bs)
-            } else {
-                None
+            let written = match self.products.as_deref_mut() {
+                Some(products) if W > 0 => {
+                    let (cols_head, cols_tail) = a.cols[ra.clone()].split_at(a_head.len());
+                    let parts = [(cols_head, a_head), (cols_tail, a_tail)];
+                    products.write_row::<W, I, J>(parts, a.base, bs)
+                }
+                _ => None,
             };
-            let found = if let Some(n) = written {
+            let found = if let Some(written) = written {
+                let n = written.len();
                 positions.get(t..t + n).and_then(|at| {
-                    for (&x, &p) in self.products.0[..n].iter().zip(at) {
+                    for (&x, &p) in written.iter().zip(at) {
                         *cells.get_mut(p.get())? += x;
                     }
                     Some(n)
@@ -475,6 +487,156 @@ impl<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position> Replay<'_, '_, 
             out.finish(i, c_row);
         }
         Ok(t)
+    }
+}
+
+/// The width at which the replay writes each row's products first
+/// ([`RowProducts`]) for a chunk whose entries of A (`a_entries`) read
+/// `products` products: 8 or 16 where op(B)'s rows are short on average,
+/// 0 (each row of op(B) added in a loop of its own length) otherwise. Rows of op(B) of a few entries, each of its own length, made
+/// that loop's end mispredict about once an entry of A. Replays of GAMG's
+/// products at 64³ (`phases_vs_gustavson`, one thread, minimum of 7, three
+/// alternating rounds, 2-vCPU Intel Xeon VM, session 64), a loop for each
+/// row of op(B) / written 8 at a time / 16 at a time:
+/// - A·P, 7-point Poisson (3.5 products an entry of A): 33.5-37.7 /
+///   24.8-28.9 / 24.8-26.7 ms;
+/// - Pᵀ·(A·P), 7-point (8.5): 25.6-29.5 / 22.9-31.6 / 16.1-17.6 ms;
+/// - Pᵀ·(A·P), 27-point (9.2): 34.0-36.6 / 28.2-37.2 / 28.3-31.8 ms;
+/// - A·P, 27-point (3.9): 119 ms one row of op(B) at a time, 69 written 8
+///   at a time (one run each).
+///
+/// On a smoothed-aggregation A·P made alike (7-point Poisson at 64³, P
+/// from 2×2×2 aggregates smoothed once: 3.9 products an entry of A; same
+/// VM kind, session 65, 15 runs) 8 at a time was faster than 16: 19.7-21.2
+/// ms against 24.7-27.4.
+///
+/// The known-structure kernel that records the positions (`pattern.rs`)
+/// lost with its products and columns written the same way (A·P 7-point:
+/// 33-38 ms -> 38-46 at width 8): its accumulator's read-modify-writes,
+/// not the loop's end, bound it.
+fn product_width(products: u64, a_entries: usize) -> usize {
+    #[cfg(test)]
+    if let Some(width) = tests::forced_width() {
+        return width;
+    }
+    let mean = products as f64 / a_entries.max(1) as f64;
+    if mean <= 6.0 {
+        8
+    } else if mean <= 12.0 {
+        16
+    } else {
+        0
+    }
+}
+
+/// [`product_width`] for the rows `rows` of op(A) `a` (their products
+/// from `work`).
+fn rows_product_width<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    work: &RowWork,
+    rows: &Range<usize>,
+) -> usize {
+    let a_entries = match rows.clone().last() {
+        Some(last) => a.range(last).end - a.range(rows.start).start,
+        None => 0,
+    };
+    product_width(work.rows(rows.clone()), a_entries)
+}
+
+/// The width of a replay loop built for every width: it takes the one of
+/// its [`RowProducts`].
+const ANY_WIDTH: usize = usize::MAX;
+
+/// Rows longer than this many products are not written first
+/// ([`RowProducts::write`] declines them): the buffer stays small.
+const ROW_PRODUCTS_MAX: usize = 4096;
+
+/// One row's products `a_ik * b_kj`, in the order the kernels add them:
+/// A's entries as stored, for each its row of op(B) as stored. Each row of
+/// op(B) is read a fixed width at a time (past its end too; the next
+/// row's products overwrite those), so the loop that adds them at their
+/// places runs once a row, not once an entry of A ([`product_width`]).
+struct RowProducts<T> {
+    vals: Vec<T>,
+    /// 8 or 16.
+    width: usize,
+}
+
+impl<T: Scalar> RowProducts<T> {
+    /// Room for the rows `rows` of up to [`ROW_PRODUCTS_MAX`] products
+    /// (`work`) written `width` at a time (8 or 16).
+    fn new(width: usize, work: &RowWork, rows: &Range<usize>) -> Result<Self> {
+        let longest = rows.clone().map(|i| work.row(i)).max().unwrap_or(0);
+        let room = usize::try_from(longest).map_or(ROW_PRODUCTS_MAX, |l| l.min(ROW_PRODUCTS_MAX));
+        let vals = try_vec(room + width, T::zero(), "the products of a row of C")?;
+        Ok(RowProducts { vals, width })
+    }
+
+    /// [`RowProducts::write`] at the width `W`, or at the width of `self`
+    /// for [`ANY_WIDTH`].
+    #[inline(always)]
+    fn write_row<const W: usize, I: Index, J: Index>(
+        &mut self,
+        parts: [(&[J], &[T]); 2],
+        a_base: usize,
+        b: (&[I], &[T], usize),
+    ) -> Option<&[T]> {
+        let width = if W == ANY_WIDTH { self.width } else { W };
+        if width == 16 {
+            self.write::<16, I, J>(parts, a_base, b)
+        } else {
+            self.write::<8, I, J>(parts, a_base, b)
+        }
+    }
+
+    /// Writes the products of A's entries in `parts` (each: columns and
+    /// values, zero-based from `a_base`) with their rows of op(B)
+    /// (`b_offsets` and values, zero-based from `b_base`), `W` at a time;
+    /// returns them, or `None` when they do not fit (a row past
+    /// [`ROW_PRODUCTS_MAX`], or more products than planned): the caller
+    /// then adds that row's products one row of op(B) at a time. Each
+    /// product is the value `f * v` the kernels add.
+    #[inline(always)]
+    fn write<const W: usize, I: Index, J: Index>(
+        &mut self,
+        parts: [(&[J], &[T]); 2],
+        a_base: usize,
+        (b_offsets, b_vals, b_base): (&[I], &[T], usize),
+    ) -> Option<&[T]> {
+        let vals = &mut self.vals[..];
+        let mut at = 0usize;
+        for (a_cols, a_vals) in parts {
+            for (&k, &f) in a_cols.iter().zip(a_vals) {
+                let r = k.as_usize() - a_base;
+                let bounds = &b_offsets[r..r + 2];
+                let (start, end) = (bounds[0].as_usize() - b_base, bounds[1].as_usize() - b_base);
+                let mut j = start;
+                loop {
+                    let to = at + (j - start);
+                    let src = b_vals.get(j..).and_then(|v| v.first_chunk::<W>());
+                    let dst = vals.get_mut(to..).and_then(|d| d.first_chunk_mut::<W>());
+                    if let (Some(src), Some(dst)) = (src, dst) {
+                        for (d, &v) in dst.iter_mut().zip(src) {
+                            *d = f * v;
+                        }
+                    } else {
+                        // The last values of op(B), or the buffer's end.
+                        let src = b_vals.get(j..end)?;
+                        let dst = vals.get_mut(to..to + (end - j))?;
+                        for (d, &v) in dst.iter_mut().zip(src) {
+                            *d = f * v;
+                        }
+                        break;
+                    }
+                    j += W;
+                    if j >= end {
+                        break;
+                    }
+                }
+                at += end - start;
+            }
+        }
+        Some(&self.vals[..at])
     }
 }
 
@@ -501,4 +663,104 @@ fn add_at<T: Scalar, I: Index, J: Index, P: Position>(
         }
     }
     Some(t)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::RowProducts;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// The width every replay of recorded positions takes while set
+    /// (`usize::MAX`: its own choice). Every width gives the same values
+    /// bit for bit, so a test that sets it while others run changes only
+    /// which loop they run.
+    static FORCED_WIDTH: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+    /// Whether every replay prefetches op(B)'s rows while set (the loop
+    /// that takes its width from the rows, [`super::ANY_WIDTH`]).
+    static FORCED_PREFETCH: AtomicBool = AtomicBool::new(false);
+
+    pub(super) fn forced_prefetch() -> bool {
+        FORCED_PREFETCH.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn forced_width() -> Option<usize> {
+        match FORCED_WIDTH.load(Ordering::Relaxed) {
+            usize::MAX => None,
+            w => Some(w),
+        }
+    }
+
+    /// Runs `f(width, prefetch)` with every product width
+    /// ([`super::product_width`]) forced to each of 0, 8 and 16, then
+    /// with the kernels' own choice (`usize::MAX`), each with the replays
+    /// prefetching op(B)'s rows at their own choice and always.
+    pub(crate) fn with_each_width(mut f: impl FnMut(usize, bool)) {
+        for prefetch in [false, true] {
+            FORCED_PREFETCH.store(prefetch, Ordering::Relaxed);
+            for width in [0, 8, 16, usize::MAX] {
+                FORCED_WIDTH.store(width, Ordering::Relaxed);
+                f(width, prefetch);
+            }
+        }
+        FORCED_WIDTH.store(usize::MAX, Ordering::Relaxed);
+        FORCED_PREFETCH.store(false, Ordering::Relaxed);
+    }
+
+    /// The products written 1, 8 or 16 at a time are those of the plain
+    /// loop, bit for bit: rows of op(B) shorter and longer than the width,
+    /// empty ones, the last row of op(B) (read up to its end, not past),
+    /// one-based indices, A's row in two parts; a buffer too short for the
+    /// products is `None`, not a panic.
+    #[test]
+    fn products_written_at_a_width_are_the_plain_loops() {
+        // op(B): rows of 0, 1, 3, 8, 9, 17 and 2 entries (the last row
+        // ends the values), one-based.
+        let lens = [0usize, 1, 3, 8, 9, 17, 2];
+        let mut b_offsets = vec![1i64];
+        for l in lens {
+            b_offsets.push(b_offsets.last().unwrap() + l as i64);
+        }
+        let nb = *b_offsets.last().unwrap() as usize - 1;
+        let b_vals: Vec<f64> = (0..nb).map(|k| 0.3 + 0.11 * k as f64).collect();
+        // A's row (one-based rows of op(B)), ending on the last row.
+        let a_cols = [4i32, 1, 6, 2, 3, 7, 5, 7];
+        let a_vals: Vec<f64> = (0..a_cols.len()).map(|k| 1.7 - 0.23 * k as f64).collect();
+        let mut want = Vec::new();
+        for (&k, &f) in a_cols.iter().zip(&a_vals) {
+            let r = k as usize - 1;
+            let rb = b_offsets[r] as usize - 1..b_offsets[r + 1] as usize - 1;
+            want.extend(b_vals[rb].iter().map(|&v| f * v));
+        }
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let b = (&b_offsets[..], &b_vals[..], 1);
+        fn check<const W: usize>(
+            (a_cols, a_vals): (&[i32], &[f64]),
+            b: (&[i64], &[f64], usize),
+            want: &[f64],
+            bits: impl Fn(&[f64]) -> Vec<u64>,
+        ) {
+            for cut in [0, 3, a_cols.len()] {
+                let parts = [
+                    (&a_cols[..cut], &a_vals[..cut]),
+                    (&a_cols[cut..], &a_vals[cut..]),
+                ];
+                for room in [want.len() + W, want.len()] {
+                    let mut p = RowProducts {
+                        vals: vec![f64::NAN; room],
+                        width: W,
+                    };
+                    let written = p.write::<W, i64, i32>(parts, 1, b).map(&bits);
+                    assert_eq!(written, Some(bits(want)), "width {W}");
+                }
+                let vals = vec![0.0f64; want.len() - 1];
+                let mut short = RowProducts { vals, width: W };
+                assert_eq!(short.write::<W, i64, i32>(parts, 1, b), None, "width {W}");
+            }
+        }
+        let a = (&a_cols[..], &a_vals[..]);
+        check::<1>(a, b, &want, bits);
+        check::<8>(a, b, &want, bits);
+        check::<16>(a, b, &want, bits);
+    }
 }
