@@ -20,8 +20,11 @@
 #                           tests' debug build), building none: CI checks
 #                           this script and gpu-check.sh, not a release
 #                           build of the benchmark (5 minutes on 2 cores)
-# all stripped, and prints the folder's path and size (the copy to the GPU
-# machine carries at most 64 MiB with the working tree). Then, there:
+# all stripped and packed into gpu-bin/executables.tar.gz (gpu-check.sh
+# unpacks it where it runs: stripped, the test profile's binaries CI bundles
+# came to 63 MiB in session 64, about a third of that compressed), and
+# prints the folder's path and size (the copy to the GPU machine carries at
+# most 64 MiB with the working tree). Then, there:
 #   scripts/gpu-check.sh "$OUT"        (gpu-bin/ passed in `carry`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,6 +89,10 @@ done
 cc -O2 -std=c99 -Wall -Wextra -Iinclude examples/demo.c -o "$out/rusparse-demo" -ldl \
     -L"$out" -lrusparse -Wl,-rpath,'$ORIGIN'
 strip --strip-unneeded "$out/librusparse.so" "$out/rusparse-bench" "$out/rusparse-demo" "$out"/tests/*
+executables=(librusparse.so rusparse-bench rusparse-demo tests)
+unpacked_kib=$(cd "$out" && du -sck "${executables[@]}" | tail -n 1 | cut -f1)
+tar czf "$out/executables.tar.gz" -C "$out" "${executables[@]}"
+(cd "$out" && rm -rf "${executables[@]}")
 # The real matrices (../shared/matrices beside the checkout, where there
 # is one) for the GPU selector's sweep: about 6 MiB.
 shared_matrices="$root/../shared/matrices"
@@ -97,8 +104,9 @@ git rev-parse HEAD > "$out/COMMIT"
 git status --porcelain | head -n 20 > "$out/UNCOMMITTED"
 
 size_kib=$(du -sk "$out" | cut -f1)
-echo "== $out: $((size_kib / 1024)) MiB ($size_kib KiB)"
-ls -l "$out" "$out/tests" | sed 's/^/   /'
+echo "== $out: $((size_kib / 1024)) MiB ($size_kib KiB; the executables $((unpacked_kib / 1024)) MiB unpacked)"
+ls -l "$out" | sed 's/^/   /'
+tar tvzf "$out/executables.tar.gz" | sed 's/^/   /'
 if [ "$size_kib" -gt $((limit_mib * 1024)) ]; then
     echo "the bundle is larger than $limit_mib MiB: it will not travel with the working tree" >&2
     exit 1

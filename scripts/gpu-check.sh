@@ -50,6 +50,10 @@ out=${1:?usage: scripts/gpu-check.sh OUT [MINUTES]}
 minutes=${2:-7}
 mkdir -p "$out"
 bin=gpu-bin
+# The bundle's executables travel packed (gpu-bundle.sh).
+if [ -f "$bin/executables.tar.gz" ]; then
+    tar xzf "$bin/executables.tar.gz" -C "$bin" || echo "could not unpack $bin/executables.tar.gz" >&2
+fi
 start=$(date +%s)
 deadline=$((start + minutes * 60))
 summary="$out/summary.txt"
