@@ -32,7 +32,7 @@ root=$PWD
 out="$root/gpu-bin"
 limit_mib=56
 
-export RUSPARSE_NO_HEADER_UPDATE=1 CARGO_TERM_COLOR=never
+export CARGO_TERM_COLOR=never
 library=target/release/librusparse.so
 bench=target/release/rusparse-bench
 if [ -z "${RUSPARSE_BUNDLE_TEST_BINARIES:-}" ]; then
@@ -61,10 +61,10 @@ for line in sys.stdin:
         print(m["target"]["name"] + "\t" + m["executable"])
 '
 if [ -n "${RUSPARSE_BUNDLE_TEST_BINARIES:-}" ]; then
-    # A filtered `cargo test -p rusparse --test ...` resolves the build
-    # dependencies' features (serde's, through cbindgen) unlike the
-    # workspace `cargo test` that built them, so it would rebuild rusparse
-    # and the tests (minutes on 2 cores): take the workspace build's.
+    # A filtered `cargo test -p rusparse --test ...` may resolve features
+    # unlike the workspace `cargo test` that built them (the workspace's
+    # dev-dependencies), so it could rebuild rusparse and the tests
+    # (minutes on 2 cores): take the workspace build's.
     echo "== the test binaries from $RUSPARSE_BUNDLE_TEST_BINARIES (test profile, built by cargo test)"
     mapfile -t executables < <(python3 -c "$pick" "$root" "${tests[@]}" < "$RUSPARSE_BUNDLE_TEST_BINARIES")
     library=${RUSPARSE_BUNDLE_LIBRARY:?RUSPARSE_BUNDLE_TEST_BINARIES needs RUSPARSE_BUNDLE_LIBRARY, the librusparse.so to bundle}

@@ -126,9 +126,6 @@ export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # Without NVRTC the kernel compile test would skip; here it must run.
 [ $quick -eq 1 ] || export RUSPARSE_REQUIRE_NVRTC=1
 
-# The header test compares the committed include/rusparse.h with what
-# cbindgen generates; keep build.rs from refreshing it during the run.
-export RUSPARSE_NO_HEADER_UPDATE=1
 export CARGO_TERM_COLOR=never
 
 step "cargo fmt --check"
@@ -176,8 +173,8 @@ step "cargo test --features $features (unit, property, header, doc and integrati
 RUSPARSE_NVRTC_TARGETS=70 cargo test --features "$features"
 
 # Later steps run some of the test binaries that `cargo test` built, directly:
-# a `cargo test --test NAME` there resolves the build dependencies' features
-# differently (serde's, through cbindgen), and the feature builds between
+# a `cargo test --test NAME` there may resolve features differently (the
+# workspace's dev-dependencies), and the feature builds between
 # (c-allocator-hooks, hip, ...) overwrite the cdylib, so cargo would rebuild
 # rusparse, minutes each time on 2 cores. Their paths, listed now:
 cargo test --features "$features" --no-run --message-format=json 2>/dev/null > target/test-binaries.json

@@ -6,8 +6,8 @@
 //! hiprtc) name the real file and line; and the type combinations one
 //! compilation serves ([`KernelTypes`]).
 //!
-//! The files are embedded with `include_str!` rather than copied by
-//! `build.rs`: cargo records every `include_str!` file as a dependency of
+//! The files are embedded with `include_str!` rather than copied by a
+//! build script: cargo records every `include_str!` file as a dependency of
 //! the crate, so editing a kernel rebuilds rusparse with no
 //! `rerun-if-changed` bookkeeping and no generated file to go stale.
 
