@@ -140,7 +140,7 @@ cargo clippy --all-targets -- -D warnings
 # developer check; users' builds never get -Werror).
 c_tests() {
     step "C tests (CMake + CTest)"
-    cargo build --lib --features c-allocator-hooks
+    cargo build -p rusparse --lib --features c-allocator-hooks
     mkdir -p "$root/target/c-abi"
     lib="$root/target/c-abi/librusparse.so"
     cp "$root/target/debug/librusparse.so" "$lib"
@@ -276,8 +276,13 @@ ASAN_OPTIONS=detect_leaks=1 ctest --test-dir target/c_tests_asan --output-on-fai
 
 step "sanitizers: C ABI fuzz replay and random programs, huge requests and shared handles, with rusparse under ASan"
 # A 10^12-entry C asks for terabytes: ASan must return NULL (ALLOC_FAILED), not abort.
+# With c-allocator-hooks, as the library of the step above: these tests
+# define no global allocator of their own, so they link the ASan rusparse
+# that step built instead of compiling it again (minutes on 2 cores), and
+# their allocations go through the library's dispatching allocator too.
 asan_run=("${asan[@]}" ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1)
-"${asan_run[@]}" cargo test -p rusparse --target "$host" --test fuzz_c_abi --test huge_requests --test shared_handle
+"${asan_run[@]}" cargo test -p rusparse --features c-allocator-hooks --target "$host" \
+    --test fuzz_c_abi --test huge_requests --test shared_handle
 # The soak under ASan is scripts/asan-soak.sh, a documented heavy run (its
 # ASan build of the benchmark took 2 of CI's minutes); the soaks above run
 # plainly and under valgrind.
