@@ -10,7 +10,7 @@ if ! command -v cc >/dev/null 2>&1; then
     sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
     $sudo_cmd apt-get update -qq && $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc
 fi
-cargo build --release --lib --features c-allocator-hooks
+cargo build --release -p rusparse --lib --features c-allocator-hooks
 cc -O2 -std=c99 -Wall -Wextra -Wpedantic -Iinclude examples/demo.c -o target/release/rusparse-demo -ldl \
     -Ltarget/release -lrusparse -Wl,-rpath,"$PWD/target/release"
 target/release/rusparse-demo "$@"
