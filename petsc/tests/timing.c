@@ -11,7 +11,8 @@ static const char help[] = "Times MatMatMult(A, P) and MatPtAP(A, P) with aij an
                            "Load the plug-in with -dll_append /path/librusparse_petsc.so.\n\n";
 
 /*
- * For each type (aij, then aijrusparse, on the same matrices converted):
+ * For each type (aij and aijrusparse, on the same matrices converted; the
+ * types take turns, a repetition each, which goes first alternating):
  *   initial  MatMatMult / MatPtAP with MAT_INITIAL_MATRIX (symbolic + numeric)
  *   reuse    the same with MAT_REUSE_MATRIX (numeric only), after new values of
  *            A (MatScale(A, -1), not timed): GAMG's case when it keeps its
@@ -109,34 +110,54 @@ static PetscErrorCode Dump(Mat M, const char *prefix, const char *name)
 /* The phases timed: initial, then three reuses of the same C. */
 #define PHASES 4
 
-/* Median over `repeat` runs of the slowest rank's seconds. */
-static PetscErrorCode Time(Mat A, Mat P, PetscBool ptap, PetscInt repeat, PetscLogStage stage, double out[PHASES])
+/* One repetition of the phases with one type: each phase's slowest rank's
+   seconds into t[phase][r]. */
+static PetscErrorCode TimeOnce(Mat A, Mat P, PetscBool ptap, PetscInt r, PetscLogStage stage, double t[PHASES][64])
 {
-  double t[PHASES][64];
-  Mat    C;
+  Mat C;
 
   PetscFunctionBegin;
   PetscCall(PetscLogStagePush(stage));
+  for (int phase = 0; phase < PHASES; phase++) {
+    MatReuse how = phase == 0 ? MAT_INITIAL_MATRIX : MAT_REUSE_MATRIX;
+    double   local, slowest;
+    if (how == MAT_REUSE_MATRIX) PetscCall(MatScale(A, -1.0));
+    PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+    local = MPI_Wtime();
+    if (ptap) PetscCall(MatPtAP(A, P, how, PETSC_DEFAULT, &C));
+    else PetscCall(MatMatMult(A, P, how, PETSC_DEFAULT, &C));
+    local = MPI_Wtime() - local;
+    PetscCallMPI(MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, PETSC_COMM_WORLD));
+    t[phase][r] = slowest;
+  }
+  PetscCall(MatDestroy(&C));
+  PetscCall(PetscLogStagePop());
+  PetscFunctionReturn(0);
+}
+
+/* Median over `repeat` repetitions of the slowest rank's seconds, for aij
+   (A, P; skipped when A is NULL) into plain and aijrusparse (Ars, Prs) into
+   rs. The two types take turns, one repetition each, and which goes first
+   alternates: a machine that slows down or speeds up during the run (a
+   shared VM) moves both alike, where timing every repetition of one type
+   and then the other's gave one type the quieter minutes. */
+static PetscErrorCode Time(Mat A, Mat P, Mat Ars, Mat Prs, PetscBool ptap, PetscInt repeat, const PetscLogStage stage[2], double plain[PHASES], double rs[PHASES])
+{
+  double t[2][PHASES][64];
+
+  PetscFunctionBegin;
   PetscCheck(repeat >= 1 && repeat <= 64, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-repeat 1..64");
   for (PetscInt r = 0; r < repeat; r++) {
-    for (int phase = 0; phase < PHASES; phase++) {
-      MatReuse how = phase == 0 ? MAT_INITIAL_MATRIX : MAT_REUSE_MATRIX;
-      double   local, slowest;
-      if (how == MAT_REUSE_MATRIX) PetscCall(MatScale(A, -1.0));
-      PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
-      local = MPI_Wtime();
-      if (ptap) PetscCall(MatPtAP(A, P, how, PETSC_DEFAULT, &C));
-      else PetscCall(MatMatMult(A, P, how, PETSC_DEFAULT, &C));
-      local = MPI_Wtime() - local;
-      PetscCallMPI(MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, PETSC_COMM_WORLD));
-      t[phase][r] = slowest;
+    for (int turn = 0; turn < 2; turn++) {
+      int type = (int)((r + turn) % 2);
+      if (type == 0 && A) PetscCall(TimeOnce(A, P, ptap, r, stage[0], t[0]));
+      if (type == 1) PetscCall(TimeOnce(Ars, Prs, ptap, r, stage[1], t[1]));
     }
-    PetscCall(MatDestroy(&C));
   }
-  PetscCall(PetscLogStagePop());
   for (int phase = 0; phase < PHASES; phase++) {
-    qsort(t[phase], (size_t)repeat, sizeof(double), CompareDoubles);
-    out[phase] = t[phase][repeat / 2];
+    for (int type = 0; type < 2; type++) qsort(t[type][phase], (size_t)repeat, sizeof(double), CompareDoubles);
+    plain[phase] = A ? t[0][phase][repeat / 2] : 0;
+    rs[phase]    = t[1][phase][repeat / 2];
   }
   PetscFunctionReturn(0);
 }
@@ -193,8 +214,7 @@ int main(int argc, char **argv)
     PetscCall(PetscLogStageRegister(name, &stage[0]));
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s aijrusparse", ptap ? "PtAP" : "AP"));
     PetscCall(PetscLogStageRegister(name, &stage[1]));
-    if (!rusparse_only) PetscCall(Time(A, P, (PetscBool)ptap, repeat, stage[0], plain));
-    PetscCall(Time(Ars, Prs, (PetscBool)ptap, repeat, stage[1], rs));
+    PetscCall(Time(rusparse_only ? NULL : A, P, Ars, Prs, (PetscBool)ptap, repeat, stage, plain, rs));
     for (int phase = 0; phase < PHASES; phase++) {
       if (phase == 2) continue; /* the third reuse stands for the later ones */
       PetscCall(PetscPrintf(PETSC_COMM_WORLD, "| %s | %s | %.4f | %.4f | %.2f |\n", names[ptap], phases[phase], plain[phase], rs[phase], plain[phase] / rs[phase]));
