@@ -155,7 +155,8 @@ static PetscErrorCode Time(Mat A, Mat P, Mat Ars, Mat Prs, PetscBool ptap, Petsc
     }
   }
   for (int phase = 0; phase < PHASES; phase++) {
-    for (int type = 0; type < 2; type++) qsort(t[type][phase], (size_t)repeat, sizeof(double), CompareDoubles);
+    /* aij's times exist only when it was timed. */
+    for (int type = A ? 0 : 1; type < 2; type++) qsort(t[type][phase], (size_t)repeat, sizeof(double), CompareDoubles);
     plain[phase] = A ? t[0][phase][repeat / 2] : 0;
     rs[phase]    = t[1][phase][repeat / 2];
   }
