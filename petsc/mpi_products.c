@@ -542,14 +542,18 @@ static PetscErrorCode RsOutExchange(MPI_Comm comm, PetscLayout crows, const RsCo
    columns are C's), plus, when `exchange` (collective: AtB and PtAP), the
    rows Z's rows own_rows..z_rows-1 make on other ranks (global rows send[k]
    of C, row layout `crows`). C has its type and sizes; it is preallocated
-   and assembled here. */
+   and assembled here. Its values are left unset: the caller's numeric
+   phase, right after, writes every one of them. */
 static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols, PetscInt own_rows, PetscInt z_rows, const PetscInt *zi, const PetscInt *zj, PetscBool exchange, const PetscInt send[], RsOut *out)
 {
-  MPI_Comm  comm;
-  PetscInt *recv_cols = NULL, zown = zi[own_rows], *dj, *oj, *d_nnz, *o_nnz, *key = NULL, *src = NULL, nkey = 0, nd = 0, no = 0, longest = 0;
-  PetscInt  nown = cols->nown;
-  Mat       Cd, Co;
-  RsBlocks  cb;
+  MPI_Comm        comm;
+  PetscInt       *recv_cols = NULL, zown = zi[own_rows], *mj = NULL, *d_nnz, *o_nnz, *key = NULL, *src = NULL, nkey = 0, nm = 0, longest = 0;
+  PetscInt        nown = cols->nown;
+  Mat             Cd, Co;
+  const PetscInt *cdi, *coi, *cdj, *coj;
+  PetscScalar    *unused;
+  PetscMemType    mtype;
+  RsBlocks        cb;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectGetComm((PetscObject)C, &comm));
@@ -558,26 +562,28 @@ static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols
   if (exchange) PetscCall(RsOutExchange(comm, crows, cols, own_rows, z_rows, zi, zj, send, out, &recv_cols));
   if (out->recv_nnz) PetscCall(PetscMalloc1(zown + out->recv_nnz, &out->pos));
 
-  /* C's blocks' columns, row by row: the diagonal block's (local columns)
-     in dj, the off-diagonal block's (global columns) in oj. A row of Z is
-     sorted with the own columns first, so it splits where they end. */
-  PetscCall(PetscMalloc2(zown + out->recv_nnz, &dj, zown + out->recv_nnz, &oj));
+  /* Each row's length in C's blocks. A row of Z is sorted with the own
+     columns first, so it splits where they end. A row that received
+     entries from other ranks is merged with them here (its columns, sorted
+     and without repeats, kept in mj: the diagonal block's, local, then the
+     off-diagonal block's, global), the place in C's row of each of its
+     entries in out->pos. */
   PetscCall(PetscMalloc2(own_rows, &d_nnz, own_rows, &o_nnz));
   for (PetscInt r = 0; r < own_rows; r++) {
     PetscInt        z0 = zi[r], zl = zi[r + 1] - z0, r0 = out->recv_i[r], rl = out->recv_i[r + 1] - r0, u = 0, ud = 0;
     const PetscInt *zr = zj + z0;
     if (!rl) {
       while (ud < zl && zr[ud] < nown) ud++;
-      for (PetscInt e = 0; e < ud; e++) dj[nd + e] = zr[e];
-      for (PetscInt e = ud; e < zl; e++) oj[no + e - ud] = cols->ghost[zr[e] - nown];
       u = zl;
     } else {
-      PetscInt n = zl + rl;
+      PetscInt n = zl + rl, *row;
       if (n > nkey) {
         PetscCall(PetscFree2(key, src));
         nkey = PetscMax(n, 2 * nkey);
         PetscCall(PetscMalloc2(nkey, &key, nkey, &src));
       }
+      if (!mj) PetscCall(PetscMalloc1(out->recv_nnz + zown, &mj));
+      row = mj + nm;
       for (PetscInt e = 0; e < zl; e++) key[e] = RsColsKey(cols, RsColsGlobal(cols, zr[e]));
       for (PetscInt t = 0; t < rl; t++) key[zl + t] = RsColsKey(cols, recv_cols[r0 + t]);
       for (PetscInt t = 0; t < n; t++) src[t] = t;
@@ -585,36 +591,56 @@ static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols
       for (PetscInt t = 0; t < n; t++) {
         if (t == 0 || key[t] != key[t - 1]) {
           PetscInt g = RsColsUnkey(cols, key[t]);
-          if (RsColsOwns(cols, g)) dj[nd + ud++] = g - cols->cstart;
-          else oj[no + u - ud] = g;
+          if (RsColsOwns(cols, g)) {
+            row[u] = g - cols->cstart;
+            ud++;
+          } else row[u] = g;
           u++;
         }
         if (src[t] < zl) out->pos[z0 + src[t]] = u - 1;
         else out->pos[zown + r0 + src[t] - zl] = u - 1;
       }
+      nm += u;
     }
     d_nnz[r] = ud;
     o_nnz[r] = u - ud;
-    nd += ud;
-    no += u - ud;
-    longest = PetscMax(longest, u);
+    longest  = PetscMax(longest, u);
   }
   PetscCall(PetscFree2(key, src));
   PetscCall(PetscFree(recv_cols));
 
-  /* C: preallocated exactly, its blocks given their column indices whole
-     (no insertion row by row), assembled (which numbers the off-diagonal
-     block's columns), values zero until the numeric phase. */
+  /* C: preallocated exactly; its columns written straight into its blocks'
+     own column arrays (no insertion row by row, no temporary), which
+     MatSeqAIJSetColumnIndices then takes as they are (it copies them onto
+     themselves and marks every row full); assembled, which numbers the
+     off-diagonal block's columns. */
   PetscCall(MatMPIAIJSetPreallocation(C, 0, d_nnz, 0, o_nnz));
   PetscCall(MatSetOption(C, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
   PetscCall(MatMPIAIJGetSeqAIJ(C, &Cd, &Co, NULL));
-  PetscCall(MatSeqAIJSetColumnIndices(Cd, dj));
-  PetscCall(MatSeqAIJSetColumnIndices(Co, oj));
-  PetscCall(PetscFree2(dj, oj));
+  PetscCall(MatSeqAIJGetCSRAndMemType(Cd, &cdi, &cdj, &unused, &mtype));
+  PetscCall(MatSeqAIJGetCSRAndMemType(Co, &coi, &coj, &unused, &mtype));
+  PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: C's blocks are not in host memory");
+  nm = 0;
+  for (PetscInt r = 0; r < own_rows; r++) {
+    PetscInt  z0 = zi[r], zl = zi[r + 1] - z0, dl = d_nnz[r], ol = o_nnz[r];
+    PetscInt *dj = (PetscInt *)cdj + cdi[r], *oj = (PetscInt *)coj + coi[r];
+    PetscCheck(cdi[r + 1] - cdi[r] == dl && coi[r + 1] - coi[r] == ol, PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: row %" PetscInt_FMT " of C's preallocated blocks does not hold the product's pattern", r);
+    if (out->recv_i[r + 1] == out->recv_i[r]) {
+      const PetscInt *zr = zj + z0;
+      PetscCall(PetscArraycpy(dj, zr, dl));
+      for (PetscInt e = dl; e < zl; e++) oj[e - dl] = cols->ghost[zr[e] - nown];
+    } else {
+      PetscCall(PetscArraycpy(dj, mj + nm, dl));
+      PetscCall(PetscArraycpy(oj, mj + nm + dl, ol));
+      nm += dl + ol;
+    }
+  }
+  PetscCall(PetscFree(mj));
+  PetscCall(MatSeqAIJSetColumnIndices(Cd, (PetscInt *)cdj));
+  PetscCall(MatSeqAIJSetColumnIndices(Co, (PetscInt *)coj));
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
-  PetscCall(MatZeroEntries(C));
 
   /* The numeric phase writes row r of Z (or of the sums) as [row r of C's
      diagonal block | row r of its off-diagonal block]: check the blocks. */
