@@ -1046,6 +1046,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             return Ok(Some(out));
         }
         let nnz = out.offsets.last().copied().unwrap_or(0);
+        let a_entries = ra.cols.len();
         let entry_bytes = self.value_bytes + std::mem::size_of::<J>() as u64;
         let (kept, computed) = match &*self
             .positions
@@ -1057,7 +1058,11 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             _ => (None, false),
         };
         if let Some(kept) = kept {
-            if !worth_recording((work.total(), nnz, kept.max_row), entry_bytes, direct) {
+            if !worth_recording(
+                (work.total(), a_entries, nnz, kept.max_row),
+                entry_bytes,
+                direct,
+            ) {
                 return Ok(Some(out));
             }
             let replay = KnownPositions::Replay(&kept.chunks);
@@ -1075,7 +1080,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         }
         let max_row = out.offsets.windows(2).map(|w| w[1] - w[0]).max();
         let max_row = max_row.unwrap_or(0);
-        if !worth_recording((work.total(), nnz, max_row), entry_bytes, direct) {
+        if !worth_recording((work.total(), a_entries, nnz, max_row), entry_bytes, direct) {
             return Ok(Some(out));
         }
         let record = KnownPositions::Record { max_row };
@@ -2067,6 +2072,62 @@ mod tests {
     #[test]
     fn listed_values_serve_the_first_numeric_phase_while_current() {
         let (a, b) = listing_operands();
+        listed_values_serve_the_first_numeric_phase(&a, &b);
+    }
+
+    /// As [`listed_values_serve_the_first_numeric_phase_while_current`], on
+    /// rows of C of at most eight products (the listing's `small_row`),
+    /// their columns in no order and repeated across rows of B, with
+    /// signed zeros and sums that round differently in another order; and
+    /// rows of more products beside them.
+    #[test]
+    fn listed_small_rows_are_the_numeric_phases_bit_for_bit() {
+        let (m, k, n) = (3000usize, 700usize, 90usize);
+        let mut tb = Vec::new();
+        for r in 0..k {
+            // One or two columns a row, far apart or not, at most 3 apart
+            // between neighbouring rows.
+            tb.push((r, (r * 53) % n, 0.1 + 0.07 * (r % 13) as f64));
+            if r % 3 != 0 {
+                tb.push((
+                    r,
+                    (r * 53 + 7 + r % 4) % n,
+                    if r % 11 == 0 {
+                        -0.0
+                    } else {
+                        -1.3e-3 * r as f64
+                    },
+                ));
+            }
+        }
+        let mut ta = Vec::new();
+        for i in 0..m {
+            let entries = match i % 9 {
+                0 => 0,
+                8 => 7,
+                e => e.min(5),
+            };
+            for e in 0..entries {
+                let c = (i * 31 + e * 97 + (e * e) % 5) % k;
+                let v = if (i + e) % 17 == 0 {
+                    -0.0
+                } else {
+                    1.0e8 * (1 + e) as f64 - 0.3 * i as f64
+                };
+                ta.push((i, c, v));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        ta.retain(|&(i, c, _)| seen.insert((i, c)));
+        let a = CsrMatrix::from_triplets(m, k, &ta, IndexBase::Zero).unwrap();
+        let b = CsrMatrix::from_triplets(k, n, &tb, IndexBase::Zero).unwrap();
+        listed_values_serve_the_first_numeric_phase(&a, &b);
+    }
+
+    fn listed_values_serve_the_first_numeric_phase(
+        a: &CsrMatrix<f64, i64, i32>,
+        b: &CsrMatrix<f64, i64, i32>,
+    ) {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         // A's values changed, same pattern.
         let other: Vec<f64> = a.values().iter().map(|v| 0.5 - v).collect();
@@ -2092,7 +2153,7 @@ mod tests {
                 let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
                 assert_eq!(plan.listed_values.lock().unwrap().is_some(), keep);
                 let (_, cols) =
-                    written_structure(&plan, &ctx, (&a, &b), nnz, IndexBase::One).unwrap();
+                    written_structure(&plan, &ctx, (a, b), nnz, IndexBase::One).unwrap();
                 let cols: Vec<i32> = cols.iter().map(|c| c + 1).collect();
                 // As the Rust API's `write_structure` does: a values-only
                 // output on these columns is then C's known structure.

@@ -83,18 +83,19 @@ pub(crate) fn position_bytes(max_row: usize) -> Option<u64> {
     }
 }
 
-/// Whether recording the positions of `products` products into C's
-/// `nnz` entries (rows of at most `max_row`) pays, for a numeric phase
-/// whose output is written straight into C's rows (`direct`: α = 1 and
-/// β = 0; C's values in one array, or split between two, where only rows
-/// with entries in both go through a buffer) or through a row buffer:
-/// straight, always; through the buffer only when a row averages at least
-/// [`BUFFERED_MIN_PRODUCTS`] products an entry (A·P, 2.9 a entry, lost 5 %
-/// that way; Pᵀ·(A·P), 8.5, gained 30 %). Never when the positions would
-/// take more memory than C's own values and columns (`entry_bytes` an
-/// entry).
+/// Whether recording the positions of `products` products of op(A)'s
+/// `a_entries` entries into C's `nnz` entries (rows of at most `max_row`)
+/// pays, for a numeric phase whose output is written straight into C's
+/// rows (`direct`: α = 1 and β = 0; C's values in one array, or split
+/// between two, where only rows with entries in both go through a buffer)
+/// or through a row buffer: straight, always; through the buffer only when
+/// a row averages at least [`BUFFERED_MIN_PRODUCTS`] products an entry
+/// (A·P, 2.9 a entry, lost 5 % that way; Pᵀ·(A·P), 8.5, gained 30 %).
+/// Never when the positions would take more memory than C's own values and
+/// columns (`entry_bytes` an entry), nor when op(B)'s rows average fewer
+/// than [`RECORDED_MIN_PRODUCTS_PER_ENTRY`] products an entry of op(A).
 pub(crate) fn worth_recording(
-    (products, nnz, max_row): (u64, usize, usize),
+    (products, a_entries, nnz, max_row): (u64, usize, usize, usize),
     entry_bytes: u64,
     direct: bool,
 ) -> bool {
@@ -103,11 +104,23 @@ pub(crate) fn worth_recording(
     };
     let fits = products.saturating_mul(width) <= (nnz as u64).saturating_mul(entry_bytes);
     let dense = products >= (nnz as u64).saturating_mul(BUFFERED_MIN_PRODUCTS);
-    nnz > 0 && fits && (direct || dense)
+    let long_rows_of_b = products as f64 >= RECORDED_MIN_PRODUCTS_PER_ENTRY * a_entries as f64;
+    nnz > 0 && fits && long_rows_of_b && (direct || dense)
 }
 
 /// See [`worth_recording`].
 const BUFFERED_MIN_PRODUCTS: u64 = 4;
+
+/// Where op(B)'s rows hold about one entry (A times GAMG's tentative
+/// prolongator, an aggregation: one entry a row), a replay reads a
+/// position where the known-structure kernel reads a column, for each
+/// entry of A alike, and gains nothing, while the phase that records took
+/// twice the known-structure kernel's time. `phases_vs_gustavson`, one
+/// thread, GAMG's A·P_tent at 64³ (minimum of 9; 2-vCPU AMD EPYC VM,
+/// session 69), values on the known structure / recording / replay:
+/// 7-point (1.0 products an entry of A, 1.9 an entry of C) 8.5 / 16.1 /
+/// 8.7 ms; 27-point (1.0 and 6.7) 22.8 / 53.2 / 24.9 ms.
+const RECORDED_MIN_PRODUCTS_PER_ENTRY: f64 = 1.5;
 
 /// One position: a place in a row of C.
 trait Position: Copy + Default + Send + 'static {
@@ -493,7 +506,11 @@ impl<T: Scalar, I: Index, J: Index, A: RowInput<T>, P: Position> Replay<'_, '_, 
 /// The width at which the replay writes each row's products first
 /// ([`RowProducts`]) for a chunk whose entries of A (`a_entries`) read
 /// `products` products: 8 or 16 where op(B)'s rows are short on average,
-/// 0 (each row of op(B) added in a loop of its own length) otherwise. Rows of op(B) of a few entries, each of its own length, made
+/// 0 (each row of op(B) added in a loop of its own length) otherwise, and
+/// where they hold about one entry, whose loop then always runs once
+/// (8 at a time wrote 8 products for each one: GAMG's 7-point A·P_tent at
+/// 64³, 1.0 products an entry of A, replayed in 16.6 ms, 8.7 this way,
+/// session 69). Rows of op(B) of a few entries, each of its own length, made
 /// that loop's end mispredict about once an entry of A. Replays of GAMG's
 /// products at 64³ (`phases_vs_gustavson`, one thread, minimum of 7, three
 /// alternating rounds, 2-vCPU Intel Xeon VM, session 64), a loop for each
@@ -520,7 +537,9 @@ fn product_width(products: u64, a_entries: usize) -> usize {
         return width;
     }
     let mean = products as f64 / a_entries.max(1) as f64;
-    if mean <= 6.0 {
+    if mean < 1.5 {
+        0
+    } else if mean <= 6.0 {
         8
     } else if mean <= 12.0 {
         16

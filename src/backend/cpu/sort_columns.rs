@@ -63,6 +63,23 @@ impl ColumnSorter {
         }
     }
 
+    /// [`ColumnSorter::sort_keys`] for `n <= 8` keys, in one register
+    /// also when there are few (its network has no branch; an insertion
+    /// sort mispredicts on keys in no order).
+    #[inline]
+    pub(super) fn sort_few_keys(&self, keys: &mut [u32; KEYS], n: usize) {
+        debug_assert!(n <= KEYS_SCALAR_MAX);
+        if n < 2 {
+            return;
+        }
+        if self.simd {
+            // SAFETY: `simd` is set only when the CPU has AVX2.
+            unsafe { avx2::sort_lanes(keys, n) };
+        } else {
+            insertion_sort(&mut keys[..n]);
+        }
+    }
+
     /// Sorts `list` in increasing order.
     #[inline]
     pub(super) fn sort(&self, list: &mut [usize]) {
