@@ -1376,22 +1376,12 @@ fn sorted_products_row<T: Scalar, I: Index, J: Index>(
     mut out_cols: Option<&mut [J]>,
     out_vals: &mut [T],
 ) -> Result<usize> {
-    let (ap, bp) = (&a.pattern, &b.pattern);
     let mut keys = [u32::MAX; KEYS];
     let mut products = [T::zero(); KEYS];
-    let mut n = 0usize;
-    for k in ap.range(i) {
-        let r = bp.range(ap.col(k));
-        let f = a.values[k];
-        for (&c, &v) in bp.cols[r.clone()].iter().zip(&b.values[r]) {
-            if n == KEYS {
-                return Err(too_many_columns(i, KEYS));
-            }
-            keys[n] = ((c.as_usize() - bp.base) as u32) << POSITION_BITS | n as u32;
-            products[n] = f * v;
-            n += 1;
-        }
-    }
+    let Some(n) = keyed_products::<POSITION_BITS, T, I, J>(a, b, i, &mut keys, &mut products)
+    else {
+        return Err(too_many_columns(i, KEYS));
+    };
     sorter.sort_keys(&mut keys, n);
     let len = out_vals.len();
     let mut written = 0usize;
@@ -1520,6 +1510,35 @@ impl<T: Scalar> TinyRow<T> {
     }
 }
 
+/// Row `i`'s products `a_ik * b_kj`, in stored order, into `products`,
+/// each with the key `column << BITS | place` in `keys`; their number, or
+/// `None` when there are more than `products` holds. `keys` must hold as
+/// many and `1 << BITS` places each product's.
+#[inline(always)]
+fn keyed_products<const BITS: u32, T: Scalar, I: Index, J: Index>(
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    i: usize,
+    keys: &mut [u32],
+    products: &mut [T],
+) -> Option<usize> {
+    let (ap, bp) = (&a.pattern, &b.pattern);
+    let mut n = 0usize;
+    for k in ap.range(i) {
+        let r = bp.range(ap.col(k));
+        let f = a.values[k];
+        for (&c, &v) in bp.cols[r.clone()].iter().zip(&b.values[r]) {
+            if n == products.len() {
+                return None;
+            }
+            keys[n] = ((c.as_usize() - bp.base) as u32) << BITS | n as u32;
+            products[n] = f * v;
+            n += 1;
+        }
+    }
+    Some(n)
+}
+
 /// The most products of a row that [`small_row`] computes.
 const SMALL_ROW: usize = 8;
 
@@ -1562,22 +1581,9 @@ fn small_row<T: Scalar, I: Index, J: Index>(
     sorter: &ColumnSorter,
 ) -> Option<SmallRow<T>> {
     const PLACE: u32 = (1 << SMALL_ROW_BITS) - 1;
-    let (ap, bp) = (&a.pattern, &b.pattern);
     let mut keys = [u32::MAX; KEYS];
     let mut products = [T::zero(); SMALL_ROW];
-    let mut n = 0usize;
-    for k in ap.range(i) {
-        let r = bp.range(ap.col(k));
-        let f = a.values[k];
-        for (&c, &v) in bp.cols[r.clone()].iter().zip(&b.values[r]) {
-            if n == SMALL_ROW {
-                return None;
-            }
-            keys[n] = ((c.as_usize() - bp.base) as u32) << SMALL_ROW_BITS | n as u32;
-            products[n] = f * v;
-            n += 1;
-        }
-    }
+    let n = keyed_products::<SMALL_ROW_BITS, T, I, J>(a, b, i, &mut keys, &mut products)?;
     sorter.sort_few_keys(&mut keys, n);
     let mut cols = [0u32; SMALL_ROW];
     let mut sums = [T::zero(); SMALL_ROW];
