@@ -2076,7 +2076,8 @@ mod tests {
     }
 
     /// As [`listed_values_serve_the_first_numeric_phase_while_current`], on
-    /// rows of C of at most eight products (the listing's `small_row`),
+    /// rows of C of up to ten products (those of 5 to 8 through the
+    /// listing's and the numeric phase's `small_row`),
     /// their columns in no order and repeated across rows of B, with
     /// signed zeros and sums that round differently in another order; and
     /// rows of more products beside them.

@@ -1170,10 +1170,7 @@ fn list_rows_with<const VALUES: bool, T: Scalar, I: Index, J: Index>(
                 let n = row.n;
                 counts[c] = n;
                 let (kb, at) = out.reserve(n, scratch)?;
-                let listed = &mut out.blocks[kb].0[at..at + n];
-                for (d, &col) in listed.iter_mut().zip(&row.cols) {
-                    *d = J::from_usize_unchecked(col as usize);
-                }
+                row.write_cols(0, &mut out.blocks[kb].0[at..at + n]);
                 let slot = vals.row(out.last_row(n), n, scratch)?;
                 for (d, &sum) in slot.iter_mut().zip(&row.sums) {
                     *d = sum;
@@ -1312,9 +1309,7 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
                     scale.store(d, sum);
                 }
                 if let Some(oc) = out_cols {
-                    for (d, &col) in oc.iter_mut().zip(&row.cols) {
-                        *d = J::from_usize_unchecked(col as usize + scale.base);
-                    }
+                    row.write_cols(scale.base, oc);
                 }
                 ws.previous.clear();
                 continue;
@@ -1588,6 +1583,17 @@ struct SmallRow<T> {
     cols: [u32; SMALL_ROW],
     sums: [T; SMALL_ROW],
     n: usize,
+}
+
+impl<T> SmallRow<T> {
+    /// Writes the row's columns, counted from index base `base`, into the
+    /// front of `out` (as [`TinyRow::write_cols`]).
+    #[inline(always)]
+    fn write_cols<J: Index>(&self, base: usize, out: &mut [J]) {
+        for (d, &c) in out.iter_mut().zip(&self.cols[..self.n]) {
+            *d = J::from_usize_unchecked(c as usize + base);
+        }
+    }
 }
 
 /// Row `i` of C when it has at most [`SMALL_ROW`] products (`None`

@@ -537,7 +537,7 @@ fn product_width(products: u64, a_entries: usize) -> usize {
         return width;
     }
     let mean = products as f64 / a_entries.max(1) as f64;
-    if mean < 1.5 {
+    if mean < RECORDED_MIN_PRODUCTS_PER_ENTRY {
         0
     } else if mean <= 6.0 {
         8
