@@ -696,6 +696,9 @@ static void test_spgemm_arguments(void) {
     EXPECT_STATUS_MSG(rusparseSpGEMM_setPatternCheck(descr, (rusparsePatternCheck_t)-1), INVALID,
                       "rusparsePatternCheck_t");
     EXPECT_STATUS(rusparseSpGEMM_setPatternCheck(descr, RUSPARSE_PATTERN_CHECK_HASH), SUCCESS);
+    /* and setReuseCopyValues (a rusparse extension) */
+    EXPECT_STATUS_MSG(rusparseSpGEMM_setReuseCopyValues(NULL, 1), INVALID, "spgemmDescr is NULL");
+    EXPECT_STATUS(rusparseSpGEMM_setReuseCopyValues(descr, 0), SUCCESS);
     /* and getBinCounts, which also checks its arguments */
     {
         int32_t bins = -1;

@@ -45,6 +45,8 @@ typedef struct {
     void *c_off, *c_col, *c_val;
     void *buffer4, *buffer5;
     int64_t m, n, c_nnz;
+    /* rusparseSpGEMM_setReuseCopyValues: reuse_copy writes C's values too */
+    int copy_values;
     char label[200];
 } reuse_t;
 
@@ -63,6 +65,7 @@ static void reuse_setup(reuse_t *r) {
     CHECK(rusparseCreateCsr(&r->matC, r->m, r->n, 0, NULL, NULL, NULL, r->ot, r->ct,
                             (rusparseIndexBase_t)r->base, r->dt));
     CHECK(rusparseSpGEMM_createDescr(&r->descr));
+    if (r->copy_values) CHECK(rusparseSpGEMM_setReuseCopyValues(r->descr, 1));
 
     CHECK(rusparseSpGEMMreuse_workEstimation(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg,
                                              r->descr, &size1, NULL));
@@ -104,6 +107,66 @@ static void reuse_setup(reuse_t *r) {
     CHECK(rusparseSpGEMMreuse_copy(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg, r->descr,
                                    &size5, r->buffer5));
     free(buffer3);
+    if (r->copy_values) {
+        /* C = op(A) op(B) whole, written by reuse_copy */
+        dense_t ref = dense_product(&r->a, r->opA, &r->b, r->opB);
+        char label[300];
+        snprintf(label, sizeof label, "%s, values written by reuse_copy", r->label);
+        if (check_csr(label, &ref, r->c_nnz, r->c_off, r->ot, r->c_col, r->ct, r->c_val, r->dt, r->base,
+                      cplx(1, 0), cplx(0, 0), NULL) != 0)
+            test_failures++;
+        dense_free(&ref);
+    }
+}
+
+/* reuse_copy asked to write C's values (rusparseSpGEMM_setReuseCopyValues)
+   with none set on matC is INVALID_VALUE. */
+static void copy_values_need_an_array(rusparseHandle_t h) {
+    rusparseSpGEMMDescr_t descr;
+    rusparseSpMatDescr_t matC;
+    rng_t rng = {7};
+    tmat_t a = tmat_random(&rng, 5, 5, 60, 0);
+    csr_t A = csr_make(&a, RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I, 0, RUSPARSE_R_64F);
+    rusparseOperation_t N = RUSPARSE_OPERATION_NON_TRANSPOSE;
+    size_t s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0;
+    void *b1, *b2, *b3, *b4, *b5;
+    int64_t rows, cols, nnz;
+    int32_t *off, *col;
+
+    CHECK(rusparseCreateCsr(&matC, 5, 5, 0, NULL, NULL, NULL, RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I,
+                            RUSPARSE_INDEX_BASE_ZERO, RUSPARSE_R_64F));
+    CHECK(rusparseSpGEMM_createDescr(&descr));
+    CHECK(rusparseSpGEMM_setReuseCopyValues(descr, 1));
+    CHECK(rusparseSpGEMMreuse_workEstimation(h, N, N, A.d, A.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s1, NULL));
+    b1 = xmalloc(s1);
+    CHECK(rusparseSpGEMMreuse_workEstimation(h, N, N, A.d, A.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s1, b1));
+    CHECK(rusparseSpGEMMreuse_nnz(h, N, N, A.d, A.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s2, NULL, &s3, NULL,
+                                  &s4, NULL));
+    b2 = xmalloc(s2);
+    b3 = xmalloc(s3);
+    b4 = xmalloc(s4);
+    CHECK(rusparseSpGEMMreuse_nnz(h, N, N, A.d, A.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s2, b2, &s3, b3, &s4,
+                                  b4));
+    CHECK(rusparseSpMatGetSize(matC, &rows, &cols, &nnz));
+    REQUIRE(nnz > 0, "test bug: A*A is empty");
+    off = (int32_t *)xmalloc(sizeof(int32_t) * 6);
+    col = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)nnz);
+    CHECK(rusparseCsrSetPointers(matC, off, col, NULL));
+    CHECK(rusparseSpGEMMreuse_copy(h, N, N, A.d, A.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s5, NULL));
+    b5 = xmalloc(s5);
+    EXPECT_STATUS_MSG(rusparseSpGEMMreuse_copy(h, N, N, A.d, A.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s5, b5),
+                      RUSPARSE_STATUS_INVALID_VALUE, "matC's values are NULL");
+    CHECK(rusparseSpGEMM_destroyDescr(descr));
+    CHECK(rusparseDestroySpMat(matC));
+    csr_free(&A);
+    tmat_free(&a);
+    free(off);
+    free(col);
+    free(b1);
+    free(b2);
+    free(b3);
+    free(b4);
+    free(b5);
 }
 
 static void reuse_teardown(reuse_t *r) {
@@ -200,7 +263,7 @@ static void split_compute_and_check(reuse_t *r) {
     dense_free(&ref);
 
     /* Refused, nothing written: a row split one entry off (when a row has a
-       first part), a half-given split. reuse_copy writes no values. */
+       first part), a half-given split. reuse_copy writes no values, */
     memset(fv, 0x5A, vs * (size_t)(nf + 1));
     memset(sv, 0x5A, vs * (size_t)(ns + 1));
     memcpy(joined, fv, vs);
@@ -221,6 +284,25 @@ static void split_compute_and_check(reuse_t *r) {
                                    NULL));
     CHECK(rusparseSpGEMMreuse_copy(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg, r->descr, &size5,
                                    r->buffer5));
+    if (r->copy_values) {
+        /* unless told to (rusparseSpGEMM_setReuseCopyValues): then the
+           product, into the split arrays */
+        for (i = 0, k = 0; i < m; i++) {
+            int64_t f = idx_get(fo, r->ot, i) - r->base, f1 = idx_get(fo, r->ot, i + 1) - r->base;
+            int64_t g = idx_get(so, r->ot, i) - r->base, g1 = idx_get(so, r->ot, i + 1) - r->base;
+            for (t = f; t < f1; t++) val_set(joined, r->dt, k++, val_get(fv, r->dt, t));
+            for (t = g; t < g1; t++) val_set(joined, r->dt, k++, val_get(sv, r->dt, t));
+        }
+        snprintf(label, sizeof label, "%s, split values written by reuse_copy", r->label);
+        ref = dense_product(&r->a, r->opA, &r->b, r->opB);
+        if (check_csr(label, &ref, r->c_nnz, r->c_off, r->ot, r->c_col, r->ct, joined, r->dt, r->base,
+                      cplx(1, 0), cplx(0, 0), NULL) != 0)
+            test_failures++;
+        dense_free(&ref);
+        memset(fv, 0x5A, vs * (size_t)(nf + 1));
+        memset(sv, 0x5A, vs * (size_t)(ns + 1));
+        memcpy(joined, fv, vs);
+    }
     EXPECT_STATUS_MSG(rusparseCsrSetSplitValues(r->matC, NULL, fv, so, sv), RUSPARSE_STATUS_INVALID_VALUE,
                       "firstRowOffsets is NULL");
     EXPECT_TRUE(memcmp(joined, fv, vs) == 0 && ((unsigned char *)sv)[0] == 0x5A,
@@ -310,9 +392,11 @@ static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix,
     r.opA = opA;
     r.opB = opB;
     r.alg = alg;
-    snprintf(r.label, sizeof r.label, "reuse %lldx%lldx%lld %s %s/%s base %d op %s%s alg %d", (long long)m,
+    /* Every other flow: reuse_copy writes C's values (checked there). */
+    r.copy_values = (seed >> 1) % 2 == 0;
+    snprintf(r.label, sizeof r.label, "reuse %lldx%lldx%lld %s %s/%s base %d op %s%s alg %d%s", (long long)m,
              (long long)k, (long long)n, dt_name(dt), it_name(ix.ot), it_name(ix.ct), base, op_name(opA),
-             op_name(opB), (int)alg);
+             op_name(opB), (int)alg, r.copy_values ? " copy values" : "");
     r.a = tmat_random(&rng, opA ? k : m, opA ? m : k, percent_a, TM_UNSORTED | TM_DUPLICATES | TM_EMPTY_ROWS | fl);
     r.b = tmat_random(&rng, opB ? n : k, opB ? k : n, 40, TM_UNSORTED | fl);
     reuse_setup(&r);
@@ -504,6 +588,7 @@ int main(int argc, char **argv) {
             pattern_change(h, dts[di], RUSPARSE_OPERATION_NON_TRANSPOSE, which, 77u + (uint64_t)which);
             pattern_change(h, dts[di], RUSPARSE_OPERATION_TRANSPOSE, which, 99u + (uint64_t)which);
         }
+    copy_values_need_an_array(h);
     CHECK(rusparseDestroy(h));
     printf("reuse_flow: %d flows (4 reuse_compute each, one into split values) + 24 pattern changes\n", flows);
     return test_summary("reuse_flow");

@@ -349,6 +349,12 @@ module rusparse
       type(c_ptr), value :: spgemm_descr
       integer(c_int), value :: check
     end function
+    integer(c_int) function rusparseSpGEMM_setReuseCopyValues(spgemm_descr, enable) &
+        bind(C, name="rusparseSpGEMM_setReuseCopyValues")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: spgemm_descr
+      integer(c_int), value :: enable
+    end function
     integer(c_int) function rusparseSpGEMM_getBinCounts(spgemm_descr, which, rows_per_bin, &
         capacity, num_bins) bind(C, name="rusparseSpGEMM_getBinCounts")
       import :: c_int, c_int32_t, c_int64_t, c_ptr

@@ -957,8 +957,9 @@ rusparseStatus_t rusparseSpGEMMreuse_nnz(rusparseHandle_t handle,
 
 /**
  * Reuse phase 3: writes C's structure (row offsets and sorted columns)
- * into the arrays set on matC. With `externalBuffer5 == NULL` it only
- * writes `*bufferSize5`.
+ * into the arrays set on matC, and C's values too after
+ * `rusparseSpGEMM_setReuseCopyValues`. With `externalBuffer5 == NULL` it
+ * only writes `*bufferSize5`.
  */
 rusparseStatus_t rusparseSpGEMMreuse_copy(rusparseHandle_t handle,
                                           rusparseOperation_t opA,
@@ -1028,6 +1029,26 @@ rusparseStatus_t rusparseSpGEMM_setColumnOrder(rusparseSpGEMMDescr_t spgemmDescr
  */
 rusparseStatus_t rusparseSpGEMM_setPatternCheck(rusparseSpGEMMDescr_t spgemmDescr,
                                                 rusparsePatternCheck_t check);
+
+/**
+ * Makes `rusparseSpGEMMreuse_copy` write C's values as well as its
+ * structure (a rusparse extension; `enable` nonzero, or 0 for the
+ * default): C = op(A) op(B) (alpha = 1, beta = 0) into the values array
+ * set on matC (INVALID_VALUE if it is NULL then, for nnz(C) > 0), in the
+ * same call. A's and B's values must be those `rusparseSpGEMMreuse_nnz`
+ * saw: where that phase sums C's values as it lists C's structure (the
+ * CPU), it then keeps them without hashing A's and B's values, and
+ * `reuse_copy` writes them as they are; elsewhere they are computed from
+ * A's and B's values at `reuse_copy`. For values that changed since
+ * `reuse_nnz`, call `rusparseSpGEMMreuse_compute` after it, as always.
+ * Spares a caller that wants C whole right away (PETSc's symbolic phase)
+ * the two hashes of A's and B's values and the copy by `reuse_compute`.
+ * Set before `rusparseSpGEMMreuse_nnz` to spare the hashes (set after
+ * it, `reuse_copy` still writes the values, as `reuse_compute` would);
+ * it holds for the calls after it. INVALID_VALUE for a NULL descriptor.
+ */
+rusparseStatus_t rusparseSpGEMM_setReuseCopyValues(rusparseSpGEMMDescr_t spgemmDescr,
+                                                   int enable);
 
 /**
  * Predicts nnz(C) of `op(A) * op(B)` without computing C (rusparse

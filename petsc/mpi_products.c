@@ -820,12 +820,12 @@ static RsCsr RsMpiProductAp(const RsMpiProduct *p)
 }
 
 /* The product's values for its factors' current values: the local
-   products (PtAP's A_loc * P_ext too, unless `ap_current`), then C's values
+   products (PtAP's A_loc * P_ext first), then C's values
    from Z's, exchanged (AtB, PtAP), or written by rusparse straight into C's
    blocks (RsMpiProductInPlace). X is A's own rows `x`, whose values rusparse
    reads from A's blocks when `a_blocks` (RsMpiProductReadsBlocks), else
    from x->a. Collective. */
-static PetscErrorCode RsMpiProductCompute(Mat C, const RsProductInfo *info, RsMpiProduct *p, const RsCsr *x, PetscBool a_blocks, PetscBool ap_current)
+static PetscErrorCode RsMpiProductCompute(Mat C, const RsProductInfo *info, RsMpiProduct *p, const RsCsr *x, PetscBool a_blocks)
 {
   RsCsr y, ap;
   Mat   A = a_blocks ? info->A : NULL;
@@ -844,7 +844,7 @@ static PetscErrorCode RsMpiProductCompute(Mat C, const RsProductInfo *info, RsMp
   default: /* PtAP */
     y  = RsRowsView(&p->y, p->y.rows);
     ap = RsMpiProductAp(p);
-    if (!ap_current) PetscCall(RsStageNumericSplit(A, NULL, p->handle, p->settings.alg, &p->stage[0], x, &y, p->ap_i, p->ap_j, p->ap_a));
+    PetscCall(RsStageNumericSplit(A, NULL, p->handle, p->settings.alg, &p->stage[0], x, &y, p->ap_i, p->ap_j, p->ap_a));
     y = RsRowsView(&p->y, p->y.own_rows);
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[1], &y, &ap, p->z_i, p->z_j, p->z_a, PETSC_TRUE));
   }
@@ -902,7 +902,7 @@ static PetscErrorCode RsMpiProductNumeric(Mat C)
      symbolic phase and never changed since, and the factors' patterns were
      just checked against them: rusparse need not hash them again. */
   x = RsRowsView(&p->x, p->x.own_rows);
-  PetscCall(RsMpiProductCompute(C, &info, p, &x, RsMpiProductReadsBlocks(p), PETSC_FALSE));
+  PetscCall(RsMpiProductCompute(C, &info, p, &x, RsMpiProductReadsBlocks(p)));
   PetscFunctionReturn(0);
 }
 
@@ -982,10 +982,9 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
     break;
   default: /* PtAP */
     y = RsRowsView(&p->y, p->y.rows);
+    /* A_loc * P_ext with its values, which the second stage reads as it
+       lists C. */
     PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[0], N, &x, &y, &p->ap_i, &p->ap_j, &p->ap_a, &p->ap_nnz));
-    /* A_loc * P_ext's values, for the second stage to list C's with its
-       structure. */
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &x, &y, p->ap_i, p->ap_j, p->ap_a, PETSC_TRUE));
     ap = RsMpiProductAp(p);
     y  = RsRowsView(&p->y, p->y.own_rows);
     PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[1], T, &y, &ap, &p->z_i, &p->z_j, &p->z_a, &p->z_nnz));
@@ -1007,13 +1006,13 @@ static PetscErrorCode RsMpiProductSymbolic(Mat C)
   PetscCall(PetscLogEventBegin(RS_LOG_MPI_MAKE_C, info.A, info.B, C, 0));
   PetscCall(RsOutSymbolic(C, crow, &p->y.cols, m, z_rows, p->z_i, p->z_j, (PetscBool)(info.type != MATPRODUCT_AB), send, &p->out));
   PetscCall(PetscLogEventEnd(RS_LOG_MPI_MAKE_C, info.A, info.B, C, 0));
+  /* C's values: Z's, which rusparse summed as it listed Z's structure. */
+  PetscCall(PetscLogEventBegin(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
+  PetscCall(RsOutNumeric(C, &p->out, p->z_i, p->z_a));
+  PetscCall(PetscLogEventEnd(RS_LOG_MPI_WRITE_C, info.A, info.B, C, 0));
+  for (PetscInt k = 0; k < (info.type == MATPRODUCT_PtAP ? 2 : 1); k++) PetscCall(PetscLogFlops(p->stage[k].flops));
   /* Z needs its structure alone, nnz(C) scalars less per rank. */
   if (RsMpiProductInPlace(p)) PetscCall(PetscFree(p->z_a));
-
-  /* C's values: the last stage's numeric phase copies those rusparse summed
-     (it checks that the values are still those; PtAP's A_loc * P_ext has
-     its values already), with A's rows' values merged as listed. */
-  PetscCall(RsMpiProductCompute(C, &info, p, &x, PETSC_FALSE, PETSC_TRUE));
   PetscCall(PetscFree(xa));
   PetscCall(RsValuesOf(info.A, &p->a_values));
   PetscCall(RsValuesOf(info.B, &p->b_values));

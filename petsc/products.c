@@ -234,6 +234,11 @@ PetscErrorCode RsStageSymbolic(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsSt
   PetscCall(RsDescr(y, &st->Y));
   RsCall(rusparseCreateCsr(&st->Z, zrows, y->cols, 0, NULL, NULL, NULL, RS_INDEX, RS_INDEX, RUSPARSE_INDEX_BASE_ZERO, RS_VALUE));
   RsCall(rusparseSpGEMM_createDescr(&st->spgemm));
+  /* Inside this call X's and Y's patterns and values stay as they are: no
+     hashes of them, and reuse_copy writes Z's values, summed by reuse_nnz
+     as it listed Z's structure, with that structure. */
+  RsCall(rusparseSpGEMM_setPatternCheck(st->spgemm, RUSPARSE_PATTERN_CHECK_CALLER));
+  RsCall(rusparseSpGEMM_setReuseCopyValues(st->spgemm, 1));
 
   RsCall(rusparseSpGEMMreuse_workEstimation(h, op, N, st->X, st->Y, st->Z, alg, st->spgemm, &size[0], NULL));
   PetscCall(RsBuffer(size[0], &st->buffer[0]));
@@ -309,10 +314,10 @@ static PetscErrorCode RsProductDestroy(void *data)
 }
 
 /* C's values for A's and B's (`a`, `b`) current values, written into C's
-   value array: PtAP's A*P first (unless `ap_current`), into the record's
+   value array: PtAP's A*P first, into the record's
    own arrays. `unchanged`: A's, B's and C's patterns are the symbolic
    phase's (rusparse then skips hashing them). */
-static PetscErrorCode RsProductCompute(Mat C, const RsProductInfo *info, RsProduct *p, const RsCsr *a, const RsCsr *b, PetscBool unchanged, PetscBool ap_current)
+static PetscErrorCode RsProductCompute(Mat C, const RsProductInfo *info, RsProduct *p, const RsCsr *a, const RsCsr *b, PetscBool unchanged)
 {
   const PetscInt *ci, *cj;
   PetscScalar    *ca;
@@ -326,7 +331,7 @@ static PetscErrorCode RsProductCompute(Mat C, const RsProductInfo *info, RsProdu
   if (p->type == MATPRODUCT_PtAP) {
     /* Both stages read A's or P's pattern, so both trust it only when
        unchanged (A*P itself lands in the record's own arrays). */
-    if (!ap_current) PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], a, b, p->ap_i, p->ap_j, p->ap_a, unchanged));
+    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], a, b, p->ap_i, p->ap_j, p->ap_a, unchanged));
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, last, b, &p->ap, (PetscInt *)ci, (PetscInt *)cj, ca, unchanged));
   } else {
     PetscCall(RsStageNumeric(p->handle, p->settings.alg, last, a, b, (PetscInt *)ci, (PetscInt *)cj, ca, unchanged));
@@ -354,16 +359,17 @@ static PetscErrorCode RsProductNumeric(Mat C)
   PetscCall(RsCsrOfMat(info.A, &a));
   PetscCall(RsCsrOfMat(info.B, &b));
   PetscCall(RsPatternStateSame(&p->state, info.A, info.B, C, &same));
-  PetscCall(RsProductCompute(C, &info, p, &a, &b, same, PETSC_FALSE));
+  PetscCall(RsProductCompute(C, &info, p, &a, &b, same));
   PetscFunctionReturn(0);
 }
 
-/* Gives the SeqAIJ matrix C the structure (ci, cj) with zero values:
+/* Gives the SeqAIJ matrix C the structure (ci, cj) and the values ca:
    preallocated exactly, its column indices given whole (one copy, no
    insertion row by row), assembled. */
-static PetscErrorCode RsSetStructure(Mat C, PetscInt m, const PetscInt *ci, const PetscInt *cj)
+static PetscErrorCode RsSetStructure(Mat C, PetscInt m, const PetscInt *ci, const PetscInt *cj, const PetscScalar *ca)
 {
-  PetscInt *row_nnz;
+  PetscInt    *row_nnz;
+  PetscScalar *values;
 
   PetscFunctionBegin;
   PetscCall(PetscMalloc1(m, &row_nnz));
@@ -374,7 +380,9 @@ static PetscErrorCode RsSetStructure(Mat C, PetscInt m, const PetscInt *ci, cons
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatSetOption(C, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
-  PetscCall(MatZeroEntries(C));
+  PetscCall(MatSeqAIJGetArrayWrite(C, &values));
+  PetscCall(PetscArraycpy(values, ca, ci[m]));
+  PetscCall(MatSeqAIJRestoreArrayWrite(C, &values));
   PetscFunctionReturn(0);
 }
 
@@ -407,10 +415,8 @@ static PetscErrorCode RsProductSymbolic(Mat C)
     break;
   case MATPRODUCT_PtAP:
     p->num_stages = 2;
+    /* A*P with its values, which the second stage reads as it lists C. */
     PetscCall(RsStageSymbolic(p->handle, p->settings.alg, &p->stage[0], N, &a, &b, &p->ap_i, &p->ap_j, &p->ap_a, &p->ap.nnz));
-    /* A*P's values (copied: rusparse summed them as it listed A*P), so
-       that the second stage lists C's values with its structure. */
-    PetscCall(RsStageNumeric(p->handle, p->settings.alg, &p->stage[0], &a, &b, p->ap_i, p->ap_j, p->ap_a, PETSC_TRUE));
     p->ap.rows = a.rows;
     p->ap.cols = b.cols;
     p->ap.i    = p->ap_i;
@@ -430,13 +436,11 @@ static PetscErrorCode RsProductSymbolic(Mat C)
   PetscCall(MatSetSizes(C, m, n, m, n));
   PetscCall(MatGetType(info.A, &type));
   PetscCall(MatSetType(C, type));
-  PetscCall(RsSetStructure(C, m, ci, cj));
+  /* C's values are those rusparse summed as it listed C's structure: the
+     numeric phase right after finds C current. */
+  PetscCall(RsSetStructure(C, m, ci, cj, ca));
   PetscCall(RsPatternStateGet(&p->state, info.A, info.B, C));
-  /* C's values: the last stage's numeric phase copies those rusparse summed
-     as it listed C's structure (it checks that A's and B's values are
-     still those; PtAP's A*P has its values already). The numeric phase
-     right after finds C current. */
-  PetscCall(RsProductCompute(C, &info, p, &a, &b, PETSC_TRUE, PETSC_TRUE));
+  for (PetscInt k = 0; k < p->num_stages; k++) PetscCall(PetscLogFlops(p->stage[k].flops));
   PetscCall(RsValueStateGet(&p->values, info.A, info.B));
   PetscCall(PetscFree(ci));
   PetscCall(PetscFree(cj));

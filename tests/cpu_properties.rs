@@ -923,6 +923,52 @@ fn prop_plan<T: TestValue, I: Index, J: Index>(p: &Problem<IntV>) -> TestResult 
     );
     prop_assert_eq!(&vals[..], r1.values());
 
+    // write_structure_with_values: C whole in one call, from the values
+    // the symbolic phase saw, with those values listed and kept unhashed
+    // (expect_values_with_structure) or not. Values changed after it are
+    // computed again by the numeric phase on the structure; so are they
+    // after a plain write_structure, which leaves unhashed values unused.
+    let u1 = reference_product(&a1, p.op_a, &b1, p.op_b, T::one());
+    for (unhashed, with_values) in [(false, true), (true, true), (true, false)] {
+        let mut plan = plan_for(ctx, &a1, &b1, p)?;
+        plan.expect_structure_first();
+        if unhashed {
+            plan.expect_values_with_structure();
+        }
+        let nnz = ok(plan.symbolic(ctx, &a1.view(), &b1.view()))?;
+        let (mut ro, mut cols, mut vals) = outputs::<T, I, J>(p.m, nnz);
+        if with_values {
+            ok(plan.write_structure_with_values(
+                ctx,
+                &a1.view(),
+                &b1.view(),
+                (&mut ro, &mut cols, &mut vals),
+                p.base,
+            ))?;
+            let c = ok(CsrMatrix::try_from_parts(
+                p.m,
+                p.n,
+                ro.clone(),
+                cols.clone(),
+                vals,
+                p.base,
+            ))?;
+            prop_assert_eq!(&c, &u1);
+        } else {
+            ok(plan.write_structure(ctx, &a1.view(), &b1.view(), &mut ro, &mut cols, p.base))?;
+        }
+        let mut changed = vec![T::zero(); nnz];
+        ok(plan.numeric::<T, I>(
+            ctx,
+            &a2.view(),
+            &b2.view(),
+            alpha,
+            T::zero(),
+            CsrOutput::values_on_pattern(&mut changed, &cols, p.base),
+        ))?;
+        prop_assert_eq!(&changed[..], r2.values());
+    }
+
     // Values on the known structure (reuse_compute's path) are the same.
     let mut on_pattern = vec![T::zero(); nnz];
     ok(plan.numeric::<T, i64>(

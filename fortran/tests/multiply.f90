@@ -147,6 +147,8 @@ contains
                "setPatternCheck refuses a check that is not a rusparsePatternCheck_t")
     call check(rusparseSpGEMM_setPatternCheck(descr, RUSPARSE_PATTERN_CHECK_HASH) == &
                RUSPARSE_STATUS_SUCCESS, "setPatternCheck (hash, the default)")
+    call check(rusparseSpGEMM_setReuseCopyValues(descr, 0_c_int) == RUSPARSE_STATUS_SUCCESS, &
+               "setReuseCopyValues (off, the default)")
     call check(rusparseSpGEMM_predictNnz(handle, n_op, n_op, mat_a, mat_b, nprod) == &
                RUSPARSE_STATUS_SUCCESS .and. nprod == 14, "predictNnz (exact at this size)")
     allocate (c_cols(nnz), c_vals(nnz))

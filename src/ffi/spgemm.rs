@@ -75,6 +75,8 @@ pub(crate) struct SpgemmDescr {
     pub(super) column_order: ColumnOrder,
     /// How the numeric phases check the patterns (rusparse extension).
     pub(super) pattern_check: PatternCheck,
+    /// Whether `reuse_copy` writes C's values too (rusparse extension).
+    pub(super) copy_values: bool,
 }
 
 impl Opaque for rusparseSpGEMMDescr {
@@ -357,6 +359,9 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
 fn size_output(x: &mut Args<'_>, flow: Flow, what: &str) -> Result<()> {
     with_planned(x, flow, Phase::WorkEstimated, what, |x, p| {
         check_same(&p.product.placement(), &arrays(x.c, "matC")[..1])?;
+        if flow == Flow::Reuse && x.descr.copy_values {
+            p.product.expect_values_with_structure();
+        }
         // SAFETY: as in `estimate_work`.
         let nnz = unsafe {
             p.product
@@ -391,7 +396,13 @@ fn fill_output(
             c_fingerprint: p.c_fingerprint,
             column_order: x.descr.column_order,
             pattern_check: x.descr.pattern_check,
+            structure_values: fill == Fill::Structure && x.descr.copy_values,
         };
+        if job.structure_values && x.c.values.is_null() && x.c.split.is_none() && x.c.nnz > 0 {
+            return Err(Error::InvalidValue(
+                "matC's values are NULL, but rusparseSpGEMM_setReuseCopyValues asks rusparseSpGEMMreuse_copy to write them".into(),
+            ));
+        }
         let mut pointers: Vec<_> = arrays(x.c, "matC").into();
         if x.h.device_pointers && fill != Fill::Structure {
             pointers.push((alpha, "alpha".to_string()));
@@ -702,8 +713,9 @@ pub unsafe extern "C" fn rusparseSpGEMMreuse_nnz(
 }
 
 /// Reuse phase 3: writes C's structure (row offsets and sorted columns)
-/// into the arrays set on matC. With `externalBuffer5 == NULL` it only
-/// writes `*bufferSize5`.
+/// into the arrays set on matC, and C's values too after
+/// `rusparseSpGEMM_setReuseCopyValues`. With `externalBuffer5 == NULL` it
+/// only writes `*bufferSize5`.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpGEMMreuse_copy(
     handle: rusparseHandle_t,

@@ -10,7 +10,7 @@ use crate::product::placement::place;
 use crate::product::{dispatch, predict_nnz_on_device, validated_views, MatrixArrays, Placement};
 use crate::types::{ColumnOrder, Op, PatternCheck};
 use crate::{Error, Index, Result, Scalar, SpgemmOptions};
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 /// Sets the order of C's columns within each row that
 /// `rusparseSpGEMM_copy` writes (a rusparse extension: cuSPARSE always
@@ -92,6 +92,32 @@ pub unsafe extern "C" fn rusparseSpGEMM_setPatternCheck(
         };
         // SAFETY: as `set_on_descr` asks.
         unsafe { set_on_descr(spgemmDescr, |d| d.pattern_check = check) }
+    })
+}
+
+/// Makes `rusparseSpGEMMreuse_copy` write C's values as well as its
+/// structure (a rusparse extension; `enable` nonzero, or 0 for the
+/// default): C = op(A) op(B) (alpha = 1, beta = 0) into the values array
+/// set on matC (INVALID_VALUE if it is NULL then, for nnz(C) > 0), in the
+/// same call. A's and B's values must be those `rusparseSpGEMMreuse_nnz`
+/// saw: where that phase sums C's values as it lists C's structure (the
+/// CPU), it then keeps them without hashing A's and B's values, and
+/// `reuse_copy` writes them as they are; elsewhere they are computed from
+/// A's and B's values at `reuse_copy`. For values that changed since
+/// `reuse_nnz`, call `rusparseSpGEMMreuse_compute` after it, as always.
+/// Spares a caller that wants C whole right away (PETSc's symbolic phase)
+/// the two hashes of A's and B's values and the copy by `reuse_compute`.
+/// Set before `rusparseSpGEMMreuse_nnz` to spare the hashes (set after
+/// it, `reuse_copy` still writes the values, as `reuse_compute` would);
+/// it holds for the calls after it. INVALID_VALUE for a NULL descriptor.
+#[no_mangle]
+pub unsafe extern "C" fn rusparseSpGEMM_setReuseCopyValues(
+    spgemmDescr: rusparseSpGEMMDescr_t,
+    enable: c_int,
+) -> rusparseStatus_t {
+    boundary("rusparseSpGEMM_setReuseCopyValues", || {
+        // SAFETY: as `set_on_descr` asks.
+        unsafe { set_on_descr(spgemmDescr, |d| d.copy_values = enable != 0) }
     })
 }
 

@@ -90,6 +90,10 @@ pub(crate) struct CpuPlan<I, J> {
     /// and B had values then), until the next numeric phase, which copies
     /// them when A's and B's values are still those.
     listed_values: Mutex<Option<KeptValues>>,
+    /// Whether the symbolic phase lists C's values without hashing A's and
+    /// B's, for [`CpuPlan::write_structure_with_values`]
+    /// ([`CpuPlan::expect_values_with_structure`]).
+    values_with_structure: bool,
     /// Bytes of one value of C.
     value_bytes: u64,
     /// Whether a numeric phase on C's checked known structure may record
@@ -384,8 +388,9 @@ fn planning_bound<T: Scalar, I: Index, J: Index>(
 /// recomputes otherwise (the reuse API changes values in place).
 struct KeptValues {
     chunks: Arc<dyn Any + Send + Sync>,
-    /// Fingerprints of A's and B's values.
-    values: (u64, u64),
+    /// Fingerprints of A's and B's values; `None` when not hashed (values
+    /// listed for [`CpuPlan::write_structure_with_values`] alone).
+    values: Option<(u64, u64)>,
     bytes: usize,
 }
 
@@ -618,6 +623,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 list_in_symbolic: false,
                 listed: ListedStore(Mutex::new(None)),
                 listed_values: Mutex::new(None),
+                values_with_structure: false,
                 value_bytes: std::mem::size_of::<T>() as u64,
                 record_positions: false,
                 positions: Mutex::new(Positions::None),
@@ -640,6 +646,14 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// [`SpgemmPlan::set_pattern_check`] on the CPU.
     pub(crate) fn set_pattern_check(&mut self, check: PatternCheck) {
         self.pattern_check = check;
+    }
+
+    /// [`SpgemmPlan::expect_values_with_structure`] on the CPU: the
+    /// values the symbolic phase lists beside C's columns
+    /// ([`CpuPlan::expect_structure_first`]) are kept without hashing A's
+    /// and B's values, for [`CpuPlan::values_with_structure`] alone.
+    pub(crate) fn expect_values_with_structure(&mut self) {
+        self.values_with_structure = true;
     }
 
     /// Tells the plan that its caller writes C's structure before C's
@@ -891,7 +905,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     let entries: usize = counts[1..].iter().sum();
                     Some(KeptValues {
                         chunks: Arc::new(chunks),
-                        values: self.value_fingerprints(a, b),
+                        values: Some(self.value_fingerprints(a, b)),
                         bytes: entries * (std::mem::size_of::<T>() + std::mem::size_of::<J>()),
                     })
                 }
@@ -927,7 +941,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                                     .lock()
                                     .unwrap_or_else(PoisonError::into_inner) = Some(KeptValues {
                                     chunks: Arc::new(vals),
-                                    values: self.value_fingerprints(a, b),
+                                    // Not hashed for the structure phase,
+                                    // which writes them as they are.
+                                    values: (!self.values_with_structure)
+                                        .then(|| self.value_fingerprints(a, b)),
                                     bytes,
                                 });
                                 Some(cols)
@@ -991,7 +1008,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     ) -> Option<&Vec<UpperChunk<T, J>>> {
         let u = self.upper.as_ref()?;
         let chunks = u.chunks.downcast_ref::<Vec<UpperChunk<T, J>>>()?;
-        (u.values == self.value_fingerprints(a, b)).then_some(chunks)
+        (u.values == Some(self.value_fingerprints(a, b))).then_some(chunks)
     }
 
     /// The values the symbolic phase listed, when the output `usable`
@@ -1004,7 +1021,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         &self,
         ctx: &Context,
         (a, b): (&CsrView<'_, T, I, J>, &CsrView<'_, T, I, J>),
-        usable: bool,
+        (usable, unhashed_usable): (bool, bool),
     ) -> Option<Vec<ListedValues<T>>> {
         let store = self
             .listed_values
@@ -1013,7 +1030,13 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             .take()?;
         let chunks = store.chunks.downcast::<Vec<ListedValues<T>>>().ok()?;
         let chunks = Arc::try_unwrap(chunks).ok()?;
-        if usable && store.values == self.value_fingerprints(a, b) {
+        // Values listed without a hash serve the structure phase alone
+        // (`unhashed_usable`).
+        let current = match store.values {
+            Some(prints) => usable && prints == self.value_fingerprints(a, b),
+            None => usable && unhashed_usable,
+        };
+        if current {
             return Some(chunks);
         }
         for chunk in chunks {
@@ -1136,9 +1159,14 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// [`SpgemmPlan::write_structure`] wrote them, by fingerprint and
     /// base, for [`CpuPlan::numeric`]. The C ABI keeps its own fingerprint
     /// of C and never calls this.
-    pub(crate) fn remember_written(&self, ctx: &Context, cols: Option<(&[J], IndexBase)>) {
+    pub(crate) fn remember_written(
+        &self,
+        ctx: &Context,
+        cols: Option<(&[J], IndexBase)>,
+    ) -> Option<u64> {
         let print = cols.map(|(c, base)| (self.columns_fingerprint(ctx, c), base));
         *self.written.lock().unwrap_or_else(PoisonError::into_inner) = print;
+        print.map(|p| p.0)
     }
 
     /// The fingerprint of C's columns `cols` (the rows are the plan's).
@@ -1231,7 +1259,24 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 .then_some(Some(print)),
             _ => None,
         };
-        self.numeric_with(ctx, (a, b), (alpha, beta), out, c_checked, None)
+        self.numeric_with(ctx, (a, b), (alpha, beta), out, (c_checked, false), None)
+    }
+
+    /// C's values right after [`CpuPlan::write_structure`] wrote the
+    /// columns `cols` (fingerprint `c_print`): those the symbolic phase
+    /// summed without a hash ([`CpuPlan::expect_values_with_structure`])
+    /// when it did, else computed from A's and B's values now (α = 1,
+    /// β = 0).
+    pub(crate) fn values_with_structure<T: Scalar, IC: Index>(
+        &self,
+        ctx: &Context,
+        (a, b): (&CsrView<'_, T, I, J>, &CsrView<'_, T, I, J>),
+        out: CsrOutput<'_, T, IC, J>,
+        c_print: u64,
+        a_split: Option<SplitInput<'_, T, I>>,
+    ) -> Result<()> {
+        let checked = (Some(Some(c_print)), true);
+        self.numeric_with(ctx, (a, b), (T::one(), T::zero()), out, checked, a_split)
     }
 
     /// [`CpuPlan::numeric`]; `c_checked`: `out.pattern`'s fingerprint was
@@ -1240,14 +1285,16 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// or the caller vouched for it, which, with A's and B's fingerprints
     /// checked here, lets the known-structure kernel skip its per-column
     /// product counts. `a_split`: A's values are in two arrays (checked
-    /// against `a`'s rows), not in `a`.
+    /// against `a`'s rows), not in `a`. `structure_values`: the phase
+    /// right after the structure was written, for which values listed
+    /// without a hash are current ([`CpuPlan::values_with_structure`]).
     fn numeric_with<T: Scalar, IC: Index>(
         &self,
         ctx: &Context,
         (a, b): (&CsrView<'_, T, I, J>, &CsrView<'_, T, I, J>),
         (alpha, beta): (T, T),
         out: CsrOutput<'_, T, IC, J>,
-        c_checked: Option<Option<u64>>,
+        (c_checked, structure_values): (Option<Option<u64>>, bool),
         a_split: Option<SplitInput<'_, T, I>>,
     ) -> Result<()> {
         let CsrOutput {
@@ -1308,7 +1355,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             // (A's array is then empty).
             let usable =
                 pattern_checked && col_indices.is_none() && (values.is_some() || split.is_some());
-            if let Some(listed) = self.take_listed_values(ctx, (a, b), usable) {
+            if let Some(listed) = self.take_listed_values(ctx, (a, b), (usable, structure_values)) {
                 let values = values.as_deref_mut().unwrap_or_default();
                 let result = backend.listed_numeric(
                     &listed,
@@ -1773,9 +1820,11 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 read_scalar::<T>(job.beta, "beta")?,
             )
         };
-        // SAFETY: by the caller's contract. `reuse_copy` reads no values.
-        let values = job.fill != Fill::Structure;
-        check_splits((a, b, c), job.fill)?;
+        // SAFETY: by the caller's contract. `reuse_copy` reads no values
+        // unless it writes C's values too (`structure_values`).
+        let with_values = job.fill == Fill::Structure && job.structure_values;
+        let values = job.fill != Fill::Structure || with_values;
+        check_splits((a, b, c), if with_values { Fill::Values } else { job.fill })?;
         let a_split = a.split.filter(|_| values);
         let a = unsafe { a.view::<T, I, J>("matA", values && a_split.is_none()) }?;
         let b = unsafe { b.view::<T, I, J>("matB", values) }?;
@@ -1800,22 +1849,28 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 self.recycle::<T>(ctx);
                 Ok(0)
             }
-            Fill::Structure => {
-                self.write_structure(ctx, &a, &b, offsets, cols, c.base)?;
-                Ok(fingerprint(offsets, cols))
-            }
-            Fill::Values => {
-                // The caller may vouch for C's structure as for A's and B's;
-                // `reuse_copy` must have written it either way.
-                let unchanged = match job.pattern_check {
-                    PatternCheck::Hash => Some(fingerprint(offsets, cols)) == job.c_fingerprint,
-                    PatternCheck::Caller => job.c_fingerprint.is_some(),
+            Fill::Structure | Fill::Values => {
+                let c_print = if job.fill == Fill::Structure {
+                    self.write_structure(ctx, &a, &b, offsets, cols, c.base)?;
+                    let print = fingerprint(offsets, cols);
+                    if !with_values {
+                        return Ok(print);
+                    }
+                    Some(print)
+                } else {
+                    // The caller may vouch for C's structure as for A's and
+                    // B's; `reuse_copy` must have written it either way.
+                    let unchanged = match job.pattern_check {
+                        PatternCheck::Hash => Some(fingerprint(offsets, cols)) == job.c_fingerprint,
+                        PatternCheck::Caller => job.c_fingerprint.is_some(),
+                    };
+                    if !unchanged {
+                        return Err(Error::InvalidValue(
+                            "matC's row offsets or column indices changed since rusparseSpGEMMreuse_copy wrote them".into(),
+                        ));
+                    }
+                    job.c_fingerprint
                 };
-                if !unchanged {
-                    return Err(Error::InvalidValue(
-                        "matC's row offsets or column indices changed since rusparseSpGEMMreuse_copy wrote them".into(),
-                    ));
-                }
                 let out = match c.split {
                     // SAFETY: by the contract of rusparseCsrSetSplitValues.
                     Some(split) => unsafe { split_arrays::<T, IC>(split, rows, c.base) }
@@ -1831,9 +1886,11 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                     Some(split) => Some(unsafe { input_split::<T, I, J>(split, &a, check_rows) }?),
                     None => None,
                 };
-                let c_checked = Some(job.c_fingerprint);
-                self.numeric_with(ctx, (&a, &b), (alpha, beta), out, c_checked, a_split)?;
-                Ok(job.c_fingerprint.unwrap_or_default())
+                // Right after the structure, values listed without a hash
+                // are current (`rusparseSpGEMM_setReuseCopyValues`).
+                let checked = (Some(c_print), with_values);
+                self.numeric_with(ctx, (&a, &b), (alpha, beta), out, checked, a_split)?;
+                Ok(c_print.unwrap_or_default())
             }
         }
     }
@@ -2061,6 +2118,73 @@ mod tests {
                 assert_eq!(&cols[..], want.col_indices(), "{at}");
             }
         }
+    }
+
+    /// After `expect_values_with_structure` the listed values are kept
+    /// unhashed; the phase right after the structure (`rusparseSpGEMM_setReuseCopyValues`)
+    /// copies them bit for bit, and any other numeric phase multiplies.
+    #[test]
+    fn values_listed_for_the_structure_are_kept_unhashed() {
+        let (a, b) = listing_operands();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let ctx = Context::cpu().unwrap();
+        let plan_for = || {
+            let mut plan =
+                CpuPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, Algorithm::Dense).unwrap();
+            plan.expect_structure_first();
+            plan.expect_values_with_structure();
+            let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+            let kept = plan
+                .listed_values
+                .lock()
+                .unwrap()
+                .as_ref()
+                .map(|k| k.values);
+            assert_eq!(kept, Some(None), "listed, not hashed");
+            let (_, cols) = written_structure(&plan, &ctx, (&a, &b), nnz, IndexBase::Zero).unwrap();
+            let print = plan
+                .remember_written(&ctx, Some((&cols, IndexBase::Zero)))
+                .unwrap();
+            (plan, cols, print)
+        };
+        let want = crate::reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, 1.0).unwrap();
+        // Copied by the phase right after the structure.
+        let (plan, cols, print) = plan_for();
+        let mut v = vec![7.0; cols.len()];
+        let out = CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, &cols, IndexBase::Zero);
+        plan.values_with_structure(&ctx, (&a.view(), &b.view()), out, print, None)
+            .unwrap();
+        assert!(plan.listed_values.lock().unwrap().is_none());
+        let mut again = vec![7.0; cols.len()];
+        let out = CsrOutput::<f64, i64, i32>::values_on_pattern(&mut again, &cols, IndexBase::Zero);
+        plan.numeric(&ctx, &a.view(), &b.view(), 1.0, 0.0, out)
+            .unwrap();
+        assert_eq!(bits(&v), bits(&again));
+        assert_eq!(cols, want.col_indices());
+        // Another numeric phase first: A's values changed, multiplied.
+        let (plan, cols, _) = plan_for();
+        let other: Vec<f64> = a.values().iter().map(|v| 0.5 - v).collect();
+        let changed = CsrView::try_new(
+            a.nrows(),
+            a.ncols(),
+            a.row_offsets(),
+            a.col_indices(),
+            &other,
+            IndexBase::Zero,
+        )
+        .unwrap();
+        let mut v = vec![7.0; cols.len()];
+        let out = CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, &cols, IndexBase::Zero);
+        plan.numeric(&ctx, &changed, &b.view(), 1.0, 0.0, out)
+            .unwrap();
+        assert!(plan.listed_values.lock().unwrap().is_none());
+        let want_changed =
+            crate::reference::spgemm(&changed, Op::N, &b.view(), Op::N, 1.0).unwrap();
+        let close = v
+            .iter()
+            .zip(want_changed.values())
+            .all(|(x, y)| (x - y).abs() <= 1e-9 * (1.0 + y.abs()));
+        assert!(close, "the changed values were multiplied");
     }
 
     /// The reuse flow's symbolic phase also sums C's values when A and B
@@ -2398,7 +2522,7 @@ mod tests {
                 (&no_values, &a),
                 (1.0, 0.0),
                 out,
-                Some(print),
+                (Some(print), false),
                 Some(a_split),
             )
             .unwrap();

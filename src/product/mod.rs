@@ -108,6 +108,9 @@ pub(crate) struct NumericJob {
     pub(crate) column_order: ColumnOrder,
     /// Whether the patterns are hashed or vouched for by the caller.
     pub(crate) pattern_check: PatternCheck,
+    /// For `Structure`: C's values too, α = 1 and β = 0
+    /// (`rusparseSpGEMM_setReuseCopyValues`; a GPU writes them anyway).
+    pub(crate) structure_values: bool,
 }
 
 /// The phases of one planned product on one back end, over arrays by
@@ -611,6 +614,63 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         }
     }
 
+    /// Makes [`SpgemmPlan::write_structure_with_values`] cheaper: a CPU
+    /// plan's symbolic phase, where it sums C's values beside C's columns
+    /// ([`SpgemmPlan::expect_structure_first`]), then keeps them without
+    /// hashing A's and B's values, for `write_structure_with_values` alone
+    /// (an O(nnz(A) + nnz(B)) hash when they are listed and another when
+    /// they are copied, otherwise). Call it before the symbolic phase. A
+    /// GPU plan ignores it.
+    pub fn expect_values_with_structure(&mut self) {
+        if let On::Cpu(p) = &mut self.on {
+            p.expect_values_with_structure();
+        }
+    }
+
+    /// [`SpgemmPlan::write_structure`], and C's values `op(A) op(B)`
+    /// (α = 1, β = 0) into `values` in the same call. A's and B's values
+    /// must be those of the symbolic phase: after
+    /// [`SpgemmPlan::expect_values_with_structure`], a CPU plan writes the
+    /// values that phase summed as it listed C's columns, without reading
+    /// A's and B's values again (where it summed none, and on a GPU, they
+    /// are computed now, from A's and B's current values). For values that
+    /// changed since, call [`SpgemmPlan::numeric`] after it. C's structure
+    /// counts as written for later values-only numeric phases, as with
+    /// `write_structure`.
+    ///
+    /// # Errors
+    /// As [`SpgemmPlan::numeric`].
+    pub fn write_structure_with_values<T: Scalar, IC: Index>(
+        &self,
+        ctx: &Context,
+        a: &CsrView<'_, T, I, J>,
+        b: &CsrView<'_, T, I, J>,
+        (row_offsets, col_indices, values): (&mut [IC], &mut [J], &mut [T]),
+        base: IndexBase,
+    ) -> Result<()> {
+        match &self.on {
+            On::Cpu(p) => {
+                p.remember_written(ctx, None);
+                p.write_structure(ctx, a, b, row_offsets, &mut *col_indices, base)?;
+                let print = p.remember_written(ctx, Some((&*col_indices, base)));
+                let out = CsrOutput::<T, IC, J>::values_on_pattern(values, col_indices, base);
+                p.values_with_structure(ctx, (a, b), out, print.unwrap_or_default(), None)
+            }
+            On::Gpu(g) => {
+                let out = CsrOutput::<T, IC, J> {
+                    row_offsets: Some(row_offsets),
+                    col_indices: Some(col_indices),
+                    values: Some(values),
+                    base,
+                    pattern: None,
+                    column_order: ColumnOrder::Sorted,
+                    split_values: None,
+                };
+                Self::numeric_gpu(g, ctx, a, b, (T::one(), T::zero()), out, Fill::Structure)
+            }
+        }
+    }
+
     /// Numeric phase: `C.values = alpha * op(A) op(B) + beta * C.values` on
     /// the planned pattern, written straight into `out` (the old values are
     /// read only when `beta != 0`). Each array of `out` that is present is
@@ -694,6 +754,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
             c_fingerprint: None,
             column_order: ColumnOrder::Sorted,
             pattern_check: PatternCheck::Hash,
+            structure_values: false,
         };
         let arrays = (&host_arrays(a), &host_arrays(b), &c);
         // SAFETY: the arrays come from live slices, C's from exclusive ones
@@ -951,6 +1012,12 @@ impl Product {
     /// [`SpgemmPlan::expect_structure_first`]).
     pub(crate) fn expect_structure_first(&mut self) {
         each_plan!(self, p => p.expect_structure_first())
+    }
+
+    /// [`SpgemmPlan::expect_values_with_structure`] (the reuse flow's
+    /// `rusparseSpGEMM_setReuseCopyValues`).
+    pub(crate) fn expect_values_with_structure(&mut self) {
+        each_plan!(self, p => p.expect_values_with_structure())
     }
 
     /// ALG3's `chunk_fraction` on a GPU (the CPU has no such tables).
