@@ -442,11 +442,15 @@ impl<T: Scalar> Workspace<T> {
                         if j >= width {
                             unreachable_column(j, width);
                         }
-                        if stamps[j] != tag {
-                            stamps[j] = tag;
-                            list[n.min(limit)] = j;
-                            n += 1;
-                        }
+                        // Without a branch on whether the column is new:
+                        // on rows of many products into few columns (A
+                        // times an aggregation, 27 into 4) it is taken at
+                        // random, and each miss stalls the loads of the
+                        // products after it.
+                        let new = usize::from(stamps[j] != tag);
+                        stamps[j] = tag;
+                        list[n.min(limit)] = j;
+                        n += new;
                         sums[j] += f * v;
                     }
                 }
@@ -458,11 +462,10 @@ impl<T: Scalar> Workspace<T> {
                         if j >= width {
                             unreachable_column(j, width);
                         }
-                        if stamps[j] != tag {
-                            stamps[j] = tag;
-                            list[n.min(limit)] = j;
-                            n += 1;
-                        }
+                        let new = usize::from(stamps[j] != tag);
+                        stamps[j] = tag;
+                        list[n.min(limit)] = j;
+                        n += new;
                     }
                 }
             }
