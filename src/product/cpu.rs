@@ -2120,6 +2120,59 @@ mod tests {
         }
     }
 
+    /// A times an aggregation (op(B) with a third as many columns as rows,
+    /// one entry a row or none, as GAMG's tentative prolongator), the
+    /// products the dense accumulator adds without a branch on new
+    /// columns: listed with values, counted, written and multiplied as the
+    /// reference does, on 1 to 3 threads, and the listing as the numeric
+    /// phase bit for bit.
+    #[test]
+    fn aggregations_are_multiplied_as_the_reference() {
+        let (n, m) = (3000usize, 2500usize);
+        let mut tb = Vec::new();
+        for r in (0..n).filter(|r| r % 11 != 4) {
+            tb.push((r, r / 3, 1.0 + (r % 5) as f64));
+        }
+        let mut ta = Vec::new();
+        for i in 0..m {
+            // 14 entries (rows of more products than `small_row` takes).
+            for d in [0usize, 1, 2, 3, 4, 5, 61, 62, 63, 64, 997, 998, 1500, 1501] {
+                ta.push((i, (i * 7 + d * (1 + i % 3)) % n, 0.5 + ((i + d) % 4) as f64));
+            }
+        }
+        let a = CsrMatrix::from_triplets(m, n, &ta, IndexBase::Zero).unwrap();
+        let b = CsrMatrix::from_triplets(n, n / 3, &tb, IndexBase::Zero).unwrap();
+        let want = crate::reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, 1.0).unwrap();
+        for threads in [1, 2, 3] {
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            for keep in [false, true] {
+                let mut plan =
+                    CpuPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, Algorithm::Dense)
+                        .unwrap();
+                if keep {
+                    plan.expect_structure_first();
+                }
+                let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+                assert_eq!(nnz, want.nnz());
+                let (ro, cols) =
+                    written_structure(&plan, &ctx, (&a, &b), nnz, IndexBase::Zero).unwrap();
+                assert_eq!(&ro[..], want.row_offsets(), "{threads} threads");
+                assert_eq!(&cols[..], want.col_indices(), "{threads} threads");
+                let mut v = vec![0.0; nnz];
+                let out = CsrOutput::<f64, i64, i32>::values_only(&mut v, IndexBase::Zero);
+                plan.numeric(&ctx, &a.view(), &b.view(), 1.0, 0.0, out)
+                    .unwrap();
+                let close = v
+                    .iter()
+                    .zip(want.values())
+                    .all(|(x, y)| (x - y).abs() <= 1e-12 * (1.0 + y.abs()));
+                assert!(close, "{threads} threads, listed {keep}");
+            }
+        }
+        listed_values_serve_the_first_numeric_phase(&a, &b);
+    }
+
     /// After `expect_values_with_structure` the listed values are kept
     /// unhashed; the phase right after the structure (`rusparseSpGEMM_setReuseCopyValues`)
     /// copies them bit for bit, and any other numeric phase multiplies.
