@@ -2217,15 +2217,7 @@ mod tests {
         // Another numeric phase first: A's values changed, multiplied.
         let (plan, cols, _) = plan_for();
         let other: Vec<f64> = a.values().iter().map(|v| 0.5 - v).collect();
-        let changed = CsrView::try_new(
-            a.nrows(),
-            a.ncols(),
-            a.row_offsets(),
-            a.col_indices(),
-            &other,
-            IndexBase::Zero,
-        )
-        .unwrap();
+        let changed = with_values(&a, &other);
         let mut v = vec![7.0; cols.len()];
         let out = CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, &cols, IndexBase::Zero);
         plan.numeric(&ctx, &changed, &b.view(), 1.0, 0.0, out)
@@ -2302,6 +2294,22 @@ mod tests {
         listed_values_serve_the_first_numeric_phase(&a, &b);
     }
 
+    /// `a`'s pattern with the values `values`.
+    fn with_values<'a>(
+        a: &'a CsrMatrix<f64, i64, i32>,
+        values: &'a [f64],
+    ) -> CsrView<'a, f64, i64, i32> {
+        CsrView::try_new(
+            a.nrows(),
+            a.ncols(),
+            a.row_offsets(),
+            a.col_indices(),
+            values,
+            IndexBase::Zero,
+        )
+        .unwrap()
+    }
+
     fn listed_values_serve_the_first_numeric_phase(
         a: &CsrMatrix<f64, i64, i32>,
         b: &CsrMatrix<f64, i64, i32>,
@@ -2309,15 +2317,7 @@ mod tests {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         // A's values changed, same pattern.
         let other: Vec<f64> = a.values().iter().map(|v| 0.5 - v).collect();
-        let changed = CsrView::try_new(
-            a.nrows(),
-            a.ncols(),
-            a.row_offsets(),
-            a.col_indices(),
-            &other,
-            IndexBase::Zero,
-        )
-        .unwrap();
+        let changed = with_values(a, &other);
         for threads in [1, 2, 3] {
             let mut ctx = Context::cpu().unwrap();
             ctx.set_num_threads(threads).unwrap();

@@ -657,15 +657,7 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
                 p.values_with_structure(ctx, (a, b), out, print.unwrap_or_default(), None)
             }
             On::Gpu(g) => {
-                let out = CsrOutput::<T, IC, J> {
-                    row_offsets: Some(row_offsets),
-                    col_indices: Some(col_indices),
-                    values: Some(values),
-                    base,
-                    pattern: None,
-                    column_order: ColumnOrder::Sorted,
-                    split_values: None,
-                };
+                let out = CsrOutput::full(row_offsets, col_indices, values, base);
                 Self::numeric_gpu(g, ctx, a, b, (T::one(), T::zero()), out, Fill::Structure)
             }
         }
