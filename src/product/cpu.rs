@@ -91,7 +91,7 @@ pub(crate) struct CpuPlan<I, J> {
     /// them when A's and B's values are still those.
     listed_values: Mutex<Option<KeptValues>>,
     /// Whether the symbolic phase lists C's values without hashing A's and
-    /// B's, for [`CpuPlan::write_structure_with_values`]
+    /// B's, for [`SpgemmPlan::write_structure_with_values`]
     /// ([`CpuPlan::expect_values_with_structure`]).
     values_with_structure: bool,
     /// Bytes of one value of C.
@@ -389,7 +389,7 @@ fn planning_bound<T: Scalar, I: Index, J: Index>(
 struct KeptValues {
     chunks: Arc<dyn Any + Send + Sync>,
     /// Fingerprints of A's and B's values; `None` when not hashed (values
-    /// listed for [`CpuPlan::write_structure_with_values`] alone).
+    /// listed for [`SpgemmPlan::write_structure_with_values`] alone).
     values: Option<(u64, u64)>,
     bytes: usize,
 }
@@ -651,7 +651,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// [`SpgemmPlan::expect_values_with_structure`] on the CPU: the
     /// values the symbolic phase lists beside C's columns
     /// ([`CpuPlan::expect_structure_first`]) are kept without hashing A's
-    /// and B's values, for [`CpuPlan::values_with_structure`] alone.
+    /// and B's values, for [`CpuPlan::values_after_structure`] alone.
     pub(crate) fn expect_values_with_structure(&mut self) {
         self.values_with_structure = true;
     }
@@ -1169,6 +1169,23 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         print.map(|p| p.0)
     }
 
+    /// [`CpuPlan::write_structure`], the columns then remembered as
+    /// written ([`CpuPlan::remember_written`]) for a values-only numeric
+    /// phase on them; returns their fingerprint.
+    pub(crate) fn write_structure_remembered<T: Scalar, IC: Index>(
+        &self,
+        ctx: &Context,
+        (a, b): (&CsrView<'_, T, I, J>, &CsrView<'_, T, I, J>),
+        row_offsets: &mut [IC],
+        col_indices: &mut [J],
+        base: IndexBase,
+    ) -> Result<u64> {
+        self.remember_written(ctx, None);
+        self.write_structure(ctx, a, b, row_offsets, col_indices, base)?;
+        let print = self.remember_written(ctx, Some((col_indices, base)));
+        Ok(print.unwrap_or_default())
+    }
+
     /// The fingerprint of C's columns `cols` (the rows are the plan's).
     fn columns_fingerprint(&self, ctx: &Context, cols: &[J]) -> u64 {
         let rows = self.c_offsets.as_ref().map_or(0, |o| o.len());
@@ -1267,16 +1284,15 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// summed without a hash ([`CpuPlan::expect_values_with_structure`])
     /// when it did, else computed from A's and B's values now (α = 1,
     /// β = 0).
-    pub(crate) fn values_with_structure<T: Scalar, IC: Index>(
+    pub(crate) fn values_after_structure<T: Scalar, IC: Index>(
         &self,
         ctx: &Context,
         (a, b): (&CsrView<'_, T, I, J>, &CsrView<'_, T, I, J>),
         out: CsrOutput<'_, T, IC, J>,
         c_print: u64,
-        a_split: Option<SplitInput<'_, T, I>>,
     ) -> Result<()> {
         let checked = (Some(Some(c_print)), true);
-        self.numeric_with(ctx, (a, b), (T::one(), T::zero()), out, checked, a_split)
+        self.numeric_with(ctx, (a, b), (T::one(), T::zero()), out, checked, None)
     }
 
     /// [`CpuPlan::numeric`]; `c_checked`: `out.pattern`'s fingerprint was
@@ -1287,7 +1303,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// product counts. `a_split`: A's values are in two arrays (checked
     /// against `a`'s rows), not in `a`. `structure_values`: the phase
     /// right after the structure was written, for which values listed
-    /// without a hash are current ([`CpuPlan::values_with_structure`]).
+    /// without a hash are current ([`CpuPlan::values_after_structure`]).
     fn numeric_with<T: Scalar, IC: Index>(
         &self,
         ctx: &Context,
@@ -2205,7 +2221,7 @@ mod tests {
         let (plan, cols, print) = plan_for();
         let mut v = vec![7.0; cols.len()];
         let out = CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, &cols, IndexBase::Zero);
-        plan.values_with_structure(&ctx, (&a.view(), &b.view()), out, print, None)
+        plan.values_after_structure(&ctx, (&a.view(), &b.view()), out, print)
             .unwrap();
         assert!(plan.listed_values.lock().unwrap().is_none());
         let mut again = vec![7.0; cols.len()];

@@ -592,13 +592,9 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         base: IndexBase,
     ) -> Result<()> {
         match &self.on {
-            On::Cpu(p) => {
-                // Remembered for a values-only numeric phase on these columns.
-                p.remember_written(ctx, None);
-                p.write_structure(ctx, a, b, row_offsets, &mut *col_indices, base)?;
-                p.remember_written(ctx, Some((col_indices, base)));
-                Ok(())
-            }
+            On::Cpu(p) => p
+                .write_structure_remembered(ctx, (a, b), row_offsets, col_indices, base)
+                .map(|_| ()),
             On::Gpu(g) => {
                 let out = CsrOutput::<T, IC, J> {
                     row_offsets: Some(row_offsets),
@@ -650,11 +646,10 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
     ) -> Result<()> {
         match &self.on {
             On::Cpu(p) => {
-                p.remember_written(ctx, None);
-                p.write_structure(ctx, a, b, row_offsets, &mut *col_indices, base)?;
-                let print = p.remember_written(ctx, Some((&*col_indices, base)));
+                let print =
+                    p.write_structure_remembered(ctx, (a, b), row_offsets, col_indices, base)?;
                 let out = CsrOutput::<T, IC, J>::values_on_pattern(values, col_indices, base);
-                p.values_with_structure(ctx, (a, b), out, print.unwrap_or_default(), None)
+                p.values_after_structure(ctx, (a, b), out, print)
             }
             On::Gpu(g) => {
                 let out = CsrOutput::full(row_offsets, col_indices, values, base);

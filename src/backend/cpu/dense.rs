@@ -325,7 +325,7 @@ struct Workspace<T> {
 /// a prolongator, Pᵀ times A·P: the products of a row of C fall into few
 /// columns, in an order that changes from row to row). There the dense
 /// accumulator tests a column's stamp without a branch
-/// ([`add_row_branch_free`]), whose outcome no predictor learns: one
+/// ([`Workspace::accumulate_branch_free`]), whose outcome no predictor learns: one
 /// thread, A times GAMG's smoothed prolongator at 7 points, listing 64 ->
 /// 55 ms, numeric 63.5 -> 60; its tentative one at 27 points (27 products
 /// into 4 columns) 77.4 -> 63.1 and 71.5 -> 58.6. Elsewhere (stencils',
@@ -333,62 +333,6 @@ struct Workspace<T> {
 /// the 7-point stencil: 55 -> 60.5 and 49 -> 56 ms without it).
 fn coarsens<I: Index, J: Index>(b: &RowPattern<'_, I, J>) -> bool {
     b.ncols.saturating_mul(2) <= b.nrows
-}
-
-/// [`Workspace::accumulate`]'s products of row `i` with the stamp test
-/// without a branch: every product stamps its column and writes it at the
-/// list's end, which moves on only for a new column (the list has a spare
-/// slot; at most `limit` columns are recorded). `sums`: op(B)'s width when
-/// A's and B's values are given, else empty. Returns the number of
-/// distinct columns. Out of line, so the branching loop keeps its
-/// registers.
-#[inline(never)]
-#[allow(clippy::type_complexity)]
-fn add_row_branch_free<T: Scalar, I: Index, J: Index>(
-    a: &RowPattern<'_, I, J>,
-    a_vals: Option<&[T]>,
-    b: &RowPattern<'_, I, J>,
-    b_vals: Option<&[T]>,
-    i: usize,
-    (stamps, tag, list, limit): (&mut [u32], u32, &mut [usize], usize),
-    sums: &mut [T],
-) -> usize {
-    let width = stamps.len();
-    let mut n = 0usize;
-    match (a_vals, b_vals) {
-        (Some(av), Some(bv)) if sums.len() == width => {
-            for k in a.range(i) {
-                let r = b.range(a.col(k));
-                let f = av[k];
-                for (&c, &v) in b.cols[r.clone()].iter().zip(&bv[r]) {
-                    let j = c.as_usize() - b.base;
-                    if j >= width {
-                        unreachable_column(j, width);
-                    }
-                    let new = usize::from(stamps[j] != tag);
-                    stamps[j] = tag;
-                    list[n.min(limit)] = j;
-                    n += new;
-                    sums[j] += f * v;
-                }
-            }
-        }
-        _ => {
-            for k in a.range(i) {
-                for &c in &b.cols[b.range(a.col(k))] {
-                    let j = c.as_usize() - b.base;
-                    if j >= width {
-                        unreachable_column(j, width);
-                    }
-                    let new = usize::from(stamps[j] != tag);
-                    stamps[j] = tag;
-                    list[n.min(limit)] = j;
-                    n += new;
-                }
-            }
-        }
-    }
-    n
 }
 
 impl<T: Scalar> Scratch for Workspace<T> {
@@ -540,12 +484,15 @@ impl<T: Scalar> Workspace<T> {
         (n, None)
     }
 
-    /// [`Workspace::accumulate`] for a product that [`coarsens`]: the
-    /// stamps tested without a branch ([`add_row_branch_free`]); long rows
-    /// still go to `accumulate`, which may read them from the bit map. Out
-    /// of line, and chosen by the callers once per chunk, so that the
-    /// branching loop inlined in them keeps its registers (a test inside
-    /// `accumulate` made the 7-point stencil's A² listing 5 % slower).
+    /// [`Workspace::accumulate`] for a product that [`coarsens`], with the
+    /// stamp test without a branch: every product stamps its column and
+    /// writes it at the list's end, which moves on only for a new column
+    /// (the list has a spare slot; at most `limit` columns are recorded).
+    /// Long rows still go to `accumulate`, which may read them from the bit
+    /// map. Out of line, and chosen by the callers once per chunk, so that
+    /// the branching loop inlined in them keeps its registers (a test
+    /// inside `accumulate` made the 7-point stencil's A² listing 5 %
+    /// slower).
     #[inline(never)]
     fn accumulate_branch_free<I: Index, J: Index>(
         &mut self,
@@ -563,13 +510,42 @@ impl<T: Scalar> Workspace<T> {
         let width = b.ncols;
         let stamps = &mut self.stamps.stamps[..width];
         let list = &mut self.list[..=limit];
-        let with_sums = a_vals.is_some() && b_vals.is_some();
-        let sums = &mut self.sums[..if with_sums { width } else { 0 }];
-        let state = (stamps, tag, list, limit);
-        (
-            add_row_branch_free(a, a_vals, b, b_vals, i, state, sums),
-            None,
-        )
+        let mut n = 0usize;
+        let mut stamp = |j: usize| {
+            let new = usize::from(stamps[j] != tag);
+            stamps[j] = tag;
+            list[n.min(limit)] = j;
+            n += new;
+        };
+        match (a_vals, b_vals) {
+            (Some(av), Some(bv)) => {
+                let sums = &mut self.sums[..width];
+                for k in a.range(i) {
+                    let r = b.range(a.col(k));
+                    let f = av[k];
+                    for (&c, &v) in b.cols[r.clone()].iter().zip(&bv[r]) {
+                        let j = c.as_usize() - b.base;
+                        if j >= width {
+                            unreachable_column(j, width);
+                        }
+                        stamp(j);
+                        sums[j] += f * v;
+                    }
+                }
+            }
+            _ => {
+                for k in a.range(i) {
+                    for &c in &b.cols[b.range(a.col(k))] {
+                        let j = c.as_usize() - b.base;
+                        if j >= width {
+                            unreachable_column(j, width);
+                        }
+                        stamp(j);
+                    }
+                }
+            }
+        }
+        (n, None)
     }
 
     /// Whether the row just accumulated into `list` (its `n` distinct
