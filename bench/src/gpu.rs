@@ -424,12 +424,14 @@ impl GpuProduct<'_> {
             phases.push(("free", freeing));
         }
         let plan_note = format!(
-            "tpr {}, B canonical {}, spilled {}, symbolic bins {:?}, numeric bins {:?}",
+            "tpr {}, B canonical {}, spilled {}, symbolic bins {:?}, numeric bins {:?}, \
+             global batches (symbolic, numeric) {:?}",
             info.threads_per_b_row,
             info.b_canonical,
             info.spilled_rows,
             info.symbolic_rows,
-            info.numeric_rows
+            info.numeric_rows,
+            info.global_batches
         );
         Ok(RunOut {
             seconds,

@@ -331,6 +331,11 @@ struct Cli {
     /// Repeatable: a row per value.
     #[arg(long, value_name = "F")]
     gpu_bin_scale: Vec<f64>,
+    /// CUDA: MiB of global hash tables (rows too long for shared memory)
+    /// one batch may take instead of the planner's (batches run one after
+    /// another). Repeatable: a row per value (and per other GPU option).
+    #[arg(long, value_name = "MIB")]
+    gpu_global_batch_mib: Vec<u64>,
     /// Write the rows as CSV.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
@@ -692,12 +697,15 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
         }
     }
     let scales = or_planners(&cli.gpu_bin_scale);
+    let batches = or_planners(&cli.gpu_global_batch_mib);
     let tunings: Vec<GpuTuning> = or_planners(&cli.gpu_threads_per_b_row)
         .into_iter()
-        .flat_map(|t| {
-            scales.iter().map(move |&f| GpuTuning {
+        .flat_map(|t| scales.iter().map(move |&f| (t, f)))
+        .flat_map(|(t, f)| {
+            batches.iter().map(move |&mib| GpuTuning {
                 threads_per_b_row: t,
                 bin_scale: f,
+                global_batch_bytes: mib.map(|m| m << 20),
             })
         })
         .collect();
@@ -708,11 +716,14 @@ fn run_case_gpu<T: BenchScalar, I: Index>(
     {
         if tuning != GpuTuning::default() {
             progress.log(format!(
-                "    configuration: threads per B row {}, bin scale {}",
+                "    configuration: threads per B row {}, bin scale {}, global batches of {}",
                 tuning
                     .threads_per_b_row
                     .map_or("planner's".into(), |t| t.to_string()),
-                tuning.bin_scale.map_or("1".into(), |f| f.to_string())
+                tuning.bin_scale.map_or("1".into(), |f| f.to_string()),
+                tuning
+                    .global_batch_bytes
+                    .map_or("the planner's size".into(), |b| format!("{} MiB", b >> 20))
             ));
         }
         let product = gpu::GpuProduct {
@@ -807,6 +818,9 @@ fn run_case_gpu_budget<T: BenchScalar, I: Index>(
     }
     if let Some(f) = t.bin_scale {
         algorithm += &format!(" scale={f}");
+    }
+    if let Some(b) = t.global_batch_bytes {
+        algorithm += &format!(" batch={}M", b >> 20);
     }
     let phases = m
         .phases

@@ -449,6 +449,16 @@ fn with_long_row<V: Variant>(
     spread: usize,
     stride: usize,
 ) -> (HostCsr<V>, HostCsr<V>) {
+    with_long_rows(rng, spread, stride, &[5])
+}
+
+/// [`with_long_row`] with the rows `long` (of 24) long.
+fn with_long_rows<V: Variant>(
+    rng: &mut Rng,
+    spread: usize,
+    stride: usize,
+    long: &[usize],
+) -> (HostCsr<V>, HostCsr<V>) {
     let k = spread / 16;
     let n = spread * stride + 64;
     // B's row r holds 16 distinct columns (r*16 .. r*16 + 15) * stride, so
@@ -463,7 +473,7 @@ fn with_long_row<V: Variant>(
     let b = HostCsr::from_rows(n, &b_rows, 0);
     let a_rows: Vec<Vec<(usize, Val<V>)>> = (0..24)
         .map(|i| {
-            if i == 5 {
+            if long.contains(&i) {
                 (0..k).map(|c| (c, int_val::<V>(rng))).collect()
             } else {
                 (0..(i % 4))
@@ -518,6 +528,143 @@ fn long_rows_spill_to_the_global_kernels_with_and_without_alg3() {
 }
 
 #[test]
+fn hub_rows_of_b_are_taken_by_the_whole_team() {
+    // B rows longer than a block (a power-law graph's hubs) among short
+    // ones: where a block's team splits a row of A into sub-groups, the
+    // shared and global kernels hand those B rows to the whole team
+    // (rsh_team_long_rows) and the short ones to their sub-groups. Rows of
+    // A that reach a mid hub (a large shared bin), a big hub (the global
+    // numeric bin), all big hubs (a symbolic spill, whose block stops at the
+    // spill limit) and none must all give the reference's C, in the
+    // default and the deterministic mode.
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = EmulatedDevice::for_variant::<V>();
+            let mut rng = seed::<V>(21);
+            let (big, mid, hubs) = (8_192usize, 3_000usize, 4usize);
+            let n = hubs * big + mid + 512;
+            let short_rows = 600usize;
+            // B: rows 0..hubs the big hubs (disjoint columns), row `hubs`
+            // the mid hub, then short rows of 1 to 4 random columns.
+            let mut b_rows: Vec<Vec<(usize, Val<V>)>> = (0..hubs)
+                .map(|h| {
+                    (0..big)
+                        .map(|j| (h * big + j, int_val::<V>(&mut rng)))
+                        .collect()
+                })
+                .collect();
+            b_rows.push(
+                (0..mid)
+                    .map(|j| (hubs * big + j, int_val::<V>(&mut rng)))
+                    .collect(),
+            );
+            for r in 0..short_rows {
+                let mut cols: Vec<usize> = (0..1 + r % 4)
+                    .map(|_| rng.below(n as u64) as usize)
+                    .collect();
+                cols.sort_unstable();
+                cols.dedup();
+                b_rows.push(
+                    cols.into_iter()
+                        .map(|c| (c, int_val::<V>(&mut rng)))
+                        .collect(),
+                );
+            }
+            let k = b_rows.len();
+            let b: HostCsr<V> = HostCsr::from_rows(n, &b_rows, 0);
+            let shorts = |rng: &mut Rng, count: usize| -> Vec<(usize, Val<V>)> {
+                (0..count)
+                    .map(|j| {
+                        (
+                            hubs + 1 + (j * 7 + rng.below(5) as usize) % short_rows,
+                            int_val::<V>(rng),
+                        )
+                    })
+                    .collect()
+            };
+            let mut a_rows: Vec<Vec<(usize, Val<V>)>> = Vec::new();
+            for i in 0..40usize {
+                let mut row = match i {
+                    0 => shorts(&mut rng, 300),
+                    1 => shorts(&mut rng, 20),
+                    2 => Vec::new(),
+                    _ => shorts(&mut rng, i % 6),
+                };
+                match i {
+                    // A big hub among short rows: the global numeric bin.
+                    0 => row.push((2, int_val::<V>(&mut rng))),
+                    // Every big hub: a symbolic spill.
+                    1 => row.extend((0..hubs).map(|h| (h, int_val::<V>(&mut rng)))),
+                    // The mid hub among short rows: a large shared bin.
+                    5 | 17 => row.push((hubs, int_val::<V>(&mut rng))),
+                    _ => {}
+                }
+                row.sort_by_key(|e| e.0);
+                row.dedup_by_key(|e| e.0);
+                a_rows.push(row);
+            }
+            let a: HostCsr<V> = HostCsr::from_rows(k, &a_rows, 0);
+            let info = check(&dev, &a, &b, &Job::new(Op::N, Op::N), "hubs");
+            assert!(info.spilled_rows >= 1, "{}: {info:?}", V::NAME);
+            assert!(info.threads_per_b_row < 1024, "{}: {info:?}", V::NAME);
+            let det = Job {
+                deterministic: true,
+                ..Job::new(Op::N, Op::N)
+            };
+            check(&dev, &a, &b, &det, "hubs, deterministic");
+        }
+    }
+    visit_hash_variants(&mut T);
+}
+
+#[test]
+fn global_tables_run_in_batches_of_the_size_asked() {
+    // Three long rows: batches of one table each, of all three at once and
+    // the planner's (C small: its least size, all three) give the same C.
+    struct T;
+    impl HashVisitor for T {
+        fn visit<V: HashVariant>(&mut self) {
+            let dev = EmulatedDevice::for_variant::<V>();
+            let mut rng = seed::<V>(12);
+            let spread = if V::WARP == 64 { 9_216 } else { 65_536 };
+            let (a, b) = with_long_rows::<V>(&mut rng, spread, 1, &[2, 11, 17]);
+            for (bytes, batches) in [(None, 1), (Some(1), 3), (Some(1 << 40), 1)] {
+                let job = Job {
+                    tuning: GpuTuning {
+                        global_batch_bytes: bytes,
+                        ..GpuTuning::default()
+                    },
+                    ..Job::new(Op::N, Op::N)
+                };
+                let what = format!("global batches of {bytes:?} bytes");
+                let info = check(&dev, &a, &b, &job, &what);
+                assert_eq!(info.spilled_rows, 3, "{what}: {info:?}");
+                assert_eq!(
+                    info.numeric_rows.iter().rev().nth(1),
+                    Some(&3),
+                    "{what}: {info:?}"
+                );
+                assert_eq!(info.global_batches, (batches, batches), "{what}: {info:?}");
+            }
+            let job = Job {
+                tuning: GpuTuning {
+                    global_batch_bytes: Some(0),
+                    ..GpuTuning::default()
+                },
+                ..Job::new(Op::N, Op::N)
+            };
+            let e = run(&dev, &a, &b, &job).err().expect("refused");
+            assert!(
+                matches!(&e, Error::InvalidValue(m) if m.contains("more than 0 bytes")),
+                "{e}"
+            );
+        }
+    }
+    visit_hash_variants(&mut T);
+}
+
+#[test]
 fn every_tuned_configuration_matches_the_reference() {
     // The GPU selector's sweep runs every threads-per-B-row choice and
     // smaller bin bounds: each must give the same C, and rows must move to
@@ -542,6 +689,7 @@ fn every_tuned_configuration_matches_the_reference() {
                         tuning: GpuTuning {
                             threads_per_b_row: Some(g),
                             bin_scale: scale,
+                            ..GpuTuning::default()
                         },
                         ..Job::new(Op::N, Op::N)
                     };
@@ -578,6 +726,7 @@ fn every_tuned_configuration_matches_the_reference() {
                     tuning: GpuTuning {
                         threads_per_b_row: bad.0,
                         bin_scale: bad.1,
+                        ..GpuTuning::default()
                     },
                     ..Job::new(Op::N, Op::N)
                 };
@@ -604,7 +753,7 @@ fn every_tuned_configuration_matches_the_reference() {
                 .expect("symbolic phase");
             let late = GpuTuning {
                 threads_per_b_row: Some(4),
-                bin_scale: None,
+                ..GpuTuning::default()
             };
             let e = plan.tune(stream, late).expect_err("too late");
             assert!(

@@ -19,6 +19,7 @@ use crate::plan::gpu_bins::{self, GpuBins, KernelBin};
 use crate::types::Op;
 use std::ffi::c_void;
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use resources::{DeviceBuffer, GlobalTables, Lanes};
@@ -92,8 +93,13 @@ const AUX_STREAMS: usize = 3;
 /// The binning kernels take fewer than this many bins (`RS_BIN_MAX`).
 const MAX_BINS: usize = 32;
 /// Bytes of global hash tables one batch of spilled or huge rows may use
-/// (at least one row's table); batches run one after another.
+/// at least (and at least one row's table); batches run one after another.
+/// Beyond it a batch grows with C ([`GpuSpgemm::global_batch_bytes`]).
 const GLOBAL_TABLE_BUDGET: u64 = 256 << 20;
+/// The numeric phase's batches of global tables may take up to C's bytes
+/// divided by this: with C allocated, the device then holds at most 1.2
+/// times C beside the inputs (and the O(rows) metadata).
+const NUMERIC_BATCH_C_DIVISOR: u64 = 5;
 /// Reading `k` single entries costs about as much as copying `k * 20000`
 /// entries in one transfer.
 const GATHER_RATIO: u64 = 20_000;
@@ -241,6 +247,8 @@ struct SymbolicResult {
     symbolic_counts: Vec<i64>,
     /// Rows moved from the last shared symbolic bin to the global kernel.
     spilled: i64,
+    /// Batches of global tables they ran in.
+    spilled_batches: usize,
     /// Each numeric bin's rows are sorted (for C in row blocks).
     bins_by_row: bool,
 }
@@ -261,6 +269,9 @@ pub struct GpuPlanInfo {
     pub numeric_rows: Vec<i64>,
     /// Rows whose symbolic count overflowed shared memory.
     pub spilled_rows: i64,
+    /// Batches of global hash tables the symbolic phase ran its spilled
+    /// rows in, and the last numeric phase its global bin in (0: none).
+    pub global_batches: (usize, usize),
     /// Threads per B row in the shared-memory kernels.
     pub threads_per_b_row: u32,
     /// B has sorted rows without repeated columns (enables the direct path
@@ -288,6 +299,11 @@ pub struct GpuTuning {
     /// entries) by this factor in (0, 1]: below 1, rows move to the next,
     /// larger table sooner (`None`: the planner's bounds).
     pub bin_scale: Option<f64>,
+    /// Bytes of global hash tables (rows too long for shared memory) one
+    /// batch may take, batches running one after another (`None`: the
+    /// planner's [`GpuSpgemm::global_batch_bytes`]; at least one row's
+    /// table; a memory budget or ALG3's chunk fraction still bounds it).
+    pub global_batch_bytes: Option<u64>,
 }
 
 /// Where the numeric kernels write C's entries: device addresses that the
@@ -364,8 +380,10 @@ pub struct GpuSpgemm {
     group: u32,
     /// ALG3's `chunk_fraction`: the global hash tables of long rows use at
     /// most this fraction of what all of them need at once (at least one
-    /// row's table); `None`: batches of [`GLOBAL_TABLE_BUDGET`] bytes.
+    /// row's table); `None`: batches of [`GpuSpgemm::global_batch_bytes`].
     chunk_fraction: Option<f32>,
+    /// [`GpuTuning::global_batch_bytes`].
+    global_batch: Option<u64>,
     /// C's row offsets are 64-bit (else 32-bit), whatever A's and B's are:
     /// another type than theirs is written by `rs_write_offsets_wide` /
     /// `_narrow`. Starts as A's offset type.
@@ -375,6 +393,10 @@ pub struct GpuSpgemm {
     bins_host: Option<Vec<u32>>,
     /// Row blocks of C in the last numeric phase (0: C was computed whole).
     row_blocks_run: usize,
+    /// Batches of global tables the last numeric phase ran (summed over
+    /// its row blocks); written by `launch_numeric_bins`, which borrows
+    /// the plan shared.
+    numeric_batches_run: AtomicUsize,
     /// The error of a failed symbolic phase (its metadata is then partly
     /// overwritten, so it cannot run again).
     symbolic_failed: Option<Error>,
@@ -644,10 +666,12 @@ impl GpuSpgemm {
             b_canonical: false,
             group: 2,
             chunk_fraction: None,
+            global_batch: None,
             c_offsets64: types.offset64,
             symbolic: None,
             bins_host: None,
             row_blocks_run: 0,
+            numeric_batches_run: AtomicUsize::new(0),
             symbolic_failed: None,
         };
         let r = plan
@@ -820,6 +844,14 @@ impl GpuSpgemm {
             }
             self.group = g;
         }
+        if let Some(bytes) = tuning.global_batch_bytes {
+            if bytes == 0 {
+                return Err(Error::InvalidValue(
+                    "a batch of global tables needs more than 0 bytes".into(),
+                ));
+            }
+            self.global_batch = Some(bytes);
+        }
         if let Some(f) = tuning.bin_scale {
             if !(f > 0.0 && f <= 1.0) {
                 return Err(Error::InvalidValue(format!(
@@ -871,6 +903,20 @@ impl GpuSpgemm {
         self.types
     }
 
+    /// Bytes of global hash tables one batch of long rows may take, given
+    /// `c_share` bytes that the phase may use beside what it holds already
+    /// without raising the product's peak: the symbolic phase, before C
+    /// exists, as many bytes as its spilled rows hold of C at least; the
+    /// numeric phase, beside C, C's bytes / [`NUMERIC_BATCH_C_DIVISOR`].
+    /// Never below [`GLOBAL_TABLE_BUDGET`]. Batches run one after another,
+    /// each waiting for its slowest row, so that few rows a batch leave the
+    /// device idle: rmat at scale 20 ran its 22,812 longest rows of C (an
+    /// H200, 2026-12-04) in about a hundred batches of 256 MiB.
+    pub(crate) fn global_batch_bytes(&self, c_share: u64) -> u64 {
+        self.global_batch
+            .unwrap_or_else(|| GLOBAL_TABLE_BUDGET.max(c_share))
+    }
+
     /// ALG3: bounds the global hash tables of long rows to `fraction` (in
     /// (0, 1]) of what all of them need at once, computing them in that
     /// many more batches (each at least one row). The rest of the plan's
@@ -905,6 +951,10 @@ impl GpuSpgemm {
             symbolic_rows: s.map(|s| s.symbolic_counts.clone()).unwrap_or_default(),
             numeric_rows: s.map(|s| s.numeric_counts.clone()).unwrap_or_default(),
             spilled_rows: s.map_or(0, |s| s.spilled),
+            global_batches: (
+                s.map_or(0, |s| s.spilled_batches),
+                self.numeric_batches_run.load(Ordering::Relaxed),
+            ),
             threads_per_b_row: self.group,
             b_canonical: self.b_canonical,
             deterministic: self.deterministic,
@@ -1073,6 +1123,7 @@ impl GpuSpgemm {
             global_tables: Vec::new(),
             symbolic_counts: vec![0; nb + 1],
             spilled: 0,
+            spilled_batches: 0,
             bins_by_row: false,
         };
         if self.nprod == 0 {
@@ -1108,7 +1159,8 @@ impl GpuSpgemm {
 
         // 2. Rows that spilled: global tables sized from their products.
         if spill_cap > 0 {
-            result.spilled = self.symbolic_spilled(stream, &spill, ka, kb)?;
+            (result.spilled, result.spilled_batches) =
+                self.symbolic_spilled(stream, &spill, ka, kb)?;
         }
         drop(spill);
 
@@ -1152,19 +1204,20 @@ impl GpuSpgemm {
 
     /// Runs the rows the last shared symbolic bin spilled (listed in
     /// `spill`, their count in the header) with global hash tables sized
-    /// from their products; returns how many spilled.
+    /// from their products; returns how many spilled and in how many
+    /// batches they ran.
     fn symbolic_spilled(
         &self,
         stream: RawStream,
         spill: &DeviceBuffer,
         ka: KernelCsr,
         kb: KernelCsr,
-    ) -> Result<i64> {
+    ) -> Result<(i64, usize)> {
         let h = self.meta.ptr();
         let row_size = h + self.layout.row_size;
         let spilled = self.read::<i64>(stream, h + 8 * H_SPILL as u64, 1)?[0];
         if spilled <= 0 {
-            return Ok(0);
+            return Ok((0, 0));
         }
         let rows: Vec<u32> = self.read(stream, spill.ptr(), spilled as usize)?;
         let nprod = self.gather(stream, row_size, self.m as u64 + 1, &rows, false)?;
@@ -1172,12 +1225,16 @@ impl GpuSpgemm {
             .iter()
             .map(|&p| gpu_bins::symbolic_global_table(p, self.n))
             .collect();
+        // Each spilled row holds more than the spill limit of C's entries.
+        let c_share = spilled as u64
+            * u64::from(self.bins.spill_limit)
+            * u64::from(self.types.index_bytes() + self.types.value_bytes());
         let global = GlobalTables::new(
             self,
             stream,
             &tables,
-            u64::from(self.types.index_bytes()),
-            0,
+            (u64::from(self.types.index_bytes()), 0),
+            c_share,
         )?;
         let block = self.bins.symbolic[self.bins.symbolic.len() - 1].block;
         for (range, table_offsets) in &global.batches {
@@ -1198,7 +1255,7 @@ impl GpuSpgemm {
                 )?;
             }
         }
-        Ok(spilled)
+        Ok((spilled, global.batches.len()))
     }
 
     /// Numeric phase: writes C's row offsets, column indices and values
@@ -1243,6 +1300,7 @@ impl GpuSpgemm {
             ));
         }
         self.dev.bind()?;
+        self.numeric_batches_run.store(0, Ordering::Relaxed);
         let r = self.regather(stream, a, b).and_then(|()| {
             let (a, b) = self.operands(a, b);
             let beta = if beta_is_zero { 0 } else { beta };
@@ -1290,7 +1348,12 @@ impl GpuSpgemm {
             alpha,
             beta,
         };
-        self.launch_numeric_bins(stream, a, b, &out, &lists, &s.global_tables)
+        // C is on the device whole: the batches of global tables may grow
+        // with it.
+        let entry = u64::from(self.types.index_bytes() + self.types.value_bytes());
+        let c_share = s.nnz.max(0) as u64 * entry / NUMERIC_BATCH_C_DIVISOR;
+        let global = (&s.global_tables[..], c_share);
+        self.launch_numeric_bins(stream, a, b, &out, &lists, global)
     }
 
     /// Writes C's row offsets (C's offset type, `base` added) at `c_rows`
@@ -1321,8 +1384,9 @@ impl GpuSpgemm {
     /// Launches the numeric kernels on the rows of `lists` (per numeric
     /// bin, the direct bin last: the device address of its rows and their
     /// count), the global bin's rows with tables of `global_tables`
-    /// entries (in the order of its list), writing C's columns and values
-    /// through `out` at the plan's zero-based row offsets.
+    /// entries (in the order of its list) in batches of
+    /// [`GpuSpgemm::global_batch_bytes`] of `c_share`, writing C's columns
+    /// and values through `out` at the plan's zero-based row offsets.
     fn launch_numeric_bins(
         &self,
         stream: RawStream,
@@ -1330,7 +1394,7 @@ impl GpuSpgemm {
         b: &DeviceCsr,
         out: &NumericOut,
         lists: &[(u64, i64)],
-        global_tables: &[u64],
+        (global_tables, c_share): (&[u64], u64),
     ) -> Result<()> {
         let h = self.meta.ptr();
         let beta = if out.beta == 0 {
@@ -1357,8 +1421,11 @@ impl GpuSpgemm {
                 self,
                 stream,
                 global_tables,
-                u64::from(self.types.index_bytes()),
-                u64::from(self.types.value_bytes()),
+                (
+                    u64::from(self.types.index_bytes()),
+                    u64::from(self.types.value_bytes()),
+                ),
+                c_share,
             )?)
         } else {
             None
@@ -1376,6 +1443,8 @@ impl GpuSpgemm {
             let (rows, count) = lists[j];
             if j == g {
                 let global = global.as_ref().expect("allocated above");
+                self.numeric_batches_run
+                    .fetch_add(global.batches.len(), Ordering::Relaxed);
                 let (keys, vals) = (global.keys, global.vals);
                 for (range, table_offsets) in &global.batches {
                     let rows_b = rows + 4 * range.start as u64;
@@ -1725,19 +1794,21 @@ mod tests {
         let tables = [1u64 << 10, 1 << 12, 1 << 10, 1 << 11];
         let all: u64 = tables.iter().sum();
         // Without ALG3: 256 MiB of 12-byte entries.
-        assert_eq!(table_budget(&tables, 12, None), (256 << 20) / 12);
+        assert_eq!(table_budget(&tables, 12, None, 256 << 20), (256 << 20) / 12);
+        // A batch smaller than the largest table holds that table.
+        assert_eq!(table_budget(&tables, 12, None, 12), 1 << 12);
         // ALG3: a fraction of all tables, at least the largest one.
-        assert_eq!(table_budget(&tables, 12, Some(1.0)), all);
-        assert_eq!(table_budget(&tables, 12, Some(0.5)), all / 2);
-        assert_eq!(table_budget(&tables, 12, Some(0.01)), 1 << 12);
-        let b = table_budget(&tables, 12, Some(0.5));
+        assert_eq!(table_budget(&tables, 12, Some(1.0), 0), all);
+        assert_eq!(table_budget(&tables, 12, Some(0.5), 0), all / 2);
+        assert_eq!(table_budget(&tables, 12, Some(0.01), 0), 1 << 12);
+        let b = table_budget(&tables, 12, Some(0.5), 0);
         let parts = batches(&tables, b);
         assert_eq!(parts.len(), 3);
         assert!(parts
             .iter()
             .all(|r| tables[r.clone()].iter().sum::<u64>() <= b));
         assert_eq!(
-            batches(&tables, table_budget(&tables, 12, Some(1.0))).len(),
+            batches(&tables, table_budget(&tables, 12, Some(1.0), 0)).len(),
             1
         );
     }

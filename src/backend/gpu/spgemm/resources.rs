@@ -185,16 +185,21 @@ impl Drop for Fork<'_> {
 }
 
 /// Entries of global hash tables one batch may hold: `chunk_fraction` of
-/// all of `tables` (ALG3), else [`GLOBAL_TABLE_BUDGET`] bytes of entries of
-/// `entry_bytes`; never less than the largest table.
-pub(super) fn table_budget(tables: &[u64], entry_bytes: u64, chunk_fraction: Option<f32>) -> u64 {
+/// all of `tables` (ALG3), else `batch_bytes` of entries of `entry_bytes`;
+/// never less than the largest table.
+pub(super) fn table_budget(
+    tables: &[u64],
+    entry_bytes: u64,
+    chunk_fraction: Option<f32>,
+    batch_bytes: u64,
+) -> u64 {
     let largest = tables.iter().copied().max().unwrap_or(0);
     match chunk_fraction {
         Some(f) => {
             let all: u64 = tables.iter().sum();
             ((all as f64 * f64::from(f)).ceil() as u64).max(largest)
         }
-        None => (GLOBAL_TABLE_BUDGET / entry_bytes.max(1)).max(largest),
+        None => (batch_bytes / entry_bytes.max(1)).max(largest),
     }
 }
 
@@ -228,15 +233,18 @@ pub(super) struct GlobalTables {
 }
 
 impl GlobalTables {
+    /// `c_part_bytes`: bytes of C these rows are known to hold at least
+    /// (what [`GpuSpgemm::global_batch_bytes`] sizes the batches from).
     pub(super) fn new(
         plan: &GpuSpgemm,
         stream: RawStream,
         tables: &[u64],
-        key_bytes: u64,
-        val_bytes: u64,
+        (key_bytes, val_bytes): (u64, u64),
+        c_part_bytes: u64,
     ) -> Result<Self> {
         let entry = key_bytes + val_bytes;
-        let mut budget = table_budget(tables, entry, plan.chunk_fraction);
+        let batch_bytes = plan.global_batch_bytes(c_part_bytes);
+        let mut budget = table_budget(tables, entry, plan.chunk_fraction, batch_bytes);
         // Under a memory budget, batches shrink to what it leaves (down to
         // the largest table); without one, to the device's free memory
         // (less an eighth), which the allocation itself then checks.

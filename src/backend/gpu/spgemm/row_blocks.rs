@@ -233,6 +233,7 @@ impl GpuSpgemm {
         }
         let (a, b) = &self.used_entries(a, b, "numeric phase", true)?;
         self.dev.bind()?;
+        self.numeric_batches_run.store(0, Ordering::Relaxed);
         let r = self.regather(stream, a, b).and_then(|()| {
             let (a, b) = self.operands(a, b);
             self.write_c_offsets(stream, c_rows, c_base)?;
@@ -380,7 +381,8 @@ impl GpuSpgemm {
                 b,
                 &out,
                 &blk.lists,
-                &s.global_tables[blk.global.clone()],
+                // C is not on the device whole: batches of the least size.
+                (&s.global_tables[blk.global.clone()], 0),
             )?;
             // SAFETY: live event and stream.
             unsafe { dev.record(lane.computed[x], stream) }?;
