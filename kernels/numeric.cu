@@ -74,16 +74,24 @@ RS_DEVICE RS_INLINE void rsh_accumulate_row(const rsh_csr<V, O, I>& a, const rsh
                                             int t, int team, int g) {
   typedef typename rsh_unsigned<O>::type U;
   const int sub = t / g, l = t % g, nsub = team / g;
+  const bool balance = rsh_balance_long_rows(team, g);
   U alo, ahi;
   rsh_urow(a, row, alo, ahi);
   for (U ka = alo + (U)sub; ka < ahi; ka += (U)nsub) {
-    const V av = a.vals[ka];
     U blo, bhi;
     rsh_urow(b, (unsigned long long)(a.cols[ka] - (I)a.base), blo, bhi);
+    if (balance && bhi - blo >= (U)team) continue; /* the whole team's, below */
+    const V av = a.vals[ka];
     for (U kb = blo + (U)l; kb < bhi; kb += (U)g)
       rsh_insert_pair<false>(keys, vals, size, pow2, (I)(b.cols[kb] - (I)b.base),
                              av * b.vals[kb]);
   }
+  if (balance)
+    rsh_team_long_rows(a, b, alo, ahi, t, team, true, [&](U ka, U kb) -> bool {
+      rsh_insert_pair<false>(keys, vals, size, pow2, (I)(b.cols[kb] - (I)b.base),
+                             a.vals[ka] * b.vals[kb]);
+      return true;
+    });
 }
 
 /* Deterministic step: entry ka of A times its B row, split over the team,

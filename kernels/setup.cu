@@ -122,6 +122,50 @@ RS_DEVICE RS_INLINE void rsh_urow(const rsh_csr<V, O, I>& x, unsigned long long 
   hi = (U)(x.rows[r + 1] - (O)x.base);
 }
 
+/* Whether a row's products are spread over whole-team passes of its long
+ * B rows (rsh_team_long_rows): when a team of whole warps splits its row
+ * into several sub-groups, one per B row. Entries whose B row has at
+ * least `team` entries are then taken by the whole team, the others by
+ * their sub-group as before. */
+RS_DEVICE RS_INLINE bool rsh_balance_long_rows(int team, int g) {
+  return team > g && team % RS_WARP == 0;
+}
+
+/* The whole-team pass over the long B rows of A's row [alo, ahi): for
+ * each entry ka whose B row [lo, hi) has at least `team` entries, thread
+ * t of the team (every lane of its warps calls this, warp-uniformly)
+ * visits kb = lo + t, lo + t + team, ... while visit(ka, kb) returns true
+ * (`go`: false skips the visits but keeps the lane in the ballots). The
+ * warps read A's row RS_WARP entries at a time and agree on the long ones
+ * by ballot. Without it one sub-group walks a hub's B row (10^4 entries in
+ * rmat at scale 20) while the team's other warps wait at the next block
+ * barrier: 64-76 % of the stalls of rs_symbolic_shared and
+ * rs_numeric_global on rmat at scale 18 (Nsight Compute, H200,
+ * 2026-12-04). Returns `go` as the visits left it. */
+template <class V, class O, class I, class F>
+RS_DEVICE RS_INLINE bool rsh_team_long_rows(const rsh_csr<V, O, I>& a, const rsh_csr<V, O, I>& b,
+                                            typename rsh_unsigned<O>::type alo,
+                                            typename rsh_unsigned<O>::type ahi, int t, int team,
+                                            bool go, F visit) {
+  typedef typename rsh_unsigned<O>::type U;
+  const int lane = rs_lane();
+  for (U base = alo; base < ahi; base += (U)RS_WARP) {
+    const U ka = base + (U)lane;
+    U blo = 0, bhi = 0;
+    if (ka < ahi) rsh_urow(b, (unsigned long long)(a.cols[ka] - (I)a.base), blo, bhi);
+    unsigned long long longs = rs_ballot(ka < ahi && bhi - blo >= (U)team);
+    while (longs != 0ull) {
+      const int j = rs_popcll((longs & (~longs + 1ull)) - 1ull);
+      longs &= longs - 1ull;
+      const U kl = base + (U)j;
+      U lo, hi;
+      rsh_urow(b, (unsigned long long)(a.cols[kl] - (I)a.base), lo, hi);
+      for (U kb = lo + (U)t; go && kb < hi; kb += (U)team) go = visit(kl, kb);
+    }
+  }
+  return go;
+}
+
 /* Threads per B row for one row of A in the global kernels: about four
  * entries per thread of the B rows that row reads (their mean length is the
  * row's products over its entries: the rule of gpu_bins::threads_per_b_row

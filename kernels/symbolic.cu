@@ -43,7 +43,10 @@ RS_DEVICE RS_INLINE int rsh_insert_key(I* table, S size, bool pow2, I key) {
 /* Hashes the columns of row `row` of A*B into `table`: thread `t` of a team
  * of `team` threads, `g` threads per B row, so team / g entries of A's row
  * are taken at once and each B row is read by g consecutive threads
- * (coalesced). Returns the number of new keys this thread inserted; a full
+ * (coalesced); where a team of whole warps has several sub-groups, the
+ * entries whose B row has at least `team` entries are taken by the whole
+ * team instead (rsh_team_long_rows; every lane of the team's warps must
+ * call this). Returns the number of new keys this thread inserted; a full
  * table adds `size` (so the row's total reaches any spill limit) and stops.
  * With `counter` non-NULL (a shared count of the row's keys), stops when
  * the count reaches `limit`. */
@@ -54,25 +57,41 @@ RS_DEVICE RS_INLINE long long rsh_hash_row(const rsh_csr<V, O, I>& a, const rsh_
                                            long long limit) {
   typedef typename rsh_unsigned<O>::type U;
   const int sub = t / g, l = t % g, nsub = team / g;
+  const bool balance = rsh_balance_long_rows(team, g);
   U alo, ahi;
   rsh_urow(a, row, alo, ahi);
   long long mine = 0;
-  for (U ka = alo + (U)sub; ka < ahi; ka += (U)nsub) {
-    if (counter != 0 && rs_atomic_load(counter) >= limit) return mine;
+  /* One product: false once this thread stops (a full table, or the
+   * row's count at the limit). */
+  auto insert = [&](U kb) -> bool {
+    const I key = b.cols[kb] - (I)b.base;
+    const int r = rsh_insert_key(table, size, pow2, key);
+    if (r == 0) return true;
+    if (r < 0) {
+      if (counter != 0) rs_atomic_add(counter, (long long)size);
+      mine += (long long)size;
+      return false;
+    }
+    ++mine;
+    return !(counter != 0 && rs_atomic_add(counter, 1ll) + 1 >= limit);
+  };
+  bool go = true;
+  for (U ka = alo + (U)sub; go && ka < ahi; ka += (U)nsub) {
+    if (counter != 0 && rs_atomic_load(counter) >= limit) {
+      go = false;
+      break;
+    }
     U blo, bhi;
     rsh_urow(b, (unsigned long long)(a.cols[ka] - (I)a.base), blo, bhi);
-    for (U kb = blo + (U)l; kb < bhi; kb += (U)g) {
-      const I key = b.cols[kb] - (I)b.base;
-      const int r = rsh_insert_key(table, size, pow2, key);
-      if (r == 0) continue;
-      if (r < 0) {
-        if (counter != 0) rs_atomic_add(counter, (long long)size);
-        return mine + (long long)size;
-      }
-      ++mine;
-      if (counter != 0 && rs_atomic_add(counter, 1ll) + 1 >= limit) return mine;
-    }
+    if (balance && bhi - blo >= (U)team) continue; /* the whole team's, below */
+    for (U kb = blo + (U)l; go && kb < bhi; kb += (U)g) go = insert(kb);
   }
+  if (balance)
+    rsh_team_long_rows(a, b, alo, ahi, t, team, go, [&](U ka, U kb) -> bool {
+      (void)ka;
+      if (counter != 0 && rs_atomic_load(counter) >= limit) return false;
+      return insert(kb);
+    });
   return mine;
 }
 
