@@ -22,8 +22,6 @@
 #                      CUBIN for this GPU, checked against the planner's blocks
 #   demo_1000_x3       the demo at n = 1000 (10^6 rows), three times
 #   memcheck, racecheck  compute-sanitizer on a small demo (where installed)
-#   memcheck_global    memcheck on rmat:14:16, whose long rows run the global
-#                      kernels
 #   cupy_peers         bench/gpu_peers.py: the same-run table against cuSPARSE
 #                      (CuPy) on the generated suite at full size, C checked
 #                      against the CPU, peak device memory of both (where
@@ -32,6 +30,8 @@
 #   bench_deterministic  the suite in the deterministic mode, C checked
 #                      against the CPU (and whether it is bitwise equal),
 #                      with per-phase times
+#   memcheck_global    memcheck on rmat:14:16, whose long rows run the global
+#                      kernels
 #   selector_sweep     the GPU selector's timing sweep: threads per B row
 #                      2..32 and bin scales 1, 0.5 on the suite and the
 #                      real matrices (gpu-bin/matrices), C not checked
@@ -129,12 +129,9 @@ step demo_1000_x3 120 1 "for i in 1 2 3; do $req $bin/rusparse-demo 1000 || exit
 if command -v compute-sanitizer >/dev/null 2>&1; then
     step memcheck 60 1 "compute-sanitizer --tool memcheck --error-exitcode 9 $bin/rusparse-demo 40"
     step racecheck 60 1 "compute-sanitizer --tool racecheck --error-exitcode 9 $bin/rusparse-demo 40"
-    # Rows long enough for the global kernels (rank bitmap, spills).
-    step memcheck_global 90 1 "compute-sanitizer --tool memcheck --error-exitcode 9 $bin/rusparse-bench --backend cuda --runs 1 --warmup 0 --no-verify rmat:14:16"
 else
     printf '%-20s %s\n' memcheck "not here (no compute-sanitizer)" | tee -a "$summary"
     printf '%-20s %s\n' racecheck "not here (no compute-sanitizer)" | tee -a "$summary"
-    printf '%-20s %s\n' memcheck_global "not here (no compute-sanitizer)" | tee -a "$summary"
 fi
 suite="uniform_r4:200200 stencil2d_5pt:725 stencil3d_7pt:100 fem27_3dof:28 rmat:20:3 delaunay:1048576 band_r120:36000 stencil2d_5pt:100"
 if python3 -c 'import cupy' >/dev/null 2>&1; then
@@ -144,6 +141,13 @@ else
     step bench_suite 240 1 "$req $bin/rusparse-bench --backend cuda --runs 5 --warmup 2 --json $out/bench_suite.json --csv $out/bench_suite.csv $suite"
 fi
 step bench_deterministic 150 1 "$req $bin/rusparse-bench --backend cuda --deterministic --runs 3 --warmup 1 --json $out/bench_deterministic.json --csv $out/bench_deterministic.csv $suite"
+# Rows long enough for the global kernels (rank bitmap, spills), under
+# memcheck: after the measurements, which matter more than its minute.
+if command -v compute-sanitizer >/dev/null 2>&1; then
+    step memcheck_global 90 1 "compute-sanitizer --tool memcheck --error-exitcode 9 $bin/rusparse-bench --backend cuda --runs 1 --warmup 0 --no-verify rmat:14:16"
+else
+    printf '%-20s %s\n' memcheck_global "not here (no compute-sanitizer)" | tee -a "$summary"
+fi
 # The square real matrices (A·A; the LP ones are rectangular, qc324 complex).
 real=$(ls $bin/matrices/*.mtx* 2>/dev/null | grep -v -e /lp_ -e /qc324 | tr '\n' ' ')
 sweep="--gpu-threads-per-b-row 2 --gpu-threads-per-b-row 4 --gpu-threads-per-b-row 8 --gpu-threads-per-b-row 16 --gpu-threads-per-b-row 32 --gpu-bin-scale 1 --gpu-bin-scale 0.5"
@@ -162,7 +166,7 @@ step kernel_resources 200 0 "$resources"
 # kernels of a 3-D stencil, an FEM matrix and a power-law graph (the
 # largest gaps to the research codes), where installed.
 if command -v ncu >/dev/null 2>&1; then
-    step ncu_profile 120 1 "ncu --print-summary per-kernel --section SpeedOfLight -k regex:'rs_(symbolic|numeric)' $bin/rusparse-bench --backend cuda --runs 1 --warmup 0 --no-verify stencil3d_7pt:100 fem27_3dof:28 rmat:16:4"
+    step ncu_profile 120 1 "ncu --clock-control none --print-summary per-kernel --section SpeedOfLight -k regex:'rs_(symbolic|numeric)' $bin/rusparse-bench --backend cuda --runs 1 --warmup 0 --no-verify stencil3d_7pt:100 fem27_3dof:28 rmat:16:4"
 else
     printf '%-20s %s\n' ncu_profile "not here (no ncu)" | tee -a "$summary"
 fi
