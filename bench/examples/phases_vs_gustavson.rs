@@ -251,12 +251,39 @@ fn main() -> rusparse::Result<()> {
             }
         }
     }
+    // The PETSc plug-in's symbolic phase: the plan (the patterns vouched
+    // for), C listed with its values, then structure and values written
+    // in one call (rusparseSpGEMM_setReuseCopyValues).
+    let mut plugin = [f64::MAX; 4];
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &b, Op::N, algorithm)?;
+        plan.set_pattern_check(PatternCheck::Caller);
+        plan.expect_structure_first();
+        plan.expect_values_with_structure();
+        let planned = ms(t0);
+        let t1 = Instant::now();
+        plan.symbolic(&ctx, &a, &b)?;
+        let symbolic = ms(t1);
+        let t2 = Instant::now();
+        let arrays = (&mut c.0[..], &mut c.1[..], &mut c.2[..]);
+        plan.write_structure_with_values(&ctx, &a, &b, arrays, IndexBase::Zero)?;
+        let written = ms(t2);
+        for (best, t) in plugin.iter_mut().zip([planned, symbolic, written, ms(t0)]) {
+            *best = best.min(t);
+        }
+    }
     println!(
         "{name} ({m} rows, nnz(C) {nnz}), f64, minimum of {runs} runs, ms\n\
+         the PETSc plug-in's symbolic phase (values listed with the structure): plan {:.2}  listing {:.2}  structure and values {:.2}  total {:.2}\n\
          rusparse's reuse flow, structure listed again: symbolic {:.2}  structure {:.2}  values {:.2}\n\
          rusparse's reuse flow, structure kept (expect_structure_first): symbolic {:.2}  structure {:.2}  values {:.2}  values again {:.2}  third (records) {:.2}  fourth (replays) {:.2}\n\
          rusparse, {threads} thread(s), {chosen:?}: plan {:.2}  symbolic {:.2}  numeric {:.2}  total {:.2}\n\
          scipy's algorithm in Rust, 1 thread: count {:.2}  numeric {:.2}  total {:.2}",
+        plugin[0],
+        plugin[1],
+        plugin[2],
+        plugin[3],
         reuse[0][0],
         reuse[0][1],
         reuse[0][2],
