@@ -610,7 +610,7 @@ mod tests {
                     *o += x;
                     Some(*o)
                 }))
-                .map(|o| o as i32 + 1)
+                .map(|o| o + 1)
                 .collect();
             let b_cols: Vec<i32> = (0..b_off[n] - 1).map(|k| k % 4 + 1).collect();
             let b = RowPattern {
