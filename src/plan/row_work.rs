@@ -34,6 +34,9 @@ pub struct RowWork {
     /// canonical, checked on the counting pass (see
     /// [`RowWork::b_rows_canonical`]).
     b_canonical: Option<bool>,
+    /// The length every row of op(B) has, when they all have the same
+    /// (see [`RowWork::b_row_length`]).
+    b_row_length: Option<u64>,
 }
 
 /// An entry of op(A) whose column lies at most this far past the column
@@ -321,6 +324,7 @@ impl RowWork {
             b_fits_in_cache: b.cols.len().saturating_mul(16).saturating_add(b.nrows * 8)
                 <= CACHED_B_BYTES,
             b_canonical: b_is_a.then_some(canonical),
+            b_row_length: uniform,
         })
     }
 
@@ -358,6 +362,7 @@ impl RowWork {
             b_rows_in_order: false,
             b_fits_in_cache: false,
             b_canonical: None,
+            b_row_length: None,
         })
     }
 
@@ -437,6 +442,15 @@ impl RowWork {
     /// elsewhere ([`RowWork::from_row_products`]).
     pub fn b_fits_in_cache(&self) -> bool {
         self.b_fits_in_cache
+    }
+    /// The length every row of op(B) had when the work was counted, if
+    /// they all had the same (an aggregation such as GAMG's tentative
+    /// prolongator has one entry a row): then row `r` of op(B) holds the
+    /// entries `origin + r * length ..` of its arrays, found without
+    /// reading its offsets. `None` for work counted elsewhere
+    /// ([`RowWork::from_row_products`]).
+    pub fn b_row_length(&self) -> Option<u64> {
+        self.b_row_length
     }
     /// When op(B) is op(A)'s very pattern (A·A), whether its rows are
     /// canonical ([`RowPattern::rows_canonical`]), checked block by block

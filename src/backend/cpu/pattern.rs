@@ -282,7 +282,16 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
     recorder: &mut R,
 ) -> Result<()> {
     let prefetch = chunk.prefetch() && b.pattern.cols.len() as u64 * 16 > PREFETCH_MIN_B_BYTES;
-    let Chunk { rows, scratch, .. } = chunk;
+    let Chunk {
+        rows,
+        scratch,
+        work,
+        ..
+    } = chunk;
+    // An op(B) with one entry a row (an aggregation): its row `r` is the
+    // entry `origin + r`, found without reading its offsets.
+    let one =
+        (work.b_row_length() == Some(1)).then(|| b.pattern.offsets[0].as_usize() - b.pattern.base);
     let len = b.pattern.ncols + b.pattern.base;
     let mut acc = scratch.take_or_make(
         |t: &Accumulator<S>| t.cells.len() >= len,
@@ -300,7 +309,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
                 vals: out.vals,
                 origin: offsets[rows.start],
             };
-            let job = (a, a_in, b, rows);
+            let job = (a, a_in, b, rows, one);
             let c = (offsets, pattern);
             add_rows_prefetching(prefetch, job, c, (whole, scale), cells, recorder)?;
         }
@@ -310,7 +319,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
                 split.second_offsets[rows.start],
             );
             let two = TwoArrays { split, origins };
-            let job = (a, a_in, b, rows);
+            let job = (a, a_in, b, rows, one);
             let c = (offsets, pattern);
             add_rows_prefetching(prefetch, job, c, (two, scale), cells, recorder)?;
         }
@@ -444,6 +453,28 @@ fn add_products<S: Slot<T>, T: Scalar, I: Index, J: Index, R: RowRecorder<J>>(
     products
 }
 
+/// [`add_products`] for an op(B) with one entry a row, row `r` at entry
+/// `origin + r` of `b_cols` / `b_vals`.
+#[inline(always)]
+fn add_products_one<S: Slot<T>, T: Scalar, J: Index, R: RowRecorder<J>>(
+    (a_cols, a_vals, a_base): (&[J], &[T], usize),
+    (origin, b_cols, b_vals, b_base): (usize, &[J], &[T], usize),
+    cells: &mut [S],
+    recorder: &mut R,
+) -> u64 {
+    let n = b_cols.len().min(b_vals.len());
+    let (b_cols, b_vals) = (&b_cols[origin.min(n)..n], &b_vals[origin.min(n)..n]);
+    for (&k, &f) in a_cols.iter().zip(a_vals) {
+        let r = k.as_usize() - a_base;
+        let c = b_cols[r];
+        cells[c.as_usize()].add(f * b_vals[r]);
+        if R::RECORDS {
+            recorder.product(c.as_usize() - b_base);
+        }
+    }
+    a_cols.len() as u64
+}
+
 /// [`add_rows`], prefetching the rows of op(B) or not.
 #[inline(always)]
 #[allow(clippy::type_complexity)]
@@ -457,11 +488,12 @@ fn add_rows_prefetching<
     R: RowRecorder<J>,
 >(
     prefetch: bool,
-    (a, a_in, b, rows): (
+    (a, a_in, b, rows, one): (
         &Operand<'_, T, I, J>,
         A,
         &Operand<'_, T, I, J>,
         std::ops::Range<usize>,
+        Option<usize>,
     ),
     c: (&[usize], &[J]),
     out: (O, &Scale<T>),
@@ -469,9 +501,9 @@ fn add_rows_prefetching<
     recorder: &mut R,
 ) -> Result<()> {
     if prefetch {
-        add_rows::<true, S, T, I, J, A, O, R>(a, a_in, b, rows, c, out, cells, recorder)
+        add_rows::<true, S, T, I, J, A, O, R>(a, a_in, b, (rows, one), c, out, cells, recorder)
     } else {
-        add_rows::<false, S, T, I, J, A, O, R>(a, a_in, b, rows, c, out, cells, recorder)
+        add_rows::<false, S, T, I, J, A, O, R>(a, a_in, b, (rows, one), c, out, cells, recorder)
     }
 }
 
@@ -495,7 +527,7 @@ fn add_rows<
     a: &Operand<'_, T, I, J>,
     a_in: A,
     b: &Operand<'_, T, I, J>,
-    rows: std::ops::Range<usize>,
+    (rows, one): (std::ops::Range<usize>, Option<usize>),
     (offsets, pattern): (&[usize], &[J]),
     (mut out, scale): (O, &Scale<T>),
     cells: &mut [S],
@@ -527,7 +559,10 @@ fn add_rows<
         if R::RECORDS {
             recorder.row(i, (cols, scale.base))?;
         }
-        let products = if a_tail.is_empty() {
+        let products = if let (Some(origin), true) = (one, a_tail.is_empty()) {
+            let ones = (origin, b_cols, b_vals, b_base);
+            add_products_one((&a.cols[ra], a_head, a.base), ones, cells, recorder)
+        } else if a_tail.is_empty() {
             add_products((&a.cols[ra], a_head, a.base), bs, cells, recorder)
         } else {
             let (cols_head, cols_tail) = a.cols[ra].split_at(a_head.len());
@@ -790,6 +825,65 @@ mod tests {
         assert!(e.contains("out of range"), "{e}");
         let e = fail(&[-1, 1, 0, 1], &[0, 2, 4]);
         assert!(e.contains("out of range"), "{e}");
+    }
+
+    /// An op(B) with one entry a row (an aggregation, as GAMG's tentative
+    /// prolongator) takes the path that reads no offsets of op(B): the
+    /// same sums as the general path, with empty rows of A, both index
+    /// bases, counted cells or sums alone, and the same refusals.
+    #[test]
+    fn one_entry_a_row_of_b_sums_as_the_general_path() {
+        // A: 4 x 5 with an empty row; B: 5 x 3, one entry a row.
+        let a = Csr::rows(
+            &[
+                &[(0, 1.0), (1, 2.0), (3, -1.5)],
+                &[],
+                &[(4, 0.5), (2, 3.0)],
+                &[(1, 1.0), (0, 4.0), (4, -2.0), (3, 1.0)],
+            ],
+            5,
+        );
+        let b = Csr::rows(
+            &[
+                &[(0, 2.0)],
+                &[(0, -1.0)],
+                &[(2, 3.0)],
+                &[(1, 5.0)],
+                &[(2, 0.25)],
+            ],
+            3,
+        );
+        // C's rows with their columns in no particular order.
+        let pattern = [1, 0, 2, 2, 0, 1];
+        let offsets = [0, 2, 2, 3, 6];
+        let pattern_of = |base: i32| pattern.iter().map(|c| c + base).collect::<Vec<_>>();
+        // The dense product, read at C's columns.
+        let mut dense = [[0.0f64; 3]; 4];
+        for (i, row) in dense.iter_mut().enumerate() {
+            for e in a.offsets[i] as usize..a.offsets[i + 1] as usize {
+                let k = a.cols[e] as usize;
+                let bk = b.offsets[k] as usize;
+                row[b.cols[bk] as usize] += a.vals[e] * b.vals[bk];
+            }
+        }
+        let want: Vec<f64> = (0..4)
+            .flat_map(|i| (offsets[i]..offsets[i + 1]).map(move |e| (i, e)))
+            .map(|(i, e)| 2.0 * dense[i][pattern[e] as usize])
+            .collect();
+        for (base, checked) in [(0, false), (0, true), (1, false), (1, true)] {
+            let mut vals = vec![f64::NAN; pattern.len()];
+            let c = pattern_of(base);
+            let at = (&c[..], &offsets[..], base);
+            let scratch = ScratchPool::default();
+            run_in(&scratch, (&a, &b), at, (2.0, 0.0), &mut vals, checked).unwrap();
+            assert_eq!(vals, want, "base {base}, checked {checked}");
+        }
+        // A row of C missing a column its products reach is refused.
+        let short = [1, 0, 2, 2, 0];
+        let mut vals = vec![0.0; short.len()];
+        let at = (&short[..], &[0, 2, 2, 3, 5][..], 0);
+        let e = run((&a, &b), at, (1.0, 0.0), &mut vals).unwrap_err();
+        assert!(e.to_string().contains("pattern of A or B changed"), "{e}");
     }
 
     /// A small pseudo-random `rows x cols` matrix with sorted rows of up
