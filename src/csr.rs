@@ -2,7 +2,7 @@
 
 use crate::error::{invalid, Error, Result};
 use crate::parallel::map_blocks;
-use crate::plan::fingerprint::scan_pattern;
+use crate::plan::fingerprint::{first_bad, scan_pattern};
 use crate::types::{ColumnOrder, Index, IndexBase, Scalar};
 
 /// A borrowed CSR matrix whose structure has been validated.
@@ -204,11 +204,9 @@ fn check_structure<I: Index, J: Index>(
         invalid!("rowOffsets[0] = {first} but the index base is {b}");
     }
     let decreases = |i: usize| i < nrows && row_offsets[i + 1] < row_offsets[i];
-    let hi = ncols as i64 + b as i64;
-    let out_of_range = |c: &J| {
-        let c = c.to_i64();
-        c < b as i64 || c >= hi
-    };
+    // Below the base the difference wraps to a huge value: one unsigned
+    // comparison tests both ends.
+    let out_of_range = |c: &J| (c.to_i64().wrapping_sub(b as i64) as u64) >= ncols as u64;
     // Without the fingerprint the columns are scanned only once the
     // offsets passed; with it, everything is read in the one pass.
     let (print, bad_offset, bad_col) = if fingerprint {
@@ -239,8 +237,14 @@ fn check_structure<I: Index, J: Index>(
             col_indices.len()
         );
     }
-    let bad_col = bad_col
-        .unwrap_or_else(|| first_position(col_indices.len(), |k| out_of_range(&col_indices[k])));
+    let bad_col = bad_col.unwrap_or_else(|| {
+        map_blocks(col_indices.len(), VALIDATE_GRAIN, |r| {
+            first_bad(&col_indices[r.clone()], out_of_range).map(|k| r.start + k)
+        })
+        .into_iter()
+        .flatten()
+        .min()
+    });
     if let Some(k) = bad_col {
         invalid!(
             "colInd[{k}] = {} is out of range for {ncols} columns (index base {b})",

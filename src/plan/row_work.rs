@@ -219,6 +219,112 @@ fn add_strata(mut x: Strata, y: Strata) -> Strata {
     x
 }
 
+/// A piece of [`RowWork::new`]'s count: rows `first..` of `a` (one per
+/// slot of `out`, which gets each row's nprod; `magnitudes`: the piece's
+/// blocks of [`MAGNITUDE_BLOCK`] rows), adding its rows to `strata` and
+/// its sampled rows to `in_order`; returns the largest nprod.
+type Piece<'p> = (usize, &'p mut [u64], &'p mut [u64]);
+
+/// [`RowWork::new`]'s count of a piece (see [`Piece`]) for any op(B): one
+/// bounds check per row of A (its entries) and per entry (the two offsets
+/// of B's row), columns and offsets walked as slices: this loop is a pass
+/// over every entry of A on every product.
+fn count_piece<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    (first, out, magnitudes): Piece<'_>,
+    strata: &mut Strata,
+    in_order: &mut (u64, u64),
+) -> u64 {
+    let mut max_row = 0u64;
+    let offsets = &a.offsets[first..=first + out.len()];
+    let mut start = offsets[0].as_usize() - a.base;
+    for (r, (slot, end)) in out.iter_mut().zip(&offsets[1..]).enumerate() {
+        let end = end.as_usize() - a.base;
+        let entries = &a.cols[start..end];
+        if r % IN_ORDER_SAMPLE == 1 {
+            in_order.0 += entries_in_order(a, first + r);
+            in_order.1 += entries.len() as u64;
+        }
+        let (mut nprod, mut longest) = (0u64, 0u64);
+        for &k in entries {
+            let j = k.as_usize() - a.base;
+            let row = &b.offsets[j..j + 2];
+            let l = (row[1].as_usize() - row[0].as_usize()) as u64;
+            nprod += l;
+            longest = longest.max(l);
+        }
+        *slot = nprod;
+        max_row = max_row.max(nprod);
+        if nprod > 0 {
+            magnitudes[r / MAGNITUDE_BLOCK] |= 1 << magnitude(nprod);
+            let s = &mut strata[stratum_of(nprod, entries.len())];
+            s.rows += 1;
+            s.products += nprod;
+            s.lower_bound += longest;
+        }
+        start = end;
+    }
+    max_row
+}
+
+/// [`count_piece`] where every row of op(B) has `l` entries (see
+/// [`uniform_row_length`]): a row's products are its entries times `l`,
+/// read from A's offsets alone, and a run of rows of one length (a
+/// stencil's interior) joins its stratum at once, as a block's magnitudes
+/// do, rather than row by row through memory (the same counts). The
+/// sample of rows in order ([`RowWork::b_rows_in_order`]) takes one row of
+/// each block of [`MAGNITUDE_BLOCK`] rather than one of
+/// [`IN_ORDER_SAMPLE`].
+fn count_uniform_piece<I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    l: u64,
+    (first, out, magnitudes): Piece<'_>,
+    strata: &mut Strata,
+    in_order: &mut (u64, u64),
+) -> u64 {
+    let offsets = &a.offsets[first..=first + out.len()];
+    let mut add_run = |(entries, rows): (usize, u64)| {
+        let nprod = entries as u64 * l;
+        if nprod > 0 && rows > 0 {
+            let s = &mut strata[stratum_of(nprod, entries)];
+            s.rows += rows;
+            s.products += rows * nprod;
+            s.lower_bound += rows * l;
+        }
+    };
+    let (mut run, mut longest) = ((0usize, 0u64), 0usize);
+    for (block, (slots, bits)) in out.chunks_mut(MAGNITUDE_BLOCK).zip(magnitudes).enumerate() {
+        let r0 = block * MAGNITUDE_BLOCK;
+        let ends = &offsets[r0..=r0 + slots.len()];
+        let mut mask = 0u64;
+        for (k, (slot, pair)) in slots.iter_mut().zip(ends.windows(2)).enumerate() {
+            let entries = pair[1].as_usize() - pair[0].as_usize();
+            // One row a block in the sample: A's columns are read for it
+            // alone, a cache miss each (every 16th row took 3 ms of a 3.4
+            // ms count at 27 points, 64³).
+            if k == 1 {
+                in_order.0 += entries_in_order(a, first + r0 + k);
+                in_order.1 += entries as u64;
+            }
+            let nprod = entries as u64 * l;
+            *slot = nprod;
+            longest = longest.max(entries);
+            if nprod > 0 {
+                mask |= 1 << magnitude(nprod);
+            }
+            if entries != run.0 {
+                add_run(run);
+                run = (entries, 0);
+            }
+            run.1 += 1;
+        }
+        *bits |= mask;
+    }
+    add_run(run);
+    longest as u64 * l
+}
+
 impl RowWork {
     /// Bytes [`RowWork::new`] allocates for `nrows` rows (saturating).
     pub fn bytes_needed(nrows: usize) -> u64 {
@@ -255,51 +361,21 @@ impl RowWork {
                 let first = c * COUNT_GRAIN;
                 let mut strata = [Stratum::default(); STRATA];
                 let mut in_order = (0u64, 0u64);
-                let mut max_row = 0u64;
-                // One bounds check per row of A (its entries) and per entry (the
-                // two offsets of B's row), columns and offsets walked as slices:
-                // this loop is a pass over every entry of A on every product.
-                let offsets = &a.offsets[first..=first + out.len()];
-                let mut start = offsets[0].as_usize() - a.base;
-                for (r, (slot, end)) in out.iter_mut().zip(&offsets[1..]).enumerate() {
-                    let end = end.as_usize() - a.base;
-                    let entries = &a.cols[start..end];
-                    if r % IN_ORDER_SAMPLE == 1 {
-                        in_order.0 += entries_in_order(a, first + r);
-                        in_order.1 += entries.len() as u64;
+                let rows = first..first + out.len();
+                let max_row = match uniform {
+                    // Every row of op(B) has `l` entries: no need to read
+                    // their offsets.
+                    Some(l) => {
+                        let piece = (first, out, magnitudes);
+                        count_uniform_piece(a, l, piece, &mut strata, &mut in_order)
                     }
-                    let (mut nprod, mut longest) = (0u64, 0u64);
-                    match uniform {
-                        // Every row of op(B) has `l` entries: no need to
-                        // read their offsets.
-                        Some(l) if !entries.is_empty() => {
-                            nprod = entries.len() as u64 * l;
-                            longest = l;
-                        }
-                        Some(_) => {}
-                        None => {
-                            for &k in entries {
-                                let j = k.as_usize() - a.base;
-                                let row = &b.offsets[j..j + 2];
-                                let l = (row[1].as_usize() - row[0].as_usize()) as u64;
-                                nprod += l;
-                                longest = longest.max(l);
-                            }
-                        }
+                    None => {
+                        let piece = (first, out, magnitudes);
+                        count_piece(a, b, piece, &mut strata, &mut in_order)
                     }
-                    *slot = nprod;
-                    max_row = max_row.max(nprod);
-                    if nprod > 0 {
-                        magnitudes[r / MAGNITUDE_BLOCK] |= 1 << magnitude(nprod);
-                        let s = &mut strata[stratum_of(nprod, entries.len())];
-                        s.rows += 1;
-                        s.products += nprod;
-                        s.lower_bound += longest;
-                    }
-                    start = end;
-                }
+                };
                 // A·A: B's rows are these, just read (in cache).
-                let canonical = b_is_a && a.block_canonical(first..first + out.len());
+                let canonical = b_is_a && a.block_canonical(rows);
                 (strata, in_order, max_row, canonical)
             })
             .into_iter()
@@ -602,10 +678,18 @@ mod tests {
     /// counted entry by entry.
     #[test]
     fn uniform_rows_of_b_are_counted_as_the_entries_times_their_length() {
+        // Row lengths changing at every row, and in runs of 37 rows (a
+        // stencil's interior) across the blocks of the magnitudes.
+        for run in [1, 37] {
+            uniform_rows_counted(run);
+        }
+    }
+
+    fn uniform_rows_counted(run: usize) {
         let n = 2 * COUNT_GRAIN + 7;
         let (mut a_off, mut a_cols) = (vec![1i32], Vec::new());
         for i in 0..n {
-            let len = [3, 0, 27, 1, 5][i % 5];
+            let len = [3, 0, 27, 1, 5][(i / run) % 5];
             a_cols.extend((0..len).map(|k| ((i * 7 + k * 13) % n + 1) as i32));
             a_off.push(a_cols.len() as i32 + 1);
         }
@@ -637,6 +721,7 @@ mod tests {
             assert_eq!(uniform_row_length(&b), (l == last).then_some(l as u64));
             let work = RowWork::new(&a, &b, 3).unwrap();
             let mut strata = [Stratum::default(); STRATA];
+            let mut magnitudes = vec![0u64; n.div_ceil(MAGNITUDE_BLOCK)];
             let mut max_row = 0;
             for i in 0..n {
                 let entries = &a_cols[a_off[i] as usize - 1..a_off[i + 1] as usize - 1];
@@ -645,6 +730,7 @@ mod tests {
                 assert_eq!(work.row(i), nprod, "row {i}, lengths {l} and {last}");
                 max_row = max_row.max(nprod);
                 if nprod > 0 {
+                    magnitudes[i / MAGNITUDE_BLOCK] |= 1 << magnitude(nprod);
                     let s = &mut strata[stratum_of(nprod, entries.len())];
                     s.rows += 1;
                     s.products += nprod;
@@ -653,6 +739,7 @@ mod tests {
             }
             assert_eq!(work.max_row(), max_row);
             assert_eq!(work.strata(), &strata);
+            assert_eq!(work.block_magnitudes(), &magnitudes[..]);
         }
     }
 

@@ -530,9 +530,11 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             let (pa, pb) = operands(a, op_a, b, op_b)?;
             let (ra, rb) = (pa.rows(a), pb.rows(b));
             let work = RowWork::new(&ra, &rb, chunks)?;
-            let b_canonical = work
-                .b_rows_canonical()
-                .unwrap_or_else(|| rb.rows_canonical());
+            // Rows of at most one entry (an aggregation) are sorted and
+            // without duplicates: not read for it.
+            let b_canonical = work.b_rows_canonical().unwrap_or_else(|| {
+                work.b_row_length().is_some_and(|l| l <= 1) || rb.rows_canonical()
+            });
             let shape = ProductShape {
                 products: work.total(),
                 b_cols: pb.ncols(),
