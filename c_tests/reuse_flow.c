@@ -169,6 +169,78 @@ static void copy_values_need_an_array(rusparseHandle_t h) {
     free(b5);
 }
 
+/* reuse_nnz lists C's structure, which reuse_copy writes as listed, so it
+   checks A's and B's patterns as the numeric phases do: a column of A
+   moved since work estimation (same nnz) is INVALID_VALUE under
+   RUSPARSE_PATTERN_CHECK_HASH, and under RUSPARSE_PATTERN_CHECK_CALLER, set
+   before work estimation, not the hash's error (the caller vouched for the
+   pattern: the call may succeed on the moved column or fail otherwise,
+   accessing nothing outside the arrays). */
+static void pattern_check_at_reuse_nnz(rusparseHandle_t h) {
+    rusparseOperation_t N = RUSPARSE_OPERATION_NON_TRANSPOSE;
+    int caller;
+
+    for (caller = 0; caller < 2; caller++) {
+        rusparseSpGEMMDescr_t descr;
+        rusparseSpMatDescr_t matC;
+        rng_t rng = {11};
+        tmat_t a = tmat_random(&rng, 6, 6, 50, 0), b = tmat_random(&rng, 6, 5, 50, 0);
+        csr_t A = csr_make(&a, RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I, 0, RUSPARSE_R_64F);
+        csr_t B = csr_make(&b, RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I, 0, RUSPARSE_R_64F);
+        size_t s1 = 0, s2 = 0, s3 = 0, s4 = 0;
+        void *b1, *b2, *b3, *b4;
+        int64_t row = -1, k, e, c, new_c = -1, old_c;
+        rusparseStatus_t st;
+
+        CHECK(rusparseCreateCsr(&matC, 6, 5, 0, NULL, NULL, NULL, RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I,
+                                RUSPARSE_INDEX_BASE_ZERO, RUSPARSE_R_64F));
+        CHECK(rusparseSpGEMM_createDescr(&descr));
+        if (caller) CHECK(rusparseSpGEMM_setPatternCheck(descr, RUSPARSE_PATTERN_CHECK_CALLER));
+        CHECK(rusparseSpGEMMreuse_workEstimation(h, N, N, A.d, B.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s1, NULL));
+        b1 = xmalloc(s1);
+        CHECK(rusparseSpGEMMreuse_workEstimation(h, N, N, A.d, B.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s1, b1));
+        /* move one column of A to a column its row does not have */
+        for (k = 0; k < a.rows && row < 0; k++)
+            if (a.ptr[k + 1] - a.ptr[k] > 0 && a.ptr[k + 1] - a.ptr[k] < a.cols) row = k;
+        REQUIRE(row >= 0, "test bug: no row of A to change");
+        e = a.ptr[row];
+        for (c = 0; c < a.cols && new_c < 0; c++) {
+            int64_t q, present = 0;
+            for (q = a.ptr[row]; q < a.ptr[row + 1]; q++) present |= a.col[q] == c;
+            if (!present) new_c = c;
+        }
+        old_c = idx_get(A.col, RUSPARSE_INDEX_32I, e);
+        idx_set(A.col, RUSPARSE_INDEX_32I, e, new_c);
+        CHECK(rusparseSpGEMMreuse_nnz(h, N, N, A.d, B.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s2, NULL, &s3, NULL,
+                                      &s4, NULL));
+        b2 = xmalloc(s2);
+        b3 = xmalloc(s3);
+        b4 = xmalloc(s4);
+        st = rusparseSpGEMMreuse_nnz(h, N, N, A.d, B.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s2, b2, &s3, b3, &s4,
+                                     b4);
+        if (caller) {
+            EXPECT_TRUE(st == RUSPARSE_STATUS_SUCCESS || strstr(rusparseGetLastErrorMessage(), "changed since") == NULL,
+                        "[pattern check at reuse_nnz] CALLER still hashed the patterns: %s",
+                        rusparseGetLastErrorMessage());
+        } else {
+            EXPECT_TRUE(st == RUSPARSE_STATUS_INVALID_VALUE &&
+                            strstr(rusparseGetLastErrorMessage(), "pattern of A changed since") != NULL,
+                        "[pattern check at reuse_nnz] HASH: status %d, %s", (int)st, rusparseGetLastErrorMessage());
+        }
+        idx_set(A.col, RUSPARSE_INDEX_32I, e, old_c);
+        CHECK(rusparseSpGEMM_destroyDescr(descr));
+        CHECK(rusparseDestroySpMat(matC));
+        csr_free(&A);
+        csr_free(&B);
+        tmat_free(&a);
+        tmat_free(&b);
+        free(b1);
+        free(b2);
+        free(b3);
+        free(b4);
+    }
+}
+
 static void reuse_teardown(reuse_t *r) {
     CHECK(rusparseSpGEMM_destroyDescr(r->descr));
     CHECK(rusparseDestroySpMat(r->matC));
@@ -589,6 +661,7 @@ int main(int argc, char **argv) {
             pattern_change(h, dts[di], RUSPARSE_OPERATION_TRANSPOSE, which, 99u + (uint64_t)which);
         }
     copy_values_need_an_array(h);
+    pattern_check_at_reuse_nnz(h);
     CHECK(rusparseDestroy(h));
     printf("reuse_flow: %d flows (4 reuse_compute each, one into split values) + 24 pattern changes\n", flows);
     return test_summary("reuse_flow");

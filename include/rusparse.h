@@ -1011,9 +1011,11 @@ rusparseStatus_t rusparseSpGEMM_setColumnOrder(rusparseSpGEMMDescr_t spgemmDescr
 
 /**
  * Sets how the numeric phases (`rusparseSpGEMM_copy`,
- * `rusparseSpGEMMreuse_copy`, `rusparseSpGEMMreuse_compute`) check that
- * A's and B's patterns, and for `reuse_compute` C's structure, are the
- * ones planned (a rusparse extension: cuSPARSE does not check).
+ * `rusparseSpGEMMreuse_copy`, `rusparseSpGEMMreuse_compute`) and the
+ * symbolic phases where they keep what a later phase copies
+ * (`rusparseSpGEMMreuse_nnz`'s listed structure, a temporary C) check
+ * that A's and B's patterns, and for `reuse_compute` C's structure, are
+ * the ones planned (a rusparse extension: cuSPARSE does not check).
  * `RUSPARSE_PATTERN_CHECK_HASH` (the default) compares a 64-bit hash of
  * the index arrays before C is written: O(nnz(A) + nnz(B) + nnz(C)) per
  * call, about a tenth of a `reuse_compute` on short rows.

@@ -362,6 +362,10 @@ fn size_output(x: &mut Args<'_>, flow: Flow, what: &str) -> Result<()> {
         if flow == Flow::Reuse && x.descr.copy_values {
             p.product.expect_values_with_structure();
         }
+        // The reuse flow's symbolic phase checks the patterns too (the
+        // structure it lists is what reuse_copy writes), as the
+        // descriptor says.
+        p.product.set_pattern_check(x.descr.pattern_check);
         // SAFETY: as in `estimate_work`.
         let nnz = unsafe {
             p.product

@@ -60,9 +60,11 @@ unsafe fn set_on_descr(
 }
 
 /// Sets how the numeric phases (`rusparseSpGEMM_copy`,
-/// `rusparseSpGEMMreuse_copy`, `rusparseSpGEMMreuse_compute`) check that
-/// A's and B's patterns, and for `reuse_compute` C's structure, are the
-/// ones planned (a rusparse extension: cuSPARSE does not check).
+/// `rusparseSpGEMMreuse_copy`, `rusparseSpGEMMreuse_compute`) and the
+/// symbolic phases where they keep what a later phase copies
+/// (`rusparseSpGEMMreuse_nnz`'s listed structure, a temporary C) check
+/// that A's and B's patterns, and for `reuse_compute` C's structure, are
+/// the ones planned (a rusparse extension: cuSPARSE does not check).
 /// `RUSPARSE_PATTERN_CHECK_HASH` (the default) compares a 64-bit hash of
 /// the index arrays before C is written: O(nnz(A) + nnz(B) + nnz(C)) per
 /// call, about a tenth of a `reuse_compute` on short rows.

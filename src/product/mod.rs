@@ -1007,6 +1007,12 @@ impl Product {
         each_plan!(self, p => p.expect_values_with_structure())
     }
 
+    /// How the phases after this call check that A's and B's patterns are
+    /// the planned ones ([`SpgemmPlan::set_pattern_check`]).
+    pub(crate) fn set_pattern_check(&mut self, check: PatternCheck) {
+        each_plan!(self, p => p.set_pattern_check(check))
+    }
+
     /// ALG3's `chunk_fraction` on a GPU (the CPU has no such tables).
     pub(crate) fn set_chunk_fraction(&mut self, fraction: f32) {
         each_plan!(self, p => {
