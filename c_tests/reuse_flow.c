@@ -169,6 +169,24 @@ static void copy_values_need_an_array(rusparseHandle_t h) {
     free(b5);
 }
 
+/* The first row of `x` with an entry and a column it does not have (-1 if
+   none); that column in *free_col. */
+static int64_t row_with_a_free_column(const tmat_t *x, int64_t *free_col) {
+    int64_t k, c, q;
+    for (k = 0; k < x->rows; k++) {
+        if (x->ptr[k + 1] - x->ptr[k] == 0 || x->ptr[k + 1] - x->ptr[k] >= x->cols) continue;
+        for (c = 0; c < x->cols; c++) {
+            int64_t present = 0;
+            for (q = x->ptr[k]; q < x->ptr[k + 1]; q++) present |= x->col[q] == c;
+            if (!present) {
+                *free_col = c;
+                return k;
+            }
+        }
+    }
+    return -1;
+}
+
 /* reuse_nnz lists C's structure, which reuse_copy writes as listed, so it
    checks A's and B's patterns as the numeric phases do: a column of A
    moved since work estimation (same nnz) is INVALID_VALUE under
@@ -189,7 +207,7 @@ static void pattern_check_at_reuse_nnz(rusparseHandle_t h) {
         csr_t B = csr_make(&b, RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I, 0, RUSPARSE_R_64F);
         size_t s1 = 0, s2 = 0, s3 = 0, s4 = 0;
         void *b1, *b2, *b3, *b4;
-        int64_t row = -1, k, e, c, new_c = -1, old_c;
+        int64_t row, e, new_c = -1, old_c;
         rusparseStatus_t st;
 
         CHECK(rusparseCreateCsr(&matC, 6, 5, 0, NULL, NULL, NULL, RUSPARSE_INDEX_32I, RUSPARSE_INDEX_32I,
@@ -200,15 +218,9 @@ static void pattern_check_at_reuse_nnz(rusparseHandle_t h) {
         b1 = xmalloc(s1);
         CHECK(rusparseSpGEMMreuse_workEstimation(h, N, N, A.d, B.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s1, b1));
         /* move one column of A to a column its row does not have */
-        for (k = 0; k < a.rows && row < 0; k++)
-            if (a.ptr[k + 1] - a.ptr[k] > 0 && a.ptr[k + 1] - a.ptr[k] < a.cols) row = k;
+        row = row_with_a_free_column(&a, &new_c);
         REQUIRE(row >= 0, "test bug: no row of A to change");
         e = a.ptr[row];
-        for (c = 0; c < a.cols && new_c < 0; c++) {
-            int64_t q, present = 0;
-            for (q = a.ptr[row]; q < a.ptr[row + 1]; q++) present |= a.col[q] == c;
-            if (!present) new_c = c;
-        }
         old_c = idx_get(A.col, RUSPARSE_INDEX_32I, e);
         idx_set(A.col, RUSPARSE_INDEX_32I, e, new_c);
         CHECK(rusparseSpGEMMreuse_nnz(h, N, N, A.d, B.d, matC, RUSPARSE_SPGEMM_DEFAULT, descr, &s2, NULL, &s3, NULL,
@@ -541,7 +553,7 @@ static void pattern_change(rusparseHandle_t h, rusparseDataType_t dt, rusparseOp
     size_t cbytes;
     tmat_t *x;
     csr_t *X;
-    int64_t k, row = -1;
+    int64_t row, new_c = -1;
     static const char *what[] = {"column of A", "column of B", "row boundary of A"};
 
     memset(&r, 0, sizeof r);
@@ -566,9 +578,8 @@ static void pattern_change(rusparseHandle_t h, rusparseDataType_t dt, rusparseOp
 
     x = which == 1 ? &r.b : &r.a;
     X = which == 1 ? &r.B : &r.A;
-    /* find a row with an entry whose column can move to a column not in the row */
-    for (k = 0; k < x->rows && row < 0; k++)
-        if (x->ptr[k + 1] - x->ptr[k] > 0 && x->ptr[k + 1] - x->ptr[k] < x->cols) row = k;
+    /* a row with an entry whose column can move to a column not in the row */
+    row = row_with_a_free_column(x, &new_c);
     REQUIRE(row >= 0, "test bug: no row to change");
     if (which == 2) {
         /* move the first entry of row `row` into the previous row (or the last
@@ -586,13 +597,7 @@ static void pattern_change(rusparseHandle_t h, rusparseDataType_t dt, rusparseOp
         idx_set(X->off, r.ot, at, old_off);
     } else {
         /* move one column index to a column the row does not have */
-        int64_t e = x->ptr[row], c, old_c = idx_get(X->col, r.ct, e);
-        int64_t new_c = -1;
-        for (c = 0; c < x->cols && new_c < 0; c++) {
-            int64_t q, present = 0;
-            for (q = x->ptr[row]; q < x->ptr[row + 1]; q++) present |= x->col[q] == c;
-            if (!present) new_c = c;
-        }
+        int64_t e = x->ptr[row], old_c = idx_get(X->col, r.ct, e);
         idx_set(X->col, r.ct, e, new_c + r.base);
         EXPECT_STATUS_MSG(rusparseSpGEMMreuse_compute(h, r.opA, r.opB, &alpha, r.A.d, r.B.d, &beta,
                                                       r.matC, dt, r.alg, r.descr),
