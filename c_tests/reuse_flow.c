@@ -17,7 +17,9 @@
  *
  * For every value type x index types x base x opA x opB; every other flow
  * makes its second and third reuse_compute with RUSPARSE_PATTERN_CHECK_CALLER
- * (no pattern hashes), which must give the same values. Then a pattern
+ * (no pattern hashes), which must give the same values, and every fourth
+ * sets it before work estimation (no pattern fingerprints at all: values
+ * changed after reuse_nnz must still be multiplied). Then a pattern
  * change of A or B (a moved column index, a moved row boundary) before
  * reuse_compute must be INVALID_VALUE and leave C untouched; under
  * RUSPARSE_PATTERN_CHECK_CALLER the same call skips the hash (it is not
@@ -47,6 +49,9 @@ typedef struct {
     int64_t m, n, c_nnz;
     /* rusparseSpGEMM_setReuseCopyValues: reuse_copy writes C's values too */
     int copy_values;
+    /* RUSPARSE_PATTERN_CHECK_CALLER from before work estimation (the plan
+       keeps no fingerprints of the patterns) */
+    int caller_from_start;
     char label[200];
 } reuse_t;
 
@@ -66,6 +71,7 @@ static void reuse_setup(reuse_t *r) {
                             (rusparseIndexBase_t)r->base, r->dt));
     CHECK(rusparseSpGEMM_createDescr(&r->descr));
     if (r->copy_values) CHECK(rusparseSpGEMM_setReuseCopyValues(r->descr, 1));
+    if (r->caller_from_start) CHECK(rusparseSpGEMM_setPatternCheck(r->descr, RUSPARSE_PATTERN_CHECK_CALLER));
 
     CHECK(rusparseSpGEMMreuse_workEstimation(r->h, r->opA, r->opB, r->A.d, r->B.d, r->matC, r->alg,
                                              r->descr, &size1, NULL));
@@ -478,9 +484,11 @@ static void run_flow(rusparseHandle_t h, rusparseDataType_t dt, index_pair_t ix,
     r.alg = alg;
     /* Every other flow: reuse_copy writes C's values (checked there). */
     r.copy_values = (seed >> 1) % 2 == 0;
-    snprintf(r.label, sizeof r.label, "reuse %lldx%lldx%lld %s %s/%s base %d op %s%s alg %d%s", (long long)m,
+    r.caller_from_start = caller == 2;
+    snprintf(r.label, sizeof r.label, "reuse %lldx%lldx%lld %s %s/%s base %d op %s%s alg %d%s%s", (long long)m,
              (long long)k, (long long)n, dt_name(dt), it_name(ix.ot), it_name(ix.ct), base, op_name(opA),
-             op_name(opB), (int)alg, r.copy_values ? " copy values" : "");
+             op_name(opB), (int)alg, r.copy_values ? " copy values" : "",
+             r.caller_from_start ? " CALLER from the start" : "");
     r.a = tmat_random(&rng, opA ? k : m, opA ? m : k, percent_a, TM_UNSORTED | TM_DUPLICATES | TM_EMPTY_ROWS | fl);
     r.b = tmat_random(&rng, opB ? n : k, opB ? k : n, 40, TM_UNSORTED | fl);
     reuse_setup(&r);
@@ -615,6 +623,13 @@ static void pattern_change(rusparseHandle_t h, rusparseDataType_t dt, rusparseOp
     reuse_teardown(&r);
 }
 
+/* The pattern check of flow `flow`: hashed (0), vouched for after the first
+   reuse_compute (1, every other flow), or from before work estimation (2),
+   each with and without A's values changed after reuse_nnz (seed % 3). */
+static int caller_of(int flow) {
+    return flow % 2 ? 1 : (flow / 2) % 2 ? 2 : 0;
+}
+
 int main(int argc, char **argv) {
     static const rusparseDataType_t dts[] = {RUSPARSE_R_32F, RUSPARSE_R_64F, RUSPARSE_C_32F,
                                              RUSPARSE_C_64F};
@@ -642,10 +657,10 @@ int main(int argc, char **argv) {
                     for (ob = 0; ob < 3; ob++, flows++)
                         if (quick && flows % 4 != 0)
                             run_flow(h, dts[di], idx[ii], base, ops[oa], ops[ob], algs[flows % NUM_ALGS],
-                                     0xabc000u + (uint64_t)flows, 4, 3, 3, 45, flows % 2);
+                                     0xabc000u + (uint64_t)flows, 4, 3, 3, 45, caller_of(flows));
                         else
                             run_flow(h, dts[di], idx[ii], base, ops[oa], ops[ob], algs[flows % NUM_ALGS],
-                                     0xabc000u + (uint64_t)flows, 8, 6, 7, 45, flows % 2);
+                                     0xabc000u + (uint64_t)flows, 8, 6, 7, 45, caller_of(flows));
 
     /* empty shapes: 0 rows, inner dimension 0, 0 columns, nnz(A) == 0 */
     for (di = 0; di < 4; di++)

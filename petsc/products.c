@@ -235,8 +235,11 @@ PetscErrorCode RsStageSymbolic(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsSt
   RsCall(rusparseCreateCsr(&st->Z, zrows, y->cols, 0, NULL, NULL, NULL, RS_INDEX, RS_INDEX, RUSPARSE_INDEX_BASE_ZERO, RS_VALUE));
   RsCall(rusparseSpGEMM_createDescr(&st->spgemm));
   /* Inside this call X's and Y's patterns and values stay as they are: no
-     hashes of them, and reuse_copy writes Z's values, summed by reuse_nnz
-     as it listed Z's structure, with that structure. */
+     hashes of them (nor their fingerprints, so a later numeric phase with
+     changed nonzero states counts Z's products column by column: a changed
+     pattern gives its exact product or an error), and reuse_copy writes Z's
+     values, summed by reuse_nnz as it listed Z's structure, with that
+     structure. */
   RsCall(rusparseSpGEMM_setPatternCheck(st->spgemm, RUSPARSE_PATTERN_CHECK_CALLER));
   RsCall(rusparseSpGEMM_setReuseCopyValues(st->spgemm, 1));
 
@@ -273,8 +276,9 @@ PetscErrorCode RsStageNumeric(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsSta
   const PetscScalar one = 1.0, zero = 0.0;
 
   PetscFunctionBegin;
-  /* rusparse checks that the patterns are those it planned for; the sizes
-     must be checked here, as the descriptors keep the planned nnz. */
+  /* rusparse checks the patterns (not unchanged: every product against
+     Z's structure); the sizes must be checked here, as the descriptors
+     keep the planned nnz. */
   PetscCheck(x->rows == st->x_rows && x->cols == st->x_cols && x->nnz == st->x_nnz && y->rows == st->y_rows && y->cols == st->y_cols && y->nnz == st->y_nnz, PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP,
              "rusparse: a factor changed its size or number of nonzeros since the symbolic phase (MAT_REUSE_MATRIX needs the same nonzero pattern)");
   RsCall(rusparseCsrSetPointers(st->X, (void *)x->i, (void *)x->j, (void *)x->a));

@@ -335,7 +335,7 @@ fn estimate_work(x: &mut Args<'_>, flow: Flow, buffer: *mut c_void) -> Result<()
             &x.h.ctx,
             &placement,
             x.h.stream,
-            x.call.operation,
+            (x.call.operation, x.descr.pattern_check),
             (x.a, x.b, x.c),
         )
     }?;

@@ -73,9 +73,13 @@ unsafe fn set_on_descr(
 /// changes, as PETSc's nonzero state): shapes and nnz are still checked
 /// and nothing is read or written outside the arrays, but a pattern
 /// changed with the same nnz then gives wrong values or an error instead
-/// of the hash's INVALID_VALUE. The GPU back ends ignore it (their
-/// kernels validate the operands). May be called at any time; it holds
-/// for the calls after it. INVALID_VALUE for a NULL descriptor or a
+/// of the hash's INVALID_VALUE. Set before work estimation, it also spares
+/// the fingerprints of A's and B's patterns that work estimation makes for
+/// the later hashes: a phase asked to hash after that has nothing to
+/// compare the patterns with and checks C's products column by column
+/// instead (a changed pattern then gives its exact product or an error).
+/// The GPU back ends ignore it (their kernels validate the operands). May
+/// be called at any time; it holds for the calls after it. INVALID_VALUE for a NULL descriptor or a
 /// `check` that is not a `rusparsePatternCheck_t`.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpGEMM_setPatternCheck(

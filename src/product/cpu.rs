@@ -56,6 +56,11 @@ pub(crate) struct CpuPlan<I, J> {
     /// checks; `None` for the plan of one [`Context::spgemm`] call, whose
     /// phases run back to back on borrowed arrays that cannot change.
     fingerprints: Option<(u64, u64)>,
+    /// Whether the plan serves several calls, between which A's and B's
+    /// values may change (so values kept from one phase for another are
+    /// fingerprinted); `false` for the plan of one [`Context::spgemm`]
+    /// call.
+    lasting: bool,
     /// nnz of A and B as planned, checked by every phase (O(1)).
     nnz: (usize, usize),
     work: RowWork,
@@ -485,23 +490,30 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         op_b: Op,
         algorithm: Algorithm,
     ) -> Result<Self> {
-        Self::planned(ctx, (a, op_a), (b, op_b), (algorithm, false), || {
+        let mut plan = Self::planned(ctx, (a, op_a), (b, op_b), (algorithm, false), || {
             Some(fingerprints(a, b))
-        })
+        })?;
+        plan.lasting = true;
+        Ok(plan)
     }
 
     /// [`CpuPlan::new`] with A's and B's pattern fingerprints already
-    /// made (by the C ABI's work estimation, in its validation pass).
+    /// made (by the C ABI's work estimation, in its validation pass), or
+    /// none where the caller vouched for the patterns from the start: a
+    /// later phase asked to hash them then has nothing to compare them
+    /// with, and checks what it can (C's structure by its hash, a known
+    /// structure's products column by column), so that a changed pattern
+    /// gives its exact product or an error.
     pub(crate) fn with_fingerprints<T: Scalar>(
         ctx: &Context,
         (a, op_a): (&CsrView<'_, T, I, J>, Op),
         (b, op_b): (&CsrView<'_, T, I, J>, Op),
         algorithm: Algorithm,
-        prints: (u64, u64),
+        prints: Option<(u64, u64)>,
     ) -> Result<Self> {
-        Self::planned(ctx, (a, op_a), (b, op_b), (algorithm, false), || {
-            Some(prints)
-        })
+        let mut plan = Self::planned(ctx, (a, op_a), (b, op_b), (algorithm, false), || prints)?;
+        plan.lasting = true;
+        Ok(plan)
     }
 
     /// [`CpuPlan::new`], with the patterns' fingerprints from `prints`
@@ -610,6 +622,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 upper: None,
                 prediction,
                 fingerprints: prints(),
+                lasting: false,
                 nnz: (a.col_indices().len(), b.col_indices().len()),
                 a: pa,
                 b: pb,
@@ -1128,7 +1141,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         a: &CsrView<'_, T, I, J>,
         b: &CsrView<'_, T, I, J>,
     ) -> (u64, u64) {
-        if self.fingerprints.is_some() {
+        if self.lasting {
             value_fingerprints(a, b)
         } else {
             (0, 0)
@@ -1794,17 +1807,21 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// The arrays hold the sizes they state.
     pub(crate) unsafe fn from_arrays<T: Scalar>(
         ctx: &Context,
-        operation: Operation,
+        (operation, check): (Operation, PatternCheck),
         (a, b): (&MatrixArrays, &MatrixArrays),
         c: &MatrixArrays,
     ) -> Result<Self> {
-        let ((a, b), prints) = unsafe { scanned_views::<T, I, J>(ctx, a, b, true) }?;
+        // A caller that vouches for the patterns from work estimation on
+        // is spared their fingerprints (about a third of the validation
+        // pass).
+        let hashed = check == PatternCheck::Hash;
+        let ((a, b), prints) = unsafe { scanned_views::<T, I, J>(ctx, a, b, hashed) }?;
         let plan = CpuPlan::with_fingerprints(
             ctx,
             (&a, operation.op_a),
             (&b, operation.op_b),
             operation.algorithm,
-            prints,
+            hashed.then_some(prints),
         )?;
         check_nnz_fits(plan.nnz_lower_bound(), c.base, c.offset_type, "at least ")?;
         Ok(plan)
@@ -2089,6 +2106,84 @@ mod tests {
                     .copied()
             })
             .collect()
+    }
+
+    /// A plan made without fingerprints (the C ABI's, where the caller
+    /// vouched for the patterns from work estimation on) and asked to hash
+    /// later has no planned patterns to compare with: the values on C's
+    /// known structure are then counted column by column, so that a moved
+    /// column of A gives an error or its exact product, never the planned
+    /// product's values; new values are multiplied, not taken from the
+    /// symbolic phase's listing.
+    #[test]
+    fn a_plan_without_fingerprints_counts_products_when_asked_to_hash() {
+        let ctx = Context::cpu().unwrap();
+        let t = |rows: &[&[(usize, f64)]], ncols| {
+            let triplets: Vec<(usize, usize, f64)> = rows
+                .iter()
+                .enumerate()
+                .flat_map(|(i, r)| r.iter().map(move |&(c, v)| (i, c, v)))
+                .collect();
+            CsrMatrix::<f64, i64, i32>::from_triplets(rows.len(), ncols, &triplets, IndexBase::Zero)
+                .unwrap()
+        };
+        let a = t(
+            &[
+                &[(0, 1.0), (2, 2.0)],
+                &[(1, 3.0)],
+                &[],
+                &[(3, 1.0), (4, -1.0)],
+            ],
+            5,
+        );
+        let b = t(
+            &[
+                &[(0, 1.0), (1, 2.0)],
+                &[(1, 1.0)],
+                &[(2, 5.0)],
+                &[(3, 1.0)],
+                &[(0, 2.0)],
+            ],
+            4,
+        );
+        let (av, bv) = (a.view(), b.view());
+        let mut plan =
+            CpuPlan::with_fingerprints(&ctx, (&av, Op::N), (&bv, Op::N), Algorithm::Dense, None)
+                .unwrap();
+        plan.expect_structure_first();
+        let nnz = plan.symbolic(&ctx, &av, &bv).unwrap();
+        let (_, cols) = written_structure(&plan, &ctx, (&a, &b), nnz, IndexBase::Zero).unwrap();
+        let values_on = |x: &CsrView<'_, f64, i64, i32>| {
+            let mut v = vec![f64::NAN; nnz];
+            let out = CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, &cols, IndexBase::Zero);
+            plan.numeric(&ctx, x, &bv, 1.0, 0.0, out).map(|_| v)
+        };
+        let product = |x: &CsrView<'_, f64, i64, i32>| {
+            crate::reference::spgemm(x, Op::N, &bv, Op::N, 1.0).unwrap()
+        };
+        // New values of A, same pattern: multiplied.
+        let doubled: Vec<f64> = a.values().iter().map(|x| 2.0 * x).collect();
+        let (offsets, columns) = (a.row_offsets(), a.col_indices());
+        let a2 = CsrView::try_new(4, 5, offsets, columns, &doubled, IndexBase::Zero).unwrap();
+        assert_eq!(values_on(&a2).unwrap(), product(&a2).values());
+        // Row 3's column 4 moved to column 0: the row's products reach
+        // C's columns 0 and 3 as planned, and one more, 1, outside it.
+        let mut moved_cols = columns.to_vec();
+        moved_cols[4] = 0;
+        let moved =
+            CsrView::try_new(4, 5, offsets, &moved_cols, a.values(), IndexBase::Zero).unwrap();
+        let want = product(&moved);
+        assert_ne!(
+            want.col_indices(),
+            &cols[..],
+            "test bug: the move kept C's structure"
+        );
+        match values_on(&moved) {
+            Err(e) => assert!(matches!(e, Error::InvalidValue(_)), "{e}"),
+            Ok(v) => panic!("the moved column gave values {v:?}, not its product {want:?}"),
+        }
+        // The planned pattern again: its product.
+        assert_eq!(values_on(&av).unwrap(), product(&av).values());
     }
 
     /// C's structure as `plan.write_structure` writes it with `base`, read

@@ -344,12 +344,12 @@ impl<I: Index, J: Index> SpgemmPlan<I, J> {
         ctx: &Context,
         placement: &Placement,
         stream: *mut c_void,
-        operation: Operation,
+        (operation, check): (Operation, PatternCheck),
         (a, b, c): (&MatrixArrays, &MatrixArrays, &MatrixArrays),
     ) -> Result<Self> {
         let on = match placement {
             Placement::Cpu => On::Cpu(Box::new(unsafe {
-                CpuPlan::from_arrays::<T>(ctx, operation, (a, b), c)
+                CpuPlan::from_arrays::<T>(ctx, (operation, check), (a, b), c)
             }?)),
             Placement::Gpu(dev) | Placement::StagedGpu(dev) => {
                 let staging = matches!(placement, Placement::StagedGpu(_)).then(Staging::for_c_abi);
@@ -932,7 +932,7 @@ unsafe fn product_from_arrays<T: Scalar, I: Index, J: Index>(
     ctx: &Context,
     placement: &Placement,
     stream: *mut c_void,
-    operation: Operation,
+    operation: (Operation, PatternCheck),
     arrays: (&MatrixArrays, &MatrixArrays, &MatrixArrays),
 ) -> Result<Product>
 where
@@ -948,6 +948,9 @@ impl Product {
     /// Work estimation: plans `op(A) * op(B)` where `placement` says (on
     /// the CPU: validating A and B completely, and refusing a C that
     /// cannot fit `c`'s row offsets from the lower bound of nnz(C)).
+    /// `operation.1`: how the descriptor checks patterns now; with
+    /// [`PatternCheck::Caller`] the CPU plan keeps no fingerprints of A's
+    /// and B's patterns (see `CpuPlan::from_arrays`).
     ///
     /// # Safety
     /// Each non-NULL array holds what its description states.
@@ -955,7 +958,7 @@ impl Product {
         ctx: &Context,
         placement: &Placement,
         stream: *mut c_void,
-        operation: Operation,
+        operation: (Operation, PatternCheck),
         arrays: (&MatrixArrays, &MatrixArrays, &MatrixArrays),
     ) -> Result<Product> {
         let a = arrays.0;
