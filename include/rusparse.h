@@ -1030,8 +1030,9 @@ rusparseStatus_t rusparseSpGEMM_setColumnOrder(rusparseSpGEMMDescr_t spgemmDescr
  * compare the patterns with and checks C's products column by column
  * instead (a changed pattern then gives its exact product or an error).
  * The GPU back ends ignore it (their kernels validate the operands). May
- * be called at any time; it holds for the calls after it. INVALID_VALUE for a NULL descriptor or a
- * `check` that is not a `rusparsePatternCheck_t`.
+ * be called at any time; it holds for the calls after it. INVALID_VALUE
+ * for a NULL descriptor or a `check` that is not a
+ * `rusparsePatternCheck_t`.
  */
 rusparseStatus_t rusparseSpGEMM_setPatternCheck(rusparseSpGEMMDescr_t spgemmDescr,
                                                 rusparsePatternCheck_t check);

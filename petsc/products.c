@@ -276,9 +276,10 @@ PetscErrorCode RsStageNumeric(rusparseHandle_t h, rusparseSpGEMMAlg_t alg, RsSta
   const PetscScalar one = 1.0, zero = 0.0;
 
   PetscFunctionBegin;
-  /* rusparse checks the patterns (not unchanged: every product against
-     Z's structure); the sizes must be checked here, as the descriptors
-     keep the planned nnz. */
+  /* rusparse checks the patterns when they are not `unchanged` (every
+     product against Z's structure, as the plan keeps no fingerprints of
+     them); the sizes must be checked here, as the descriptors keep the
+     planned nnz. */
   PetscCheck(x->rows == st->x_rows && x->cols == st->x_cols && x->nnz == st->x_nnz && y->rows == st->y_rows && y->cols == st->y_cols && y->nnz == st->y_nnz, PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP,
              "rusparse: a factor changed its size or number of nonzeros since the symbolic phase (MAT_REUSE_MATRIX needs the same nonzero pattern)");
   RsCall(rusparseCsrSetPointers(st->X, (void *)x->i, (void *)x->j, (void *)x->a));

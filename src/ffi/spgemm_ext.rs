@@ -79,8 +79,9 @@ unsafe fn set_on_descr(
 /// compare the patterns with and checks C's products column by column
 /// instead (a changed pattern then gives its exact product or an error).
 /// The GPU back ends ignore it (their kernels validate the operands). May
-/// be called at any time; it holds for the calls after it. INVALID_VALUE for a NULL descriptor or a
-/// `check` that is not a `rusparsePatternCheck_t`.
+/// be called at any time; it holds for the calls after it. INVALID_VALUE
+/// for a NULL descriptor or a `check` that is not a
+/// `rusparsePatternCheck_t`.
 #[no_mangle]
 pub unsafe extern "C" fn rusparseSpGEMM_setPatternCheck(
     spgemmDescr: rusparseSpGEMMDescr_t,
