@@ -2238,18 +2238,30 @@ mod tests {
     /// products the dense accumulator adds without a branch on new
     /// columns: listed with values, counted, written and multiplied as the
     /// reference does, on 1 to 3 threads, and the listing as the numeric
-    /// phase bit for bit.
+    /// phase bit for bit. Also with exactly one entry in every row of
+    /// op(B), which the listing reads without op(B)'s offsets.
     #[test]
     fn aggregations_are_multiplied_as_the_reference() {
+        for every_row in [false, true] {
+            multiplies_an_aggregation(every_row);
+        }
+    }
+
+    /// [`aggregations_are_multiplied_as_the_reference`], with an entry in
+    /// every row of op(B) or not.
+    fn multiplies_an_aggregation(every_row: bool) {
         let (n, m) = (3000usize, 2500usize);
         let mut tb = Vec::new();
-        for r in (0..n).filter(|r| r % 11 != 4) {
+        for r in (0..n).filter(|r| every_row || r % 11 != 4) {
             tb.push((r, r / 3, 1.0 + (r % 5) as f64));
         }
         let mut ta = Vec::new();
         for i in 0..m {
-            // 14 entries (rows of more products than `small_row` takes).
-            for d in [0usize, 1, 2, 3, 4, 5, 61, 62, 63, 64, 997, 998, 1500, 1501] {
+            // 14 entries (rows of more products than `small_row` takes),
+            // or 6 in every third row (rows it takes).
+            let entries = if i % 3 == 1 { 6 } else { 14 };
+            for d in [0usize, 1, 2, 3, 4, 5, 61, 62, 63, 64, 997, 998, 1500, 1501][..entries].iter()
+            {
                 ta.push((i, (i * 7 + d * (1 + i % 3)) % n, 0.5 + ((i + d) % 4) as f64));
             }
         }

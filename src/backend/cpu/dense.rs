@@ -35,7 +35,7 @@ use super::rows::{
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use super::sort_columns::{ColumnSorter, KEYS};
 use crate::error::{try_vec, Result};
-use crate::plan::RowPattern;
+use crate::plan::{RowPattern, RowWork};
 use crate::types::{Index, Scalar};
 use std::ops::Range;
 
@@ -500,7 +500,7 @@ impl<T: Scalar> Workspace<T> {
         a_vals: Option<&[T]>,
         b: &RowPattern<'_, I, J>,
         b_vals: Option<&[T]>,
-        i: usize,
+        (i, one): (usize, Option<usize>),
         (limit, expected): (usize, usize),
     ) -> (usize, Option<(usize, usize)>) {
         if self.b_canonical && expected as u64 >= LONG_ROW_PRODUCTS / 2 {
@@ -518,6 +518,20 @@ impl<T: Scalar> Workspace<T> {
             n += new;
         };
         match (a_vals, b_vals) {
+            (Some(av), Some(bv)) if one.is_some() => {
+                // op(B)'s row r is its entry `origin + r` ([`one_entry_rows`]):
+                // no offsets read, no loop over a row.
+                let (origin, sums) = (one.unwrap_or(0), &mut self.sums[..width]);
+                for k in a.range(i) {
+                    let e = origin + a.col(k);
+                    let j = b.cols[e].as_usize() - b.base;
+                    if j >= width {
+                        unreachable_column(j, width);
+                    }
+                    stamp(j);
+                    sums[j] += av[k] * bv[e];
+                }
+            }
             (Some(av), Some(bv)) => {
                 let sums = &mut self.sums[..width];
                 for k in a.range(i) {
@@ -875,7 +889,7 @@ pub(super) fn list_rows<I: Index, J: Index>(
         }
         let size = (out.len(), out.len());
         let (n, span) = if coarse {
-            ws.accumulate_branch_free(a, None, b, None, i, size)
+            ws.accumulate_branch_free(a, None, b, None, (i, None), size)
         } else {
             ws.accumulate(a, None, b, None, i, size)
         };
@@ -1206,6 +1220,7 @@ fn list_rows_with<const VALUES: bool, T: Scalar, I: Index, J: Index>(
     let mut seen = (0usize, 0usize);
     let small_rows = small_rows_fit(bp.ncols);
     let coarse = coarsens(bp);
+    let one = one_entry_rows(bp, work);
     for (c, i) in rows.enumerate() {
         let limit = limit_of(i);
         if limit == 0 {
@@ -1251,7 +1266,7 @@ fn list_rows_with<const VALUES: bool, T: Scalar, I: Index, J: Index>(
         // 5 to 8 products: sorted in registers and summed without
         // branches ([`small_row`]), with no stamps, list and sort.
         if VALUES && small_rows && takes_small_row(work.row(i)) {
-            if let Some(row) = small_row(a, b, i, &ws.sorter) {
+            if let Some(row) = small_row(a, b, (i, one), &ws.sorter) {
                 let n = row.n;
                 counts[c] = n;
                 let (kb, at) = out.reserve(n, scratch)?;
@@ -1271,7 +1286,7 @@ fn list_rows_with<const VALUES: bool, T: Scalar, I: Index, J: Index>(
         // products of the rows before (`expected_size`).
         let size = (limit, expected_size(limit, seen));
         let (n, span) = if coarse {
-            ws.accumulate_branch_free(ap, av, bp, bv, i, size)
+            ws.accumulate_branch_free(ap, av, bp, bv, (i, one), size)
         } else {
             ws.accumulate(ap, av, bp, bv, i, size)
         };
@@ -1364,6 +1379,7 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
     let sorted_rows_upto = sorted_rows_upto(&ws.sorter, b.pattern.ncols);
     let small_rows = small_rows_fit(b.pattern.ncols);
     let coarse = coarsens(&b.pattern);
+    let one = one_entry_rows(&b.pattern, work);
     let origin = offsets[rows.start];
     let first = rows.start;
     for i in rows {
@@ -1392,7 +1408,7 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
             }
         }
         if small_rows && takes_small_row(work.row(i)) {
-            if let Some(row) = small_row(a, b, i, &ws.sorter) {
+            if let Some(row) = small_row(a, b, (i, one), &ws.sorter) {
                 if row.n != len {
                     return Err(row_mismatch(i, row.n, len));
                 }
@@ -1425,7 +1441,7 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
         }
         let (a_vals, b_vals) = (Some(a.values), Some(b.values));
         let (n, span) = if coarse {
-            ws.accumulate_branch_free(&a.pattern, a_vals, &b.pattern, b_vals, i, (len, len))
+            ws.accumulate_branch_free(&a.pattern, a_vals, &b.pattern, b_vals, (i, one), (len, len))
         } else {
             ws.accumulate(&a.pattern, a_vals, &b.pattern, b_vals, i, (len, len))
         };
@@ -1486,7 +1502,8 @@ fn sorted_products_row<T: Scalar, I: Index, J: Index>(
 ) -> Result<usize> {
     let mut keys = [u32::MAX; KEYS];
     let mut products = [T::zero(); KEYS];
-    let Some(n) = keyed_products::<POSITION_BITS, T, I, J>(a, b, i, &mut keys, &mut products)
+    let Some(n) =
+        keyed_products::<POSITION_BITS, T, I, J>(a, b, (i, None), &mut keys, &mut products)
     else {
         return Err(too_many_columns(i, KEYS));
     };
@@ -1621,16 +1638,32 @@ impl<T: Scalar> TinyRow<T> {
 /// Row `i`'s products `a_ik * b_kj`, in stored order, into `products`,
 /// each with the key `column << BITS | place` in `keys`; their number, or
 /// `None` when there are more than `products` holds. `keys` must hold as
-/// many and `1 << BITS` places each product's.
+/// many and `1 << BITS` places each product's. `one`: op(B) has one entry
+/// a row, row `r` at entry `origin + r` ([`one_entry_rows`]).
 #[inline(always)]
 fn keyed_products<const BITS: u32, T: Scalar, I: Index, J: Index>(
     a: &Operand<'_, T, I, J>,
     b: &Operand<'_, T, I, J>,
-    i: usize,
+    (i, one): (usize, Option<usize>),
     keys: &mut [u32],
     products: &mut [T],
 ) -> Option<usize> {
     let (ap, bp) = (&a.pattern, &b.pattern);
+    if let Some(origin) = one {
+        // op(B)'s row r is its entry `origin + r`: no offsets read, no
+        // loop over a row.
+        let range = ap.range(i);
+        if range.len() > products.len() {
+            return None;
+        }
+        let n = range.len();
+        for (t, k) in range.enumerate() {
+            let e = origin + ap.col(k);
+            keys[t] = ((bp.cols[e].as_usize() - bp.base) as u32) << BITS | t as u32;
+            products[t] = a.values[k] * b.values[e];
+        }
+        return Some(n);
+    }
     let mut n = 0usize;
     for k in ap.range(i) {
         let r = bp.range(ap.col(k));
@@ -1645,6 +1678,13 @@ fn keyed_products<const BITS: u32, T: Scalar, I: Index, J: Index>(
         }
     }
     Some(n)
+}
+
+/// Where every row of op(B) `b` has one entry (`work` says so: GAMG's
+/// tentative prolongator, an aggregation), the entry of its row 0
+/// (zero-based): row `r` is entry `origin + r`.
+fn one_entry_rows<I: Index, J: Index>(b: &RowPattern<'_, I, J>, work: &RowWork) -> Option<usize> {
+    (work.b_row_length() == Some(1)).then(|| b.offsets[0].as_usize() - b.base)
 }
 
 /// The most products of a row that [`small_row`] computes.
@@ -1710,13 +1750,13 @@ impl<T> SmallRow<T> {
 fn small_row<T: Scalar, I: Index, J: Index>(
     a: &Operand<'_, T, I, J>,
     b: &Operand<'_, T, I, J>,
-    i: usize,
+    row: (usize, Option<usize>),
     sorter: &ColumnSorter,
 ) -> Option<SmallRow<T>> {
     const PLACE: u32 = (1 << SMALL_ROW_BITS) - 1;
     let mut keys = [u32::MAX; KEYS];
     let mut products = [T::zero(); SMALL_ROW];
-    let n = keyed_products::<SMALL_ROW_BITS, T, I, J>(a, b, i, &mut keys, &mut products)?;
+    let n = keyed_products::<SMALL_ROW_BITS, T, I, J>(a, b, row, &mut keys, &mut products)?;
     sorter.sort_few_keys(&mut keys, n);
     let mut cols = [0u32; SMALL_ROW];
     let mut sums = [T::zero(); SMALL_ROW];
