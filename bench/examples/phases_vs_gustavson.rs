@@ -17,8 +17,10 @@
 //!
 //! Also times the reuse flow's phases (`symbolic`, `write_structure`, then
 //! the values alone on that structure, the patterns vouched for by the
-//! caller) with and without `expect_structure_first`. Prints the minimum
-//! over the runs of each phase, in ms.
+//! caller) with and without `expect_structure_first`, and PETSc's numeric
+//! phase on that structure (`MatMatMultNumeric_SeqAIJ_SeqAIJ_Sorted`,
+//! written plainly in Rust). Prints the minimum over the runs of each
+//! phase, in ms.
 
 use rusparse::{
     Algorithm, BackendKind, Context, CsrOutput, CsrView, IndexBase, Op, PatternCheck, SpgemmPlan,
@@ -112,6 +114,27 @@ fn gustavson_numeric(
             sums[h] = 0.0;
         }
         c_offsets[i + 1] = nnz as i32;
+    }
+}
+
+/// PETSc's numeric phase on C's known sorted structure
+/// (`MatMatMultNumeric_SeqAIJ_SeqAIJ_Sorted`): each row's products added
+/// into a dense array as wide as B (`dense`, all zero), then read, and
+/// zeroed, at C's columns.
+fn petsc_numeric(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), dense: &mut [f64]) {
+    let (c_offsets, c_cols, c_vals) = c;
+    for i in 0..a.3 {
+        for k in a.0[i] as usize..a.0[i + 1] as usize {
+            let (r, f) = (a.1[k] as usize, a.2[k]);
+            for e in b.0[r] as usize..b.0[r + 1] as usize {
+                dense[b.1[e] as usize] += f * b.2[e];
+            }
+        }
+        for e in c_offsets[i] as usize..c_offsets[i + 1] as usize {
+            let j = c_cols[e] as usize;
+            c_vals[e] = dense[j];
+            dense[j] = 0.0;
+        }
     }
 }
 
@@ -255,6 +278,15 @@ fn main() -> rusparse::Result<()> {
             }
         }
     }
+    // PETSc's own numeric phase, written plainly, on the structure the
+    // reuse flow wrote (like for like with "values again").
+    let mut petsc = f64::MAX;
+    let mut dense = vec![0f64; mb.4];
+    for _ in 0..other_runs {
+        let t0 = Instant::now();
+        petsc_numeric(&ma, &mb, (&c.0, &c.1, &mut c.2), &mut dense);
+        petsc = petsc.min(ms(t0));
+    }
     // The PETSc plug-in's symbolic phase: the plan (the patterns vouched
     // for), C listed with its values, then structure and values written
     // in one call (rusparseSpGEMM_setReuseCopyValues).
@@ -291,7 +323,8 @@ fn main() -> rusparse::Result<()> {
          rusparse's reuse flow, structure listed again: symbolic {:.2}  structure {:.2}  values {:.2}\n\
          rusparse's reuse flow, structure kept (expect_structure_first): symbolic {:.2}  structure {:.2}  values {:.2}  values again {:.2}  third (records) {:.2}  fourth (replays) {:.2}\n\
          rusparse, {threads} thread(s), {chosen:?}: plan {:.2}  symbolic {:.2}  numeric {:.2}  total {:.2}\n\
-         scipy's algorithm in Rust, 1 thread: count {:.2}  numeric {:.2}  total {:.2}",
+         scipy's algorithm in Rust, 1 thread: count {:.2}  numeric {:.2}  total {:.2}\n\
+         PETSc's numeric phase on the known structure, in Rust, 1 thread: {petsc:.2}",
         plugin[0],
         plugin[1],
         plugin[2],
