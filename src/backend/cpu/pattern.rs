@@ -305,11 +305,10 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
     let cells = &mut acc.cells[..len];
     let plain = scale.alpha == T::one() && scale.beta == T::zero() && !S::COUNTED && !R::RECORDS;
     match split {
-        None if plain && one.is_some() && a_in.whole().is_some() => {
+        None if plain && one.is_some() => {
             let origin = (one.unwrap_or(0), offsets[rows.start]);
-            let a_vals = a_in.whole().unwrap_or(&[]);
             let c = (offsets, pattern, out.vals, scale.base);
-            add_rows_one((a, a_vals, b), rows, origin, c, cells)?;
+            add_rows_one((a, a_in, b), rows, origin, c, cells)?;
         }
         None => {
             let whole = OneArray {
@@ -491,7 +490,7 @@ fn add_products_one<S: Slot<T>, T: Scalar, J: Index, R: RowRecorder<J>>(
 }
 
 /// [`add_rows`] for an op(B) with one entry a row (row `r` at entry
-/// `origin.0 + r`), A's values in one array (`a_vals`, as A's entries),
+/// `origin.0 + r`), A's values from `a_in` (in one array or two),
 /// C's values in one array (`c.2`, the chunk's, from C's entry
 /// `origin.1`), α = 1, β = 0 and sums alone: PETSc's loop
 /// (`MatMatMultNumeric_SeqAIJ_SeqAIJ_Sorted`) as it is, over plain
@@ -504,8 +503,8 @@ fn add_products_one<S: Slot<T>, T: Scalar, J: Index, R: RowRecorder<J>>(
 /// and `petsc/tests/timing.c`, 2-vCPU AMD EPYC VM, session 78.
 #[inline(never)]
 #[allow(clippy::type_complexity)]
-fn add_rows_one<S: Slot<T>, T: Scalar, I: Index, J: Index>(
-    (a, a_vals, b): (&Operand<'_, T, I, J>, &[T], &Operand<'_, T, I, J>),
+fn add_rows_one<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
+    (a, a_in, b): (&Operand<'_, T, I, J>, A, &Operand<'_, T, I, J>),
     rows: std::ops::Range<usize>,
     (origin, c_origin): (usize, usize),
     (offsets, pattern, vals, c_base): (&[usize], &[J], &mut [T], usize),
@@ -516,12 +515,28 @@ fn add_rows_one<S: Slot<T>, T: Scalar, I: Index, J: Index>(
     let n = bp.cols.len().min(b.values.len());
     let (b_cols, b_vals) = (&bp.cols[origin.min(n)..n], &b.values[origin.min(n)..n]);
     let (b_base, ncols) = (bp.base, bp.ncols);
-    let n = a_cols.len().min(a_vals.len());
-    let (a_cols, a_vals) = (&a_cols[..n], &a_vals[..n]);
+    // A's values in one array, as A's entries, or split (each row its two
+    // parts, as `add_rows` reads them).
+    let whole = a_in.whole().map(|v| {
+        let n = a_cols.len().min(v.len());
+        (&a_cols[..n], &v[..n])
+    });
     for i in rows {
-        for k in ap.range(i) {
-            let r = a_cols[k].as_usize() - a_base;
-            cells[b_cols[r].as_usize()].add(a_vals[k] * b_vals[r]);
+        if let Some((a_cols, a_vals)) = whole {
+            for k in ap.range(i) {
+                let r = a_cols[k].as_usize() - a_base;
+                cells[b_cols[r].as_usize()].add(a_vals[k] * b_vals[r]);
+            }
+        } else {
+            let ra = ap.range(i);
+            let (head, tail) = a_in.row(i, ra.clone())?;
+            let (cols_head, cols_tail) = a_cols[ra].split_at(head.len());
+            for (cols, vals) in [(cols_head, head), (cols_tail, tail)] {
+                for (&k, &f) in cols.iter().zip(vals) {
+                    let r = k.as_usize() - a_base;
+                    cells[b_cols[r].as_usize()].add(f * b_vals[r]);
+                }
+            }
         }
         let columns = &mut cells[b_base..];
         let c_row = offsets[i]..offsets[i + 1];
@@ -739,6 +754,31 @@ mod tests {
         vals: &mut [f64],
         checked: bool,
     ) -> Result<()> {
+        let at = (pattern, offsets, base);
+        run_split(scratch, (a, b), at, (alpha, beta), vals, (checked, None))
+    }
+
+    /// [`run_in`], with A's values split between two arrays when `split`
+    /// (each row's first `split` entries in the first, as
+    /// `rusparseCsrSetSplitValues` gives them; A's own array then NaN).
+    fn run_split(
+        scratch: &ScratchPool,
+        (a, b): (&Csr, &Csr),
+        (pattern, offsets, base): (&[i32], &[usize], i32),
+        (alpha, beta): (f64, f64),
+        vals: &mut [f64],
+        (checked, split): (bool, Option<usize>),
+    ) -> Result<()> {
+        let (mut fo, mut fv, mut so, mut sv) = (vec![base], Vec::new(), vec![base], Vec::new());
+        for row in a.offsets.windows(2) {
+            let (s, e) = (row[0] as usize, row[1] as usize);
+            let h = (s + split.unwrap_or(0)).min(e);
+            fv.extend_from_slice(&a.vals[s..h]);
+            sv.extend_from_slice(&a.vals[h..e]);
+            fo.push(fv.len() as i32 + base);
+            so.push(sv.len() as i32 + base);
+        }
+        let nan = vec![f64::NAN; a.vals.len()];
         let (ao, ac) = a.shifted(base);
         let (bo, bc) = b.shifted(base);
         let rows = |offsets, cols, ncols| RowPattern {
@@ -772,9 +812,19 @@ mod tests {
             sorted: true,
         };
         let operand = |pattern, values| Operand { pattern, values };
+        let a_split = match split {
+            Some(_) => Some(SplitInput::new(
+                &ao,
+                (&fo, &fv),
+                (&so, &sv),
+                (base as usize, true),
+            )?),
+            None => None,
+        };
+        let a_vals = if split.is_some() { &nan } else { &a.vals };
         accumulate_rows(
-            &operand(ra, &a.vals),
-            None,
+            &operand(ra, a_vals),
+            a_split,
             &operand(rb, &b.vals),
             chunk,
             (pattern, checked),
@@ -934,19 +984,18 @@ mod tests {
                 .map(|(i, e)| alpha * dense[i][pattern[e] as usize])
                 .collect()
         };
-        // α = 1 with sums alone (`checked`) takes `add_rows_one`.
-        for alpha in [2.0, 1.0] {
+        // α = 1 with sums alone (`checked`) takes `add_rows_one`, with A's
+        // values in one array or split (each row at its second entry).
+        for (alpha, split) in [(2.0, None), (1.0, None), (1.0, Some(1)), (2.0, Some(1))] {
             for (base, checked) in [(0, false), (0, true), (1, false), (1, true)] {
                 let mut vals = vec![f64::NAN; pattern.len()];
                 let c = pattern_of(base);
                 let at = (&c[..], &offsets[..], base);
                 let scratch = ScratchPool::default();
-                run_in(&scratch, (&a, &b), at, (alpha, 0.0), &mut vals, checked).unwrap();
-                assert_eq!(
-                    vals,
-                    want(alpha),
-                    "base {base}, checked {checked}, alpha {alpha}"
-                );
+                let how = (checked, split);
+                run_split(&scratch, (&a, &b), at, (alpha, 0.0), &mut vals, how).unwrap();
+                let what = format!("base {base}, checked {checked}, alpha {alpha}, {split:?}");
+                assert_eq!(vals, want(alpha), "{what}");
             }
         }
         // A column of C out of range is refused there too.
