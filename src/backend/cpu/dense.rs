@@ -28,14 +28,14 @@
 
 use super::brmerge::make_room;
 use super::rows::{
-    copy_cols, copy_scaled_row, merge_two_rows, merged_len, prefetch_rows_of_b, repeats_previous,
-    row_mismatch, shift_cols, single_entry, too_many_columns, two_entries, Chunk, ColumnsPiece,
-    NumericPiece, Operand, Scale, PREFETCH_AHEAD,
+    copy_cols, copy_scaled_row, merge_two_rows, merged_len, one_entry_rows, prefetch_rows_of_b,
+    repeats_previous, row_mismatch, shift_cols, single_entry, too_many_columns, two_entries, Chunk,
+    ColumnsPiece, NumericPiece, Operand, Scale, PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch, ScratchPool};
 use super::sort_columns::{ColumnSorter, KEYS};
 use crate::error::{try_vec, Result};
-use crate::plan::{RowPattern, RowWork};
+use crate::plan::RowPattern;
 use crate::types::{Index, Scalar};
 use std::ops::Range;
 
@@ -517,11 +517,11 @@ impl<T: Scalar> Workspace<T> {
             list[n.min(limit)] = j;
             n += new;
         };
-        match (a_vals, b_vals) {
-            (Some(av), Some(bv)) if one.is_some() => {
+        match (a_vals, b_vals, one) {
+            (Some(av), Some(bv), Some(origin)) => {
                 // op(B)'s row r is its entry `origin + r` ([`one_entry_rows`]):
                 // no offsets read, no loop over a row.
-                let (origin, sums) = (one.unwrap_or(0), &mut self.sums[..width]);
+                let sums = &mut self.sums[..width];
                 for k in a.range(i) {
                     let e = origin + a.col(k);
                     let j = b.cols[e].as_usize() - b.base;
@@ -532,7 +532,7 @@ impl<T: Scalar> Workspace<T> {
                     sums[j] += av[k] * bv[e];
                 }
             }
-            (Some(av), Some(bv)) => {
+            (Some(av), Some(bv), None) => {
                 let sums = &mut self.sums[..width];
                 for k in a.range(i) {
                     let r = b.range(a.col(k));
@@ -1678,13 +1678,6 @@ fn keyed_products<const BITS: u32, T: Scalar, I: Index, J: Index>(
         }
     }
     Some(n)
-}
-
-/// Where every row of op(B) `b` has one entry (`work` says so: GAMG's
-/// tentative prolongator, an aggregation), the entry of its row 0
-/// (zero-based): row `r` is entry `origin + r`.
-fn one_entry_rows<I: Index, J: Index>(b: &RowPattern<'_, I, J>, work: &RowWork) -> Option<usize> {
-    (work.b_row_length() == Some(1)).then(|| b.offsets[0].as_usize() - b.base)
 }
 
 /// The most products of a row that [`small_row`] computes.

@@ -54,7 +54,8 @@
 //! [`accumulate_rows_recording`]): the same sums without the accumulator.
 
 use super::rows::{
-    prefetch_rows_of_b, too_many_columns, Chunk, NumericPiece, Operand, Scale, PREFETCH_AHEAD,
+    one_entry_rows, prefetch_rows_of_b, too_many_columns, Chunk, NumericPiece, Operand, Scale,
+    PREFETCH_AHEAD,
 };
 use super::scratch::{bytes_of, Scratch};
 use super::{SplitInput, SplitRows};
@@ -290,8 +291,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
     } = chunk;
     // An op(B) with one entry a row (an aggregation): its row `r` is the
     // entry `origin + r`, found without reading its offsets.
-    let one =
-        (work.b_row_length() == Some(1)).then(|| b.pattern.offsets[0].as_usize() - b.pattern.base);
+    let one = one_entry_rows(&b.pattern, work);
     let len = b.pattern.ncols + b.pattern.base;
     let mut acc = scratch.take_or_make(
         |t: &Accumulator<S>| t.cells.len() >= len,
@@ -538,6 +538,9 @@ fn add_rows_one<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
                 }
             }
         }
+        // `gather_row`'s α = 1, β = 0 loop, without its test of α and β
+        // each row: through `gather_row` this kernel took 8-17 % longer
+        // (27-point A·P_tent at 64³: 10.2-10.5 -> 12.0-12.2 ms).
         let columns = &mut cells[b_base..];
         let c_row = offsets[i]..offsets[i + 1];
         let out = &mut vals[c_row.start - c_origin..c_row.end - c_origin];

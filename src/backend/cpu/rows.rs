@@ -153,6 +153,17 @@ pub(crate) fn too_many_columns(row: usize, limit: usize) -> Error {
     ))
 }
 
+/// Where every row of op(B) `b` has one entry (`work` says so: GAMG's
+/// tentative prolongator, an aggregation), the entry of its row 0
+/// (zero-based): row `r` is entry `origin + r`, found without reading
+/// `b`'s offsets.
+pub(crate) fn one_entry_rows<I: Index, J: Index>(
+    b: &RowPattern<'_, I, J>,
+    work: &RowWork,
+) -> Option<usize> {
+    (work.b_row_length() == Some(1)).then(|| b.offsets[0].as_usize() - b.base)
+}
+
 /// When row `i` of `a` has exactly one entry `a_ik`, returns `k`'s position
 /// in `a`: C's row is then row `a.col(k)` of B scaled by `a_ik`, already
 /// sorted when B's rows are canonical (the DCU study's direct path).
