@@ -3060,6 +3060,67 @@ mod tests {
         }
     }
 
+    /// Long rows of A over short rows of op(B) (the 27-point Poisson
+    /// times GAMG's smoothed prolongator): the known-structure kernel adds
+    /// two rows at a time; with C's values in one array and split between
+    /// two, on one thread and two, they are the reference's, bit for bit.
+    #[test]
+    fn long_rows_of_a_over_short_rows_of_b_give_the_reference() {
+        let (m, k, n) = (41, 300, 30);
+        let a: Vec<(usize, usize, f64)> = (0..m)
+            .flat_map(|i| {
+                (0..18 + i % 7).map(move |e| {
+                    let v = (1.0 + e as f64) / 3.0 - 0.1 * i as f64;
+                    (i, (i * 7 + e * 13) % k, v)
+                })
+            })
+            .collect();
+        let a = CsrMatrix::from_triplets(m, k, &a, IndexBase::Zero).unwrap();
+        let b: Vec<(usize, usize, f64)> = (0..k)
+            .flat_map(|r| {
+                (0..2 + r % 4).map(move |e| (r, (r / 10 + e * 3) % n, 0.7 - e as f64 / 7.0))
+            })
+            .collect();
+        let b = CsrMatrix::from_triplets(k, n, &b, IndexBase::Zero).unwrap();
+        let want = crate::reference::spgemm(&a.view(), Op::N, &b.view(), Op::N, 1.0).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for threads in [1, 2] {
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            let mut plan =
+                CpuPlan::new(&ctx, &a.view(), Op::N, &b.view(), Op::N, Algorithm::Dense).unwrap();
+            let nnz = plan.symbolic(&ctx, &a.view(), &b.view()).unwrap();
+            let base = IndexBase::One;
+            let (ro, cols) = written_structure(&plan, &ctx, (&a, &b), nnz, base).unwrap();
+            let cols: Vec<i32> = cols.iter().map(|c| c + 1).collect();
+            // As the Rust API's write_structure: the columns it wrote are
+            // checked, so the kernel adds sums alone.
+            plan.remember_written(&ctx, Some((&cols, base)));
+            let mut vals = vec![f64::NAN; nnz];
+            let out = CsrOutput::<f64, i64, i32>::values_on_pattern(&mut vals, &cols, base);
+            plan.numeric(&ctx, &a.view(), &b.view(), 1.0, 0.0, out)
+                .unwrap();
+            assert_eq!(bits(&vals), bits(want.values()), "{threads} thread(s)");
+            let ro: Vec<usize> = ro.iter().map(|&r| r as usize).collect();
+            let (fo, so, mut first, mut second) = split_rows(&ro, f64::NAN);
+            let split = SplitValues {
+                first_offsets: &fo,
+                first: &mut first,
+                second_offsets: &so,
+                second: &mut second,
+            };
+            let out = CsrOutput::<f64, i64, i32>::split_values_on_pattern(split, &cols, base);
+            plan.numeric(&ctx, &a.view(), &b.view(), 1.0, 0.0, out)
+                .unwrap();
+            let joined = join_rows((&fo, &so), (&first, &second));
+            assert_eq!(
+                bits(&joined),
+                bits(want.values()),
+                "split, {threads} thread(s)"
+            );
+        }
+    }
+
     /// The reuse flow trades an automatic BRMerge-Upper for the dense
     /// accumulator, with that algorithm's peak bound, and its C is the
     /// reference's; BRMerge-Upper asked for by name stays, as does every
