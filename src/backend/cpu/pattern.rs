@@ -48,6 +48,13 @@
 //! and lost on every row length tried (4 to 32 entries): its searches are
 //! branches that do not predict.
 //!
+//! With α = 1, β = 0 and sums alone, two shapes have loops of their own:
+//! an op(B) with one entry a row (GAMG's tentative prolongator, an
+//! aggregation: [`add_rows_one`], PETSc's loop over plain slices), and
+//! long rows of A over short rows of op(B) (the 27-point Poisson times a
+//! smoothed prolongator: [`add_rows_paired`], two rows of A at a time into
+//! two accumulators, each row's additions in the same order).
+//!
 //! From the third numeric phase on one checked structure, the plan may
 //! replay instead the positions of the products in C's rows that this
 //! kernel recorded on the second (`positions.rs`,

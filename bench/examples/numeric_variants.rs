@@ -1,0 +1,252 @@
+//! Variants of PETSc's numeric loop on a known structure of C
+//! (`MatMatMultNumeric_SeqAIJ_SeqAIJ_Sorted`: each row's products added
+//! into a dense accumulator, then gathered at C's columns), written plainly
+//! in Rust, one thread, minimum of the runs: as PETSc has it, two rows of A
+//! at a time (each into its own accumulator, entries in turns), the inner
+//! loop two products at a time, and three or four rows at a time. Every
+//! variant's values are checked against the first, bit for bit. It chose
+//! the shapes the known-structure kernel pairs rows for
+//! (`src/backend/cpu/pattern.rs`, `pairs_rows`).
+//!
+//! ```sh
+//! cargo run --release --example numeric_variants -- A.mtx B.mtx [runs] [ptap]
+//! ```
+//! With `ptap`, the product timed is Pᵀ·(A·P), B being P.
+use std::time::Instant;
+
+#[path = "../src/matrix_market.rs"]
+#[allow(dead_code)]
+mod matrix_market;
+#[path = "../src/sparse.rs"]
+#[allow(dead_code)]
+mod sparse;
+
+type Csr = (Vec<i32>, Vec<i32>, Vec<f64>, usize, usize);
+
+fn read(path: &str) -> Csr {
+    let x = matrix_market::read_path(std::path::Path::new(path))
+        .and_then(|x| x.to_csr::<f64, i32>())
+        .unwrap();
+    let (m, n) = (x.nrows(), x.ncols());
+    let (o, c, v) = x.into_parts();
+    (o, c, v, m, n)
+}
+
+fn structure(a: &Csr, b: &Csr) -> (Vec<i32>, Vec<i32>) {
+    let mut mark = vec![usize::MAX; b.4];
+    let mut off = vec![0i32];
+    let mut cols = Vec::new();
+    for i in 0..a.3 {
+        let s = cols.len();
+        for k in a.0[i] as usize..a.0[i + 1] as usize {
+            let r = a.1[k] as usize;
+            for e in b.0[r] as usize..b.0[r + 1] as usize {
+                let j = b.1[e] as usize;
+                if mark[j] != i {
+                    mark[j] = i;
+                    cols.push(j as i32);
+                }
+            }
+        }
+        cols[s..].sort_unstable();
+        off.push(cols.len() as i32);
+    }
+    (off, cols)
+}
+
+#[inline(never)]
+fn v0(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), dense: &mut [f64]) {
+    let (co, cc, cv) = c;
+    for i in 0..a.3 {
+        for k in a.0[i] as usize..a.0[i + 1] as usize {
+            let (r, f) = (a.1[k] as usize, a.2[k]);
+            for e in b.0[r] as usize..b.0[r + 1] as usize {
+                dense[b.1[e] as usize] += f * b.2[e];
+            }
+        }
+        for e in co[i] as usize..co[i + 1] as usize {
+            let j = cc[e] as usize;
+            cv[e] = dense[j];
+            dense[j] = 0.0;
+        }
+    }
+}
+
+/// Two rows at a time into two accumulators, entries interleaved.
+#[inline(never)]
+fn v1(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), d0: &mut [f64], d1: &mut [f64]) {
+    let (co, cc, cv) = c;
+    let m = a.3;
+    let mut i = 0;
+    let add = |k: usize, d: &mut [f64]| {
+        let (r, f) = (a.1[k] as usize, a.2[k]);
+        for e in b.0[r] as usize..b.0[r + 1] as usize {
+            d[b.1[e] as usize] += f * b.2[e];
+        }
+    };
+    while i + 1 < m {
+        let (s0, e0) = (a.0[i] as usize, a.0[i + 1] as usize);
+        let (s1, e1) = (e0, a.0[i + 2] as usize);
+        let n = (e0 - s0).min(e1 - s1);
+        for t in 0..n {
+            add(s0 + t, d0);
+            add(s1 + t, d1);
+        }
+        for k in s0 + n..e0 {
+            add(k, d0);
+        }
+        for k in s1 + n..e1 {
+            add(k, d1);
+        }
+        for (row, d) in [(i, &mut *d0), (i + 1, &mut *d1)] {
+            for e in co[row] as usize..co[row + 1] as usize {
+                let j = cc[e] as usize;
+                cv[e] = d[j];
+                d[j] = 0.0;
+            }
+        }
+        i += 2;
+    }
+    if i < m {
+        for k in a.0[i] as usize..a.0[i + 1] as usize {
+            add(k, d0);
+        }
+        for e in co[i] as usize..co[i + 1] as usize {
+            let j = cc[e] as usize;
+            cv[e] = d0[j];
+            d0[j] = 0.0;
+        }
+    }
+}
+
+/// One accumulator, products of a row of B unrolled by 4 with a remainder.
+#[inline(never)]
+fn v2(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), dense: &mut [f64]) {
+    let (co, cc, cv) = c;
+    for i in 0..a.3 {
+        for k in a.0[i] as usize..a.0[i + 1] as usize {
+            let (r, f) = (a.1[k] as usize, a.2[k]);
+            let (s, e) = (b.0[r] as usize, b.0[r + 1] as usize);
+            let bc = &b.1[s..e];
+            let bv = &b.2[s..e];
+            let mut ch = bc.chunks_exact(2);
+            let mut vh = bv.chunks_exact(2);
+            for (c2, v2) in (&mut ch).zip(&mut vh) {
+                let (j0, j1) = (c2[0] as usize, c2[1] as usize);
+                let (p0, p1) = (f * v2[0], f * v2[1]);
+                dense[j0] += p0;
+                dense[j1] += p1;
+            }
+            for (&j, &v) in ch.remainder().iter().zip(vh.remainder()) {
+                dense[j as usize] += f * v;
+            }
+        }
+        for e in co[i] as usize..co[i + 1] as usize {
+            let j = cc[e] as usize;
+            cv[e] = dense[j];
+            dense[j] = 0.0;
+        }
+    }
+}
+
+/// R rows at a time into R accumulators, entries interleaved.
+#[inline(never)]
+fn vr<const R: usize>(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), ds: &mut [Vec<f64>]) {
+    let (co, cc, cv) = c;
+    let m = a.3;
+    let add = |k: usize, d: &mut [f64]| {
+        let (r, f) = (a.1[k] as usize, a.2[k]);
+        for e in b.0[r] as usize..b.0[r + 1] as usize {
+            d[b.1[e] as usize] += f * b.2[e];
+        }
+    };
+    let mut i = 0;
+    while i < m {
+        let rows = R.min(m - i);
+        let mut n = usize::MAX;
+        for q in 0..rows {
+            n = n.min((a.0[i + q + 1] - a.0[i + q]) as usize);
+        }
+        for t in 0..n {
+            for (q, d) in ds[..rows].iter_mut().enumerate() {
+                add(a.0[i + q] as usize + t, d);
+            }
+        }
+        for (q, d) in ds[..rows].iter_mut().enumerate() {
+            for k in a.0[i + q] as usize + n..a.0[i + q + 1] as usize {
+                add(k, d);
+            }
+            for e in co[i + q] as usize..co[i + q + 1] as usize {
+                let j = cc[e] as usize;
+                cv[e] = d[j];
+                d[j] = 0.0;
+            }
+        }
+        i += rows;
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let a = read(&args[1]);
+    let b = read(&args[2]);
+    let runs: usize = args.get(3).map_or(7, |s| s.parse().unwrap());
+    let (a, b) = if args.get(4).is_some_and(|s| s == "ptap") {
+        let (co, cc) = structure(&a, &b);
+        let mut cv = vec![0f64; cc.len()];
+        let mut d = vec![0f64; b.4];
+        v0(&a, &b, (&co, &cc, &mut cv), &mut d);
+        let ap: Csr = (co, cc, cv, a.3, b.4);
+        // P transposed.
+        let mut cnt = vec![0i32; b.4 + 1];
+        for &j in &b.1 {
+            cnt[j as usize + 1] += 1;
+        }
+        for j in 0..b.4 {
+            cnt[j + 1] += cnt[j];
+        }
+        let mut next = cnt.clone();
+        let mut tc = vec![0i32; b.1.len()];
+        let mut tv = vec![0f64; b.1.len()];
+        for i in 0..b.3 {
+            for e in b.0[i] as usize..b.0[i + 1] as usize {
+                let j = b.1[e] as usize;
+                let at = next[j] as usize;
+                tc[at] = i as i32;
+                tv[at] = b.2[e];
+                next[j] += 1;
+            }
+        }
+        ((cnt, tc, tv, b.4, b.3), ap)
+    } else {
+        (a, b)
+    };
+    let (co, cc) = structure(&a, &b);
+    let nnz = cc.len();
+    let mut d0 = vec![0f64; b.4];
+    let mut d1 = vec![0f64; b.4];
+    let mut r0 = vec![0f64; nnz];
+    let mut r = vec![0f64; nnz];
+    let mut best = [f64::MAX; 5];
+    let mut ds: Vec<Vec<f64>> = (0..4).map(|_| vec![0f64; b.4]).collect();
+    for _ in 0..runs {
+        for (v, slot) in best.iter_mut().enumerate() {
+            let t = Instant::now();
+            match v {
+                0 => v0(&a, &b, (&co, &cc, &mut r0), &mut d0),
+                1 => v1(&a, &b, (&co, &cc, &mut r), &mut d0, &mut d1),
+                2 => v2(&a, &b, (&co, &cc, &mut r), &mut d0),
+                3 => vr::<3>(&a, &b, (&co, &cc, &mut r), &mut ds),
+                _ => vr::<4>(&a, &b, (&co, &cc, &mut r), &mut ds),
+            }
+            *slot = slot.min(t.elapsed().as_secs_f64() * 1e3);
+            if v > 0 {
+                assert!(
+                    r.iter().zip(&r0).all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "variant {v} differs"
+                );
+            }
+        }
+    }
+    println!("nnz(C) {nnz}; v0 petsc {:.2}  v1 two rows {:.2}  v2 unroll2 {:.2}  three rows {:.2}  four rows {:.2} ms", best[0], best[1], best[2], best[3], best[4]);
+}
