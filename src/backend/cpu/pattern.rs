@@ -162,7 +162,9 @@ impl<T: Scalar> Slot<T> for Sum<T> {
 
 /// Bytes a chunk takes to add into C's known structure over `ncols`
 /// columns of op(B) (with index base up to 1), for values of `T`: those
-/// of the counted cells, an upper bound for the sums alone.
+/// of the counted cells, an upper bound for the sums alone, and for the
+/// two accumulators of sums of [`add_rows_paired`], which is taken only
+/// where they fit it (f32, f64 and complex f32).
 pub(super) fn workspace_bytes<T>(ncols: usize) -> u64 {
     (ncols as u64 + 1).saturating_mul(std::mem::size_of::<Counted<T>>() as u64)
 }
@@ -314,10 +316,8 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
     let a_entries =
         a.pattern.offsets[rows.end].as_usize() - a.pattern.offsets[rows.start].as_usize();
     // The second accumulator of `add_rows_paired`.
-    let mut paired = match plain
-        && one.is_none()
-        && pairs_rows(a_entries, work.rows(rows.clone()), rows.len())
-    {
+    let pairs = pairs_rows(a_entries, work.rows(rows.clone()), rows.len());
+    let mut paired = match plain && one.is_none() && two_sums_fit::<T>() && pairs {
         true => Some(scratch.take_or_make(
             |t: &Accumulator<S>| t.cells.len() >= len,
             || {
@@ -394,6 +394,14 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
         scratch.give(second);
     }
     Ok(())
+}
+
+/// Whether two accumulators of sums fit the bytes planned for a chunk of
+/// the kernel ([`workspace_bytes`]: one of counted cells), so that
+/// [`add_rows_paired`] stays within the plan's peak: for f32, f64 and
+/// complex f32, not complex f64.
+fn two_sums_fit<T: Scalar>() -> bool {
+    2 * std::mem::size_of::<Sum<T>>() <= std::mem::size_of::<Counted<T>>()
 }
 
 /// Whether a chunk's rows go through [`add_rows_paired`]: rows of A of
@@ -1310,6 +1318,22 @@ mod tests {
         let at = (&wide[..], &offsets[..], 0);
         let e = run_in(&scratch, (&a, &b), at, (1.0, 0.0), &mut vals, true).unwrap_err();
         assert!(e.to_string().contains("out of range"), "{e}");
+    }
+
+    /// The paired kernel's two accumulators stay within the bytes planned
+    /// for the kernel, and it is not taken where they would not.
+    #[test]
+    fn two_accumulators_of_sums_fit_the_planned_bytes_or_are_not_used() {
+        use num_complex::Complex;
+        fn check<T: Scalar>(fits: bool) {
+            assert_eq!(two_sums_fit::<T>(), fits, "{}", std::any::type_name::<T>());
+            let two = 2 * (100 + 1) * std::mem::size_of::<Sum<T>>() as u64;
+            assert_eq!(two <= workspace_bytes::<T>(100), fits);
+        }
+        check::<f32>(true);
+        check::<f64>(true);
+        check::<Complex<f32>>(true);
+        check::<Complex<f64>>(false);
     }
 
     /// A small pseudo-random `rows x cols` matrix with sorted rows of up
