@@ -22,15 +22,17 @@ mod matrix_market;
 #[allow(dead_code)]
 mod sparse;
 
-type Csr = (Vec<i32>, Vec<i32>, Vec<f64>, usize, usize);
+#[path = "support/petsc_loop.rs"]
+mod petsc_loop;
+use petsc_loop::{gather, petsc_numeric as v0, read, Csr};
 
-fn read(path: &str) -> Csr {
-    let x = matrix_market::read_path(std::path::Path::new(path))
-        .and_then(|x| x.to_csr::<f64, i32>())
-        .unwrap();
-    let (m, n) = (x.nrows(), x.ncols());
-    let (o, c, v) = x.into_parts();
-    (o, c, v, m, n)
+/// Adds row `a.1[k]` of B times `a.2[k]` into `d`.
+#[inline(always)]
+fn add_entry(a: &Csr, b: &Csr, k: usize, d: &mut [f64]) {
+    let (r, f) = (a.1[k] as usize, a.2[k]);
+    for e in b.0[r] as usize..b.0[r + 1] as usize {
+        d[b.1[e] as usize] += f * b.2[e];
+    }
 }
 
 fn structure(a: &Csr, b: &Csr) -> (Vec<i32>, Vec<i32>) {
@@ -55,36 +57,13 @@ fn structure(a: &Csr, b: &Csr) -> (Vec<i32>, Vec<i32>) {
     (off, cols)
 }
 
-#[inline(never)]
-fn v0(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), dense: &mut [f64]) {
-    let (co, cc, cv) = c;
-    for i in 0..a.3 {
-        for k in a.0[i] as usize..a.0[i + 1] as usize {
-            let (r, f) = (a.1[k] as usize, a.2[k]);
-            for e in b.0[r] as usize..b.0[r + 1] as usize {
-                dense[b.1[e] as usize] += f * b.2[e];
-            }
-        }
-        for e in co[i] as usize..co[i + 1] as usize {
-            let j = cc[e] as usize;
-            cv[e] = dense[j];
-            dense[j] = 0.0;
-        }
-    }
-}
-
 /// Two rows at a time into two accumulators, entries interleaved.
 #[inline(never)]
 fn v1(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), d0: &mut [f64], d1: &mut [f64]) {
     let (co, cc, cv) = c;
     let m = a.3;
     let mut i = 0;
-    let add = |k: usize, d: &mut [f64]| {
-        let (r, f) = (a.1[k] as usize, a.2[k]);
-        for e in b.0[r] as usize..b.0[r + 1] as usize {
-            d[b.1[e] as usize] += f * b.2[e];
-        }
-    };
+    let add = |k: usize, d: &mut [f64]| add_entry(a, b, k, d);
     while i + 1 < m {
         let (s0, e0) = (a.0[i] as usize, a.0[i + 1] as usize);
         let (s1, e1) = (e0, a.0[i + 2] as usize);
@@ -99,24 +78,15 @@ fn v1(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), d0: &mut [f64], d1: &mu
         for k in s1 + n..e1 {
             add(k, d1);
         }
-        for (row, d) in [(i, &mut *d0), (i + 1, &mut *d1)] {
-            for e in co[row] as usize..co[row + 1] as usize {
-                let j = cc[e] as usize;
-                cv[e] = d[j];
-                d[j] = 0.0;
-            }
-        }
+        gather(i, (co, cc), cv, d0);
+        gather(i + 1, (co, cc), cv, d1);
         i += 2;
     }
     if i < m {
         for k in a.0[i] as usize..a.0[i + 1] as usize {
             add(k, d0);
         }
-        for e in co[i] as usize..co[i + 1] as usize {
-            let j = cc[e] as usize;
-            cv[e] = d0[j];
-            d0[j] = 0.0;
-        }
+        gather(i, (co, cc), cv, d0);
     }
 }
 
@@ -142,11 +112,7 @@ fn vw<const W: usize>(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), dense: 
                 dense[b.1[e] as usize] += f * b.2[e];
             }
         }
-        for e in co[i] as usize..co[i + 1] as usize {
-            let j = cc[e] as usize;
-            cv[e] = dense[j];
-            dense[j] = 0.0;
-        }
+        gather(i, (co, cc), cv, dense);
     }
 }
 
@@ -155,12 +121,7 @@ fn vw<const W: usize>(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), dense: 
 fn vr<const R: usize>(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), ds: &mut [Vec<f64>]) {
     let (co, cc, cv) = c;
     let m = a.3;
-    let add = |k: usize, d: &mut [f64]| {
-        let (r, f) = (a.1[k] as usize, a.2[k]);
-        for e in b.0[r] as usize..b.0[r + 1] as usize {
-            d[b.1[e] as usize] += f * b.2[e];
-        }
-    };
+    let add = |k: usize, d: &mut [f64]| add_entry(a, b, k, d);
     let mut i = 0;
     while i < m {
         let rows = R.min(m - i);
@@ -177,11 +138,7 @@ fn vr<const R: usize>(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), ds: &mu
             for k in a.0[i + q] as usize + n..a.0[i + q + 1] as usize {
                 add(k, d);
             }
-            for e in co[i + q] as usize..co[i + q + 1] as usize {
-                let j = cc[e] as usize;
-                cv[e] = d[j];
-                d[j] = 0.0;
-            }
+            gather(i + q, (co, cc), cv, d);
         }
         i += rows;
     }

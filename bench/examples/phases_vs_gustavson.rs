@@ -56,8 +56,9 @@ fn stencil(n: usize) -> (Vec<i32>, Vec<i32>) {
     (offsets, cols)
 }
 
-/// A zero-based CSR matrix: row offsets, columns, values, rows, columns.
-type Csr = (Vec<i32>, Vec<i32>, Vec<f64>, usize, usize);
+#[path = "support/petsc_loop.rs"]
+mod petsc_loop;
+use petsc_loop::{petsc_numeric, Csr};
 
 /// scipy's count pass: the number of entries of C = A·B.
 fn gustavson_count(a: &Csr, b: &Csr) -> usize {
@@ -117,27 +118,6 @@ fn gustavson_numeric(
     }
 }
 
-/// PETSc's numeric phase on C's known sorted structure
-/// (`MatMatMultNumeric_SeqAIJ_SeqAIJ_Sorted`): each row's products added
-/// into a dense array as wide as B (`dense`, all zero), then read, and
-/// zeroed, at C's columns.
-fn petsc_numeric(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), dense: &mut [f64]) {
-    let (c_offsets, c_cols, c_vals) = c;
-    for i in 0..a.3 {
-        for k in a.0[i] as usize..a.0[i + 1] as usize {
-            let (r, f) = (a.1[k] as usize, a.2[k]);
-            for e in b.0[r] as usize..b.0[r + 1] as usize {
-                dense[b.1[e] as usize] += f * b.2[e];
-            }
-        }
-        for e in c_offsets[i] as usize..c_offsets[i + 1] as usize {
-            let j = c_cols[e] as usize;
-            c_vals[e] = dense[j];
-            dense[j] = 0.0;
-        }
-    }
-}
-
 fn main() -> rusparse::Result<()> {
     let arg = |k: usize, default: usize| {
         std::env::args()
@@ -157,13 +137,8 @@ fn main() -> rusparse::Result<()> {
         .nth(2)
         .filter(|s| s.parse::<usize>().is_err());
     let read = |path: &str| -> (String, Csr) {
-        let x = matrix_market::read_path(std::path::Path::new(path))
-            .and_then(|x| x.to_csr::<f64, i32>())
-            .expect("a readable real Matrix Market file");
-        let (m, n) = (x.nrows(), x.ncols());
-        let (offsets, cols, vals) = x.into_parts();
         let name = path.rsplit('/').next().unwrap_or(path).to_string();
-        (name, (offsets, cols, vals, m, n))
+        (name, petsc_loop::read(path))
     };
     let (name, ma) = match matrix {
         Some(path) => read(&path),

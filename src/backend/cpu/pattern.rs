@@ -176,6 +176,23 @@ struct Accumulator<S> {
     cells: Vec<S>,
 }
 
+impl<S> Accumulator<S> {
+    /// One of at least `len` cells, all zero, kept in `scratch` or made.
+    fn take<T: Scalar>(scratch: &super::ScratchPool, len: usize) -> Result<Self>
+    where
+        S: Slot<T>,
+    {
+        scratch.take_or_make(
+            |t: &Accumulator<S>| t.cells.len() >= len,
+            || {
+                Ok::<_, Error>(Accumulator {
+                    cells: try_vec(len, S::zero(), "dense accumulator")?,
+                })
+            },
+        )
+    }
+}
+
 impl<S: Send + 'static> Scratch for Accumulator<S> {
     fn bytes(&self) -> usize {
         bytes_of(&self.cells)
@@ -302,14 +319,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
     // entry `origin + r`, found without reading its offsets.
     let one = one_entry_rows(&b.pattern, work);
     let len = b.pattern.ncols + b.pattern.base;
-    let mut acc = scratch.take_or_make(
-        |t: &Accumulator<S>| t.cells.len() >= len,
-        || {
-            Ok::<_, Error>(Accumulator {
-                cells: try_vec(len, S::zero(), "dense accumulator")?,
-            })
-        },
-    )?;
+    let mut acc = Accumulator::<S>::take(scratch, len)?;
     let (offsets, scale) = (out.offsets, out.scale);
     let cells = &mut acc.cells[..len];
     let plain = scale.alpha == T::one() && scale.beta == T::zero() && !S::COUNTED && !R::RECORDS;
@@ -318,37 +328,12 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
     // The second accumulator of `add_rows_paired`.
     let pairs = pairs_rows(a_entries, work.rows(rows.clone()), rows.len());
     let mut paired = match plain && one.is_none() && two_sums_fit::<T>() && pairs {
-        true => Some(scratch.take_or_make(
-            |t: &Accumulator<S>| t.cells.len() >= len,
-            || {
-                Ok::<_, Error>(Accumulator {
-                    cells: try_vec(len, S::zero(), "dense accumulator")?,
-                })
-            },
-        )?),
+        true => Some(Accumulator::<S>::take(scratch, len)?),
         false => None,
     };
+    // The second accumulator, when the rows are paired.
+    let second = paired.as_mut().map(|p| &mut p.cells[..len]);
     match split {
-        _ if paired.is_some() => {
-            let second = paired.as_mut().map_or(&mut [][..], |p| &mut p.cells[..len]);
-            let start = rows.start;
-            let job = ((a, a_in, b), rows, (offsets, pattern));
-            let cells = (cells, second);
-            match split {
-                None => {
-                    let whole = OneArray {
-                        vals: out.vals,
-                        origin: offsets[start],
-                    };
-                    add_rows_paired_prefetching(prefetch, job, (whole, scale), cells)?;
-                }
-                Some(split) => {
-                    let origins = (split.first_offsets[start], split.second_offsets[start]);
-                    let two = TwoArrays { split, origins };
-                    add_rows_paired_prefetching(prefetch, job, (two, scale), cells)?;
-                }
-            }
-        }
         None if plain && one.is_some() => {
             let origin = (one.unwrap_or(0), offsets[rows.start]);
             let c = (offsets, pattern, out.vals, scale.base);
@@ -361,7 +346,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
             };
             let job = (a, a_in, b, rows, one);
             let c = (offsets, pattern);
-            add_rows_prefetching(prefetch, job, c, (whole, scale), cells, recorder)?;
+            add_rows_either(prefetch, job, c, (whole, scale), (cells, second), recorder)?;
         }
         Some(split) => {
             let origins = (
@@ -371,7 +356,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
             let two = TwoArrays { split, origins };
             let job = (a, a_in, b, rows, one);
             let c = (offsets, pattern);
-            add_rows_prefetching(prefetch, job, c, (two, scale), cells, recorder)?;
+            add_rows_either(prefetch, job, c, (two, scale), (cells, second), recorder)?;
         }
     }
     if !S::COUNTED {
@@ -428,6 +413,40 @@ const PAIRED_MIN_A_ROW: f64 = 16.0;
 
 /// See [`pairs_rows`].
 const PAIRED_MAX_B_ROW: f64 = 8.0;
+
+/// The chunk's rows by [`add_rows_paired`] when a second accumulator is
+/// given, else by [`add_rows`].
+#[allow(clippy::type_complexity)]
+fn add_rows_either<
+    S: Slot<T>,
+    T: Scalar,
+    I: Index,
+    J: Index,
+    A: RowInput<T>,
+    O: RowValues<T>,
+    R: RowRecorder<J>,
+>(
+    prefetch: bool,
+    (a, a_in, b, rows, one): (
+        &Operand<'_, T, I, J>,
+        A,
+        &Operand<'_, T, I, J>,
+        std::ops::Range<usize>,
+        Option<usize>,
+    ),
+    c: (&[usize], &[J]),
+    out: (O, &Scale<T>),
+    (cells, second): (&mut [S], Option<&mut [S]>),
+    recorder: &mut R,
+) -> Result<()> {
+    match second {
+        Some(second) => {
+            let job = ((a, a_in, b), rows, c);
+            add_rows_paired_prefetching(prefetch, job, out, (cells, second))
+        }
+        None => add_rows_prefetching(prefetch, (a, a_in, b, rows, one), c, out, cells, recorder),
+    }
+}
 
 /// [`add_rows_paired`], prefetching the rows of op(B) or not.
 #[inline(always)]
@@ -495,16 +514,11 @@ fn add_rows_paired<
         let (cols_head, cols_tail) = ap.cols[ra].split_at(head.len());
         Ok(((cols_head, head), (cols_tail, tail)))
     };
-    let mut gather = |i: usize, cells: &mut [S]| -> Result<()> {
+    let mut gather = |i: usize, cells: &mut [S]| -> Result<u64> {
         let c_row = offsets[i]..offsets[i + 1];
         let cols = &pattern[c_row.clone()];
-        let (head, tail) = out.row(i, c_row);
-        let columns = &mut cells[bp.base..];
-        let (cols_head, cols_tail) = cols.split_at(head.len());
-        let at = (i, cols, &scale, bp.ncols);
-        gather_row(head, cols_head, columns, at)?;
-        gather_row(tail, cols_tail, columns, at)?;
-        Ok(())
+        let parts = out.row(i, c_row);
+        gather_parts(parts, cols, &mut cells[bp.base..], (i, &scale, bp.ncols))
     };
     for i in rows.clone().step_by(2) {
         let j = i + 1;
@@ -540,14 +554,8 @@ fn add_products_paired<S: Slot<T>, T: Scalar, I: Index, J: Index>(
     bs: (&[I], &[J], &[T], usize),
     (first, second): (&mut [S], &mut [S]),
 ) {
-    let (b_offsets, b_cols, b_vals, b_base) = bs;
     let add = |k: J, f: T, cells: &mut [S]| {
-        let r = k.as_usize() - a_base;
-        let bounds = &b_offsets[r..r + 2];
-        let rb = bounds[0].as_usize() - b_base..bounds[1].as_usize() - b_base;
-        for (&c, &v) in b_cols[rb.clone()].iter().zip(&b_vals[rb]) {
-            cells[c.as_usize()].add(f * v);
-        }
+        add_row_of_b((k.as_usize() - a_base, f), bs, cells, &mut NoRecord);
     };
     let n = x.0.len().min(x.1.len());
     let m = y.0.len().min(y.1.len());
@@ -670,18 +678,31 @@ fn add_products<S: Slot<T>, T: Scalar, I: Index, J: Index, R: RowRecorder<J>>(
 ) -> u64 {
     let mut products = 0u64;
     for (&k, &f) in a_cols.iter().zip(a_vals) {
-        let r = k.as_usize() - a_base;
-        let bounds = &b_offsets[r..r + 2];
-        let rb = bounds[0].as_usize() - b_base..bounds[1].as_usize() - b_base;
-        products += rb.len() as u64;
-        for (&c, &v) in b_cols[rb.clone()].iter().zip(&b_vals[rb]) {
-            cells[c.as_usize()].add(f * v);
-            if R::RECORDS {
-                recorder.product(c.as_usize() - b_base);
-            }
-        }
+        let bs = (b_offsets, b_cols, b_vals, b_base);
+        products += add_row_of_b((k.as_usize() - a_base, f), bs, cells, recorder);
     }
     products
+}
+
+/// Adds row `r` of op(B) times `f` into `cells` (op(B) as in
+/// [`add_products`]); returns its length.
+#[inline(always)]
+fn add_row_of_b<S: Slot<T>, T: Scalar, I: Index, J: Index, R: RowRecorder<J>>(
+    (r, f): (usize, T),
+    (b_offsets, b_cols, b_vals, b_base): (&[I], &[J], &[T], usize),
+    cells: &mut [S],
+    recorder: &mut R,
+) -> u64 {
+    let bounds = &b_offsets[r..r + 2];
+    let rb = bounds[0].as_usize() - b_base..bounds[1].as_usize() - b_base;
+    let len = rb.len() as u64;
+    for (&c, &v) in b_cols[rb.clone()].iter().zip(&b_vals[rb]) {
+        cells[c.as_usize()].add(f * v);
+        if R::RECORDS {
+            recorder.product(c.as_usize() - b_base);
+        }
+    }
+    len
 }
 
 /// [`add_products`] for an op(B) with one entry a row, row `r` at entry
@@ -867,16 +888,27 @@ fn add_rows<
                 + add_products((cols_tail, a_tail, a.base), bs, cells, recorder)
         };
         // The cells of op(B)'s columns, zero-based.
-        let columns = &mut cells[b_base..];
-        let (first, second) = cols.split_at(head.len());
-        let gather = (i, cols, &scale, ncols);
-        let counted =
-            gather_row(head, first, columns, gather)? + gather_row(tail, second, columns, gather)?;
+        let counted = gather_parts((head, tail), cols, &mut cells[b_base..], (i, &scale, ncols))?;
         if S::COUNTED && counted != products {
             return Err(too_many_columns(i, cols.len()));
         }
     }
     Ok(())
+}
+
+/// [`gather_row`] on row `i` of C (columns `cols`) written in its two
+/// parts (`head`, then `tail`, as [`RowValues::row`] gives them); returns
+/// the products the cells counted.
+#[inline(always)]
+fn gather_parts<S: Slot<T>, T: Scalar, J: Index>(
+    (head, tail): (&mut [T], &mut [T]),
+    cols: &[J],
+    columns: &mut [S],
+    (i, scale, ncols): (usize, &Scale<T>, usize),
+) -> Result<u64> {
+    let (first, second) = cols.split_at(head.len());
+    let at = (i, cols, scale, ncols);
+    Ok(gather_row(head, first, columns, at)? + gather_row(tail, second, columns, at)?)
 }
 
 /// Reads (and zeroes) the cells of C's columns `cols`, part of row `i`
