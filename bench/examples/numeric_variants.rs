@@ -4,10 +4,13 @@
 //! in Rust, one thread, minimum of the runs: as PETSc has it; two rows of
 //! A at a time (each into its own accumulator, entries in turns); each row
 //! of op(B) four products at a time (the rest of a longer row in a loop);
-//! and three or four rows of A at a time. Every variant's values are
-//! checked against the first, bit for bit. It chose the shapes the
-//! known-structure kernel pairs rows for (`src/backend/cpu/pattern.rs`,
-//! `pairs_rows`).
+//! three or four rows of A at a time; and each row's products staged in a
+//! list first (rows of op(B) copied 4, 8 or 16 wide), then added in one
+//! loop. Every variant's values are checked against the first, bit for
+//! bit. It prints the product's shape (entries a row of A, products an
+//! entry and their standard deviation) and chose the shapes the
+//! known-structure kernel pairs rows for and stages them for
+//! (`src/backend/cpu/pattern.rs`, `pairs_rows`, `stages_rows`).
 //!
 //! ```sh
 //! cargo run --release --example numeric_variants -- A.mtx B.mtx [runs] [ptap]
@@ -144,6 +147,50 @@ fn vr<const R: usize>(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), ds: &mu
     }
 }
 
+/// Each row's products first staged in a list (each row of op(B) copied
+/// W at a time, past its end where it is shorter, the list's end moved by
+/// its length), then added into the accumulator in one loop: one loop end
+/// a row instead of one a row of op(B).
+#[inline(never)]
+fn staged<const W: usize>(
+    a: &Csr,
+    b: &Csr,
+    c: (&[i32], &[i32], &mut [f64]),
+    dense: &mut [f64],
+    (sc, sv): (&mut [u32], &mut [f64]),
+) {
+    let (co, cc, cv) = c;
+    let n = b.1.len();
+    for i in 0..a.3 {
+        let mut p = 0;
+        for k in a.0[i] as usize..a.0[i + 1] as usize {
+            let (r, f) = (a.1[k] as usize, a.2[k]);
+            let (s, e) = (b.0[r] as usize, b.0[r + 1] as usize);
+            if e - s <= W && s + W <= n {
+                let bc: &[i32; W] = b.1[s..s + W].try_into().unwrap();
+                let bv: &[f64; W] = b.2[s..s + W].try_into().unwrap();
+                let tc: &mut [u32; W] = (&mut sc[p..p + W]).try_into().unwrap();
+                let tv: &mut [f64; W] = (&mut sv[p..p + W]).try_into().unwrap();
+                for t in 0..W {
+                    tc[t] = bc[t] as u32;
+                    tv[t] = f * bv[t];
+                }
+                p += e - s;
+            } else {
+                for e in s..e {
+                    sc[p] = b.1[e] as u32;
+                    sv[p] = f * b.2[e];
+                    p += 1;
+                }
+            }
+        }
+        for q in 0..p {
+            dense[sc[q] as usize] += sv[q];
+        }
+        gather(i, (co, cc), cv, dense);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let a = read(&args[1]);
@@ -185,9 +232,40 @@ fn main() {
     let mut d1 = vec![0f64; b.4];
     let mut r0 = vec![0f64; nnz];
     let mut r = vec![0f64; nnz];
-    let mut best = [f64::MAX; 5];
+    let mut best = [f64::MAX; 8];
     let mut dw = vec![0f64; b.4 + 8];
     let mut ds: Vec<Vec<f64>> = (0..4).map(|_| vec![0f64; b.4]).collect();
+    let most = (0..a.3)
+        .map(|i| {
+            (a.0[i]..a.0[i + 1])
+                .map(|k| {
+                    (b.0[a.1[k as usize] as usize + 1] - b.0[a.1[k as usize] as usize]) as usize
+                })
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0);
+    {
+        let entries = a.1.len() as f64;
+        let prods: f64 =
+            a.1.iter()
+                .map(|&k| (b.0[k as usize + 1] - b.0[k as usize]) as f64)
+                .sum();
+        let sq: f64 =
+            a.1.iter()
+                .map(|&k| ((b.0[k as usize + 1] - b.0[k as usize]) as f64).powi(2))
+                .sum();
+        let mean = prods / entries;
+        println!(
+            "A rows {} entries/row {:.2} products/entry {:.2} sd {:.2} B bytes {:.1} MB",
+            a.3,
+            entries / a.3 as f64,
+            mean,
+            (sq / entries - mean * mean).sqrt(),
+            b.1.len() as f64 * 12e-6
+        );
+    }
+    let (mut sc, mut sv) = (vec![0u32; most + 16], vec![0f64; most + 16]);
     for _ in 0..runs {
         for (v, slot) in best.iter_mut().enumerate() {
             let t = Instant::now();
@@ -196,7 +274,10 @@ fn main() {
                 1 => v1(&a, &b, (&co, &cc, &mut r), &mut d0, &mut d1),
                 2 => vw::<4>(&a, &b, (&co, &cc, &mut r), &mut dw),
                 3 => vr::<3>(&a, &b, (&co, &cc, &mut r), &mut ds),
-                _ => vr::<4>(&a, &b, (&co, &cc, &mut r), &mut ds),
+                4 => vr::<4>(&a, &b, (&co, &cc, &mut r), &mut ds),
+                5 => staged::<4>(&a, &b, (&co, &cc, &mut r), &mut d0, (&mut sc, &mut sv)),
+                6 => staged::<8>(&a, &b, (&co, &cc, &mut r), &mut d0, (&mut sc, &mut sv)),
+                _ => staged::<16>(&a, &b, (&co, &cc, &mut r), &mut d0, (&mut sc, &mut sv)),
             }
             *slot = slot.min(t.elapsed().as_secs_f64() * 1e3);
             if v > 0 {
@@ -207,5 +288,5 @@ fn main() {
             }
         }
     }
-    println!("nnz(C) {nnz}; v0 petsc {:.2}  v1 two rows {:.2}  four at a time {:.2}  three rows {:.2}  four rows {:.2} ms", best[0], best[1], best[2], best[3], best[4]);
+    println!("nnz(C) {nnz}; v0 petsc {:.2}  v1 two rows {:.2}  four at a time {:.2}  three rows {:.2}  four rows {:.2}  staged 4 {:.2}  staged 8 {:.2}  staged 16 {:.2} ms", best[0], best[1], best[2], best[3], best[4], best[5], best[6], best[7]);
 }

@@ -48,12 +48,16 @@
 //! and lost on every row length tried (4 to 32 entries): its searches are
 //! branches that do not predict.
 //!
-//! With α = 1, β = 0 and sums alone, two shapes have loops of their own:
+//! With α = 1, β = 0 and sums alone, three shapes have loops of their own:
 //! an op(B) with one entry a row (GAMG's tentative prolongator, an
-//! aggregation: [`add_rows_one`], PETSc's loop over plain slices), and
-//! long rows of A over short rows of op(B) (the 27-point Poisson times a
+//! aggregation: [`add_rows_one`], PETSc's loop over plain slices); long
+//! rows of A over short rows of op(B) (the 27-point Poisson times a
 //! smoothed prolongator: [`add_rows_paired`], two rows of A at a time into
-//! two accumulators, each row's additions in the same order).
+//! two accumulators, each row's additions in the same order); and short
+//! rows of A over short rows of op(B) of uneven length (the 7-point
+//! Poisson times a smoothed prolongator: [`add_rows_staged`], each row's
+//! products listed first, its rows of op(B) copied a fixed width, then
+//! added in one loop).
 //!
 //! From the third numeric phase on one checked structure, the plan may
 //! replay instead the positions of the products in C's rows that this
@@ -331,8 +335,24 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
         true => Some(Accumulator::<S>::take(scratch, len)?),
         false => None,
     };
-    // The second accumulator, when the rows are paired.
-    let second = paired.as_mut().map(|p| &mut p.cells[..len]);
+    // Whether the rows are staged (read op(B)'s offsets only when the rest
+    // of `stages_rows` holds).
+    let stages = |products: u64| {
+        let (ap, bp) = (&a.pattern, &b.pattern);
+        let entries = ap.offsets[rows.start].as_usize()..ap.offsets[rows.end].as_usize();
+        stages_rows(rows.len(), a_entries, products, f64::INFINITY)
+            && stages_rows(
+                rows.len(),
+                a_entries,
+                products,
+                spread_of_rows_of_b((ap.cols, ap.base), bp.offsets, entries),
+            )
+    };
+    let row_loop = match paired.as_mut() {
+        Some(p) => RowLoop::Paired(&mut p.cells[..len]),
+        None if plain && one.is_none() && stages(work.rows(rows.clone())) => RowLoop::Staged,
+        None => RowLoop::General,
+    };
     match split {
         None if plain && one.is_some() => {
             let origin = (one.unwrap_or(0), offsets[rows.start]);
@@ -346,7 +366,14 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
             };
             let job = (a, a_in, b, rows, one);
             let c = (offsets, pattern);
-            add_rows_either(prefetch, job, c, (whole, scale), (cells, second), recorder)?;
+            add_rows_either(
+                prefetch,
+                job,
+                c,
+                (whole, scale),
+                (cells, row_loop),
+                recorder,
+            )?;
         }
         Some(split) => {
             let origins = (
@@ -356,7 +383,7 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
             let two = TwoArrays { split, origins };
             let job = (a, a_in, b, rows, one);
             let c = (offsets, pattern);
-            add_rows_either(prefetch, job, c, (two, scale), (cells, second), recorder)?;
+            add_rows_either(prefetch, job, c, (two, scale), (cells, row_loop), recorder)?;
         }
     }
     if !S::COUNTED {
@@ -414,8 +441,18 @@ const PAIRED_MIN_A_ROW: f64 = 16.0;
 /// See [`pairs_rows`].
 const PAIRED_MAX_B_ROW: f64 = 8.0;
 
-/// The chunk's rows by [`add_rows_paired`] when a second accumulator is
-/// given, else by [`add_rows`].
+/// Which loop adds a chunk's rows (α = 1, β = 0, sums alone and nothing
+/// recorded, for all but the general one).
+enum RowLoop<'c, S> {
+    /// [`add_rows`].
+    General,
+    /// [`add_rows_paired`], with its second accumulator.
+    Paired(&'c mut [S]),
+    /// [`add_rows_staged`].
+    Staged,
+}
+
+/// The chunk's rows by the loop `row_loop` names.
 #[allow(clippy::type_complexity)]
 fn add_rows_either<
     S: Slot<T>,
@@ -436,16 +473,210 @@ fn add_rows_either<
     ),
     c: (&[usize], &[J]),
     out: (O, &Scale<T>),
-    (cells, second): (&mut [S], Option<&mut [S]>),
+    (cells, row_loop): (&mut [S], RowLoop<'_, S>),
     recorder: &mut R,
 ) -> Result<()> {
-    match second {
-        Some(second) => {
+    match row_loop {
+        RowLoop::Paired(second) => {
             let job = ((a, a_in, b), rows, c);
             add_rows_paired_prefetching(prefetch, job, out, (cells, second))
         }
-        None => add_rows_prefetching(prefetch, (a, a_in, b, rows, one), c, out, cells, recorder),
+        RowLoop::Staged if prefetch => {
+            add_rows_staged::<true, S, T, I, J, A, O>(((a, a_in, b), rows, c), out, cells)
+        }
+        RowLoop::Staged => {
+            add_rows_staged::<false, S, T, I, J, A, O>(((a, a_in, b), rows, c), out, cells)
+        }
+        RowLoop::General => {
+            add_rows_prefetching(prefetch, (a, a_in, b, rows, one), c, out, cells, recorder)
+        }
     }
+}
+
+/// Whether a chunk's rows go through [`add_rows_staged`]: `rows` rows of
+/// A of fewer than [`PAIRED_MIN_A_ROW`] entries on average (`entries` in
+/// all), each entry's row of op(B) short (2 to [`STAGE_WIDTH`] entries on
+/// average, `products` in all) and of uneven length, so that a loop over
+/// each row of op(B) ends where the branch predictor cannot learn: a
+/// standard deviation (`spread`, [`spread_of_rows_of_b`]) of at least
+/// [`STAGE_MIN_SPREAD`] entries. One thread, `phases_vs_gustavson`'s values
+/// on a known structure, general loop / staged: the 7-point Poisson times
+/// GAMG's smoothed prolongator (7 entries a row of A, 3.6 a row of P,
+/// spread 1.2) 21.9-22.2 -> 15.3-15.5 ms at 64³ and 75.0-76.2 -> 53.4-54.0
+/// at 96³; delaunay_262144 squared (7.3, spread 1.4) 112.6 -> 109.7. Rows of
+/// op(B) of even length lose where staged (`numeric_variants`: the 5- and
+/// 7-point stencils squared 25-30 %, spread 0.1-0.3), and so do the short
+/// ones of a road graph (luxembourg_osm squared, 2.2 a row, spread 0.5).
+fn stages_rows(rows: usize, entries: usize, products: u64, spread: f64) -> bool {
+    let per_entry = products as f64 / entries.max(1) as f64;
+    rows > 0
+        && (entries as f64) < PAIRED_MIN_A_ROW * rows as f64
+        && (2.0..=STAGE_WIDTH as f64).contains(&per_entry)
+        && spread >= STAGE_MIN_SPREAD
+}
+
+/// The standard deviation of the lengths of the rows of op(B) (offsets
+/// `b_offsets`) that A's entries `entries` (columns
+/// `a_cols`, with index base `a_base`; the range with that base too) name,
+/// over up to 256 of them spread evenly through the range; 0 for none or
+/// an index out of range.
+fn spread_of_rows_of_b<I: Index, J: Index>(
+    (a_cols, a_base): (&[J], usize),
+    b_offsets: &[I],
+    entries: std::ops::Range<usize>,
+) -> f64 {
+    let step = entries.len().div_ceil(256).max(1);
+    let (mut n, mut sum, mut squares) = (0.0, 0.0, 0.0);
+    for e in entries.step_by(step) {
+        let Some(k) = a_cols.get(e.wrapping_sub(a_base)) else {
+            return 0.0;
+        };
+        let r = k.as_usize().wrapping_sub(a_base);
+        let Some(bounds) = b_offsets.get(r..r.saturating_add(2)) else {
+            return 0.0;
+        };
+        let len = bounds[1].as_usize().saturating_sub(bounds[0].as_usize()) as f64;
+        n += 1.0;
+        sum += len;
+        squares += len * len;
+    }
+    if n == 0.0 {
+        return 0.0;
+    }
+    let mean = sum / n;
+    (squares / n - mean * mean).max(0.0).sqrt()
+}
+
+/// See [`stages_rows`].
+const STAGE_MIN_SPREAD: f64 = 0.8;
+
+/// The products [`add_rows_staged`] copies of a row of op(B) at once.
+const STAGE_WIDTH: usize = 8;
+
+/// The products [`add_rows_staged`] holds before it adds them.
+const STAGE_LEN: usize = 512;
+
+/// A row's products staged, in the order they are to be added: columns
+/// of op(B) as stored and the products, `len` of them.
+struct Stage<J, T> {
+    cols: [J; STAGE_LEN + STAGE_WIDTH],
+    vals: [T; STAGE_LEN + STAGE_WIDTH],
+    len: usize,
+}
+
+impl<J: Index, T: Scalar> Stage<J, T> {
+    fn new() -> Self {
+        Stage {
+            cols: [J::default(); STAGE_LEN + STAGE_WIDTH],
+            vals: [T::zero(); STAGE_LEN + STAGE_WIDTH],
+            len: 0,
+        }
+    }
+
+    /// Stages entries `s..e` of op(B) (`b_cols`, `b_vals`) times `f`: a
+    /// row of [`STAGE_WIDTH`] entries or fewer is copied that wide (what
+    /// follows it too, past the stage's end), else the stage is added and
+    /// the row added straight into `cells`, so every column's products
+    /// are added in order.
+    #[inline(always)]
+    fn add_row<S: Slot<T>>(
+        &mut self,
+        (s, e, f): (usize, usize, T),
+        (b_cols, b_vals): (&[J], &[T]),
+        cells: &mut [S],
+    ) {
+        let len = e - s;
+        if len <= STAGE_WIDTH {
+            let end = s + STAGE_WIDTH;
+            if let (Some(bc), Some(bv)) = (b_cols.get(s..end), b_vals.get(s..end)) {
+                if self.len > STAGE_LEN {
+                    self.add_into(cells);
+                }
+                let at = self.len;
+                let cols = &mut self.cols[at..at + STAGE_WIDTH];
+                let vals = &mut self.vals[at..at + STAGE_WIDTH];
+                for t in 0..STAGE_WIDTH {
+                    cols[t] = bc[t];
+                    vals[t] = f * bv[t];
+                }
+                self.len += len;
+                return;
+            }
+        }
+        self.add_into(cells);
+        for (&c, &v) in b_cols[s..e].iter().zip(&b_vals[s..e]) {
+            cells[c.as_usize()].add(f * v);
+        }
+    }
+
+    /// Adds the staged products into `cells` and empties the stage.
+    #[inline(always)]
+    fn add_into<S: Slot<T>>(&mut self, cells: &mut [S]) {
+        let n = self.len.min(STAGE_LEN + STAGE_WIDTH);
+        for (&c, &v) in self.cols[..n].iter().zip(&self.vals[..n]) {
+            cells[c.as_usize()].add(v);
+        }
+        self.len = 0;
+    }
+}
+
+/// [`add_rows`] with each row's products first staged ([`Stage`]) and
+/// then added in one loop (α = 1, β = 0, sums alone, nothing recorded):
+/// each row of op(B) is copied [`STAGE_WIDTH`] entries wide whatever its
+/// length, so the loops end once a row of C instead of once a row of
+/// op(B). The products are added in the same order as by [`add_rows`], so
+/// C's values are the same, bit for bit. Taken where rows of op(B) are
+/// short and uneven ([`stages_rows`]): the 7-point Poisson times GAMG's
+/// smoothed prolongator (7 entries a row of A, 3.6 a row of P, standard
+/// deviation 1.2).
+#[inline(never)]
+#[allow(clippy::type_complexity)]
+fn add_rows_staged<
+    const PREFETCH: bool,
+    S: Slot<T>,
+    T: Scalar,
+    I: Index,
+    J: Index,
+    A: RowInput<T>,
+    O: RowValues<T>,
+>(
+    ((a, a_in, b), rows, (offsets, pattern)): (
+        (&Operand<'_, T, I, J>, A, &Operand<'_, T, I, J>),
+        std::ops::Range<usize>,
+        (&[usize], &[J]),
+    ),
+    (mut out, scale): (O, &Scale<T>),
+    cells: &mut [S],
+) -> Result<()> {
+    let (ap, bp) = (&a.pattern, &b.pattern);
+    let scale = *scale;
+    let n = bp.cols.len().min(b.values.len());
+    let (b_cols, b_vals) = (&bp.cols[..n], &b.values[..n]);
+    let mut stage = Box::new(Stage::<J, T>::new());
+    for i in rows {
+        if PREFETCH {
+            prefetch_rows_of_b(ap, bp, b_vals, i + PREFETCH_AHEAD);
+        }
+        let ra = ap.range(i);
+        let (head, tail) = a_in.row(i, ra.clone())?;
+        let (cols_head, cols_tail) = ap.cols[ra].split_at(head.len());
+        for (cols, vals) in [(cols_head, head), (cols_tail, tail)] {
+            for (&k, &f) in cols.iter().zip(vals) {
+                let bounds = &bp.offsets[k.as_usize() - ap.base..][..2];
+                let (s, e) = (
+                    bounds[0].as_usize() - bp.base,
+                    bounds[1].as_usize() - bp.base,
+                );
+                stage.add_row((s, e, f), (b_cols, b_vals), cells);
+            }
+        }
+        stage.add_into(cells);
+        let c_row = offsets[i]..offsets[i + 1];
+        let cols = &pattern[c_row.clone()];
+        let parts = out.row(i, c_row);
+        gather_parts(parts, cols, &mut cells[bp.base..], (i, &scale, bp.ncols))?;
+    }
+    Ok(())
 }
 
 /// [`add_rows_paired`], prefetching the rows of op(B) or not.
@@ -1293,6 +1524,17 @@ mod tests {
         );
         let lengths: Vec<i32> = a.offsets.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(lengths.windows(2).any(|w| w[0] != w[1]), "{lengths:?}");
+        same_as_the_general_path(&a, &b, 2);
+    }
+
+    /// C's values by the loop the kernel chooses for `a`·`b` (sums alone)
+    /// and by the general loop (counted cells): the same bits, and the
+    /// dense product's values, with A's values in one array and split,
+    /// index bases 0 and 1; the `accumulators` the chosen loop used go
+    /// back to the pool all zero; and a column of C out of range is
+    /// refused there too.
+    fn same_as_the_general_path(a: &Csr, b: &Csr, accumulators: usize) {
+        let (m, n) = (a.offsets.len() - 1, b.ncols);
         let mut dense = vec![vec![None::<f64>; n]; m];
         for (i, row) in dense.iter_mut().enumerate() {
             for p in a.offsets[i] as usize..a.offsets[i + 1] as usize {
@@ -1320,36 +1562,142 @@ mod tests {
                 let at = (&c[..], &offsets[..], base);
                 let mut general = vec![f64::NAN; c.len()];
                 let how = (false, split);
-                run_split(&scratch, (&a, &b), at, (1.0, 0.0), &mut general, how).unwrap();
-                let mut paired = vec![f64::NAN; c.len()];
+                run_split(&scratch, (a, b), at, (1.0, 0.0), &mut general, how).unwrap();
+                let mut chosen = vec![f64::NAN; c.len()];
                 let how = (true, split);
-                run_split(&scratch, (&a, &b), at, (1.0, 0.0), &mut paired, how).unwrap();
-                let differs = (0..c.len()).find(|&e| paired[e].to_bits() != general[e].to_bits());
+                run_split(&scratch, (a, b), at, (1.0, 0.0), &mut chosen, how).unwrap();
+                let differs = (0..c.len()).find(|&e| chosen[e].to_bits() != general[e].to_bits());
                 assert_eq!(
                     differs, None,
-                    "base {base}, {split:?}: {paired:?} {general:?}"
+                    "base {base}, {split:?}: {chosen:?} {general:?}"
                 );
-                for (x, y) in paired.iter().zip(&want) {
+                for (x, y) in chosen.iter().zip(&want) {
                     assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0), "{x} {y}");
                 }
-                // Both accumulators go back all zero.
+                // The accumulators go back all zero.
                 let mut kept = Vec::new();
                 while let Some(acc) = scratch.take(|_: &Accumulator<Sum<f64>>| true) {
                     assert!(acc.cells.iter().all(|c| c.0 == 0.0));
                     kept.push(acc);
                 }
-                assert_eq!(kept.len(), 2);
+                assert_eq!(kept.len(), accumulators);
                 kept.into_iter().for_each(|acc| scratch.give(acc));
             }
         }
         // A column of C out of range is refused there too.
         let scratch = ScratchPool::default();
         let mut wide = pattern.clone();
-        wide[offsets[3]] = n as i32;
+        let row = (0..m).find(|&i| offsets[i + 1] > offsets[i]).unwrap();
+        wide[offsets[row]] = n as i32;
         let mut vals = vec![0.0; wide.len()];
         let at = (&wide[..], &offsets[..], 0);
-        let e = run_in(&scratch, (&a, &b), at, (1.0, 0.0), &mut vals, true).unwrap_err();
+        let e = run_in(&scratch, (a, b), at, (1.0, 0.0), &mut vals, true).unwrap_err();
         assert!(e.to_string().contains("out of range"), "{e}");
+    }
+
+    /// Short rows of A over short rows of op(B) of uneven length (the
+    /// 7-point Poisson times a smoothed prolongator) are staged
+    /// ([`add_rows_staged`]), as the general loop adds them: rows of op(B)
+    /// longer than the stage's width, a row of A whose products overflow
+    /// the stage, the last rows of op(B) (read past no end).
+    #[test]
+    fn short_uneven_rows_of_b_stage_as_the_general_path() {
+        let (m, k, n) = (60, 300, 50);
+        let mut x = 7u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as usize
+        };
+        let long = |r: usize| r % 150 == 5;
+        // Rows of B of 1 to 8 entries, rows 5 and 155 of 12; the last of 3
+        // (a copy as wide as the stage would pass the arrays' end).
+        let b_rows: Vec<Vec<(i32, f64)>> = (0..k)
+            .map(|r| {
+                let len = match r {
+                    _ if r == k - 1 => 3,
+                    _ if long(r) => 12,
+                    _ => 1 + next() % 8,
+                };
+                let start = next() % (n - len);
+                (0..len)
+                    .map(|e| ((start + e) as i32, 0.7 - e as f64 / 7.0))
+                    .collect()
+            })
+            .collect();
+        // Rows of A of 3 to 9 entries, one empty, and one over every short
+        // row of B (over 512 products between two long rows of B: the
+        // stage is added within the row); thirds and tenths.
+        let a_rows: Vec<Vec<(i32, f64)>> = (0..m)
+            .map(|i| {
+                let mut cols: Vec<i32> = match i {
+                    7 => (0..k).filter(|&r| !long(r)).map(|r| r as i32).collect(),
+                    8 => Vec::new(),
+                    _ => (0..3 + next() % 7)
+                        .map(|e| ((i * 5 + e * 7) % k) as i32)
+                        .collect(),
+                };
+                cols.sort_unstable();
+                cols.dedup();
+                let to = |(e, &c): (usize, &i32)| (c, (1.0 + e as f64) / 3.0 - 0.1 * i as f64);
+                cols.iter().enumerate().map(to).collect()
+            })
+            .collect();
+        let slices = |rows: &[Vec<(i32, f64)>]| rows.iter().map(|r| r.to_vec()).collect::<Vec<_>>();
+        let a = Csr::rows(
+            &slices(&a_rows).iter().map(|r| &r[..]).collect::<Vec<_>>(),
+            k,
+        );
+        let b = Csr::rows(
+            &slices(&b_rows).iter().map(|r| &r[..]).collect::<Vec<_>>(),
+            n,
+        );
+        let row_len = |r: usize| (b.offsets[r + 1] - b.offsets[r]) as u64;
+        let products: u64 = a.cols.iter().map(|&c| row_len(c as usize)).sum();
+        // Row 7's products between the two long rows of B.
+        let run = (6..155).map(row_len).sum::<u64>();
+        assert!(run > (STAGE_LEN + STAGE_WIDTH) as u64, "{run}");
+        assert!(a
+            .cols
+            .iter()
+            .any(|&c| row_len(c as usize) > STAGE_WIDTH as u64));
+        assert!(a.cols.contains(&(k as i32 - 1)));
+        let spread = spread_of_rows_of_b((&a.cols, 0), &b.offsets, 0..a.cols.len());
+        assert!(
+            stages_rows(m, a.cols.len(), products, spread),
+            "{} entries, {products} products, spread {spread}",
+            a.cols.len()
+        );
+        same_as_the_general_path(&a, &b, 1);
+    }
+
+    /// Which rows are staged: short rows of op(B) of uneven length under
+    /// short rows of A, not rows of op(B) of one length (a stencil), long
+    /// or one-entry ones, nor long rows of A (paired instead).
+    #[test]
+    fn rows_are_staged_where_rows_of_b_are_short_and_uneven() {
+        // 7 entries a row of A over rows of B of 3.6 on average.
+        assert!(stages_rows(100, 700, 2520, 1.2));
+        assert!(!stages_rows(100, 700, 2520, 0.3), "even rows of op(B)");
+        assert!(!stages_rows(100, 700, 7000, 1.2), "rows of op(B) of 10");
+        assert!(!stages_rows(100, 700, 700, 1.2), "one entry a row of op(B)");
+        assert!(!stages_rows(100, 2000, 7200, 1.2), "rows of A of 20");
+        assert!(!stages_rows(0, 0, 0, 1.2), "no rows");
+        // The spread: rows of B of 1 and 3 entries, named alike: 1.
+        let b_offsets = [0i32, 1, 4, 5, 8];
+        let a_cols = [0i32, 1, 2, 3];
+        let spread = spread_of_rows_of_b((&a_cols[..], 0), &b_offsets[..], 0..4);
+        assert!((spread - 1.0).abs() < 1e-12, "{spread}");
+        // Base 1, and an entry naming a row out of range: 0.
+        let a_one = [1i32, 2, 3, 4];
+        let spread = spread_of_rows_of_b((&a_one[..], 1), &b_offsets[..], 1..5);
+        assert!((spread - 1.0).abs() < 1e-12, "{spread}");
+        let a_bad = [0i32, 9];
+        assert_eq!(
+            spread_of_rows_of_b((&a_bad[..], 0), &b_offsets[..], 0..2),
+            0.0
+        );
     }
 
     /// The paired kernel's two accumulators stay within the bytes planned
