@@ -3067,21 +3067,12 @@ mod tests {
     #[test]
     fn long_rows_of_a_over_short_rows_of_b_give_the_reference() {
         let (m, k, n) = (41, 300, 30);
-        let a: Vec<(usize, usize, f64)> = (0..m)
-            .flat_map(|i| {
-                (0..18 + i % 7).map(move |e| {
-                    let v = (1.0 + e as f64) / 3.0 - 0.1 * i as f64;
-                    (i, (i * 7 + e * 13) % k, v)
-                })
-            })
-            .collect();
-        let a = CsrMatrix::from_triplets(m, k, &a, IndexBase::Zero).unwrap();
-        let b: Vec<(usize, usize, f64)> = (0..k)
-            .flat_map(|r| {
-                (0..2 + r % 4).map(move |e| (r, (r / 10 + e * 3) % n, 0.7 - e as f64 / 7.0))
-            })
-            .collect();
-        let b = CsrMatrix::from_triplets(k, n, &b, IndexBase::Zero).unwrap();
+        let a = rows_of_a(m, k, |i| 18 + i % 7);
+        let b = matrix_of_rows(
+            (k, n),
+            |r| 2 + r % 4,
+            |r, e| ((r / 10 + e * 3) % n, 0.7 - e as f64 / 7.0),
+        );
         known_structure_is_the_reference(&a, &b);
     }
 
@@ -3093,24 +3084,42 @@ mod tests {
     #[test]
     fn short_uneven_rows_of_b_give_the_reference() {
         let (m, k, n) = (400, 500, 120);
-        let a: Vec<(usize, usize, f64)> = (0..m)
-            .flat_map(|i| {
-                (0..3 + i % 7).map(move |e| {
-                    let v = (1.0 + e as f64) / 3.0 - 0.1 * i as f64;
-                    (i, (i * 7 + e * 13) % k, v)
-                })
-            })
-            .collect();
-        let a = CsrMatrix::from_triplets(m, k, &a, IndexBase::Zero).unwrap();
+        let a = rows_of_a(m, k, |i| 3 + i % 7);
         // Rows of 1 to 8 entries in an uneven order, every 50th of 11.
-        let b: Vec<(usize, usize, f64)> = (0..k)
-            .flat_map(|r| {
-                let len = if r % 50 == 3 { 11 } else { 1 + (r * r / 3) % 8 };
-                (0..len).map(move |e| (r, (r / 5 + e * 3) % n, 0.7 - e as f64 / 7.0))
+        let len = |r: usize| if r % 50 == 3 { 11 } else { 1 + (r * r / 3) % 8 };
+        let b = matrix_of_rows((k, n), len, |r, e| {
+            ((r / 5 + e * 3) % n, 0.7 - e as f64 / 7.0)
+        });
+        known_structure_is_the_reference(&a, &b);
+    }
+
+    /// An `m × k` A whose row `i` has `len(i)` entries, its values thirds
+    /// and tenths.
+    fn rows_of_a(m: usize, k: usize, len: impl Fn(usize) -> usize) -> CsrMatrix<f64, i64, i32> {
+        matrix_of_rows((m, k), len, |i, e| {
+            (
+                (i * 7 + e * 13) % k,
+                (1.0 + e as f64) / 3.0 - 0.1 * i as f64,
+            )
+        })
+    }
+
+    /// A `rows × cols` matrix whose row `r` has the entries `entry(r, e)`
+    /// (column and value) for `e` below `len(r)`, in that order (a column
+    /// that repeats is kept twice, as `from_triplets` keeps it).
+    fn matrix_of_rows(
+        (rows, cols): (usize, usize),
+        len: impl Fn(usize) -> usize,
+        entry: impl Fn(usize, usize) -> (usize, f64),
+    ) -> CsrMatrix<f64, i64, i32> {
+        let triplets: Vec<(usize, usize, f64)> = (0..rows)
+            .flat_map(|r| (0..len(r)).map(move |e| (r, e)))
+            .map(|(r, e)| {
+                let (c, v) = entry(r, e);
+                (r, c, v)
             })
             .collect();
-        let b = CsrMatrix::from_triplets(k, n, &b, IndexBase::Zero).unwrap();
-        known_structure_is_the_reference(&a, &b);
+        CsrMatrix::from_triplets(rows, cols, &triplets, IndexBase::Zero).unwrap()
     }
 
     /// C = A·B by the known-structure kernel on the columns

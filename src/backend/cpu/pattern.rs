@@ -72,6 +72,7 @@ use super::scratch::{bytes_of, Scratch};
 use super::{SplitInput, SplitRows};
 use crate::error::{try_vec, Error, Result};
 use crate::plan::select::DENSE_MAX_BYTES;
+use crate::plan::RowPattern;
 use crate::types::{Index, Scalar};
 
 /// Whether the accumulator of op(B)'s `ncols` columns is small enough for
@@ -329,28 +330,25 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
     let plain = scale.alpha == T::one() && scale.beta == T::zero() && !S::COUNTED && !R::RECORDS;
     let a_entries =
         a.pattern.offsets[rows.end].as_usize() - a.pattern.offsets[rows.start].as_usize();
+    let products = work.rows(rows.clone());
     // The second accumulator of `add_rows_paired`.
-    let pairs = pairs_rows(a_entries, work.rows(rows.clone()), rows.len());
+    let pairs = pairs_rows(a_entries, products, rows.len());
     let mut paired = match plain && one.is_none() && two_sums_fit::<T>() && pairs {
         true => Some(Accumulator::<S>::take(scratch, len)?),
         false => None,
     };
-    // Whether the rows are staged (read op(B)'s offsets only when the rest
-    // of `stages_rows` holds).
-    let stages = |products: u64| {
+    // The spread of op(B)'s rows, read only when the rest of
+    // `stages_rows` holds.
+    let spread = || {
         let (ap, bp) = (&a.pattern, &b.pattern);
         let entries = ap.offsets[rows.start].as_usize()..ap.offsets[rows.end].as_usize();
-        stages_rows(rows.len(), a_entries, products, f64::INFINITY)
-            && stages_rows(
-                rows.len(),
-                a_entries,
-                products,
-                spread_of_rows_of_b((ap.cols, ap.base), bp.offsets, entries),
-            )
+        spread_of_rows_of_b((ap.cols, ap.base), bp.offsets, entries)
     };
     let row_loop = match paired.as_mut() {
         Some(p) => RowLoop::Paired(&mut p.cells[..len]),
-        None if plain && one.is_none() && stages(work.rows(rows.clone())) => RowLoop::Staged,
+        None if plain && one.is_none() && stages_rows(rows.len(), a_entries, products, spread) => {
+            RowLoop::Staged
+        }
         None => RowLoop::General,
     };
     match split {
@@ -452,7 +450,8 @@ enum RowLoop<'c, S> {
     Staged,
 }
 
-/// The chunk's rows by the loop `row_loop` names.
+/// The chunk's rows by the loop `row_loop` names, prefetching the rows of
+/// op(B) or not.
 #[allow(clippy::type_complexity)]
 fn add_rows_either<
     S: Slot<T>,
@@ -476,19 +475,22 @@ fn add_rows_either<
     (cells, row_loop): (&mut [S], RowLoop<'_, S>),
     recorder: &mut R,
 ) -> Result<()> {
-    match row_loop {
-        RowLoop::Paired(second) => {
-            let job = ((a, a_in, b), rows, c);
-            add_rows_paired_prefetching(prefetch, job, out, (cells, second))
+    let job = ((a, a_in, b), rows.clone(), c);
+    let general = (rows, one);
+    match (row_loop, prefetch) {
+        (RowLoop::Paired(second), true) => {
+            add_rows_paired::<true, _, _, _, _, _, _>(job, out, (cells, second))
         }
-        RowLoop::Staged if prefetch => {
-            add_rows_staged::<true, S, T, I, J, A, O>(((a, a_in, b), rows, c), out, cells)
+        (RowLoop::Paired(second), false) => {
+            add_rows_paired::<false, _, _, _, _, _, _>(job, out, (cells, second))
         }
-        RowLoop::Staged => {
-            add_rows_staged::<false, S, T, I, J, A, O>(((a, a_in, b), rows, c), out, cells)
+        (RowLoop::Staged, true) => add_rows_staged::<true, _, _, _, _, _, _>(job, out, cells),
+        (RowLoop::Staged, false) => add_rows_staged::<false, _, _, _, _, _, _>(job, out, cells),
+        (RowLoop::General, true) => {
+            add_rows::<true, _, _, _, _, _, _, _>(a, a_in, b, general, c, out, cells, recorder)
         }
-        RowLoop::General => {
-            add_rows_prefetching(prefetch, (a, a_in, b, rows, one), c, out, cells, recorder)
+        (RowLoop::General, false) => {
+            add_rows::<false, _, _, _, _, _, _, _>(a, a_in, b, general, c, out, cells, recorder)
         }
     }
 }
@@ -498,7 +500,8 @@ fn add_rows_either<
 /// all), each entry's row of op(B) short (2 to [`STAGE_WIDTH`] entries on
 /// average, `products` in all) and of uneven length, so that a loop over
 /// each row of op(B) ends where the branch predictor cannot learn: a
-/// standard deviation (`spread`, [`spread_of_rows_of_b`]) of at least
+/// standard deviation (`spread()`, [`spread_of_rows_of_b`], not called
+/// unless the rest holds) of at least
 /// [`STAGE_MIN_SPREAD`] entries. One thread, `phases_vs_gustavson`'s values
 /// on a known structure, general loop / staged: the 7-point Poisson times
 /// GAMG's smoothed prolongator (7 entries a row of A, 3.6 a row of P,
@@ -507,12 +510,12 @@ fn add_rows_either<
 /// op(B) of even length lose where staged (`numeric_variants`: the 5- and
 /// 7-point stencils squared 25-30 %, spread 0.1-0.3), and so do the short
 /// ones of a road graph (luxembourg_osm squared, 2.2 a row, spread 0.5).
-fn stages_rows(rows: usize, entries: usize, products: u64, spread: f64) -> bool {
+fn stages_rows(rows: usize, entries: usize, products: u64, spread: impl FnOnce() -> f64) -> bool {
     let per_entry = products as f64 / entries.max(1) as f64;
     rows > 0
         && (entries as f64) < PAIRED_MIN_A_ROW * rows as f64
         && (2.0..=STAGE_WIDTH as f64).contains(&per_entry)
-        && spread >= STAGE_MIN_SPREAD
+        && spread() >= STAGE_MIN_SPREAD
 }
 
 /// The standard deviation of the lengths of the rows of op(B) (offsets
@@ -657,10 +660,8 @@ fn add_rows_staged<
         if PREFETCH {
             prefetch_rows_of_b(ap, bp, b_vals, i + PREFETCH_AHEAD);
         }
-        let ra = ap.range(i);
-        let (head, tail) = a_in.row(i, ra.clone())?;
-        let (cols_head, cols_tail) = ap.cols[ra].split_at(head.len());
-        for (cols, vals) in [(cols_head, head), (cols_tail, tail)] {
+        let (head, tail) = row_parts(ap, &a_in, i)?;
+        for (cols, vals) in [head, tail] {
             for (&k, &f) in cols.iter().zip(vals) {
                 let bounds = &bp.offsets[k.as_usize() - ap.base..][..2];
                 let (s, e) = (
@@ -677,33 +678,6 @@ fn add_rows_staged<
         gather_parts(parts, cols, &mut cells[bp.base..], (i, &scale, bp.ncols))?;
     }
     Ok(())
-}
-
-/// [`add_rows_paired`], prefetching the rows of op(B) or not.
-#[inline(always)]
-#[allow(clippy::type_complexity)]
-fn add_rows_paired_prefetching<
-    S: Slot<T>,
-    T: Scalar,
-    I: Index,
-    J: Index,
-    A: RowInput<T>,
-    O: RowValues<T>,
->(
-    prefetch: bool,
-    job: (
-        (&Operand<'_, T, I, J>, A, &Operand<'_, T, I, J>),
-        std::ops::Range<usize>,
-        (&[usize], &[J]),
-    ),
-    out: (O, &Scale<T>),
-    cells: (&mut [S], &mut [S]),
-) -> Result<()> {
-    if prefetch {
-        add_rows_paired::<true, S, T, I, J, A, O>(job, out, cells)
-    } else {
-        add_rows_paired::<false, S, T, I, J, A, O>(job, out, cells)
-    }
 }
 
 /// [`add_rows`] two rows at a time (α = 1, β = 0, sums alone, nothing
@@ -738,13 +712,7 @@ fn add_rows_paired<
     let n = bp.cols.len().min(b.values.len());
     let (b_cols, b_vals) = (&bp.cols[..n], &b.values[..n]);
     let bs = (bp.offsets, b_cols, b_vals, bp.base);
-    // Row `i` of A: its columns and values in its two parts.
-    let parts = |i: usize| -> Result<((&[J], &[T]), (&[J], &[T]))> {
-        let ra = ap.range(i);
-        let (head, tail) = a_in.row(i, ra.clone())?;
-        let (cols_head, cols_tail) = ap.cols[ra].split_at(head.len());
-        Ok(((cols_head, head), (cols_tail, tail)))
-    };
+    let parts = |i: usize| row_parts(ap, &a_in, i);
     let mut gather = |i: usize, cells: &mut [S]| -> Result<u64> {
         let c_row = offsets[i]..offsets[i + 1];
         let cols = &pattern[c_row.clone()];
@@ -897,6 +865,21 @@ impl<T: Scalar, I: Index> RowInput<T> for SplitInput<'_, T, I> {
     }
 }
 
+/// Row `i` of A (pattern `ap`, values from `a_in`): its columns and
+/// values in its two parts, as [`RowInput::row`] splits them.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn row_parts<'r, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
+    ap: &RowPattern<'r, I, J>,
+    a_in: &'r A,
+    i: usize,
+) -> Result<((&'r [J], &'r [T]), (&'r [J], &'r [T]))> {
+    let ra = ap.range(i);
+    let (head, tail) = a_in.row(i, ra.clone())?;
+    let (cols_head, cols_tail) = ap.cols[ra].split_at(head.len());
+    Ok(((cols_head, head), (cols_tail, tail)))
+}
+
 /// Adds the products of A's entries `a_cols` (values `a_vals`, as many)
 /// with their rows of op(B) (`b_offsets`; columns and values `b_cols`,
 /// `b_vals`, zero-based from `b_base`) into `cells`; returns how many.
@@ -997,10 +980,8 @@ fn add_rows_one<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
                 cells[b_cols[r].as_usize()].add(a_vals[k] * b_vals[r]);
             }
         } else {
-            let ra = ap.range(i);
-            let (head, tail) = a_in.row(i, ra.clone())?;
-            let (cols_head, cols_tail) = a_cols[ra].split_at(head.len());
-            for (cols, vals) in [(cols_head, head), (cols_tail, tail)] {
+            let (head, tail) = row_parts(ap, &a_in, i)?;
+            for (cols, vals) in [head, tail] {
                 for (&k, &f) in cols.iter().zip(vals) {
                     let r = k.as_usize() - a_base;
                     cells[b_cols[r].as_usize()].add(f * b_vals[r]);
@@ -1022,38 +1003,6 @@ fn add_rows_one<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
         }
     }
     Ok(())
-}
-
-/// [`add_rows`], prefetching the rows of op(B) or not.
-#[inline(always)]
-#[allow(clippy::type_complexity)]
-fn add_rows_prefetching<
-    S: Slot<T>,
-    T: Scalar,
-    I: Index,
-    J: Index,
-    A: RowInput<T>,
-    O: RowValues<T>,
-    R: RowRecorder<J>,
->(
-    prefetch: bool,
-    (a, a_in, b, rows, one): (
-        &Operand<'_, T, I, J>,
-        A,
-        &Operand<'_, T, I, J>,
-        std::ops::Range<usize>,
-        Option<usize>,
-    ),
-    c: (&[usize], &[J]),
-    out: (O, &Scale<T>),
-    cells: &mut [S],
-    recorder: &mut R,
-) -> Result<()> {
-    if prefetch {
-        add_rows::<true, S, T, I, J, A, O, R>(a, a_in, b, (rows, one), c, out, cells, recorder)
-    } else {
-        add_rows::<false, S, T, I, J, A, O, R>(a, a_in, b, (rows, one), c, out, cells, recorder)
-    }
 }
 
 /// [`accumulate_rows`] into the accumulator `cells` (one per column of
@@ -1190,7 +1139,7 @@ mod tests {
     use super::*;
     use crate::backend::cpu::rows::Scale;
     use crate::backend::cpu::ScratchPool;
-    use crate::plan::{RowPattern, RowWork};
+    use crate::plan::RowWork;
 
     /// A CSR matrix with zero-based `i32` indices, for the kernel's tests.
     struct Csr {
@@ -1665,7 +1614,7 @@ mod tests {
         assert!(a.cols.contains(&(k as i32 - 1)));
         let spread = spread_of_rows_of_b((&a.cols, 0), &b.offsets, 0..a.cols.len());
         assert!(
-            stages_rows(m, a.cols.len(), products, spread),
+            stages_rows(m, a.cols.len(), products, || spread),
             "{} entries, {products} products, spread {spread}",
             a.cols.len()
         );
@@ -1678,12 +1627,17 @@ mod tests {
     #[test]
     fn rows_are_staged_where_rows_of_b_are_short_and_uneven() {
         // 7 entries a row of A over rows of B of 3.6 on average.
-        assert!(stages_rows(100, 700, 2520, 1.2));
-        assert!(!stages_rows(100, 700, 2520, 0.3), "even rows of op(B)");
-        assert!(!stages_rows(100, 700, 7000, 1.2), "rows of op(B) of 10");
-        assert!(!stages_rows(100, 700, 700, 1.2), "one entry a row of op(B)");
-        assert!(!stages_rows(100, 2000, 7200, 1.2), "rows of A of 20");
-        assert!(!stages_rows(0, 0, 0, 1.2), "no rows");
+        assert!(stages_rows(100, 700, 2520, || 1.2));
+        assert!(!stages_rows(100, 700, 2520, || 0.3), "even rows of op(B)");
+        assert!(!stages_rows(100, 700, 7000, || 1.2), "rows of op(B) of 10");
+        assert!(
+            !stages_rows(100, 700, 700, || 1.2),
+            "one entry a row of op(B)"
+        );
+        assert!(!stages_rows(100, 2000, 7200, || 1.2), "rows of A of 20");
+        assert!(!stages_rows(0, 0, 0, || 1.2), "no rows");
+        // The spread is not read where the shape already says no.
+        assert!(!stages_rows(100, 700, 7000, || unreachable!()));
         // The spread: rows of B of 1 and 3 entries, named alike: 1.
         let b_offsets = [0i32, 1, 4, 5, 8];
         let a_cols = [0i32, 1, 2, 3];
