@@ -1755,14 +1755,20 @@ fn small_row<T: Scalar, I: Index, J: Index>(
     let mut sums = [T::zero(); SMALL_ROW];
     // The entry written: one further at each new column (none before the
     // first: `u32::MAX` is no column's key).
-    let (mut w, mut previous) = (usize::MAX, u32::MAX);
+    // The column's sum is carried in a register and stored at every
+    // product (the last store of a column is its sum): added in `sums`
+    // itself, each product waited for the store of the one before.
+    let (mut w, mut previous, mut sum) = (usize::MAX, u32::MAX, T::zero());
     for &key in &keys[..n] {
         let col = key >> SMALL_ROW_BITS;
-        w = w.wrapping_add(usize::from(col != previous));
+        let new = col != previous;
+        w = w.wrapping_add(usize::from(new));
         previous = col;
+        sum = if new { T::zero() } else { sum };
+        sum += products[(key & PLACE) as usize];
         let at = w % SMALL_ROW;
         cols[at] = col;
-        sums[at] += products[(key & PLACE) as usize];
+        sums[at] = sum;
     }
     Some(SmallRow {
         cols,
