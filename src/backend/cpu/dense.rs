@@ -1754,10 +1754,10 @@ fn small_row<T: Scalar, I: Index, J: Index>(
     let mut cols = [0u32; SMALL_ROW];
     let mut sums = [T::zero(); SMALL_ROW];
     // The entry written: one further at each new column (none before the
-    // first: `u32::MAX` is no column's key).
-    // The column's sum is carried in a register and stored at every
-    // product (the last store of a column is its sum): added in `sums`
-    // itself, each product waited for the store of the one before.
+    // first: `u32::MAX` is no column's key). Its sum is carried in a
+    // register and stored at every product, the last store being the
+    // column's sum: added in `sums` itself, each product waited for the
+    // store of the one before.
     let (mut w, mut previous, mut sum) = (usize::MAX, u32::MAX, T::zero());
     for &key in &keys[..n] {
         let col = key >> SMALL_ROW_BITS;

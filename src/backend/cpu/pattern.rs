@@ -501,11 +501,10 @@ fn add_rows_either<
 /// average, `products` in all) and of uneven length, so that a loop over
 /// each row of op(B) ends where the branch predictor cannot learn: a
 /// standard deviation (`spread()`, [`spread_of_rows_of_b`], not called
-/// unless the rest holds) of at least
-/// [`STAGE_MIN_SPREAD`] entries. One thread, `phases_vs_gustavson`'s values
-/// on a known structure, general loop / staged: the 7-point Poisson times
-/// GAMG's smoothed prolongator (7 entries a row of A, 3.6 a row of P,
-/// spread 1.2) 21.9-22.2 -> 15.3-15.5 ms at 64³ and 75.0-76.2 -> 53.4-54.0
+/// unless the rest holds) of at least [`STAGE_MIN_SPREAD`] entries. One
+/// thread, `phases_vs_gustavson`'s values on a known structure, general
+/// loop / staged: the 7-point Poisson times GAMG's smoothed prolongator
+/// (7 entries a row of A, 3.6 a row of P, spread 1.2) 21.9-22.2 -> 15.3-15.5 ms at 64³ and 75.0-76.2 -> 53.4-54.0
 /// at 96³; delaunay_262144 squared (7.3, spread 1.4) 112.6 -> 109.7. Rows of
 /// op(B) of even length lose where staged (`numeric_variants`: the 5- and
 /// 7-point stencils squared 25-30 %, spread 0.1-0.3), and so do the short
