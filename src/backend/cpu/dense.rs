@@ -956,7 +956,11 @@ impl<J: Index> ListedColumns<J> {
     }
 
     /// [`ListedColumns::push_row`], returning the row's block and where it
-    /// starts in it.
+    /// starts in it. Small, so that it is inlined into the listing's loop,
+    /// which calls it for every row (as a call, with [`ListedValues::row`],
+    /// it took a tenth of the listing of GAMG's A·P_tent, 7 products a
+    /// row: see [`ListedColumns::add_block`]); a new block is taken out of
+    /// line.
     #[inline]
     fn reserve(&mut self, n: usize, scratch: &ScratchPool) -> Result<(usize, usize)> {
         let fits = self
@@ -964,16 +968,30 @@ impl<J: Index> ListedColumns<J> {
             .last()
             .is_some_and(|(b, used)| b.len() - used >= n);
         if !fits {
-            let want = n.max(LISTED_BLOCK_ENTRIES);
-            let what = "C's columns listed by the symbolic phase";
-            let block = ListedBlock::take(scratch, want, J::default(), what)?;
-            self.blocks.push((block, 0));
+            self.add_block(n, scratch)?;
         }
         let k = self.blocks.len() - 1;
         let used = &mut self.blocks[k].1;
         let at = *used;
         *used += n;
         Ok((k, at))
+    }
+
+    /// A new last block, from `scratch` or allocated, for a row of `n`
+    /// entries. Out of line so that [`ListedColumns::reserve`] and
+    /// [`ListedValues::row`] are inlined: in the shared library (where
+    /// they were calls, unlike in the benchmarks' binaries) 7-point
+    /// Poisson times GAMG's tentative prolongator (64³, one rank,
+    /// `reuse_nnz` in the PETSc plug-in) listed in 30.0-30.4 ms with both
+    /// as calls, 26.4-27.3 inlined.
+    #[cold]
+    #[inline(never)]
+    fn add_block(&mut self, n: usize, scratch: &ScratchPool) -> Result<()> {
+        let want = n.max(LISTED_BLOCK_ENTRIES);
+        let what = "C's columns listed by the symbolic phase";
+        let block = ListedBlock::take(scratch, want, J::default(), what)?;
+        self.blocks.push((block, 0));
+        Ok(())
     }
 
     /// Lists the last row listed (its `n` columns) once more.
@@ -1049,6 +1067,8 @@ impl<T: Scalar> ListedValues<T> {
     /// The slots of the values of a row of `n` entries listed in block `k`
     /// of the columns, at `at`, that block being `len` long (a block from
     /// `scratch`, or a new one, when the values have no block `k` yet).
+    /// Small, to be inlined as [`ListedColumns::reserve`]; new blocks are
+    /// taken out of line.
     #[inline]
     fn row(
         &mut self,
@@ -1056,14 +1076,25 @@ impl<T: Scalar> ListedValues<T> {
         n: usize,
         scratch: &ScratchPool,
     ) -> Result<&mut [T]> {
+        if self.blocks.len() <= k {
+            self.add_blocks(k, len, scratch)?;
+        }
+        let (block, used) = &mut self.blocks[k];
+        *used = at + n;
+        Ok(&mut block[at..at + n])
+    }
+
+    /// Blocks of `len` entries, from `scratch` or allocated, up to block
+    /// `k`.
+    #[cold]
+    #[inline(never)]
+    fn add_blocks(&mut self, k: usize, len: usize, scratch: &ScratchPool) -> Result<()> {
         while self.blocks.len() <= k {
             let what = "C's values listed by the symbolic phase";
             let block = ListedBlock::take(scratch, len, T::zero(), what)?;
             self.blocks.push((block, 0));
         }
-        let (block, used) = &mut self.blocks[k];
-        *used = at + n;
-        Ok(&mut block[at..at + n])
+        Ok(())
     }
 
     /// Number of values listed.
@@ -1266,19 +1297,26 @@ fn list_rows_with<const VALUES: bool, T: Scalar, I: Index, J: Index>(
         // 5 to 8 products: sorted in registers and summed without
         // branches ([`small_row`]), with no stamps, list and sort.
         if VALUES && small_rows && takes_small_row(work.row(i)) {
-            if let Some(row) = small_row(a, b, (i, one), &ws.sorter) {
-                let n = row.n;
+            // Written straight into the listed blocks (and `ws.previous`,
+            // for a next row of A with this row's pattern), room for every
+            // product taken first and what the row did not fill given back.
+            let products = work.row(i) as usize;
+            let (kb, at) = out.reserve(products, scratch)?;
+            let slot = vals.row(out.last_row(products), products, scratch)?;
+            ws.previous.clear();
+            ws.previous.resize(products, 0);
+            let mut sink = ListedSlots {
+                cols: &mut out.blocks[kb].0[at..at + products],
+                vals: slot,
+                previous: &mut ws.previous,
+            };
+            let written = small_row_into(a, b, (i, one), &ws.sorter, &mut sink);
+            let n = written.unwrap_or(0);
+            out.blocks[kb].1 = at + n;
+            vals.row(out.last_row(n), n, scratch)?;
+            ws.previous.truncate(n);
+            if written.is_some() {
                 counts[c] = n;
-                let (kb, at) = out.reserve(n, scratch)?;
-                row.write_cols(0, &mut out.blocks[kb].0[at..at + n]);
-                let slot = vals.row(out.last_row(n), n, scratch)?;
-                for (d, &sum) in slot.iter_mut().zip(&row.sums) {
-                    *d = sum;
-                }
-                // For a next row of A with this row's pattern.
-                ws.previous.clear();
-                ws.previous
-                    .extend(row.cols[..n].iter().map(|&col| col as usize));
                 continue;
             }
         }
@@ -1746,18 +1784,88 @@ fn small_row<T: Scalar, I: Index, J: Index>(
     row: (usize, Option<usize>),
     sorter: &ColumnSorter,
 ) -> Option<SmallRow<T>> {
+    let mut out = SmallRow {
+        cols: [0u32; SMALL_ROW],
+        sums: [T::zero(); SMALL_ROW],
+        n: 0,
+    };
+    out.n = small_row_into(a, b, row, sorter, &mut out)?;
+    Some(out)
+}
+
+/// Where [`small_row_into`] writes a row of C.
+trait SmallRowSink<T> {
+    /// How many products the row may have (and so entries).
+    fn room(&self) -> usize;
+    /// Entry `at` (below [`SmallRowSink::room`]) gets column `col` and the
+    /// sum so far of its products: called at every product, the last call
+    /// for an entry carrying its sum.
+    fn put(&mut self, at: usize, col: u32, sum: T);
+}
+
+impl<T: Copy> SmallRowSink<T> for SmallRow<T> {
+    fn room(&self) -> usize {
+        SMALL_ROW
+    }
+    #[inline(always)]
+    fn put(&mut self, at: usize, col: u32, sum: T) {
+        self.cols[at % SMALL_ROW] = col;
+        self.sums[at % SMALL_ROW] = sum;
+    }
+}
+
+/// The listing's [`SmallRowSink`]: the slots taken for the row in the
+/// listed columns and values, and the workspace's `previous` columns. Read
+/// back from an array of its own, the row waited on its entries' stores
+/// (a vector load of entries stored one by one is not forwarded from the
+/// stores): GAMG's A·P_tent, 7-point Poisson at 64³, one rank, listed in
+/// 27.2-27.3 ms that way and in 18.5-18.7 written in place (`reuse_nnz`
+/// in the PETSc plug-in, medians of 7, three alternating runs).
+struct ListedSlots<'s, T, J> {
+    cols: &'s mut [J],
+    vals: &'s mut [T],
+    previous: &'s mut [usize],
+}
+
+impl<T: Copy, J: Index> SmallRowSink<T> for ListedSlots<'_, T, J> {
+    fn room(&self) -> usize {
+        self.cols
+            .len()
+            .min(self.vals.len())
+            .min(self.previous.len())
+    }
+    #[inline(always)]
+    fn put(&mut self, at: usize, col: u32, sum: T) {
+        self.cols[at] = J::from_usize_unchecked(col as usize);
+        self.vals[at] = sum;
+        self.previous[at] = col as usize;
+    }
+}
+
+/// [`small_row`], written into `sink` as it is summed; returns the row's
+/// number of entries, or `None` when it has more products than
+/// [`SMALL_ROW`] or the sink's room (nothing written then).
+#[inline(always)]
+fn small_row_into<T: Scalar, I: Index, J: Index>(
+    a: &Operand<'_, T, I, J>,
+    b: &Operand<'_, T, I, J>,
+    row: (usize, Option<usize>),
+    sorter: &ColumnSorter,
+    sink: &mut impl SmallRowSink<T>,
+) -> Option<usize> {
     const PLACE: u32 = (1 << SMALL_ROW_BITS) - 1;
     let mut keys = [u32::MAX; KEYS];
     let mut products = [T::zero(); SMALL_ROW];
     let n = keyed_products::<SMALL_ROW_BITS, T, I, J>(a, b, row, &mut keys, &mut products)?;
+    if n > sink.room() {
+        return None;
+    }
     sorter.sort_few_keys(&mut keys, n);
-    let mut cols = [0u32; SMALL_ROW];
-    let mut sums = [T::zero(); SMALL_ROW];
     // The entry written: one further at each new column (none before the
     // first: `u32::MAX` is no column's key). Its sum is carried in a
     // register and stored at every product, the last store being the
-    // column's sum: added in `sums` itself, each product waited for the
-    // store of the one before.
+    // column's sum: added in the row's array itself, each product waited
+    // for the store of the one before.
     let (mut w, mut previous, mut sum) = (usize::MAX, u32::MAX, T::zero());
     for &key in &keys[..n] {
         let col = key >> SMALL_ROW_BITS;
@@ -1766,15 +1874,9 @@ fn small_row<T: Scalar, I: Index, J: Index>(
         previous = col;
         sum = if new { T::zero() } else { sum };
         sum += products[(key & PLACE) as usize];
-        let at = w % SMALL_ROW;
-        cols[at] = col;
-        sums[at] = sum;
+        sink.put(w, col, sum);
     }
-    Some(SmallRow {
-        cols,
-        sums,
-        n: w.wrapping_add(1),
-    })
+    Some(w.wrapping_add(1))
 }
 
 /// How far the first column of row `i` of A lies past that of row `i - 1`
