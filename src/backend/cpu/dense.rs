@@ -1426,7 +1426,7 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
         }
         let out = offsets[i] - origin..offsets[i + 1] - origin;
         let len = out.len();
-        let out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
+        let mut out_cols = cols.as_deref_mut().map(|c| &mut c[out.clone()]);
         let out_vals = &mut vals[out];
         if b_canonical {
             if let Some(k) = single_entry(&a.pattern, i) {
@@ -1446,15 +1446,33 @@ fn accumulate_rows_with<const SCATTERED: bool, T: Scalar, I: Index, J: Index>(
             }
         }
         if small_rows && takes_small_row(work.row(i)) {
-            if let Some(row) = small_row(a, b, (i, one), &ws.sorter) {
-                if row.n != len {
-                    return Err(row_mismatch(i, row.n, len));
-                }
-                for (d, &sum) in out_vals.iter_mut().zip(&row.sums) {
-                    scale.store(d, sum);
-                }
-                if let Some(oc) = out_cols {
-                    row.write_cols(scale.base, oc);
+            // With β = 0 the row is written where it lands, as the listing
+            // writes it ([`ListedSlots`]); otherwise C's old values are
+            // read once, from the row's own arrays.
+            let written = if scale.beta == T::zero() {
+                let mut sink = ScaledSlots {
+                    cols: out_cols.as_deref_mut(),
+                    vals: &mut *out_vals,
+                    alpha: scale.alpha,
+                    base: scale.base,
+                };
+                small_row_into(a, b, (i, one), &ws.sorter, &mut sink)
+            } else {
+                small_row(a, b, (i, one), &ws.sorter).map(|row| {
+                    if row.n == len {
+                        for (d, &sum) in out_vals.iter_mut().zip(&row.sums) {
+                            scale.store(d, sum);
+                        }
+                        if let Some(oc) = out_cols.as_deref_mut() {
+                            row.write_cols(scale.base, oc);
+                        }
+                    }
+                    row.n
+                })
+            };
+            if let Some(n) = written {
+                if n != len {
+                    return Err(row_mismatch(i, n, len));
                 }
                 ws.previous.clear();
                 continue;
@@ -1839,6 +1857,33 @@ impl<T: Copy, J: Index> SmallRowSink<T> for ListedSlots<'_, T, J> {
         self.cols[at] = J::from_usize_unchecked(col as usize);
         self.vals[at] = sum;
         self.previous[at] = col as usize;
+    }
+}
+
+/// The numeric phase's [`SmallRowSink`] when β = 0: C's row, each entry
+/// stored as α times the sum so far (the last store being α times its
+/// sum, as [`Scale::store`] writes it). A row with more entries than C's
+/// row (a pattern changed since the plan) writes only those that fit, and
+/// its caller reports the mismatch.
+struct ScaledSlots<'s, T, J> {
+    cols: Option<&'s mut [J]>,
+    vals: &'s mut [T],
+    alpha: T,
+    base: usize,
+}
+
+impl<T: Scalar, J: Index> SmallRowSink<T> for ScaledSlots<'_, T, J> {
+    fn room(&self) -> usize {
+        SMALL_ROW
+    }
+    #[inline(always)]
+    fn put(&mut self, at: usize, col: u32, sum: T) {
+        if let Some(d) = self.vals.get_mut(at) {
+            *d = self.alpha * sum;
+        }
+        if let Some(c) = self.cols.as_deref_mut().and_then(|c| c.get_mut(at)) {
+            *c = J::from_usize_unchecked(col as usize + self.base);
+        }
     }
 }
 
