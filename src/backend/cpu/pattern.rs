@@ -504,11 +504,12 @@ fn add_rows_either<
 /// unless the rest holds) of at least [`STAGE_MIN_SPREAD`] entries. One
 /// thread, `phases_vs_gustavson`'s values on a known structure, general
 /// loop / staged: the 7-point Poisson times GAMG's smoothed prolongator
-/// (7 entries a row of A, 3.6 a row of P, spread 1.2) 21.9-22.2 -> 15.3-15.5 ms at 64³ and 75.0-76.2 -> 53.4-54.0
-/// at 96³; delaunay_262144 squared (7.3, spread 1.4) 112.6 -> 109.7. Rows of
-/// op(B) of even length lose where staged (`numeric_variants`: the 5- and
-/// 7-point stencils squared 25-30 %, spread 0.1-0.3), and so do the short
-/// ones of a road graph (luxembourg_osm squared, 2.2 a row, spread 0.5).
+/// (7 entries a row of A, 3.6 a row of P, spread 1.2) 21.9-22.2 ->
+/// 15.3-15.5 ms at 64³ and 75.0-76.2 -> 53.4-54.0 at 96³; delaunay_262144
+/// squared (7.3, spread 1.4) 112.6 -> 109.7. Rows of op(B) of even length
+/// lose where staged (`numeric_variants`: the 5- and 7-point stencils
+/// squared 25-30 %, spread 0.1-0.3), and so do the short ones of a road
+/// graph (luxembourg_osm squared, 2.2 a row, spread 0.5).
 fn stages_rows(rows: usize, entries: usize, products: u64, spread: impl FnOnce() -> f64) -> bool {
     let per_entry = products as f64 / entries.max(1) as f64;
     rows > 0
