@@ -17,7 +17,9 @@
 //!
 //! Also times the reuse flow's phases (`symbolic`, `write_structure`, then
 //! the values alone on that structure, the patterns vouched for by the
-//! caller) with and without `expect_structure_first`, and PETSc's numeric
+//! caller) with and without `expect_structure_first`, those values again
+//! with C split between two arrays (the PETSc plug-in's MPI route writes
+//! a rank's rows into its two blocks), and PETSc's numeric
 //! phase on that structure (`MatMatMultNumeric_SeqAIJ_SeqAIJ_Sorted`,
 //! written plainly in Rust). Prints the minimum over the runs of each
 //! phase, in ms.
@@ -253,6 +255,63 @@ fn main() -> rusparse::Result<()> {
             }
         }
     }
+    // The values again with C's values split between two arrays (PETSc's
+    // diagonal and off-diagonal blocks on the plug-in's MPI route): the
+    // last entry of 64 rows in every 4,096 in the second (a rank's rows
+    // with other ranks' columns), the rest in the first; and in one array,
+    // alternating which goes second, each on a plan's second and third
+    // call.
+    let (first_offsets, second_offsets) = {
+        let (mut f, mut s) = (vec![0i32], vec![0i32]);
+        for i in 0..c.0.len() - 1 {
+            let len = c.0[i + 1] - c.0[i];
+            let tail = i32::from(i % 4096 < 64 && len > 0);
+            f.push(f[i] + len - tail);
+            s.push(s[i] + tail);
+        }
+        (f, s)
+    };
+    let mut first = vec![0f64; *first_offsets.last().unwrap_or(&0) as usize];
+    let mut second = vec![0f64; *second_offsets.last().unwrap_or(&0) as usize];
+    let mut split_or_one = [f64::MAX; 2];
+    for run in 0..other_runs {
+        let mut plan = SpgemmPlan::new(&ctx, &a, Op::N, &b, Op::N, algorithm)?;
+        plan.expect_structure_first();
+        plan.set_pattern_check(PatternCheck::Caller);
+        plan.symbolic(&ctx, &a, &b)?;
+        plan.write_structure(&ctx, &a, &b, &mut c.0, &mut c.1, IndexBase::Zero)?;
+        let out = CsrOutput::<f64, i32, i32>::values_on_pattern(&mut c.2, &c.1, IndexBase::Zero);
+        plan.numeric(&ctx, &a, &b, 1.0, 0.0, out)?;
+        for turn in 0..2 {
+            let split = (run + turn) % 2 == 0;
+            let t0 = Instant::now();
+            let out = match split {
+                true => {
+                    let parts = rusparse::SplitValues {
+                        first_offsets: &first_offsets[..],
+                        first: &mut first[..],
+                        second_offsets: &second_offsets[..],
+                        second: &mut second[..],
+                    };
+                    CsrOutput::<f64, i32, i32>::split_values_on_pattern(
+                        parts,
+                        &c.1,
+                        IndexBase::Zero,
+                    )
+                }
+                false => {
+                    CsrOutput::<f64, i32, i32>::values_on_pattern(&mut c.2, &c.1, IndexBase::Zero)
+                }
+            };
+            plan.numeric(&ctx, &a, &b, 1.0, 0.0, out)?;
+            let t = &mut split_or_one[usize::from(!split)];
+            *t = t.min(ms(t0));
+        }
+    }
+    println!(
+        "values again, C split between two arrays {:.2}, in one {:.2}",
+        split_or_one[0], split_or_one[1]
+    );
     // PETSc's own numeric phase, written plainly, on the structure the
     // reuse flow wrote (like for like with "values again").
     let mut petsc = f64::MAX;

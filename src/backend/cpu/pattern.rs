@@ -353,9 +353,16 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
     };
     match split {
         None if plain && one.is_some() => {
-            let origin = (one.unwrap_or(0), offsets[rows.start]);
-            let c = (offsets, pattern, out.vals, scale.base);
-            add_rows_one((a, a_in, b), rows, origin, c, cells)?;
+            let whole = OneArray {
+                vals: out.vals,
+                origin: offsets[rows.start],
+            };
+            let c = (offsets, pattern, scale.base);
+            add_rows_one((a, a_in, b), rows, one.unwrap_or(0), c, whole, cells)?;
+        }
+        Some(split) if plain && one.is_some() => {
+            let c = (offsets, pattern, scale.base);
+            add_rows_one_split((a, a_in, b), rows, one.unwrap_or(0), c, split, cells)?;
         }
         None => {
             let whole = OneArray {
@@ -957,8 +964,9 @@ fn add_products_one<S: Slot<T>, T: Scalar, J: Index, R: RowRecorder<J>>(
 
 /// [`add_rows`] for an op(B) with one entry a row (row `r` at entry
 /// `origin.0 + r`), A's values from `a_in` (in one array or two),
-/// C's values in one array (`c.2`, the chunk's, from C's entry
-/// `origin.1`), α = 1, β = 0 and sums alone: PETSc's loop
+/// An op(B) with one entry a row (its row `r` is the entry `origin + r`),
+/// C's values where `out` puts them (one array, or PETSc's two blocks on
+/// the MPI route), α = 1, β = 0 and sums alone: PETSc's loop
 /// (`MatMatMultNumeric_SeqAIJ_SeqAIJ_Sorted`) as it is, over plain
 /// slices. Through [`add_rows`]' general row loop GAMG's A·P_tent (7-point
 /// Poisson at 96³, 6.1 M products into 3.2 M entries, operands past the
@@ -969,11 +977,12 @@ fn add_products_one<S: Slot<T>, T: Scalar, J: Index, R: RowRecorder<J>>(
 /// and `petsc/tests/timing.c`, 2-vCPU AMD EPYC VM, session 78.
 #[inline(never)]
 #[allow(clippy::type_complexity)]
-fn add_rows_one<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
+fn add_rows_one<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, O: RowValues<T>>(
     (a, a_in, b): (&Operand<'_, T, I, J>, A, &Operand<'_, T, I, J>),
     rows: std::ops::Range<usize>,
-    (origin, c_origin): (usize, usize),
-    (offsets, pattern, vals, c_base): (&[usize], &[J], &mut [T], usize),
+    origin: usize,
+    (offsets, pattern, c_base): (&[usize], &[J], usize),
+    mut out: O,
     cells: &mut [S],
 ) -> Result<()> {
     let (ap, bp) = (&a.pattern, &b.pattern);
@@ -1007,17 +1016,111 @@ fn add_rows_one<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
         // (27-point A·P_tent at 64³: 10.2-10.5 -> 12.0-12.2 ms).
         let columns = &mut cells[b_base..];
         let c_row = offsets[i]..offsets[i + 1];
-        let out = &mut vals[c_row.start - c_origin..c_row.end - c_origin];
-        let cols = &pattern[c_row];
-        for (d, &c) in out.iter_mut().zip(cols) {
+        let row = &pattern[c_row.clone()];
+        // C's row in one part, or two (PETSc's diagonal and off-diagonal
+        // blocks on the MPI route; one array's second part is a constant
+        // empty slice, its loop gone).
+        let (head, tail) = out.row(i, c_row);
+        for (d, &c) in head.iter_mut().zip(row) {
             let Some(cell) = columns.get_mut(c.as_usize().wrapping_sub(c_base)) else {
-                return Err(bad_column(i, cols, c, (c_base, ncols)));
+                return Err(bad_column(i, row, c, (c_base, ncols)));
             };
             *d = std::mem::replace(cell, S::zero()).sum();
+        }
+        // The second part (on the MPI route, the rows of C with other
+        // ranks' columns: a few; one array's is a constant empty slice).
+        if !tail.is_empty() {
+            let second = &row[head.len().min(row.len())..];
+            for (d, &c) in tail.iter_mut().zip(second) {
+                let Some(cell) = columns.get_mut(c.as_usize().wrapping_sub(c_base)) else {
+                    return Err(bad_column(i, row, c, (c_base, ncols)));
+                };
+                *d = std::mem::replace(cell, S::zero()).sum();
+            }
         }
     }
     Ok(())
 }
+
+/// [`add_rows_one`] with C's values split between two arrays (PETSc's
+/// diagonal and off-diagonal blocks on the plug-in's MPI route), where
+/// most rows have nothing in the second (the rows of a rank's interior):
+/// runs of [`ONE_ARRAY_MIN_RUN`] such rows or more are written as one
+/// array (the first block's part of the run, contiguous), the other rows
+/// through both. Both arrays for every row cost 1.3 ms more than one
+/// array on GAMG's A·P_tent at 64³ (7-point Poisson, 262,144 rows;
+/// `phases_vs_gustavson`, one thread, Zen 4 VM of session 83: 5.6 -> 7.0
+/// ms), the runs 0.4 (6.6, the rest the check of the blocks' offsets);
+/// on two ranks the plug-in's A·P_tent reuse went 4.2-4.3 -> 3.8-3.9 ms.
+#[allow(clippy::type_complexity)]
+fn add_rows_one_split<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
+    (a, a_in, b): (&Operand<'_, T, I, J>, A, &Operand<'_, T, I, J>),
+    rows: std::ops::Range<usize>,
+    origin: usize,
+    c: (&[usize], &[J], usize),
+    split: SplitRows<'_, T>,
+    cells: &mut [S],
+) -> Result<()> {
+    let SplitRows {
+        first_offsets,
+        first,
+        second_offsets,
+        second,
+    } = split;
+    // The chunk's parts of both arrays start at its first row's offsets.
+    let origins = (first_offsets[rows.start], second_offsets[rows.start]);
+    let offsets = c.0;
+    let job = (a, a_in, b);
+    let alone = |i: usize| second_offsets[i + 1] == second_offsets[i];
+    let (mut pending, mut i) = (rows.start, rows.start);
+    while i < rows.end {
+        if !alone(i) {
+            i += 1;
+            continue;
+        }
+        let run = i;
+        while i < rows.end && alone(i) {
+            i += 1;
+        }
+        if i - run < ONE_ARRAY_MIN_RUN {
+            continue;
+        }
+        if pending < run {
+            let split = SplitRows {
+                first_offsets,
+                first: &mut *first,
+                second_offsets,
+                second: &mut *second,
+            };
+            let both = TwoArrays { split, origins };
+            add_rows_one(job, pending..run, origin, c, both, cells)?;
+        }
+        // Row r of the run is at C's offset less the run's constant
+        // difference between C's offsets and the first block's.
+        let gap = offsets[run] - (first_offsets[run] - origins.0);
+        let one = OneArray {
+            vals: &mut *first,
+            origin: gap,
+        };
+        add_rows_one(job, run..i, origin, c, one, cells)?;
+        pending = i;
+    }
+    if pending < rows.end {
+        let split = SplitRows {
+            first_offsets,
+            first,
+            second_offsets,
+            second,
+        };
+        let both = TwoArrays { split, origins };
+        add_rows_one(job, pending..rows.end, origin, c, both, cells)?;
+    }
+    Ok(())
+}
+
+/// See [`add_rows_one_split`]: shorter runs go through both arrays, where
+/// a call of [`add_rows_one`] a run would cost more than it saves.
+const ONE_ARRAY_MIN_RUN: usize = 64;
 
 /// [`accumulate_rows`] into the accumulator `cells` (one per column of
 /// op(B) plus its base, all zero), writing each row of C where `out` puts
