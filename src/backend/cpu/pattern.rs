@@ -1050,8 +1050,9 @@ fn add_rows_one<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, O: Ro
 /// through both. Both arrays for every row cost 1.3 ms more than one
 /// array on GAMG's A·P_tent at 64³ (7-point Poisson, 262,144 rows;
 /// `phases_vs_gustavson`, one thread, Zen 4 VM of session 83: 5.6 -> 7.0
-/// ms), the runs 0.4 (6.6, the rest the check of the blocks' offsets);
-/// on two ranks the plug-in's A·P_tent reuse went 4.2-4.3 -> 3.8-3.9 ms.
+/// ms); the runs win 0.4 of it back (6.6 ms; most of the rest is the
+/// check of the blocks' offsets). On two ranks the plug-in's A·P_tent
+/// reuse went 4.2-4.3 -> 3.8-3.9 ms.
 #[allow(clippy::type_complexity)]
 fn add_rows_one_split<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>(
     (a, a_in, b): (&Operand<'_, T, I, J>, A, &Operand<'_, T, I, J>),
