@@ -1073,20 +1073,26 @@ fn add_rows_one_split<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>
     let offsets = c.0;
     let job = (a, a_in, b);
     let alone = |i: usize| second_offsets[i + 1] == second_offsets[i];
-    let (mut pending, mut i) = (rows.start, rows.start);
-    while i < rows.end {
-        if !alone(i) {
+    // The first run of ONE_ARRAY_MIN_RUN rows or more with nothing in the
+    // second array from row `from` on (empty at the chunk's end).
+    let next_run = |from: usize| {
+        let mut i = from;
+        while i < rows.end {
+            let run = i;
+            while i < rows.end && alone(i) {
+                i += 1;
+            }
+            if i - run >= ONE_ARRAY_MIN_RUN {
+                return run..i;
+            }
             i += 1;
-            continue;
         }
-        let run = i;
-        while i < rows.end && alone(i) {
-            i += 1;
-        }
-        if i - run < ONE_ARRAY_MIN_RUN {
-            continue;
-        }
-        if pending < run {
+        rows.end..rows.end
+    };
+    let mut pending = rows.start;
+    while pending < rows.end {
+        let run = next_run(pending);
+        if pending < run.start {
             let split = SplitRows {
                 first_offsets,
                 first: &mut *first,
@@ -1094,27 +1100,19 @@ fn add_rows_one_split<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>>
                 second: &mut *second,
             };
             let both = TwoArrays { split, origins };
-            add_rows_one(job, pending..run, origin, c, both, cells)?;
+            add_rows_one(job, pending..run.start, origin, c, both, cells)?;
         }
-        // Row r of the run is at C's offset less the run's constant
-        // difference between C's offsets and the first block's.
-        let gap = offsets[run] - (first_offsets[run] - origins.0);
-        let one = OneArray {
-            vals: &mut *first,
-            origin: gap,
-        };
-        add_rows_one(job, run..i, origin, c, one, cells)?;
-        pending = i;
-    }
-    if pending < rows.end {
-        let split = SplitRows {
-            first_offsets,
-            first,
-            second_offsets,
-            second,
-        };
-        let both = TwoArrays { split, origins };
-        add_rows_one(job, pending..rows.end, origin, c, both, cells)?;
+        if !run.is_empty() {
+            // Row r of the run is at C's offset less the run's constant
+            // difference between C's offsets and the first block's.
+            let gap = offsets[run.start] - (first_offsets[run.start] - origins.0);
+            let one = OneArray {
+                vals: &mut *first,
+                origin: gap,
+            };
+            add_rows_one(job, run.clone(), origin, c, one, cells)?;
+        }
+        pending = run.end;
     }
     Ok(())
 }
