@@ -4,13 +4,15 @@
 //! in Rust, one thread, minimum of the runs: as PETSc has it; two rows of
 //! A at a time (each into its own accumulator, entries in turns); each row
 //! of op(B) four products at a time (the rest of a longer row in a loop);
-//! three or four rows of A at a time; and each row's products staged in a
-//! list first (rows of op(B) copied 4, 8 or 16 wide), then added in one
-//! loop. Every variant's values are checked against the first, bit for
-//! bit. It prints the product's shape (entries a row of A, products an
-//! entry and their standard deviation) and chose the shapes the
-//! known-structure kernel pairs rows for and stages them for
-//! (`src/backend/cpu/pattern.rs`, `pairs_rows`, `stages_rows`).
+//! each row's products staged in a list first (rows of op(B) copied 8
+//! wide), then added in one loop; and each row of op(B) added 4, 6 or 8
+//! wide, the products past its end into spare cells chosen by a mask (6
+//! wide with a branch instead, beside). Every variant's values are checked
+//! against the first, bit for bit. It prints the product's shape (entries
+//! a row of A, products an entry and their standard deviation) and chose
+//! the shapes the known-structure kernel pairs, stages and masks rows for
+//! (`src/backend/cpu/pattern.rs`, `pairs_rows`, `stages_rows`,
+//! `masks_rows`).
 //!
 //! ```sh
 //! cargo run --release --example numeric_variants -- A.mtx B.mtx [runs] [ptap]
@@ -119,34 +121,6 @@ fn vw<const W: usize>(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), dense: 
     }
 }
 
-/// R rows at a time into R accumulators, entries interleaved.
-#[inline(never)]
-fn vr<const R: usize>(a: &Csr, b: &Csr, c: (&[i32], &[i32], &mut [f64]), ds: &mut [Vec<f64>]) {
-    let (co, cc, cv) = c;
-    let m = a.3;
-    let add = |k: usize, d: &mut [f64]| add_entry(a, b, k, d);
-    let mut i = 0;
-    while i < m {
-        let rows = R.min(m - i);
-        let mut n = usize::MAX;
-        for q in 0..rows {
-            n = n.min((a.0[i + q + 1] - a.0[i + q]) as usize);
-        }
-        for t in 0..n {
-            for (q, d) in ds[..rows].iter_mut().enumerate() {
-                add(a.0[i + q] as usize + t, d);
-            }
-        }
-        for (q, d) in ds[..rows].iter_mut().enumerate() {
-            for k in a.0[i + q] as usize + n..a.0[i + q + 1] as usize {
-                add(k, d);
-            }
-            gather(i + q, (co, cc), cv, d);
-        }
-        i += rows;
-    }
-}
-
 /// Each row's products first staged in a list (each row of op(B) copied
 /// W at a time, past its end where it is shorter, the list's end moved by
 /// its length), then added into the accumulator in one loop: one loop end
@@ -186,6 +160,54 @@ fn staged<const W: usize>(
         }
         for q in 0..p {
             dense[sc[q] as usize] += sv[q];
+        }
+        gather(i, (co, cc), cv, dense);
+    }
+}
+
+/// Each row of op(B) added W products unconditionally (past its end into
+/// spare cells, two sets used by turns, chosen by a mask or, with
+/// `BRANCH`, a branch), then the rest of a longer row in a loop: the
+/// known-structure kernel's `add_rows_masked`.
+#[inline(never)]
+fn masked<const W: usize, const BRANCH: bool>(
+    a: &Csr,
+    b: &Csr,
+    c: (&[i32], &[i32], &mut [f64]),
+    dense: &mut [f64],
+) {
+    let (co, cc, cv) = c;
+    let n = b.1.len();
+    for i in 0..a.3 {
+        for k in a.0[i] as usize..a.0[i + 1] as usize {
+            let (r, f) = (a.1[k] as usize, a.2[k]);
+            let (s, e) = (b.0[r] as usize, b.0[r + 1] as usize);
+            let len = e - s;
+            if s + W <= n {
+                let spare = b.4 + (k & 1) * W;
+                let bc: &[i32; W] = b.1[s..s + W].try_into().unwrap();
+                let bv: &[f64; W] = b.2[s..s + W].try_into().unwrap();
+                for t in 0..W {
+                    let j = if BRANCH {
+                        if t < len {
+                            bc[t] as usize
+                        } else {
+                            spare + t
+                        }
+                    } else {
+                        let m = usize::from(t < len).wrapping_neg();
+                        (bc[t] as usize & m) | ((spare + t) & !m)
+                    };
+                    dense[j] += f * bv[t];
+                }
+                for e in s + W..e {
+                    dense[b.1[e] as usize] += f * b.2[e];
+                }
+            } else {
+                for e in s..e {
+                    dense[b.1[e] as usize] += f * b.2[e];
+                }
+            }
         }
         gather(i, (co, cc), cv, dense);
     }
@@ -233,8 +255,7 @@ fn main() {
     let mut r0 = vec![0f64; nnz];
     let mut r = vec![0f64; nnz];
     let mut best = [f64::MAX; 8];
-    let mut dw = vec![0f64; b.4 + 8];
-    let mut ds: Vec<Vec<f64>> = (0..4).map(|_| vec![0f64; b.4]).collect();
+    let mut dw = vec![0f64; b.4 + 64];
     let most = (0..a.3)
         .map(|i| {
             (a.0[i]..a.0[i + 1])
@@ -273,11 +294,11 @@ fn main() {
                 0 => v0(&a, &b, (&co, &cc, &mut r0), &mut d0),
                 1 => v1(&a, &b, (&co, &cc, &mut r), &mut d0, &mut d1),
                 2 => vw::<4>(&a, &b, (&co, &cc, &mut r), &mut dw),
-                3 => vr::<3>(&a, &b, (&co, &cc, &mut r), &mut ds),
-                4 => vr::<4>(&a, &b, (&co, &cc, &mut r), &mut ds),
-                5 => staged::<4>(&a, &b, (&co, &cc, &mut r), &mut d0, (&mut sc, &mut sv)),
-                6 => staged::<8>(&a, &b, (&co, &cc, &mut r), &mut d0, (&mut sc, &mut sv)),
-                _ => staged::<16>(&a, &b, (&co, &cc, &mut r), &mut d0, (&mut sc, &mut sv)),
+                3 => staged::<8>(&a, &b, (&co, &cc, &mut r), &mut d0, (&mut sc, &mut sv)),
+                4 => masked::<4, false>(&a, &b, (&co, &cc, &mut r), &mut dw),
+                5 => masked::<6, false>(&a, &b, (&co, &cc, &mut r), &mut dw),
+                6 => masked::<8, false>(&a, &b, (&co, &cc, &mut r), &mut dw),
+                _ => masked::<6, true>(&a, &b, (&co, &cc, &mut r), &mut dw),
             }
             *slot = slot.min(t.elapsed().as_secs_f64() * 1e3);
             if v > 0 {
@@ -288,5 +309,5 @@ fn main() {
             }
         }
     }
-    println!("nnz(C) {nnz}; v0 petsc {:.2}  v1 two rows {:.2}  four at a time {:.2}  three rows {:.2}  four rows {:.2}  staged 4 {:.2}  staged 8 {:.2}  staged 16 {:.2} ms", best[0], best[1], best[2], best[3], best[4], best[5], best[6], best[7]);
+    println!("nnz(C) {nnz}; v0 petsc {:.2}  v1 two rows {:.2}  four at a time {:.2}  staged 8 {:.2}  masked 4 {:.2}  masked 6 {:.2}  masked 8 {:.2}  6 with a branch {:.2} ms", best[0], best[1], best[2], best[3], best[4], best[5], best[6], best[7]);
 }

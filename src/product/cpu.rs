@@ -1095,7 +1095,10 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         direct: bool,
     ) -> Result<Option<NumericOutput<'o, T, J>>> {
         let work = &self.work;
-        if !self.record_positions || !backend.adds_into_known_structure(rb.ncols, work) {
+        if !self.record_positions
+            || !backend.adds_into_known_structure(rb.ncols, work)
+            || (direct && backend.adds_masked::<T, I, J>(ra, rb, work))
+        {
             return Ok(Some(out));
         }
         let nnz = out.offsets.last().copied().unwrap_or(0);

@@ -717,6 +717,19 @@ impl CpuBackend<'_> {
         pattern::fits(ncols) && busy
     }
 
+    /// Whether the known-structure kernel adds `a`·`b` (op(A)'s and
+    /// op(B)'s patterns, `work` their products) masked with α = 1, β = 0
+    /// ([`pattern::adds_masked`]), where it beats a replay of recorded
+    /// positions.
+    pub(crate) fn adds_masked<T: Scalar, I: Index, J: Index>(
+        &self,
+        a: &RowPattern<'_, I, J>,
+        b: &RowPattern<'_, I, J>,
+        work: &RowWork,
+    ) -> bool {
+        pattern::adds_masked::<T, I, J>(a, b, work.total())
+    }
+
     /// `f(k, chunk, piece, split)` on every chunk `k` of `work`, in
     /// parallel, with the chunk's piece of C's values (`out.values`, or
     /// its part of `out.split`), for the kernels on C's known structure

@@ -50,14 +50,14 @@
 //!
 //! With α = 1, β = 0 and sums alone, three shapes have loops of their own:
 //! an op(B) with one entry a row (GAMG's tentative prolongator, an
-//! aggregation: [`add_rows_one`], PETSc's loop over plain slices); long
-//! rows of A over short rows of op(B) (the 27-point Poisson times a
-//! smoothed prolongator: [`add_rows_paired`], two rows of A at a time into
-//! two accumulators, each row's additions in the same order); and short
-//! rows of A over short rows of op(B) of uneven length (the 7-point
-//! Poisson times a smoothed prolongator: [`add_rows_staged`], each row's
-//! products listed first, its rows of op(B) copied a fixed width, then
-//! added in one loop).
+//! aggregation: [`add_rows_one`], PETSc's loop over plain slices); short
+//! rows of op(B) of uneven length (a stencil times a smoothed
+//! prolongator: [`add_rows_masked`], each row of op(B) added a fixed
+//! width, the products past its end into spare cells chosen by a mask, so
+//! that no loop ends at a row's unpredictable end); and long rows of A
+//! over short rows of op(B) of even length ([`add_rows_paired`], two rows
+//! of A at a time into two accumulators, each row's additions in the same
+//! order).
 //!
 //! From the third numeric phase on one checked structure, the plan may
 //! replay instead the positions of the products in C's rows that this
@@ -324,32 +324,46 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
     // entry `origin + r`, found without reading its offsets.
     let one = one_entry_rows(&b.pattern, work);
     let len = b.pattern.ncols + b.pattern.base;
-    let mut acc = Accumulator::<S>::take(scratch, len)?;
-    let (offsets, scale) = (out.offsets, out.scale);
-    let cells = &mut acc.cells[..len];
-    let plain = scale.alpha == T::one() && scale.beta == T::zero() && !S::COUNTED && !R::RECORDS;
+    let plain =
+        out.scale.alpha == T::one() && out.scale.beta == T::zero() && !S::COUNTED && !R::RECORDS;
     let a_entries =
         a.pattern.offsets[rows.end].as_usize() - a.pattern.offsets[rows.start].as_usize();
     let products = work.rows(rows.clone());
-    // The second accumulator of `add_rows_paired`.
-    let pairs = pairs_rows(a_entries, products, rows.len());
-    let mut paired = match plain && one.is_none() && two_sums_fit::<T>() && pairs {
-        true => Some(Accumulator::<S>::take(scratch, len)?),
-        false => None,
-    };
-    // The spread of op(B)'s rows, read only when the rest of
-    // `stages_rows` holds.
+    // The spread of op(B)'s rows, read only when the rest of `masks_rows`
+    // holds.
     let spread = || {
         let (ap, bp) = (&a.pattern, &b.pattern);
         let entries = ap.offsets[rows.start].as_usize()..ap.offsets[rows.end].as_usize();
         spread_of_rows_of_b((ap.cols, ap.base), bp.offsets, entries)
     };
-    let row_loop = match paired.as_mut() {
-        Some(p) => RowLoop::Paired(&mut p.cells[..len]),
-        None if plain && one.is_none() && stages_rows(rows.len(), a_entries, products, spread) => {
+    let masked = match plain && one.is_none() && spare_cells_fit::<T>(len, b.pattern.ncols) {
+        true => masks_rows(rows.len(), a_entries, products, spread),
+        false => None,
+    };
+    // The masked loop's spare cells, after the accumulator's.
+    let spare = if masked.is_some() {
+        MASK_SPARE_CELLS
+    } else {
+        0
+    };
+    let mut acc = Accumulator::<S>::take(scratch, len + spare)?;
+    let (offsets, scale) = (out.offsets, out.scale);
+    let cells = &mut acc.cells[..len + spare];
+    // The second accumulator of `add_rows_paired`.
+    let pairs = masked.is_none() && pairs_rows(a_entries, products, rows.len());
+    let mut paired = match plain && one.is_none() && two_sums_fit::<T>() && pairs {
+        true => Some(Accumulator::<S>::take(scratch, len)?),
+        false => None,
+    };
+    let row_loop = match (paired.as_mut(), masked) {
+        (Some(p), _) => RowLoop::Paired(&mut p.cells[..len]),
+        (None, Some(width)) => RowLoop::Masked { width, spare: len },
+        (None, None)
+            if plain && one.is_none() && stages_rows(rows.len(), a_entries, products, spread) =>
+        {
             RowLoop::Staged
         }
-        None => RowLoop::General,
+        (None, None) => RowLoop::General,
     };
     match split {
         None if plain && one.is_some() => {
@@ -391,6 +405,8 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
             add_rows_either(prefetch, job, c, (two, scale), (cells, row_loop), recorder)?;
         }
     }
+    // The spare cells' sums, never read.
+    acc.cells[len..len + spare].fill(S::zero());
     if !S::COUNTED {
         // Sums alone cannot tell a product outside C's row: one is left in
         // its cell only when the pattern is not this product's structure
@@ -423,7 +439,9 @@ fn two_sums_fit<T: Scalar>() -> bool {
 
 /// Whether a chunk's rows go through [`add_rows_paired`]: rows of A of
 /// [`PAIRED_MIN_A_ROW`] entries or more on average, each entry's row of
-/// op(B) short (2 to [`PAIRED_MAX_B_ROW`] entries on average).
+/// op(B) short (2 to [`PAIRED_MAX_B_ROW`] entries on average); unless
+/// they are masked instead ([`masks_rows`]: rows of op(B) of uneven
+/// length, the smoothed prolongators below).
 fn pairs_rows(a_entries: usize, products: u64, rows: usize) -> bool {
     let (entries, products) = (a_entries as f64, products as f64);
     rows > 1
@@ -455,6 +473,9 @@ enum RowLoop<'c, S> {
     Paired(&'c mut [S]),
     /// [`add_rows_staged`].
     Staged,
+    /// [`add_rows_masked`] at `width` (4, 6 or 8), its spare cells from
+    /// `spare`.
+    Masked { width: usize, spare: usize },
 }
 
 /// The chunk's rows by the loop `row_loop` names, prefetching the rows of
@@ -493,6 +514,16 @@ fn add_rows_either<
         }
         (RowLoop::Staged, true) => add_rows_staged::<true, _, _, _, _, _, _>(job, out, cells),
         (RowLoop::Staged, false) => add_rows_staged::<false, _, _, _, _, _, _>(job, out, cells),
+        (RowLoop::Masked { width, spare }, true) => match width {
+            4 => add_rows_masked::<true, 4, _, _, _, _, _, _>(job, out, (cells, spare)),
+            6 => add_rows_masked::<true, 6, _, _, _, _, _, _>(job, out, (cells, spare)),
+            _ => add_rows_masked::<true, 8, _, _, _, _, _, _>(job, out, (cells, spare)),
+        },
+        (RowLoop::Masked { width, spare }, false) => match width {
+            4 => add_rows_masked::<false, 4, _, _, _, _, _, _>(job, out, (cells, spare)),
+            6 => add_rows_masked::<false, 6, _, _, _, _, _, _>(job, out, (cells, spare)),
+            _ => add_rows_masked::<false, 8, _, _, _, _, _, _>(job, out, (cells, spare)),
+        },
         (RowLoop::General, true) => {
             add_rows::<true, _, _, _, _, _, _, _>(a, a_in, b, general, c, out, cells, recorder)
         }
@@ -508,7 +539,7 @@ fn add_rows_either<
 /// average, `products` in all) and of uneven length, so that a loop over
 /// each row of op(B) ends where the branch predictor cannot learn: a
 /// standard deviation (`spread()`, [`spread_of_rows_of_b`], not called
-/// unless the rest holds) of at least [`STAGE_MIN_SPREAD`] entries. One
+/// unless the rest holds) of at least [`UNEVEN_MIN_SPREAD`] entries. One
 /// thread, `phases_vs_gustavson`'s values on a known structure, general
 /// loop / staged: the 7-point Poisson times GAMG's smoothed prolongator
 /// (7 entries a row of A, 3.6 a row of P, spread 1.2) 21.9-22.2 ->
@@ -522,7 +553,59 @@ fn stages_rows(rows: usize, entries: usize, products: u64, spread: impl FnOnce()
     rows > 0
         && (entries as f64) < PAIRED_MIN_A_ROW * rows as f64
         && (2.0..=STAGE_WIDTH as f64).contains(&per_entry)
-        && spread() >= STAGE_MIN_SPREAD
+        && spread() >= UNEVEN_MIN_SPREAD
+}
+
+/// The width [`add_rows_masked`] adds each row of op(B) at, or `None` for
+/// another loop: where `rows` rows of A of [`PAIRED_MIN_A_ROW`] entries or
+/// more on average (`entries` in all; shorter ones are staged,
+/// [`stages_rows`]) name rows of op(B) that are short (2 to
+/// [`MASK_MAX_WIDTH`] entries on
+/// average, `products` in all) and of uneven length, so that a loop over
+/// each row of op(B) ends where the branch predictor cannot learn: a
+/// standard deviation (`spread()`, [`spread_of_rows_of_b`], not called
+/// unless the rest holds) of at least [`UNEVEN_MIN_SPREAD`] entries. The
+/// width is the first of 4, 6 and 8 at least the mean plus one standard
+/// deviation (8 past that), so that few rows of op(B) are longer.
+fn masks_rows(
+    rows: usize,
+    entries: usize,
+    products: u64,
+    spread: impl FnOnce() -> f64,
+) -> Option<usize> {
+    let per_entry = products as f64 / entries.max(1) as f64;
+    let long = entries as f64 >= PAIRED_MIN_A_ROW * rows as f64;
+    if rows == 0 || !long || !(2.0..=MASK_MAX_WIDTH as f64).contains(&per_entry) {
+        return None;
+    }
+    let spread = spread();
+    if spread < UNEVEN_MIN_SPREAD {
+        return None;
+    }
+    let wide = per_entry + spread;
+    [4, 6]
+        .into_iter()
+        .find(|&w| wide <= w as f64)
+        .or(Some(MASK_MAX_WIDTH))
+}
+
+/// Whether the known-structure kernel adds the product of `a` (op(A)'s
+/// pattern) and `b` (op(B)'s), of `products` products, masked
+/// ([`add_rows_masked`], [`masks_rows`] on all of A's rows) for values of
+/// `T`, with α = 1, β = 0 and sums alone. There it beat the replay of
+/// recorded positions (`positions.rs`): one thread, the 27-point Poisson
+/// at 64³ times GAMG's smoothed prolongator, values on the known structure
+/// 48.7-49.1 ms, the phase that records 99.8, replayed 55.8-55.9
+/// (`phases_vs_gustavson`, session 84).
+pub(super) fn adds_masked<T: Scalar, I: Index, J: Index>(
+    a: &RowPattern<'_, I, J>,
+    b: &RowPattern<'_, I, J>,
+    products: u64,
+) -> bool {
+    let len = b.ncols + b.base;
+    let spread = || spread_of_rows_of_b((a.cols, a.base), b.offsets, a.base..a.base + a.cols.len());
+    spare_cells_fit::<T>(len, b.ncols)
+        && masks_rows(a.nrows, a.cols.len(), products, spread).is_some()
 }
 
 /// The standard deviation of the lengths of the rows of op(B) (offsets
@@ -557,8 +640,25 @@ fn spread_of_rows_of_b<I: Index, J: Index>(
     (squares / n - mean * mean).max(0.0).sqrt()
 }
 
-/// See [`stages_rows`].
-const STAGE_MIN_SPREAD: f64 = 0.8;
+/// The standard deviation of the lengths of the rows of op(B) (entries)
+/// from which they are uneven, for [`stages_rows`] and [`masks_rows`].
+const UNEVEN_MIN_SPREAD: f64 = 0.8;
+
+/// The widest [`add_rows_masked`] adds a row of op(B) at.
+const MASK_MAX_WIDTH: usize = 8;
+
+/// The spare cells [`add_rows_masked`] adds its masked-off products into,
+/// after the accumulator's: two sets of [`MASK_MAX_WIDTH`], used by turns,
+/// so that one entry's additions into them do not wait on the last's.
+const MASK_SPARE_CELLS: usize = 2 * MASK_MAX_WIDTH;
+
+/// Whether an accumulator of sums with [`MASK_SPARE_CELLS`] spare cells
+/// after its `len` fits the bytes planned for a chunk of the kernel over
+/// `ncols` columns ([`workspace_bytes`]: one of counted cells).
+fn spare_cells_fit<T: Scalar>(len: usize, ncols: usize) -> bool {
+    let bytes = (len as u64 + MASK_SPARE_CELLS as u64) * std::mem::size_of::<Sum<T>>() as u64;
+    bytes <= workspace_bytes::<T>(ncols)
+}
 
 /// The products [`add_rows_staged`] copies of a row of op(B) at once.
 const STAGE_WIDTH: usize = 8;
@@ -699,6 +799,119 @@ fn add_rows_staged<
         gather_parts(parts, cols, &mut cells[bp.base..], (i, &scale, bp.ncols))?;
     }
     Ok(())
+}
+
+/// [`add_rows`] with each row of op(B) added `W` products at a time
+/// whatever its length (α = 1, β = 0, sums alone, nothing recorded): the
+/// first `W` entries from where the row starts (reading what follows it
+/// in op(B)'s arrays), each product past the row's end added into a spare
+/// cell (`cells[spare..]`, [`MASK_SPARE_CELLS`] of them, after op(B)'s
+/// columns and base) chosen by a mask
+/// instead of a branch, and a row longer than `W` finished in a loop. The
+/// loops end once an entry of A instead of at each row of op(B)'s
+/// unpredictable end. Every cell of C gets the same products in the same
+/// order as by [`add_rows`], so C's values are the same, bit for bit; the
+/// spare cells' sums are never read and are zeroed by the caller. Where a
+/// row's `W` entries would pass the end of op(B)'s arrays it is added
+/// plainly.
+///
+/// One thread, `numeric_variants`, 2-vCPU AMD EPYC VM, session 84, minimum
+/// of 7 (PETSc's loop / two rows at a time / each row staged 8 wide /
+/// masked 6 wide): the 27-point Poisson at 64³ times GAMG's smoothed
+/// prolongator (26 entries a row of A, 4.0 a row of P, standard deviation
+/// 1.3) 63.8 / 58.0 / 63.8 / 43.4-43.9 ms; the 7-point one times its own
+/// (6.9 entries, 3.6, 1.2) 34.8 / 21.2 / 18.8 / 14.7 (5 wide: 14.0, 4
+/// wide 15.4). With the width known only at run time the loop was not
+/// unrolled and took 51 ms on the first; with a branch instead of the mask
+/// 79.
+#[inline(never)]
+#[allow(clippy::type_complexity)]
+fn add_rows_masked<
+    const PREFETCH: bool,
+    const W: usize,
+    S: Slot<T>,
+    T: Scalar,
+    I: Index,
+    J: Index,
+    A: RowInput<T>,
+    O: RowValues<T>,
+>(
+    ((a, a_in, b), rows, (offsets, pattern)): (
+        (&Operand<'_, T, I, J>, A, &Operand<'_, T, I, J>),
+        std::ops::Range<usize>,
+        (&[usize], &[J]),
+    ),
+    (mut out, scale): (O, &Scale<T>),
+    (cells, spare): (&mut [S], usize),
+) -> Result<()> {
+    let (ap, bp) = (&a.pattern, &b.pattern);
+    let scale = *scale;
+    let n = bp.cols.len().min(b.values.len());
+    let (b_cols, b_vals) = (&bp.cols[..n], &b.values[..n]);
+    for i in rows {
+        if PREFETCH {
+            prefetch_rows_of_b(ap, bp, b_vals, i + PREFETCH_AHEAD);
+        }
+        let (head, tail) = row_parts(ap, &a_in, i)?;
+        let mut turn = 0;
+        for (cols, vals) in [head, tail] {
+            for (&k, &f) in cols.iter().zip(vals) {
+                let bounds = &bp.offsets[k.as_usize() - ap.base..][..2];
+                let (s, e) = (
+                    bounds[0].as_usize() - bp.base,
+                    bounds[1].as_usize() - bp.base,
+                );
+                let spare = spare + (turn & 1) * MASK_MAX_WIDTH;
+                turn += 1;
+                add_row_masked::<W, S, T, J>((s, e, f), (b_cols, b_vals), (cells, spare));
+            }
+        }
+        let c_row = offsets[i]..offsets[i + 1];
+        let cols = &pattern[c_row.clone()];
+        let parts = out.row(i, c_row);
+        // Op(B)'s cells alone: a column of C at a spare cell is out of
+        // range.
+        gather_parts(
+            parts,
+            cols,
+            &mut cells[bp.base..spare],
+            (i, &scale, bp.ncols),
+        )?;
+    }
+    Ok(())
+}
+
+/// Adds entries `s..e` of op(B) (`b_cols`, `b_vals`) times `f` into
+/// `cells` as [`add_rows_masked`] does, `W` at a time, the products past
+/// `e` into `cells[spare..spare + W]`.
+#[inline(always)]
+fn add_row_masked<const W: usize, S: Slot<T>, T: Scalar, J: Index>(
+    (s, e, f): (usize, usize, T),
+    (b_cols, b_vals): (&[J], &[T]),
+    (cells, spare): (&mut [S], usize),
+) {
+    let len = e - s;
+    let end = s + W;
+    if let (Some(bc), Some(bv)) = (b_cols.get(s..end), b_vals.get(s..end)) {
+        if let (Ok(bc), Ok(bv)) = (<&[J; W]>::try_from(bc), <&[T; W]>::try_from(bv)) {
+            for t in 0..W {
+                // All ones where `t` is within the row, else zero: the
+                // column or the spare cell, without a branch.
+                let mask = usize::from(t < len).wrapping_neg();
+                let c = (bc[t].as_usize() & mask) | ((spare + t) & !mask);
+                cells[c].add(f * bv[t]);
+            }
+            if len > W {
+                for (&c, &v) in b_cols[end..e].iter().zip(&b_vals[end..e]) {
+                    cells[c.as_usize()].add(f * v);
+                }
+            }
+            return;
+        }
+    }
+    for (&c, &v) in b_cols[s..e].iter().zip(&b_vals[s..e]) {
+        cells[c.as_usize()].add(f * v);
+    }
 }
 
 /// [`add_rows`] two rows at a time (α = 1, β = 0, sums alone, nothing
@@ -1561,8 +1774,9 @@ mod tests {
         assert!(e.to_string().contains("pattern of A or B changed"), "{e}");
     }
 
-    /// Long rows of A over short rows of op(B) (α = 1, sums alone) take
-    /// `add_rows_paired`: an odd number of rows (the last one alone), rows
+    /// Long rows of A over short rows of op(B) of one length (α = 1, sums
+    /// alone) take `add_rows_paired`: an odd number of rows (the last one
+    /// alone), rows
     /// of unequal lengths, A's values in one array or split at each row's
     /// third entry, and values whose sums round, so that the order of the
     /// additions shows: C's values are those of the general loop (counted
@@ -1571,7 +1785,17 @@ mod tests {
     fn long_rows_of_a_over_short_rows_of_b_pair_as_the_general_path() {
         let (m, k, n) = (7, 200, 40);
         let mut a = random(m, k, 60, 5);
-        let b = random(k, n, 6, 6);
+        // Rows of B of four entries each (even: not masked).
+        let b_rows: Vec<Vec<(i32, f64)>> = (0..k)
+            .map(|r| {
+                let mut cols: Vec<i32> = (0..4).map(|e| ((r * 3 + e * 5) % n) as i32).collect();
+                cols.sort_unstable();
+                let value = |(e, c): (usize, i32)| (c, ((r + e) % 7) as f64 - 3.0);
+                cols.into_iter().enumerate().map(value).collect()
+            })
+            .collect();
+        let b_refs: Vec<&[(i32, f64)]> = b_rows.iter().map(|r| &r[..]).collect();
+        let b = Csr::rows(&b_refs, n);
         // Values that round: thirds and tenths.
         for (e, v) in a.vals.iter_mut().enumerate() {
             *v = (*v + 0.1) / 3.0 + e as f64 * 1e-3;
@@ -1587,6 +1811,8 @@ mod tests {
             pairs_rows(a_entries, products, m),
             "{a_entries} entries, {products} products"
         );
+        let spread = spread_of_rows_of_b((&a.cols, 0), &b.offsets, 0..a_entries);
+        assert_eq!(masks_rows(m, a_entries, products, || spread), None);
         let lengths: Vec<i32> = a.offsets.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(lengths.windows(2).any(|w| w[0] != w[1]), "{lengths:?}");
         same_as_the_general_path(&a, &b, 2);
@@ -1768,6 +1994,123 @@ mod tests {
             spread_of_rows_of_b((&a_bad[..], 0), &b_offsets[..], 0..2),
             0.0
         );
+    }
+
+    /// Long rows of A over short rows of op(B) of uneven length (the
+    /// 27-point Poisson times a smoothed prolongator) are added masked
+    /// ([`add_rows_masked`]) at each width, as the general loop adds them:
+    /// rows of op(B) longer than the width (finished in a loop), the last
+    /// rows of op(B) (`W` entries from there would pass the arrays' end),
+    /// an empty row of A and one over every row of op(B).
+    #[test]
+    fn short_uneven_rows_of_b_are_masked_as_the_general_path() {
+        // Rows of B of 1 or 3 entries (width 4), 2 to 5 (6), 1 to 8 (8).
+        for (lengths, width) in [
+            (&[1usize, 3][..], 4),
+            (&[2, 3, 4, 5], 6),
+            (&[1, 2, 3, 4, 5, 6, 7, 8], 8),
+        ] {
+            let (m, k, n) = (60, 300, 50);
+            let mut x = 7u64;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as usize
+            };
+            // Rows 5 and 155 of B of 12 entries; the last of 1.
+            let long = |r: usize| r % 150 == 5;
+            let b_rows: Vec<Vec<(i32, f64)>> = (0..k)
+                .map(|r| {
+                    let len = match r {
+                        _ if r == k - 1 => 1,
+                        _ if long(r) => 12,
+                        _ => lengths[next() % lengths.len()],
+                    };
+                    let start = next() % (n - len);
+                    (0..len)
+                        .map(|e| ((start + e) as i32, 0.7 - e as f64 / 7.0))
+                        .collect()
+                })
+                .collect();
+            // Rows of A of 16 to 28 entries, one empty, one over every row
+            // of B, and one over the last rows of B; thirds and tenths.
+            let a_rows: Vec<Vec<(i32, f64)>> = (0..m)
+                .map(|i| {
+                    let mut cols: Vec<i32> = match i {
+                        7 => (0..k).map(|r| r as i32).collect(),
+                        8 => Vec::new(),
+                        9 => (k - 4..k).map(|r| r as i32).collect(),
+                        _ => (0..16 + next() % 13)
+                            .map(|e| ((i * 5 + e * 7) % k) as i32)
+                            .collect(),
+                    };
+                    cols.sort_unstable();
+                    cols.dedup();
+                    let to = |(e, &c): (usize, &i32)| (c, (1.0 + e as f64) / 3.0 - 0.1 * i as f64);
+                    cols.iter().enumerate().map(to).collect()
+                })
+                .collect();
+            fn refs(rows: &[Vec<(i32, f64)>]) -> Vec<&[(i32, f64)]> {
+                rows.iter().map(|r| &r[..]).collect()
+            }
+            let a = Csr::rows(&refs(&a_rows), k);
+            let b = Csr::rows(&refs(&b_rows), n);
+            let row_len = |r: usize| (b.offsets[r + 1] - b.offsets[r]) as usize;
+            let products: u64 = a.cols.iter().map(|&c| row_len(c as usize) as u64).sum();
+            assert!(a.cols.iter().any(|&c| row_len(c as usize) > width));
+            let spread = spread_of_rows_of_b((&a.cols, 0), &b.offsets, 0..a.cols.len());
+            assert_eq!(
+                masks_rows(m, a.cols.len(), products, || spread),
+                Some(width),
+                "{} entries, {products} products, spread {spread}",
+                a.cols.len()
+            );
+            same_as_the_general_path(&a, &b, 1);
+        }
+    }
+
+    /// Which rows are masked, and how wide: short rows of op(B) of uneven
+    /// length under long rows of A; not under short ones (staged), nor rows
+    /// of op(B) of one length (a stencil: paired), long or one-entry ones;
+    /// nor where the spare cells would not fit the planned bytes.
+    #[test]
+    fn rows_are_masked_where_rows_of_a_are_long_and_rows_of_b_short_and_uneven() {
+        // 20 entries a row of A over rows of B of 3.6 on average, spread
+        // 1.2 (4.8: 6 wide) and 0.9 (4.5: 6 wide); 2.5 and 0.9 (3.4: 4
+        // wide).
+        assert_eq!(masks_rows(100, 2000, 7200, || 1.2), Some(6));
+        assert_eq!(masks_rows(100, 2000, 7200, || 0.9), Some(6));
+        assert_eq!(masks_rows(100, 2000, 5000, || 0.9), Some(4));
+        // Rows of A of 26 entries over rows of 4.0, spread 1.3: 6 wide.
+        assert_eq!(masks_rows(100, 2600, 10400, || 1.3), Some(6));
+        // 7.3 and 1.4: the widest.
+        assert_eq!(masks_rows(100, 2000, 14600, || 1.4), Some(8));
+        assert_eq!(masks_rows(100, 700, 2520, || 1.2), None, "rows of A of 7");
+        assert_eq!(
+            masks_rows(100, 2000, 7200, || 0.3),
+            None,
+            "even rows of op(B)"
+        );
+        assert_eq!(
+            masks_rows(100, 2000, 20000, || 1.2),
+            None,
+            "rows of op(B) of 10"
+        );
+        assert_eq!(
+            masks_rows(100, 2000, 2000, || 1.2),
+            None,
+            "one entry a row of op(B)"
+        );
+        assert_eq!(masks_rows(0, 0, 0, || 1.2), None, "no rows");
+        // The spread is not read where the shape already says no.
+        assert_eq!(masks_rows(100, 2000, 20000, || unreachable!()), None);
+        assert_eq!(masks_rows(100, 700, 2520, || unreachable!()), None);
+        // The spare cells fit the planned bytes but for the narrowest.
+        assert!(spare_cells_fit::<f64>(101, 100));
+        assert!(!spare_cells_fit::<f64>(6, 5));
+        assert!(spare_cells_fit::<num_complex::Complex<f64>>(101, 100));
+        assert!(!spare_cells_fit::<num_complex::Complex<f64>>(21, 20));
     }
 
     /// The paired kernel's two accumulators stay within the bytes planned
