@@ -48,16 +48,19 @@
 //! and lost on every row length tried (4 to 32 entries): its searches are
 //! branches that do not predict.
 //!
-//! With α = 1, β = 0 and sums alone, three shapes have loops of their own:
+//! With α = 1, β = 0 and sums alone, four shapes have loops of their own:
 //! an op(B) with one entry a row (GAMG's tentative prolongator, an
 //! aggregation: [`add_rows_one`], PETSc's loop over plain slices); short
-//! rows of op(B) of uneven length (a stencil times a smoothed
-//! prolongator: [`add_rows_masked`], each row of op(B) added a fixed
-//! width, the products past its end into spare cells chosen by a mask, so
-//! that no loop ends at a row's unpredictable end); and long rows of A
-//! over short rows of op(B) of even length ([`add_rows_paired`], two rows
-//! of A at a time into two accumulators, each row's additions in the same
-//! order).
+//! rows of op(B) of uneven length under long rows of A (the 27-point
+//! Poisson times a smoothed prolongator: [`add_rows_masked`], each row of
+//! op(B) added a fixed width, the products past its end into spare cells
+//! chosen by a mask, so that no loop ends at a row's unpredictable end);
+//! the same under short rows of A (the 7-point Poisson times a smoothed
+//! prolongator: [`add_rows_staged`], each row's products listed first,
+//! its rows of op(B) copied a fixed width, then added in one loop); and
+//! long rows of A over short rows of op(B) of even length
+//! ([`add_rows_paired`], two rows of A at a time into two accumulators,
+//! each row's additions in the same order).
 //!
 //! From the third numeric phase on one checked structure, the plan may
 //! replay instead the positions of the products in C's rows that this
@@ -560,11 +563,11 @@ fn stages_rows(rows: usize, entries: usize, products: u64, spread: impl FnOnce()
 /// another loop: where `rows` rows of A of [`PAIRED_MIN_A_ROW`] entries or
 /// more on average (`entries` in all; shorter ones are staged,
 /// [`stages_rows`]) name rows of op(B) that are short (2 to
-/// [`MASK_MAX_WIDTH`] entries on
-/// average, `products` in all) and of uneven length, so that a loop over
-/// each row of op(B) ends where the branch predictor cannot learn: a
-/// standard deviation (`spread()`, [`spread_of_rows_of_b`], not called
-/// unless the rest holds) of at least [`UNEVEN_MIN_SPREAD`] entries. The
+/// [`MASK_MAX_WIDTH`] entries on average, `products` in all) and of
+/// uneven length, so that a loop over each row of op(B) ends where the
+/// branch predictor cannot learn: a standard deviation (`spread()`,
+/// [`spread_of_rows_of_b`], not called unless the rest holds) of at least
+/// [`UNEVEN_MIN_SPREAD`] entries. The
 /// width is the first of 4, 6 and 8 at least the mean plus one standard
 /// deviation (8 past that), so that few rows of op(B) are longer.
 fn masks_rows(
@@ -806,24 +809,25 @@ fn add_rows_staged<
 /// first `W` entries from where the row starts (reading what follows it
 /// in op(B)'s arrays), each product past the row's end added into a spare
 /// cell (`cells[spare..]`, [`MASK_SPARE_CELLS`] of them, after op(B)'s
-/// columns and base) chosen by a mask
-/// instead of a branch, and a row longer than `W` finished in a loop. The
-/// loops end once an entry of A instead of at each row of op(B)'s
-/// unpredictable end. Every cell of C gets the same products in the same
-/// order as by [`add_rows`], so C's values are the same, bit for bit; the
-/// spare cells' sums are never read and are zeroed by the caller. Where a
-/// row's `W` entries would pass the end of op(B)'s arrays it is added
-/// plainly.
+/// columns and base) chosen by a mask instead of a branch, and a row
+/// longer than `W` finished in a loop. The loops end once an entry of A
+/// instead of at each row of op(B)'s unpredictable end. Every cell of C
+/// gets the same products in the same order as by [`add_rows`], so C's
+/// values are the same, bit for bit; the spare cells' sums are never read
+/// and are zeroed by the caller. Where a row's `W` entries would pass the
+/// end of op(B)'s arrays it is added plainly.
 ///
-/// One thread, `numeric_variants`, 2-vCPU AMD EPYC VM, session 84, minimum
-/// of 7 (PETSc's loop / two rows at a time / each row staged 8 wide /
-/// masked 6 wide): the 27-point Poisson at 64³ times GAMG's smoothed
-/// prolongator (26 entries a row of A, 4.0 a row of P, standard deviation
-/// 1.3) 63.8 / 58.0 / 63.8 / 43.4-43.9 ms; the 7-point one times its own
-/// (6.9 entries, 3.6, 1.2) 34.8 / 21.2 / 18.8 / 14.7 (5 wide: 14.0, 4
-/// wide 15.4). With the width known only at run time the loop was not
-/// unrolled and took 51 ms on the first; with a branch instead of the mask
-/// 79.
+/// One thread, 2-vCPU AMD EPYC VM, session 84, minimum of 7. Stand-alone
+/// (`numeric_variants`; PETSc's loop / two rows at a time / each row
+/// staged 8 wide / masked 6 wide): the 27-point Poisson at 64³ times
+/// GAMG's smoothed prolongator (26 entries a row of A, 4.0 a row of P,
+/// standard deviation 1.3) 64.0 / 58.2 / 63.1 / 43.4-45.3 ms; the 7-point
+/// one times its own (6.9 entries, 3.6, 1.2) 21.5 / 21.6 / 19.1 / 14.7-15.6.
+/// With the width known only at run time the loop was not unrolled (51 ms
+/// on the first); with a branch instead of the mask, 80.7. In the library
+/// (`phases_vs_gustavson`, values on the kept structure) the first went
+/// from 58.3-58.9 ms paired to 48.7-49.1, but the second took 17.2 ms
+/// masked against 16.5-16.6 staged, hence [`masks_rows`]' long rows of A.
 #[inline(never)]
 #[allow(clippy::type_complexity)]
 fn add_rows_masked<
@@ -1776,11 +1780,10 @@ mod tests {
 
     /// Long rows of A over short rows of op(B) of one length (α = 1, sums
     /// alone) take `add_rows_paired`: an odd number of rows (the last one
-    /// alone), rows
-    /// of unequal lengths, A's values in one array or split at each row's
-    /// third entry, and values whose sums round, so that the order of the
-    /// additions shows: C's values are those of the general loop (counted
-    /// cells), bit for bit, and near the dense product's.
+    /// alone), rows of unequal lengths, A's values in one array or split at
+    /// each row's third entry, and values whose sums round, so that the
+    /// order of the additions shows: C's values are those of the general
+    /// loop (counted cells), bit for bit, and near the dense product's.
     #[test]
     fn long_rows_of_a_over_short_rows_of_b_pair_as_the_general_path() {
         let (m, k, n) = (7, 200, 40);
