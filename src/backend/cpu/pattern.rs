@@ -339,7 +339,11 @@ fn accumulate_with<S: Slot<T>, T: Scalar, I: Index, J: Index, A: RowInput<T>, R:
         let entries = ap.offsets[rows.start].as_usize()..ap.offsets[rows.end].as_usize();
         spread_of_rows_of_b((ap.cols, ap.base), bp.offsets, entries)
     };
-    let masked = match plain && one.is_none() && spare_cells_fit::<T>(len, b.pattern.ncols) {
+    // Not where op(B)'s rows are prefetched: the masked loop has no
+    // prefetching copy (one copy per width for every type is build time
+    // enough), and the loops that do were measured there.
+    let maskable = plain && one.is_none() && !prefetch;
+    let masked = match maskable && spare_cells_fit::<T>(len, b.pattern.ncols) {
         true => masks_rows(rows.len(), a_entries, products, spread),
         false => None,
     };
@@ -476,7 +480,7 @@ enum RowLoop<'c, S> {
     Paired(&'c mut [S]),
     /// [`add_rows_staged`].
     Staged,
-    /// [`add_rows_masked`] at `width` (4, 6 or 8), its spare cells from
+    /// [`add_rows_masked`] at `width` (6 or 8), its spare cells from
     /// `spare`.
     Masked { width: usize, spare: usize },
 }
@@ -517,15 +521,10 @@ fn add_rows_either<
         }
         (RowLoop::Staged, true) => add_rows_staged::<true, _, _, _, _, _, _>(job, out, cells),
         (RowLoop::Staged, false) => add_rows_staged::<false, _, _, _, _, _, _>(job, out, cells),
-        (RowLoop::Masked { width, spare }, true) => match width {
-            4 => add_rows_masked::<true, 4, _, _, _, _, _, _>(job, out, (cells, spare)),
-            6 => add_rows_masked::<true, 6, _, _, _, _, _, _>(job, out, (cells, spare)),
-            _ => add_rows_masked::<true, 8, _, _, _, _, _, _>(job, out, (cells, spare)),
-        },
-        (RowLoop::Masked { width, spare }, false) => match width {
-            4 => add_rows_masked::<false, 4, _, _, _, _, _, _>(job, out, (cells, spare)),
-            6 => add_rows_masked::<false, 6, _, _, _, _, _, _>(job, out, (cells, spare)),
-            _ => add_rows_masked::<false, 8, _, _, _, _, _, _>(job, out, (cells, spare)),
+        // Never with prefetching (`accumulate_with`).
+        (RowLoop::Masked { width, spare }, _) => match width {
+            6 => add_rows_masked::<6, _, _, _, _, _, _>(job, out, (cells, spare)),
+            _ => add_rows_masked::<8, _, _, _, _, _, _>(job, out, (cells, spare)),
         },
         (RowLoop::General, true) => {
             add_rows::<true, _, _, _, _, _, _, _>(a, a_in, b, general, c, out, cells, recorder)
@@ -568,8 +567,10 @@ fn stages_rows(rows: usize, entries: usize, products: u64, spread: impl FnOnce()
 /// branch predictor cannot learn: a standard deviation (`spread()`,
 /// [`spread_of_rows_of_b`], not called unless the rest holds) of at least
 /// [`UNEVEN_MIN_SPREAD`] entries. The
-/// width is the first of 4, 6 and 8 at least the mean plus one standard
-/// deviation (8 past that), so that few rows of op(B) are longer.
+/// width is 6 where the mean plus one standard deviation is at most 6,
+/// else 8, so that few rows of op(B) are longer (4 wide lost to 6 on both
+/// products measured, `numeric_variants`: 55.0 and 16.2 ms against 45.3
+/// and 15.6).
 fn masks_rows(
     rows: usize,
     entries: usize,
@@ -585,11 +586,11 @@ fn masks_rows(
     if spread < UNEVEN_MIN_SPREAD {
         return None;
     }
-    let wide = per_entry + spread;
-    [4, 6]
-        .into_iter()
-        .find(|&w| wide <= w as f64)
-        .or(Some(MASK_MAX_WIDTH))
+    Some(if per_entry + spread <= 6.0 {
+        6
+    } else {
+        MASK_MAX_WIDTH
+    })
 }
 
 /// Whether the known-structure kernel adds the product of `a` (op(A)'s
@@ -831,7 +832,6 @@ fn add_rows_staged<
 #[inline(never)]
 #[allow(clippy::type_complexity)]
 fn add_rows_masked<
-    const PREFETCH: bool,
     const W: usize,
     S: Slot<T>,
     T: Scalar,
@@ -853,9 +853,6 @@ fn add_rows_masked<
     let n = bp.cols.len().min(b.values.len());
     let (b_cols, b_vals) = (&bp.cols[..n], &b.values[..n]);
     for i in rows {
-        if PREFETCH {
-            prefetch_rows_of_b(ap, bp, b_vals, i + PREFETCH_AHEAD);
-        }
         let (head, tail) = row_parts(ap, &a_in, i)?;
         let mut turn = 0;
         for (cols, vals) in [head, tail] {
@@ -2007,9 +2004,9 @@ mod tests {
     /// an empty row of A and one over every row of op(B).
     #[test]
     fn short_uneven_rows_of_b_are_masked_as_the_general_path() {
-        // Rows of B of 1 or 3 entries (width 4), 2 to 5 (6), 1 to 8 (8).
+        // Rows of B of 1 or 3 entries and 2 to 5 (6 wide), 1 to 8 (8).
         for (lengths, width) in [
-            (&[1usize, 3][..], 4),
+            (&[1usize, 3][..], 6),
             (&[2, 3, 4, 5], 6),
             (&[1, 2, 3, 4, 5, 6, 7, 8], 8),
         ] {
@@ -2080,11 +2077,12 @@ mod tests {
     #[test]
     fn rows_are_masked_where_rows_of_a_are_long_and_rows_of_b_short_and_uneven() {
         // 20 entries a row of A over rows of B of 3.6 on average, spread
-        // 1.2 (4.8: 6 wide) and 0.9 (4.5: 6 wide); 2.5 and 0.9 (3.4: 4
-        // wide).
+        // 1.2 (4.8: 6 wide) and 0.9 (4.5: 6 wide); 2.5 and 0.9 (3.4: 6
+        // wide); 5.0 and 1.1 (6.1: 8 wide).
         assert_eq!(masks_rows(100, 2000, 7200, || 1.2), Some(6));
         assert_eq!(masks_rows(100, 2000, 7200, || 0.9), Some(6));
-        assert_eq!(masks_rows(100, 2000, 5000, || 0.9), Some(4));
+        assert_eq!(masks_rows(100, 2000, 5000, || 0.9), Some(6));
+        assert_eq!(masks_rows(100, 2000, 10000, || 1.1), Some(8));
         // Rows of A of 26 entries over rows of 4.0, spread 1.3: 6 wide.
         assert_eq!(masks_rows(100, 2600, 10400, || 1.3), Some(6));
         // 7.3 and 1.4: the widest.
