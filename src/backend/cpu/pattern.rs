@@ -1794,8 +1794,7 @@ mod tests {
                 cols.into_iter().enumerate().map(value).collect()
             })
             .collect();
-        let b_refs: Vec<&[(i32, f64)]> = b_rows.iter().map(|r| &r[..]).collect();
-        let b = Csr::rows(&b_refs, n);
+        let b = Csr::rows(&refs(&b_rows), n);
         // Values that round: thirds and tenths.
         for (e, v) in a.vals.iter_mut().enumerate() {
             *v = (*v + 0.1) / 3.0 + e as f64 * 1e-3;
@@ -1886,6 +1885,74 @@ mod tests {
         assert!(e.to_string().contains("out of range"), "{e}");
     }
 
+    /// The tests' draws: a xorshift from `seed`.
+    fn xorshift(seed: u64) -> impl FnMut() -> usize {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as usize
+        }
+    }
+
+    /// Rows 5 and 155 of [`uneven_rows_of_b`]: 12 entries.
+    fn long_row_of_b(r: usize) -> bool {
+        r % 150 == 5
+    }
+
+    /// `k` rows of B over `n` columns: runs of a length drawn from
+    /// `lengths` from a drawn column, 12 long at [`long_row_of_b`] and
+    /// `last_len` long last (read past no end); values 0.7 - e/7.
+    fn uneven_rows_of_b(
+        (k, n): (usize, usize),
+        lengths: &[usize],
+        last_len: usize,
+        next: &mut impl FnMut() -> usize,
+    ) -> Vec<Vec<(i32, f64)>> {
+        (0..k)
+            .map(|r| {
+                let len = match r {
+                    _ if r == k - 1 => last_len,
+                    _ if long_row_of_b(r) => 12,
+                    _ => lengths[next() % lengths.len()],
+                };
+                let start = next() % (n - len);
+                (0..len)
+                    .map(|e| ((start + e) as i32, 0.7 - e as f64 / 7.0))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// `m` rows of A over `k` columns: `special(i)`'s columns where it
+    /// names some, else `shortest` plus a drawn number below `extra` of
+    /// entries 7 columns apart; thirds and tenths.
+    fn rows_of_a(
+        (m, k): (usize, usize),
+        (shortest, extra): (usize, usize),
+        special: impl Fn(usize) -> Option<Vec<i32>>,
+        next: &mut impl FnMut() -> usize,
+    ) -> Vec<Vec<(i32, f64)>> {
+        (0..m)
+            .map(|i| {
+                let mut cols: Vec<i32> = special(i).unwrap_or_else(|| {
+                    (0..shortest + next() % extra)
+                        .map(|e| ((i * 5 + e * 7) % k) as i32)
+                        .collect()
+                });
+                cols.sort_unstable();
+                cols.dedup();
+                let to = |(e, &c): (usize, &i32)| (c, (1.0 + e as f64) / 3.0 - 0.1 * i as f64);
+                cols.iter().enumerate().map(to).collect()
+            })
+            .collect()
+    }
+
+    fn refs(rows: &[Vec<(i32, f64)>]) -> Vec<&[(i32, f64)]> {
+        rows.iter().map(|r| &r[..]).collect()
+    }
+
     /// Short rows of A over short rows of op(B) of uneven length (the
     /// 7-point Poisson times a smoothed prolongator) are staged
     /// ([`add_rows_staged`]), as the general loop adds them: rows of op(B)
@@ -1894,56 +1961,26 @@ mod tests {
     #[test]
     fn short_uneven_rows_of_b_stage_as_the_general_path() {
         let (m, k, n) = (60, 300, 50);
-        let mut x = 7u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as usize
-        };
-        let long = |r: usize| r % 150 == 5;
-        // Rows of B of 1 to 8 entries, rows 5 and 155 of 12; the last of 3
-        // (a copy as wide as the stage would pass the arrays' end).
-        let b_rows: Vec<Vec<(i32, f64)>> = (0..k)
-            .map(|r| {
-                let len = match r {
-                    _ if r == k - 1 => 3,
-                    _ if long(r) => 12,
-                    _ => 1 + next() % 8,
-                };
-                let start = next() % (n - len);
-                (0..len)
-                    .map(|e| ((start + e) as i32, 0.7 - e as f64 / 7.0))
-                    .collect()
-            })
-            .collect();
+        let mut next = xorshift(7);
+        // Rows of B of 1 to 8 entries; the last of 3 (a copy as wide as
+        // the stage would pass the arrays' end).
+        let b_rows = uneven_rows_of_b((k, n), &[1, 2, 3, 4, 5, 6, 7, 8], 3, &mut next);
         // Rows of A of 3 to 9 entries, one empty, and one over every short
         // row of B (over 512 products between two long rows of B: the
-        // stage is added within the row); thirds and tenths.
-        let a_rows: Vec<Vec<(i32, f64)>> = (0..m)
-            .map(|i| {
-                let mut cols: Vec<i32> = match i {
-                    7 => (0..k).filter(|&r| !long(r)).map(|r| r as i32).collect(),
-                    8 => Vec::new(),
-                    _ => (0..3 + next() % 7)
-                        .map(|e| ((i * 5 + e * 7) % k) as i32)
-                        .collect(),
-                };
-                cols.sort_unstable();
-                cols.dedup();
-                let to = |(e, &c): (usize, &i32)| (c, (1.0 + e as f64) / 3.0 - 0.1 * i as f64);
-                cols.iter().enumerate().map(to).collect()
-            })
-            .collect();
-        let slices = |rows: &[Vec<(i32, f64)>]| rows.iter().map(|r| r.to_vec()).collect::<Vec<_>>();
-        let a = Csr::rows(
-            &slices(&a_rows).iter().map(|r| &r[..]).collect::<Vec<_>>(),
-            k,
-        );
-        let b = Csr::rows(
-            &slices(&b_rows).iter().map(|r| &r[..]).collect::<Vec<_>>(),
-            n,
-        );
+        // stage is added within the row).
+        let special = |i: usize| match i {
+            7 => Some(
+                (0..k)
+                    .filter(|&r| !long_row_of_b(r))
+                    .map(|r| r as i32)
+                    .collect(),
+            ),
+            8 => Some(Vec::new()),
+            _ => None,
+        };
+        let a_rows = rows_of_a((m, k), (3, 7), special, &mut next);
+        let a = Csr::rows(&refs(&a_rows), k);
+        let b = Csr::rows(&refs(&b_rows), n);
         let row_len = |r: usize| (b.offsets[r + 1] - b.offsets[r]) as u64;
         let products: u64 = a.cols.iter().map(|&c| row_len(c as usize)).sum();
         // Row 7's products between the two long rows of B.
@@ -2011,49 +2048,18 @@ mod tests {
             (&[1, 2, 3, 4, 5, 6, 7, 8], 8),
         ] {
             let (m, k, n) = (60, 300, 50);
-            let mut x = 7u64;
-            let mut next = move || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as usize
-            };
-            // Rows 5 and 155 of B of 12 entries; the last of 1.
-            let long = |r: usize| r % 150 == 5;
-            let b_rows: Vec<Vec<(i32, f64)>> = (0..k)
-                .map(|r| {
-                    let len = match r {
-                        _ if r == k - 1 => 1,
-                        _ if long(r) => 12,
-                        _ => lengths[next() % lengths.len()],
-                    };
-                    let start = next() % (n - len);
-                    (0..len)
-                        .map(|e| ((start + e) as i32, 0.7 - e as f64 / 7.0))
-                        .collect()
-                })
-                .collect();
+            let mut next = xorshift(7);
+            // The last row of B of 1 entry.
+            let b_rows = uneven_rows_of_b((k, n), lengths, 1, &mut next);
             // Rows of A of 16 to 28 entries, one empty, one over every row
-            // of B, and one over the last rows of B; thirds and tenths.
-            let a_rows: Vec<Vec<(i32, f64)>> = (0..m)
-                .map(|i| {
-                    let mut cols: Vec<i32> = match i {
-                        7 => (0..k).map(|r| r as i32).collect(),
-                        8 => Vec::new(),
-                        9 => (k - 4..k).map(|r| r as i32).collect(),
-                        _ => (0..16 + next() % 13)
-                            .map(|e| ((i * 5 + e * 7) % k) as i32)
-                            .collect(),
-                    };
-                    cols.sort_unstable();
-                    cols.dedup();
-                    let to = |(e, &c): (usize, &i32)| (c, (1.0 + e as f64) / 3.0 - 0.1 * i as f64);
-                    cols.iter().enumerate().map(to).collect()
-                })
-                .collect();
-            fn refs(rows: &[Vec<(i32, f64)>]) -> Vec<&[(i32, f64)]> {
-                rows.iter().map(|r| &r[..]).collect()
-            }
+            // of B, and one over the last rows of B.
+            let special = |i: usize| match i {
+                7 => Some((0..k).map(|r| r as i32).collect()),
+                8 => Some(Vec::new()),
+                9 => Some((k - 4..k).map(|r| r as i32).collect()),
+                _ => None,
+            };
+            let a_rows = rows_of_a((m, k), (16, 13), special, &mut next);
             let a = Csr::rows(&refs(&a_rows), k);
             let b = Csr::rows(&refs(&b_rows), n);
             let row_len = |r: usize| (b.offsets[r + 1] - b.offsets[r]) as usize;
@@ -2133,17 +2139,11 @@ mod tests {
     /// A small pseudo-random `rows x cols` matrix with sorted rows of up
     /// to `per_row` entries (integers, so sums are exact).
     fn random(rows: usize, cols: usize, per_row: usize, seed: u64) -> Csr {
-        let mut x = seed;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(seed);
         let rows: Vec<Vec<(i32, f64)>> = (0..rows)
             .map(|_| {
-                let mut r: Vec<i32> = (0..next() as usize % (per_row + 1))
-                    .map(|_| (next() as usize % cols) as i32)
+                let mut r: Vec<i32> = (0..next() % (per_row + 1))
+                    .map(|_| (next() % cols) as i32)
                     .collect();
                 r.sort_unstable();
                 r.dedup();
@@ -2152,8 +2152,7 @@ mod tests {
                     .collect()
             })
             .collect();
-        let refs: Vec<&[(i32, f64)]> = rows.iter().map(|r| &r[..]).collect();
-        Csr::rows(&refs, cols)
+        Csr::rows(&refs(&rows), cols)
     }
 
     /// C = alpha * A B + beta * C0 on C's exact pattern (rows sorted and
