@@ -29,10 +29,23 @@ pub trait Scalar:
     fn magnitude(self) -> f64;
     /// The bits of the value folded into 64 bits (for value fingerprints).
     fn hash_bits(self) -> u64;
+    /// The value where `keep`, else zero, chosen by a mask on its bits
+    /// rather than a branch, for sums restarted where the data say (which
+    /// products of a row share a column). Where `keep` the bits are
+    /// `self`'s; else `+0.0`, as [`Scalar::zero`].
+    #[doc(hidden)]
+    #[inline(always)]
+    fn zero_unless(self, keep: bool) -> Self {
+        if keep {
+            self
+        } else {
+            Self::zero()
+        }
+    }
 }
 
 macro_rules! real_scalar {
-    ($t:ty, $dt:expr) => {
+    ($t:ty, $bits:ty, $dt:expr) => {
         impl Scalar for $t {
             const DATA_TYPE: DataType = $dt;
             #[inline]
@@ -55,11 +68,18 @@ macro_rules! real_scalar {
             fn hash_bits(self) -> u64 {
                 self.to_bits() as u64
             }
+            #[inline(always)]
+            fn zero_unless(self, keep: bool) -> Self {
+                // Through `black_box`: the compiler otherwise sees the
+                // mask's `bool` and makes the `and` a branch again.
+                let mask = std::hint::black_box(<$bits>::from(keep).wrapping_neg());
+                <$t>::from_bits(self.to_bits() & mask)
+            }
         }
     };
 }
-real_scalar!(f32, DataType::R32F);
-real_scalar!(f64, DataType::R64F);
+real_scalar!(f32, u32, DataType::R32F);
+real_scalar!(f64, u64, DataType::R64F);
 
 macro_rules! complex_scalar {
     ($t:ty, $dt:expr) => {
@@ -84,6 +104,10 @@ macro_rules! complex_scalar {
             #[inline]
             fn hash_bits(self) -> u64 {
                 (self.re.to_bits() as u64) ^ (self.im.to_bits() as u64).rotate_left(32)
+            }
+            #[inline(always)]
+            fn zero_unless(self, keep: bool) -> Self {
+                Complex::new(self.re.zero_unless(keep), self.im.zero_unless(keep))
             }
         }
     };
@@ -428,4 +452,42 @@ pub enum BackendKind {
     Cuda,
     /// AMD GPU / Hygon DCU (not built into this version).
     Hip,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Scalar;
+    use num_complex::Complex;
+
+    /// `zero_unless` keeps every value's bits (a NaN's payload, -0.0,
+    /// infinities, subnormals) where asked and gives +0.0 otherwise, as
+    /// the `if` it replaces did, for every value type.
+    #[test]
+    fn zero_unless_keeps_the_bits_or_gives_plus_zero() {
+        let f64s = [
+            -0.0,
+            1.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::from_bits(0x7ff8_dead_beef_0001),
+            f64::MIN_POSITIVE / 4.0,
+        ];
+        for x in f64s {
+            assert_eq!(x.zero_unless(true).to_bits(), x.to_bits());
+            assert_eq!(x.zero_unless(false).to_bits(), 0.0f64.to_bits());
+            let y = x as f32;
+            assert_eq!(y.zero_unless(true).to_bits(), y.to_bits());
+            assert_eq!(y.zero_unless(false).to_bits(), 0.0f32.to_bits());
+            let z = Complex::new(x, -x);
+            let kept = z.zero_unless(true);
+            assert_eq!(
+                (kept.re.to_bits(), kept.im.to_bits()),
+                (x.to_bits(), (-x).to_bits())
+            );
+            let zero = z.zero_unless(false);
+            assert_eq!((zero.re.to_bits(), zero.im.to_bits()), (0, 0));
+            let w = Complex::new(y, 2.0 * y).zero_unless(false);
+            assert_eq!((w.re.to_bits(), w.im.to_bits()), (0, 0));
+        }
+    }
 }

@@ -7,8 +7,11 @@
 //! each row's products staged in a list first (rows of op(B) copied 8
 //! wide), then added in one loop; and each row of op(B) added 4, 6 or 8
 //! wide, the products past its end into spare cells chosen by a mask (6
-//! wide with a branch instead, beside). Every variant's values are checked
-//! against the first, bit for bit. It prints the product's shape (entries
+//! wide with a branch instead, beside); op(B) padded to 6 slots a row
+//! (columns past a row's end at spare cells, values 0; the padding timed
+//! apart), then added 6 wide with no mask nor offsets; and masked 6 wide
+//! two rows of A at a time. Every variant's values are checked against the
+//! first, bit for bit. It prints the product's shape (entries
 //! a row of A, products an entry and their standard deviation) and chose
 //! the shapes the known-structure kernel pairs, stages and masks rows for
 //! (`src/backend/cpu/pattern.rs`, `pairs_rows`, `stages_rows`,
@@ -213,6 +216,129 @@ fn masked<const W: usize, const BRANCH: bool>(
     }
 }
 
+/// Op(B) padded: each row's first W columns and values in fixed slots
+/// (columns past its end at spare cells, values 0), and which rows are
+/// longer than W.
+struct Padded<const W: usize> {
+    cols: Vec<i32>,
+    vals: Vec<f64>,
+    long: Vec<bool>,
+}
+
+fn pad<const W: usize>(b: &Csr, p: &mut Padded<W>) {
+    let rows = b.0.len() - 1;
+    p.cols.resize(rows * W, 0);
+    p.vals.resize(rows * W, 0.0);
+    p.long.resize(rows, false);
+    for r in 0..rows {
+        let (s, e) = (b.0[r] as usize, b.0[r + 1] as usize);
+        for t in 0..W {
+            let (c, v) = if s + t < e {
+                (b.1[s + t], b.2[s + t])
+            } else {
+                ((b.4 + t + (r & 1) * W) as i32, 0.0)
+            };
+            p.cols[r * W + t] = c;
+            p.vals[r * W + t] = v;
+        }
+        p.long[r] = e - s > W;
+    }
+}
+
+/// Each row of op(B) added W products from its padded slots, the rest of a
+/// longer row in a loop.
+#[inline(never)]
+fn padded<const W: usize>(
+    a: &Csr,
+    b: &Csr,
+    p: &Padded<W>,
+    c: (&[i32], &[i32], &mut [f64]),
+    dense: &mut [f64],
+) {
+    let (co, cc, cv) = c;
+    for i in 0..a.3 {
+        for k in a.0[i] as usize..a.0[i + 1] as usize {
+            let (r, f) = (a.1[k] as usize, a.2[k]);
+            let pc: &[i32; W] = p.cols[r * W..r * W + W].try_into().unwrap();
+            let pv: &[f64; W] = p.vals[r * W..r * W + W].try_into().unwrap();
+            for t in 0..W {
+                dense[pc[t] as usize] += f * pv[t];
+            }
+            if p.long[r] {
+                for e in b.0[r] as usize + W..b.0[r + 1] as usize {
+                    dense[b.1[e] as usize] += f * b.2[e];
+                }
+            }
+        }
+        gather(i, (co, cc), cv, dense);
+    }
+}
+
+/// One entry of A (row `r` of op(B), factor `f`) added W wide, masked,
+/// into `dense` (spare cells from `spare`).
+#[inline(always)]
+fn masked_entry<const W: usize>(b: &Csr, (r, f): (usize, f64), dense: &mut [f64], spare: usize) {
+    let n = b.1.len();
+    let (s, e) = (b.0[r] as usize, b.0[r + 1] as usize);
+    let len = e - s;
+    if s + W <= n {
+        let bc: &[i32; W] = b.1[s..s + W].try_into().unwrap();
+        let bv: &[f64; W] = b.2[s..s + W].try_into().unwrap();
+        for t in 0..W {
+            let m = usize::from(t < len).wrapping_neg();
+            let j = (bc[t] as usize & m) | ((spare + t) & !m);
+            dense[j] += f * bv[t];
+        }
+        for e in s + W..e {
+            dense[b.1[e] as usize] += f * b.2[e];
+        }
+    } else {
+        for e in s..e {
+            dense[b.1[e] as usize] += f * b.2[e];
+        }
+    }
+}
+
+/// [`masked`] two rows of A at a time, their entries in turns, each row
+/// into its own accumulator.
+#[inline(never)]
+fn masked_two<const W: usize>(
+    a: &Csr,
+    b: &Csr,
+    c: (&[i32], &[i32], &mut [f64]),
+    (d0, d1): (&mut [f64], &mut [f64]),
+) {
+    let (co, cc, cv) = c;
+    let spare = b.4;
+    let mut i = 0;
+    while i + 1 < a.3 {
+        let (s0, e0) = (a.0[i] as usize, a.0[i + 1] as usize);
+        let (s1, e1) = (a.0[i + 1] as usize, a.0[i + 2] as usize);
+        let both = (e0 - s0).min(e1 - s1);
+        for q in 0..both {
+            let (k0, k1) = (s0 + q, s1 + q);
+            masked_entry::<W>(b, (a.1[k0] as usize, a.2[k0]), d0, spare);
+            masked_entry::<W>(b, (a.1[k1] as usize, a.2[k1]), d1, spare);
+        }
+        for k in s0 + both..e0 {
+            masked_entry::<W>(b, (a.1[k] as usize, a.2[k]), d0, spare + W);
+        }
+        for k in s1 + both..e1 {
+            masked_entry::<W>(b, (a.1[k] as usize, a.2[k]), d1, spare + W);
+        }
+        gather(i, (co, cc), cv, d0);
+        gather(i + 1, (co, cc), cv, d1);
+        i += 2;
+    }
+    while i < a.3 {
+        for k in a.0[i] as usize..a.0[i + 1] as usize {
+            masked_entry::<W>(b, (a.1[k] as usize, a.2[k]), d0, spare + (k & 1) * W);
+        }
+        gather(i, (co, cc), cv, d0);
+        i += 1;
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let a = read(&args[1]);
@@ -254,7 +380,13 @@ fn main() {
     let mut d1 = vec![0f64; b.4];
     let mut r0 = vec![0f64; nnz];
     let mut r = vec![0f64; nnz];
-    let mut best = [f64::MAX; 8];
+    let mut best = [f64::MAX; 11];
+    let mut dw1 = vec![0f64; b.4 + 64];
+    let mut p6 = Padded::<6> {
+        cols: Vec::new(),
+        vals: Vec::new(),
+        long: Vec::new(),
+    };
     let mut dw = vec![0f64; b.4 + 64];
     let most = (0..a.3)
         .map(|i| {
@@ -298,10 +430,13 @@ fn main() {
                 4 => masked::<4, false>(&a, &b, (&co, &cc, &mut r), &mut dw),
                 5 => masked::<6, false>(&a, &b, (&co, &cc, &mut r), &mut dw),
                 6 => masked::<8, false>(&a, &b, (&co, &cc, &mut r), &mut dw),
-                _ => masked::<6, true>(&a, &b, (&co, &cc, &mut r), &mut dw),
+                7 => masked::<6, true>(&a, &b, (&co, &cc, &mut r), &mut dw),
+                8 => pad(&b, &mut p6),
+                10 => masked_two::<6>(&a, &b, (&co, &cc, &mut r), (&mut dw, &mut dw1)),
+                _ => padded::<6>(&a, &b, &p6, (&co, &cc, &mut r), &mut dw),
             }
             *slot = slot.min(t.elapsed().as_secs_f64() * 1e3);
-            if v > 0 {
+            if v > 0 && v != 8 {
                 assert!(
                     r.iter().zip(&r0).all(|(x, y)| x.to_bits() == y.to_bits()),
                     "variant {v} differs"
@@ -309,5 +444,5 @@ fn main() {
             }
         }
     }
-    println!("nnz(C) {nnz}; v0 petsc {:.2}  v1 two rows {:.2}  four at a time {:.2}  staged 8 {:.2}  masked 4 {:.2}  masked 6 {:.2}  masked 8 {:.2}  6 with a branch {:.2} ms", best[0], best[1], best[2], best[3], best[4], best[5], best[6], best[7]);
+    println!("nnz(C) {nnz}; v0 petsc {:.2}  v1 two rows {:.2}  four at a time {:.2}  staged 8 {:.2}  masked 4 {:.2}  masked 6 {:.2}  masked 8 {:.2}  6 with a branch {:.2} ms; padding 6 {:.2}, padded 6 {:.2}, masked 6 two rows {:.2}", best[0], best[1], best[2], best[3], best[4], best[5], best[6], best[7], best[8], best[9], best[10]);
 }
