@@ -625,7 +625,19 @@ static PetscErrorCode RsOutSymbolic(Mat C, PetscLayout crows, const RsCols *cols
     PetscInt  z0 = zi[r], zl = zi[r + 1] - z0, dl = d_nnz[r], ol = o_nnz[r];
     PetscInt *dj = (PetscInt *)cdj + cdi[r], *oj = (PetscInt *)coj + coi[r];
     PetscCheck(cdi[r + 1] - cdi[r] == dl && coi[r + 1] - coi[r] == ol, PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: row %" PetscInt_FMT " of C's preallocated blocks does not hold the product's pattern", r);
-    if (out->recv_i[r + 1] == out->recv_i[r]) {
+    if (!ol && out->recv_i[r + 1] == out->recv_i[r]) {
+      /* A run of rows with only own columns and nothing received (a
+         rank's interior): Z's rows are C's diagonal block's as they lie,
+         copied at once (a copy a row of 3 or 4 columns took 1.3 ms of
+         the 7-point A·P_tent's 18 a rank on two ranks). */
+      PetscInt end = r + 1;
+      while (end < own_rows && !o_nnz[end] && out->recv_i[end + 1] == out->recv_i[end]) {
+        PetscCheck(cdi[end + 1] - cdi[end] == d_nnz[end] && coi[end + 1] == coi[end], PETSC_COMM_SELF, PETSC_ERR_PLIB, "rusparse: row %" PetscInt_FMT " of C's preallocated blocks does not hold the product's pattern", end);
+        end++;
+      }
+      PetscCall(PetscArraycpy(dj, zj + z0, zi[end] - z0));
+      r = end - 1;
+    } else if (out->recv_i[r + 1] == out->recv_i[r]) {
       const PetscInt *zr = zj + z0;
       PetscCall(PetscArraycpy(dj, zr, dl));
       for (PetscInt e = dl; e < zl; e++) oj[e - dl] = cols->ghost[zr[e] - nown];
