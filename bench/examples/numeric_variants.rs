@@ -180,37 +180,10 @@ fn masked<const W: usize, const BRANCH: bool>(
     dense: &mut [f64],
 ) {
     let (co, cc, cv) = c;
-    let n = b.1.len();
     for i in 0..a.3 {
         for k in a.0[i] as usize..a.0[i + 1] as usize {
-            let (r, f) = (a.1[k] as usize, a.2[k]);
-            let (s, e) = (b.0[r] as usize, b.0[r + 1] as usize);
-            let len = e - s;
-            if s + W <= n {
-                let spare = b.4 + (k & 1) * W;
-                let bc: &[i32; W] = b.1[s..s + W].try_into().unwrap();
-                let bv: &[f64; W] = b.2[s..s + W].try_into().unwrap();
-                for t in 0..W {
-                    let j = if BRANCH {
-                        if t < len {
-                            bc[t] as usize
-                        } else {
-                            spare + t
-                        }
-                    } else {
-                        let m = usize::from(t < len).wrapping_neg();
-                        (bc[t] as usize & m) | ((spare + t) & !m)
-                    };
-                    dense[j] += f * bv[t];
-                }
-                for e in s + W..e {
-                    dense[b.1[e] as usize] += f * b.2[e];
-                }
-            } else {
-                for e in s..e {
-                    dense[b.1[e] as usize] += f * b.2[e];
-                }
-            }
+            let spare = b.4 + (k & 1) * W;
+            masked_entry::<W, BRANCH>(b, (a.1[k] as usize, a.2[k]), dense, spare);
         }
         gather(i, (co, cc), cv, dense);
     }
@@ -274,10 +247,16 @@ fn padded<const W: usize>(
     }
 }
 
-/// One entry of A (row `r` of op(B), factor `f`) added W wide, masked,
-/// into `dense` (spare cells from `spare`).
+/// One entry of A (row `r` of op(B), factor `f`) added W wide into
+/// `dense`, the products past the row's end into the spare cells from
+/// `spare` (chosen by a mask or, with `BRANCH`, a branch).
 #[inline(always)]
-fn masked_entry<const W: usize>(b: &Csr, (r, f): (usize, f64), dense: &mut [f64], spare: usize) {
+fn masked_entry<const W: usize, const BRANCH: bool>(
+    b: &Csr,
+    (r, f): (usize, f64),
+    dense: &mut [f64],
+    spare: usize,
+) {
     let n = b.1.len();
     let (s, e) = (b.0[r] as usize, b.0[r + 1] as usize);
     let len = e - s;
@@ -285,8 +264,16 @@ fn masked_entry<const W: usize>(b: &Csr, (r, f): (usize, f64), dense: &mut [f64]
         let bc: &[i32; W] = b.1[s..s + W].try_into().unwrap();
         let bv: &[f64; W] = b.2[s..s + W].try_into().unwrap();
         for t in 0..W {
-            let m = usize::from(t < len).wrapping_neg();
-            let j = (bc[t] as usize & m) | ((spare + t) & !m);
+            let j = if BRANCH {
+                if t < len {
+                    bc[t] as usize
+                } else {
+                    spare + t
+                }
+            } else {
+                let m = usize::from(t < len).wrapping_neg();
+                (bc[t] as usize & m) | ((spare + t) & !m)
+            };
             dense[j] += f * bv[t];
         }
         for e in s + W..e {
@@ -317,14 +304,14 @@ fn masked_two<const W: usize>(
         let both = (e0 - s0).min(e1 - s1);
         for q in 0..both {
             let (k0, k1) = (s0 + q, s1 + q);
-            masked_entry::<W>(b, (a.1[k0] as usize, a.2[k0]), d0, spare);
-            masked_entry::<W>(b, (a.1[k1] as usize, a.2[k1]), d1, spare);
+            masked_entry::<W, false>(b, (a.1[k0] as usize, a.2[k0]), d0, spare);
+            masked_entry::<W, false>(b, (a.1[k1] as usize, a.2[k1]), d1, spare);
         }
         for k in s0 + both..e0 {
-            masked_entry::<W>(b, (a.1[k] as usize, a.2[k]), d0, spare + W);
+            masked_entry::<W, false>(b, (a.1[k] as usize, a.2[k]), d0, spare + W);
         }
         for k in s1 + both..e1 {
-            masked_entry::<W>(b, (a.1[k] as usize, a.2[k]), d1, spare + W);
+            masked_entry::<W, false>(b, (a.1[k] as usize, a.2[k]), d1, spare + W);
         }
         gather(i, (co, cc), cv, d0);
         gather(i + 1, (co, cc), cv, d1);
@@ -332,7 +319,7 @@ fn masked_two<const W: usize>(
     }
     while i < a.3 {
         for k in a.0[i] as usize..a.0[i + 1] as usize {
-            masked_entry::<W>(b, (a.1[k] as usize, a.2[k]), d0, spare + (k & 1) * W);
+            masked_entry::<W, false>(b, (a.1[k] as usize, a.2[k]), d0, spare + (k & 1) * W);
         }
         gather(i, (co, cc), cv, d0);
         i += 1;
