@@ -233,8 +233,9 @@ pub(crate) fn merge_two_rows<T: Scalar, I: Index, J: Index>(
     while p < xc.len() && q < yc.len() {
         let (c, d) = (xc[p], yc[q]);
         let (take_x, take_y) = (c <= d, d <= c);
-        let sx = if take_x { f * xv[p] } else { T::zero() };
-        let sy = if take_y { g * yv[q] } else { T::zero() };
+        // Masks, not branches: which row's column comes first is data.
+        let sx = (f * xv[p]).zero_unless(take_x);
+        let sy = (g * yv[q]).zero_unless(take_y);
         let Some(dst) = out_vals.get_mut(w) else {
             return Err(row_mismatch(i, merged_len(xc, yc), len));
         };
