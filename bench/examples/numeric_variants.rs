@@ -396,7 +396,7 @@ fn lane_masks(
     for i in 0..a.3 {
         let row = &cc[co[i] as usize..co[i + 1] as usize];
         if row.len() > 32 {
-            return None;
+            continue;
         }
         for (l, &c) in row.iter().enumerate() {
             lane_of[c as usize] = l as u8;
@@ -428,7 +428,7 @@ fn lane_masks8(
     for i in 0..a.3 {
         let row = &cc[co[i] as usize..co[i + 1] as usize];
         if row.len() > 32 {
-            return None;
+            continue;
         }
         for (l, &c) in row.iter().enumerate() {
             lane_of[c as usize] = l as u8;
@@ -472,7 +472,7 @@ unsafe fn lane_masks_cmp(
     for i in 0..a.3 {
         let (s0, e0) = (co[i] as usize, co[i + 1] as usize);
         if e0 - s0 > 32 {
-            return None;
+            continue;
         }
         let keep_c = if e0 - s0 >= 32 {
             u32::MAX
@@ -523,7 +523,7 @@ unsafe fn lane_masks_gather(
     for i in 0..a.3 {
         let row = &cc[co[i] as usize..co[i + 1] as usize];
         if row.len() > 32 {
-            return None;
+            continue;
         }
         for (l, &c) in row.iter().enumerate() {
             lane_of[c as usize] = l as u32;
@@ -613,14 +613,21 @@ unsafe fn lanes_record(
     b: &Csr,
     bv: &[f64],
     (co, cc): (&[i32], &[i32]),
-    lane_of: &mut [u32],
-    m: &mut [u32],
+    (lane_of, m): (&mut [u32], &mut [u32]),
     cv: &mut [f64],
+    dense: &mut [f64],
 ) {
     use std::arch::x86_64::*;
     let one = _mm256_set1_epi32(1);
     for i in 0..a.3 {
         let row = &cc[co[i] as usize..co[i + 1] as usize];
+        if row.len() > 32 {
+            for k in a.0[i] as usize..a.0[i + 1] as usize {
+                add_entry(a, b, k, dense);
+            }
+            gather(i, (co, cc), cv, dense);
+            continue;
+        }
         for (l, &c) in row.iter().enumerate() {
             lane_of[c as usize] = l as u32;
         }
@@ -769,8 +776,15 @@ unsafe fn lanes_hashed(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline(never)]
-unsafe fn lanes_all(a: &Csr, b: &Csr, bv: &[f64], lanes: &[u32], c: (&[i32], &mut [f64])) {
-    let (co, cv) = c;
+unsafe fn lanes_all(
+    a: &Csr,
+    b: &Csr,
+    bv: &[f64],
+    lanes: &[u32],
+    c: (&[i32], &[i32], &mut [f64]),
+    dense: &mut [f64],
+) {
+    let (co, cc, cv) = c;
     for i in 0..a.3 {
         let (s, e) = (co[i] as usize, co[i + 1] as usize);
         let out = cv.as_mut_ptr().add(s);
@@ -778,7 +792,14 @@ unsafe fn lanes_all(a: &Csr, b: &Csr, bv: &[f64], lanes: &[u32], c: (&[i32], &mu
             0..=8 => lanes_row::<1>(i, a, b, bv, lanes, out, e - s),
             9..=16 => lanes_row::<2>(i, a, b, bv, lanes, out, e - s),
             17..=24 => lanes_row::<3>(i, a, b, bv, lanes, out, e - s),
-            _ => lanes_row::<4>(i, a, b, bv, lanes, out, e - s),
+            25..=32 => lanes_row::<4>(i, a, b, bv, lanes, out, e - s),
+            // Longer rows of C (no masks): PETSc's loop.
+            _ => {
+                for k in a.0[i] as usize..a.0[i + 1] as usize {
+                    add_entry(a, b, k, dense);
+                }
+                gather(i, (co, cc), cv, dense);
+            }
         }
     }
 }
@@ -917,7 +938,15 @@ fn main() {
                 }
                 #[cfg(target_arch = "x86_64")]
                 17 if avx512 => unsafe {
-                    lanes_record(&a, &b, &bv16, (&co, &cc), &mut lane32, &mut mrec, &mut r)
+                    lanes_record(
+                        &a,
+                        &b,
+                        &bv16,
+                        (&co, &cc),
+                        (&mut lane32, &mut mrec),
+                        &mut r,
+                        &mut d0,
+                    )
                 },
                 #[cfg(target_arch = "x86_64")]
                 18 if vbmi => {
@@ -931,7 +960,8 @@ fn main() {
                         &b,
                         &bv16,
                         lanes.as_deref().unwrap_or(&[]),
-                        (&co, &mut r),
+                        (&co, &cc, &mut r),
+                        &mut d0,
                     )
                 },
                 // Not run: C's values as the first variant's, the time NaN.
