@@ -10,9 +10,9 @@ use crate::backend::cpu::memory::{upper_temporary_entries, RowBounds};
 use crate::backend::cpu::scratch::{bytes_of, Scratch};
 use crate::backend::cpu::ScratchPool;
 use crate::backend::cpu::{
-    position_bytes, worth_recording, ChunkPositions, CpuBackend, KnownPositions, ListedColumns,
-    ListedValues, NumericOutput, Operand, SplitInput, SplitRows, SymbolicOutput, UpperChunk,
-    LISTED_BLOCK_ENTRIES,
+    lanes_in_registers, position_bytes, worth_recording, ChunkPositions, CpuBackend,
+    KnownPositions, ListedColumns, ListedValues, NumericOutput, Operand, SplitInput, SplitRows,
+    SymbolicOutput, UpperChunk, LANES_MAX_ROW, LISTED_BLOCK_ENTRIES,
 };
 use crate::context::Context;
 use crate::csr::{validate_and_fingerprint, CsrOutput, CsrView, SplitValues};
@@ -420,8 +420,12 @@ enum Positions {
     Kept(Arc<KeptPositions>),
 }
 
+/// See [`CpuPlan::lanes_pay`].
+const LANES_MIN_PRODUCTS_PER_ENTRY: f64 = 1.5;
+
 /// The positions of C's products in C's rows (`positions.rs`), recorded
-/// by one numeric phase on C's known structure for the next ones.
+/// by one numeric phase on C's known structure for the next ones; or the
+/// lane masks of its entries of op(A) (`lanes.rs`), found by the first.
 #[derive(Debug)]
 struct KeptPositions {
     chunks: Vec<ChunkPositions>,
@@ -431,6 +435,13 @@ struct KeptPositions {
     c_print: u64,
     /// C's longest row.
     max_row: usize,
+}
+
+impl KeptPositions {
+    /// Whether these are lane masks.
+    fn lanes(&self) -> bool {
+        matches!(self.chunks.first(), Some(ChunkPositions::Lanes(_)))
+    }
 }
 
 fn fingerprint<T: Scalar, I: Index, J: Index>(x: &CsrView<'_, T, I, J>) -> u64 {
@@ -725,11 +736,19 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         // The positions of C's products, one or two bytes each (a row of C
         // has at most as many entries as products), kept from the first
         // numeric phase on C's structure that records them.
+        // Or, for op(A) transposed, a lane mask of 8 bytes an entry of
+        // op(A) ([`CpuPlan::lanes_pay`]: at least 1.5 products an entry,
+        // so at most 16/3 bytes a product).
         let longest = usize::try_from(self.work.max_row()).unwrap_or(usize::MAX);
         let width = position_bytes(longest).unwrap_or(2);
+        let lanes = if self.a.op().transposes() {
+            self.work.total().saturating_mul(16) / 3
+        } else {
+            0
+        };
         let peak = self
             .peak_bound
-            .saturating_add(self.work.total().saturating_mul(width));
+            .saturating_add(self.work.total().saturating_mul(width).max(lanes));
         if crate::system_memory::short_of_memory(peak).is_none() {
             self.record_positions = true;
             self.peak_bound = peak;
@@ -1095,6 +1114,21 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         direct: bool,
     ) -> Result<Option<NumericOutput<'o, T, J>>> {
         let work = &self.work;
+        // Lane masks: replayed when kept for this structure, else found by
+        // the first numeric phase on it where they pay.
+        let (kept_lanes, first) = self.lanes_state(c_print);
+        let kept_lanes = match (kept_lanes, out.pattern) {
+            (None, Some(pattern)) if first && self.lanes_pay::<T>(ra) => {
+                let structure = (out.offsets, pattern, out.base);
+                self.keep_lanes(backend, (ra, rb), structure, c_print)?
+            }
+            (kept, _) => kept,
+        };
+        if let Some(kept) = kept_lanes {
+            let replay = KnownPositions::Replay(&kept.chunks);
+            backend.numeric_at_positions(ra, a_vals, rb, b_vals, work, out, replay)?;
+            return Ok(None);
+        }
         if !self.record_positions
             || !backend.adds_into_known_structure(rb.ncols, work)
             || (direct && backend.adds_masked::<T, I, J>(ra, rb, work))
@@ -1150,6 +1184,77 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
             max_row,
         }));
         Ok(None)
+    }
+
+    /// Whether the plan finds and keeps the lane masks of C's rows
+    /// (`lanes.rs`) for op(A) `a` and op(B) `b`: when it may keep
+    /// positions at all ([`CpuPlan::expect_structure_first`]), this
+    /// machine sums f64 rows in AVX-512 registers, op(A) is transposed
+    /// (Aᵀ·B, and Pᵀ·(A·P) in PETSc's PtAP: op(A)'s rows gather rows of
+    /// op(B) out of order, which makes the numeric phase slow and finding
+    /// the masks, which reads each product's column alone, cheap beside
+    /// it), and op(B)'s rows average at least 1.5 products an entry of
+    /// op(A). `numeric_variants`, one thread, Pᵀ·(A·P_tent) of GAMG's
+    /// 7-point Poisson at 64³: the masks found in 4.8-5.0 ms, the numeric
+    /// phase 8.2-8.7 ms, 4.2-4.3 from the masks. Not for A·P: there the
+    /// masks took longer to find than a numeric phase (27-point A ·
+    /// smoothed P 55-65 ms against 43-44), so the first phase on a
+    /// structure would be slower.
+    fn lanes_pay<T: Scalar>(&self, a: &RowPattern<'_, I, J>) -> bool {
+        self.record_positions
+            && self.a.op().transposes()
+            && self.work.total() as f64 >= LANES_MIN_PRODUCTS_PER_ENTRY * a.cols.len() as f64
+            && lanes_in_registers::<T>()
+    }
+
+    /// The lane masks kept for C's structure `c_print`, if any, and
+    /// whether no numeric phase has computed on that structure yet.
+    fn lanes_state(&self, c_print: u64) -> (Option<Arc<KeptPositions>>, bool) {
+        match &*self
+            .positions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Positions::Kept(k) if k.c_print == c_print && k.lanes() => (Some(k.clone()), false),
+            Positions::Computed(print) => (None, *print != c_print),
+            Positions::Kept(k) => (None, k.c_print != c_print),
+            Positions::None => (None, true),
+        }
+    }
+
+    /// Finds the lane masks of C's structure (`offsets`, `pattern`, C's
+    /// index base), fingerprint `c_print`, and keeps them; `None` when its
+    /// rows do not suit them (a row longer than [`LANES_MAX_ROW`], rows not
+    /// sorted), the positions' course then left as it was.
+    ///
+    /// # Errors
+    /// As [`CpuBackend::lane_masks`].
+    fn keep_lanes(
+        &self,
+        backend: &CpuBackend<'_>,
+        (a, b): (&RowPattern<'_, I, J>, &RowPattern<'_, I, J>),
+        (offsets, pattern, base): (&[usize], &[J], usize),
+        c_print: u64,
+    ) -> Result<Option<Arc<KeptPositions>>> {
+        let max_row = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        let chunks = if max_row <= LANES_MAX_ROW {
+            backend.lane_masks((a, b), &self.work, (offsets, pattern, base))?
+        } else {
+            None
+        };
+        let Some(chunks) = chunks else {
+            return Ok(None);
+        };
+        let kept = Arc::new(KeptPositions {
+            chunks,
+            c_print,
+            max_row,
+        });
+        *self
+            .positions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Positions::Kept(kept.clone());
+        Ok(Some(kept))
     }
 
     /// Fingerprints of A's and B's values; `(0, 0)` for the plan of one
@@ -1427,7 +1532,19 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 for chunk in listed {
                     chunk.keep(ctx.scratch());
                 }
-                return result;
+                result?;
+                // The lane masks of this structure, found now where they
+                // pay, so that the next numeric phase (PETSc's first
+                // MAT_REUSE_MATRIX) sums from them.
+                let c_print = c_checked.flatten().filter(|_| pattern_checked);
+                if let (Some(c_print), Some(pattern)) = (c_print, pattern) {
+                    let (ra, rb) = (self.a.rows(a), self.b.rows(b));
+                    if self.lanes_state(c_print).1 && self.lanes_pay::<T>(&ra) {
+                        let structure = (offsets, pattern, base.offset());
+                        self.keep_lanes(&backend, (&ra, &rb), structure, c_print)?;
+                    }
+                }
+                return Ok(());
             }
             // BRMerge-Upper's temporary C was computed from A's array.
             let upper = a_split.is_none().then(|| self.fresh_upper(a, b)).flatten();
@@ -2691,6 +2808,105 @@ mod tests {
         (ro, cols, vals)
     }
 
+    /// Pᵀ·X with P an aggregation (3000 rows into 300 aggregates of 10
+    /// consecutive rows, one entry a row) and X a band of 2 to 4 entries a
+    /// row: op(A) transposed, rows of C of 11 to 15 columns. Where AVX-512
+    /// sums f64 rows in registers, the first numeric phase on the structure
+    /// finds and keeps the lane masks (`lanes.rs`, 8 bytes an entry of
+    /// op(A)) and every phase after it sums from them; elsewhere none are
+    /// kept. Either way the values are a plain plan's bit for bit, for new
+    /// values of X, scaled, and on 1 and 3 threads.
+    #[test]
+    fn lane_masks_of_a_transposed_product_sum_as_a_plain_plan() {
+        let n = 3000usize;
+        let p_off: Vec<i64> = (0..=n as i64).collect();
+        let p_cols: Vec<i32> = (0..n).map(|i| (i / 10) as i32).collect();
+        let p_vals: Vec<f64> = (0..n).map(|i| 0.5 + 0.01 * (i % 17) as f64).collect();
+        let (mut x_off, mut x_cols, mut x_vals) = (vec![0i64], Vec::new(), Vec::new());
+        for i in 0..n {
+            for j in i.saturating_sub(1)..(i + 2 + i % 2).min(n) {
+                x_cols.push(j as i32);
+                x_vals.push(1.0 / (1 + (i * 7 + j) % 11) as f64 - 0.3);
+            }
+            x_off.push(x_cols.len() as i64);
+        }
+        let other: Vec<f64> = x_vals.iter().map(|v| 0.7 - v).collect();
+        let p = CsrView::try_new(n, 300, &p_off, &p_cols, &p_vals, IndexBase::Zero).unwrap();
+        fn x_of<'v>(
+            (off, cols): (&'v [i64], &'v [i32]),
+            v: &'v [f64],
+        ) -> CsrView<'v, f64, i64, i32> {
+            CsrView::try_new(3000, 3000, off, cols, v, IndexBase::Zero).unwrap()
+        }
+        let parts = (&x_off[..], &x_cols[..]);
+        let x = x_of(parts, &x_vals);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let registers = crate::backend::cpu::lanes_in_registers::<f64>();
+        for threads in [1, 3] {
+            let at = format!("{threads} threads, registers {registers}");
+            let mut ctx = Context::cpu().unwrap();
+            ctx.set_num_threads(threads).unwrap();
+            let plan_for = |keep: bool| {
+                let mut plan = CpuPlan::new(&ctx, &p, Op::T, &x, Op::N, Algorithm::Dense).unwrap();
+                if keep {
+                    plan.expect_structure_first();
+                    assert!(plan.record_positions, "{at}");
+                }
+                let nnz = plan.symbolic(&ctx, &p, &x).unwrap();
+                let mut c = vec![0i64; 301];
+                let mut cols = vec![0i32; nnz];
+                plan.write_structure(&ctx, &p, &x, &mut c, &mut cols, IndexBase::Zero)
+                    .unwrap();
+                plan.remember_written(&ctx, Some((&cols, IndexBase::Zero)));
+                (plan, c, cols)
+            };
+            let values = |plan: &CpuPlan<i64, i32>, cols: &[i32], xv: &[f64], ab: (f64, f64)| {
+                let mut v = vec![3.0; cols.len()];
+                let out =
+                    CsrOutput::<f64, i64, i32>::values_on_pattern(&mut v, cols, IndexBase::Zero);
+                plan.numeric(&ctx, &p, &x_of(parts, xv), ab.0, ab.1, out)
+                    .unwrap();
+                v
+            };
+            let lanes_kept = |plan: &CpuPlan<i64, i32>| match &*plan.positions.lock().unwrap() {
+                Positions::Kept(k) if k.lanes() => {
+                    Some(k.chunks.iter().map(ChunkPositions::bytes).sum())
+                }
+                _ => None::<usize>,
+            };
+            let (plain, c, cols) = plan_for(false);
+            let rows = c.windows(2).map(|w| (w[1] - w[0]) as usize);
+            assert!(rows.clone().all(|l| (11..=15).contains(&l)), "{at}");
+            let want = values(&plain, &cols, &x_vals, (1.0, 0.0));
+            let reference = crate::reference::spgemm(&p, Op::T, &x, Op::N, 1.0).unwrap();
+            assert!(
+                want.iter()
+                    .zip(reference.values())
+                    .all(|(a, b)| (a - b).abs() <= 1e-12 * b.abs().max(1.0)),
+                "{at}"
+            );
+            let want_other = values(&plain, &cols, &other, (1.0, 0.0));
+            let want_scaled = values(&plain, &cols, &x_vals, (2.0, 0.5));
+            assert!(lanes_kept(&plain).is_none(), "{at}");
+
+            let (kept, _, kept_cols) = plan_for(true);
+            assert_eq!(kept_cols, cols, "{at}");
+            for round in 0..3 {
+                let got = values(&kept, &cols, &x_vals, (1.0, 0.0));
+                assert_eq!(bits(&got), bits(&want), "{at}, round {round}");
+                let held = lanes_kept(&kept);
+                assert_eq!(held, registers.then_some(8 * n), "{at}, round {round}");
+            }
+            let got = values(&kept, &cols, &other, (1.0, 0.0));
+            assert_eq!(bits(&got), bits(&want_other), "{at}");
+            let got = values(&kept, &cols, &x_vals, (2.0, 0.5));
+            assert_eq!(bits(&got), bits(&want_scaled), "{at}");
+            if registers {
+                assert!(kept.memory_bytes() >= plain.memory_bytes() + 8 * n, "{at}");
+            }
+        }
+    }
+
     /// A plan's numeric phases on C's known structure record the positions
     /// of C's products on the second one that computes and replay them on
     /// the next ones, with the values of the known-structure kernel bit
@@ -2872,6 +3088,10 @@ mod tests {
                         }
                         ChunkPositions::Wide(p) => {
                             ChunkPositions::Wide(vec![place as u16; p.len()])
+                        }
+                        // Every entry's row of op(B) at lane `place`.
+                        ChunkPositions::Lanes(m) => {
+                            ChunkPositions::Lanes(vec![1 << place; m.len()])
                         }
                     })
                     .collect();

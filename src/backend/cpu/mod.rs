@@ -23,6 +23,7 @@
 pub(crate) mod brmerge;
 mod dense;
 mod hash;
+mod lanes;
 pub(crate) mod memory;
 mod pattern;
 mod positions;
@@ -32,6 +33,7 @@ mod sort_columns;
 
 pub(crate) use brmerge::UpperChunk;
 pub(crate) use dense::{ListedColumns, ListedValues, LISTED_BLOCK_ENTRIES};
+pub(crate) use lanes::{in_registers as lanes_in_registers, LANES_MAX_ROW};
 #[cfg(test)]
 pub(crate) use positions::tests::with_each_width;
 pub(crate) use positions::{position_bytes, worth_recording, ChunkPositions};
@@ -767,6 +769,32 @@ impl CpuBackend<'_> {
             };
             f(k, self.chunk(rows, work), out, split)
         })
+    }
+
+    /// The lane masks of the entries of op(A) `a` over op(B) `b` for C's
+    /// structure (zero-based row `offsets`, columns `pattern` with index
+    /// base `c_base`), one set per chunk of `work`, for
+    /// [`CpuBackend::numeric_at_positions`]'s replay (`lanes.rs`); `None`
+    /// when the structure does not suit them (a row of C longer than
+    /// [`LANES_MAX_ROW`], rows of op(B) or C not sorted).
+    ///
+    /// # Errors
+    /// As [`lanes::masks_of_rows`].
+    pub(crate) fn lane_masks<I: Index, J: Index>(
+        &self,
+        (a, b): (&RowPattern<'_, I, J>, &RowPattern<'_, I, J>),
+        work: &RowWork,
+        (offsets, pattern, c_base): (&[usize], &[J], usize),
+    ) -> Result<Option<Vec<ChunkPositions>>> {
+        let chunks: Vec<std::ops::Range<usize>> = work.chunks().collect();
+        let masks = try_map_pieces(chunks, |rows| {
+            let mut lane_of = try_vec(b.ncols, 0u8, "the lanes of a row of C")?;
+            lanes::masks_of_rows((a, b), rows, (offsets, pattern, c_base), &mut lane_of)
+        })?;
+        Ok(masks
+            .into_iter()
+            .map(|m| m.map(ChunkPositions::Lanes))
+            .collect())
     }
 
     /// The numeric phase on C's known structure, checked

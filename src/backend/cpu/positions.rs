@@ -61,6 +61,10 @@ pub(crate) enum ChunkPositions {
     Narrow(Vec<u8>),
     /// C's rows have at most 65,536 entries.
     Wide(Vec<u16>),
+    /// Not positions but, for each entry of op(A), the lanes of its row
+    /// of C that its row of op(B) adds into (`lanes.rs`): C's rows have at
+    /// most [`super::lanes::LANES_MAX_ROW`] entries.
+    Lanes(Vec<u64>),
 }
 
 impl ChunkPositions {
@@ -69,6 +73,7 @@ impl ChunkPositions {
         match self {
             ChunkPositions::Narrow(p) => p.capacity(),
             ChunkPositions::Wide(p) => 2 * p.capacity(),
+            ChunkPositions::Lanes(m) => 8 * m.capacity(),
         }
     }
 }
@@ -249,6 +254,9 @@ pub(super) fn replay_rows<T: Scalar, I: Index, J: Index>(
     split: Option<SplitRows<'_, T>>,
 ) -> Result<()> {
     match (positions, a_split) {
+        (ChunkPositions::Lanes(m), a_split) => {
+            super::lanes::replay_rows((a, a_split, b), chunk.rows, m, out, split)
+        }
         (ChunkPositions::Narrow(p), None) => replay_with(a, a.values, b, chunk, p, out, split),
         (ChunkPositions::Narrow(p), Some(s)) => replay_with(a, s, b, chunk, p, out, split),
         (ChunkPositions::Wide(p), None) => replay_with(a, a.values, b, chunk, p, out, split),
