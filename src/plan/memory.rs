@@ -46,7 +46,7 @@ pub fn fastest_fitting<C: Copy>(
     budget: Option<u64>,
     candidates: &[(C, u64)],
 ) -> std::result::Result<(C, u64), Option<u64>> {
-    let fits = |&&(_, peak): &&(C, u64)| budget.map_or(true, |b| peak <= b);
+    let fits = |&&(_, peak): &&(C, u64)| budget.is_none_or(|b| peak <= b);
     match candidates.iter().find(fits) {
         Some(&c) => Ok(c),
         None => Err(candidates.iter().map(|&(_, p)| p).min()),

@@ -614,7 +614,7 @@ mod tests {
     fn bounds_balance_work_not_rows() {
         // One heavy row at the start: it should sit alone in its chunk.
         let mut rows = vec![10_000u64];
-        rows.extend(std::iter::repeat(1).take(999));
+        rows.extend(std::iter::repeat_n(1, 999));
         let b = balanced_bounds(&prefix_of(&rows), 2).unwrap();
         assert_eq!(b, vec![0, 1, 1000]);
     }
@@ -815,7 +815,7 @@ mod tests {
         let mut a_cols = Vec::new();
         for i in 0..m {
             let len = if i == 300 { 40 } else { i % 7 };
-            a_cols.extend(std::iter::repeat(0i32).take(len));
+            a_cols.extend(std::iter::repeat_n(0i32, len));
             a_off.push(a_cols.len() as i32);
         }
         let (b_off, b_cols) = ([0i32, 5], [0i32, 1, 2, 3, 4]);

@@ -135,8 +135,8 @@ fn not_in_row(i: usize) -> Error {
 }
 
 /// The numeric phase of the rows `rows` from their lane `masks`
-/// ([`masks_of_rows`] on the same patterns): `alpha * op(A) * op(B) + beta
-/// * C` into the chunk's values of C (`out`, in one array, or split
+/// ([`masks_of_rows`] on the same patterns): `alpha * op(A) * op(B) +
+/// beta * C` into the chunk's values of C (`out`, in one array, or split
 /// between two).
 ///
 /// # Errors
@@ -144,6 +144,7 @@ fn not_in_row(i: usize) -> Error {
 /// found on, as far as it shows (a mask lanes more or fewer values than
 /// its row of op(B) holds, or lanes past its row of C, or masks left
 /// over); rows before it are written.
+#[allow(clippy::type_complexity)]
 pub(crate) fn replay_rows<T: Scalar, I: Index, J: Index>(
     (a, a_split, b): (
         &Operand<'_, T, I, J>,
@@ -463,6 +464,7 @@ pub(crate) mod tests {
 
     /// The masks of `a` · `b` on C's structure `c`, all rows in one
     /// chunk, index base `base` for A, B and C.
+    #[allow(clippy::type_complexity)]
     fn masks(
         (a, b): (&[Vec<(usize, f64)>], &[Vec<(usize, f64)>]),
         c: &[Vec<(usize, f64)>],
@@ -500,7 +502,7 @@ pub(crate) mod tests {
     /// `alpha * a * b + beta * vals` from `masks` into `vals` (C's values
     /// in one array; or split, each row's first half in one array and the
     /// rest in the other, when `split`), in registers or not.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn replay(
         (a, b): (&[Vec<(usize, f64)>], &[Vec<(usize, f64)>]),
         c: &[Vec<(usize, f64)>],

@@ -133,7 +133,7 @@ pub fn candidates(env: Option<&str>) -> Vec<String> {
 /// `driver_version` (e.g. 12080): its PTX needs a driver of the same major
 /// or newer. Without a driver (compile-only use) any version will do.
 pub fn fits_driver(major: i32, driver_version: Option<i32>) -> bool {
-    driver_version.map_or(true, |v| major <= v / 1000)
+    driver_version.is_none_or(|v| major <= v / 1000)
 }
 
 /// NVRTC, loaded once per process.

@@ -122,7 +122,7 @@ const HEADER_WORDS: usize = H_BOUNDS_NUM + MAX_BINS;
 
 // The header fits the layout's first 256-byte block multiple; the zero
 // value is 16-byte aligned.
-const _: () = assert!(HEADER_WORDS <= 200 && H_ZERO % 2 == 0);
+const _: () = assert!(HEADER_WORDS <= 200 && H_ZERO.is_multiple_of(2));
 
 /// The alignment of the arrays inside one allocation.
 const ALIGN: u64 = 256;
