@@ -505,6 +505,41 @@ unsafe fn lane_masks_cmp(
     Some(m)
 }
 
+/// The lane mask of op(B)'s row `s..e` from the table of lanes
+/// `lane_of`: 8 lanes gathered at a time (AVX-512 masked gather), shifted
+/// into bits and OR-reduced, the rest of a longer row one at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl")]
+#[inline]
+unsafe fn gathered_mask(b: &Csr, (s, e): (usize, usize), lane_of: &[u32]) -> u32 {
+    use std::arch::x86_64::*;
+    let len = e - s;
+    let keep = if len >= 8 {
+        0xffu8
+    } else {
+        ((1u32 << len) - 1) as u8
+    };
+    let cols = _mm256_maskz_loadu_epi32(keep, b.1.as_ptr().add(s));
+    let lanes = _mm256_mmask_i32gather_epi32::<4>(
+        _mm256_setzero_si256(),
+        keep,
+        cols,
+        lane_of.as_ptr() as *const i32,
+    );
+    let bits = _mm256_maskz_sllv_epi32(keep, _mm256_set1_epi32(1), lanes);
+    let x = _mm_or_si128(
+        _mm256_castsi256_si128(bits),
+        _mm256_extracti128_si256::<1>(bits),
+    );
+    let x = _mm_or_si128(x, _mm_unpackhi_epi64(x, x));
+    let x = _mm_or_si128(x, _mm_srli_si128::<4>(x));
+    let mut bits = _mm_cvtsi128_si32(x) as u32;
+    for e in s + 8..e {
+        bits |= 1 << (lane_of[b.1[e] as usize] & 31);
+    }
+    bits
+}
+
 /// [`lane_masks`] with each row of op(B)'s lanes gathered 8 at a time
 /// (AVX-512 masked gather from a table of lanes), shifted into bits and
 /// OR-reduced.
@@ -518,7 +553,6 @@ unsafe fn lane_masks_gather(
     (co, cc): (&[i32], &[i32]),
     lane_of: &mut [u32],
 ) -> Option<Vec<u32>> {
-    use std::arch::x86_64::*;
     let mut m = vec![0u32; a.1.len()];
     for i in 0..a.3 {
         let row = &cc[co[i] as usize..co[i + 1] as usize];
@@ -528,34 +562,10 @@ unsafe fn lane_masks_gather(
         for (l, &c) in row.iter().enumerate() {
             lane_of[c as usize] = l as u32;
         }
-        let one = _mm256_set1_epi32(1);
         for k in a.0[i] as usize..a.0[i + 1] as usize {
             let r = a.1[k] as usize;
             let (s, e) = (b.0[r] as usize, b.0[r + 1] as usize);
-            let len = e - s;
-            let keep = if len >= 8 {
-                0xffu8
-            } else {
-                ((1u32 << len) - 1) as u8
-            };
-            let cols = _mm256_maskz_loadu_epi32(keep, b.1.as_ptr().add(s));
-            let lanes = _mm256_mmask_i32gather_epi32::<4>(
-                _mm256_setzero_si256(),
-                keep,
-                cols,
-                lane_of.as_ptr() as *const i32,
-            );
-            let bits = _mm256_maskz_sllv_epi32(keep, one, lanes);
-            let x = _mm_or_si128(
-                _mm256_castsi256_si128(bits),
-                _mm256_extracti128_si256::<1>(bits),
-            );
-            let x = _mm_or_si128(x, _mm_unpackhi_epi64(x, x));
-            let x = _mm_or_si128(x, _mm_srli_si128::<4>(x));
-            let mut bits = _mm_cvtsi128_si32(x) as u32;
-            for e in s + 8..e {
-                bits |= 1 << (lane_of[b.1[e] as usize] & 31);
-            }
+            let bits = gathered_mask(b, (s, e), lane_of);
             m[k] = bits;
         }
     }
@@ -618,7 +628,6 @@ unsafe fn lanes_record(
     dense: &mut [f64],
 ) {
     use std::arch::x86_64::*;
-    let one = _mm256_set1_epi32(1);
     for i in 0..a.3 {
         let row = &cc[co[i] as usize..co[i + 1] as usize];
         if row.len() > 32 {
@@ -635,30 +644,7 @@ unsafe fn lanes_record(
         for k in a.0[i] as usize..a.0[i + 1] as usize {
             let r = a.1[k] as usize;
             let (s, e) = (b.0[r] as usize, b.0[r + 1] as usize);
-            let len = e - s;
-            let keep = if len >= 8 {
-                0xffu8
-            } else {
-                ((1u32 << len) - 1) as u8
-            };
-            let cols = _mm256_maskz_loadu_epi32(keep, b.1.as_ptr().add(s));
-            let lanes = _mm256_mmask_i32gather_epi32::<4>(
-                _mm256_setzero_si256(),
-                keep,
-                cols,
-                lane_of.as_ptr() as *const i32,
-            );
-            let bits = _mm256_maskz_sllv_epi32(keep, one, lanes);
-            let x = _mm_or_si128(
-                _mm256_castsi256_si128(bits),
-                _mm256_extracti128_si256::<1>(bits),
-            );
-            let x = _mm_or_si128(x, _mm_unpackhi_epi64(x, x));
-            let x = _mm_or_si128(x, _mm_srli_si128::<4>(x));
-            let mut bits = _mm_cvtsi128_si32(x) as u32;
-            for e in s + 8..e {
-                bits |= 1 << (lane_of[b.1[e] as usize] & 31);
-            }
+            let bits = gathered_mask(b, (s, e), lane_of);
             m[k] = bits;
             let f = _mm512_set1_pd(a.2[k]);
             let mut p = bv.as_ptr().add(s);
