@@ -472,22 +472,28 @@ pub(crate) mod tests {
     ) -> Result<Option<Vec<u64>>> {
         let ((ao, ac, _), (bo, bc, _), (_, cc, _)) = (csr(a, base), csr(b, base), csr(c, base));
         let offsets = offsets_of(c);
-        let ra = RowPattern {
-            nrows: a.len(),
-            ncols: b.len(),
-            offsets: &ao[..],
-            cols: &ac[..],
-            base,
-        };
-        let rb = RowPattern {
-            nrows: b.len(),
-            ncols,
-            offsets: &bo[..],
-            cols: &bc[..],
-            base,
-        };
+        let (ra, rb) = patterns((&ao, &ac), (&bo, &bc), (b.len(), ncols, base));
         let mut lane_of = vec![0u8; ncols];
         masks_of_rows((&ra, &rb), 0..a.len(), (&offsets, &cc, base), &mut lane_of)
+    }
+
+    /// The patterns of A (offsets and columns `a`, as many columns as B
+    /// has rows, `b_rows`) and B (`b`, `ncols` columns), index base
+    /// `base`.
+    #[allow(clippy::type_complexity)]
+    fn patterns<'p>(
+        a: (&'p [i32], &'p [i32]),
+        b: (&'p [i32], &'p [i32]),
+        (b_rows, ncols, base): (usize, usize, usize),
+    ) -> (RowPattern<'p, i32, i32>, RowPattern<'p, i32, i32>) {
+        let rows = |(offsets, cols): (&'p [i32], &'p [i32]), ncols| RowPattern {
+            nrows: offsets.len() - 1,
+            ncols,
+            offsets,
+            cols,
+            base,
+        };
+        (rows(a, b_rows), rows(b, ncols))
     }
 
     fn offsets_of(c: &[Vec<(usize, f64)>]) -> Vec<usize> {
@@ -514,20 +520,7 @@ pub(crate) mod tests {
     ) -> Result<()> {
         let ((ao, ac, av), (bo, bc, bv)) = (csr(a, base), csr(b, base));
         let offsets = offsets_of(c);
-        let ra = RowPattern {
-            nrows: a.len(),
-            ncols: b.len(),
-            offsets: &ao[..],
-            cols: &ac[..],
-            base,
-        };
-        let rb = RowPattern {
-            nrows: b.len(),
-            ncols,
-            offsets: &bo[..],
-            cols: &bc[..],
-            base,
-        };
+        let (ra, rb) = patterns((&ao, &ac), (&bo, &bc), (b.len(), ncols, base));
         let scale = Scale { alpha, beta, base };
         let (oa, ob) = (
             Operand {
