@@ -5,6 +5,7 @@ static const char help[] = "Times MatMatMult(A, P) and MatPtAP(A, P) with aij an
                            "  -stencil <7>  7 or 27 points\n"
                            "  -rusparse_only  time aijrusparse alone (for profiles; -log_view shows each product and type as a stage)\n"
                            "  -repeat <5>   timed repetitions (the median is printed)\n"
+                           "  -all_times    also print every repetition's time\n"
                            "  -products <both>  ap, ptap or both (profile one product alone)\n"
                            "  -dump <prefix>  also write A and P to <prefix>A.mtx and <prefix>P.mtx (Matrix Market), for\n"
                            "                  profiling the products outside PETSc (phases_vs_gustavson)\n"
@@ -141,7 +142,7 @@ static PetscErrorCode TimeOnce(Mat A, Mat P, PetscBool ptap, PetscInt r, PetscLo
    alternates: a machine that slows down or speeds up during the run (a
    shared VM) moves both alike, where timing every repetition of one type
    and then the other's gave one type the quieter minutes. */
-static PetscErrorCode Time(Mat A, Mat P, Mat Ars, Mat Prs, PetscBool ptap, PetscInt repeat, const PetscLogStage stage[2], double plain[PHASES], double rs[PHASES])
+static PetscErrorCode Time(Mat A, Mat P, Mat Ars, Mat Prs, PetscBool ptap, PetscInt repeat, PetscBool all_times, const PetscLogStage stage[2], double plain[PHASES], double rs[PHASES])
 {
   double t[2][PHASES][64];
 
@@ -152,6 +153,15 @@ static PetscErrorCode Time(Mat A, Mat P, Mat Ars, Mat Prs, PetscBool ptap, Petsc
       int type = (int)((r + turn) % 2);
       if (type == 0 && A) PetscCall(TimeOnce(A, P, ptap, r, stage[0], t[0]));
       if (type == 1) PetscCall(TimeOnce(Ars, Prs, ptap, r, stage[1], t[1]));
+    }
+  }
+  /* -all_times: every repetition's time, in the order they ran, to tell a
+     type that is slow in some repetitions from one slow in all. */
+  for (int phase = 0; all_times && phase < PHASES; phase++) {
+    for (int type = A ? 0 : 1; type < 2; type++) {
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s %s phase %d:", ptap ? "PtAP" : "AP", type ? "aijrusparse" : "aij", phase));
+      for (PetscInt r = 0; r < repeat; r++) PetscCall(PetscPrintf(PETSC_COMM_WORLD, " %.4f", t[type][phase][r]));
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\n"));
     }
   }
   for (int phase = 0; phase < PHASES; phase++) {
@@ -166,7 +176,7 @@ static PetscErrorCode Time(Mat A, Mat P, Mat Ars, Mat Prs, PetscBool ptap, Petsc
 int main(int argc, char **argv)
 {
   PetscInt    n = 64, repeat = 5, stencil = 7, nnz[3];
-  PetscBool   rusparse_only = PETSC_FALSE;
+  PetscBool   rusparse_only = PETSC_FALSE, all_times = PETSC_FALSE;
   char        products[8] = "both", dump[PETSC_MAX_PATH_LEN] = "";
   Mat         A, P, Ars, Prs, C;
   PetscMPIInt size;
@@ -179,6 +189,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-repeat", &repeat, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-stencil", &stencil, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-rusparse_only", &rusparse_only, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-all_times", &all_times, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-products", products, sizeof(products), NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-dump", dump, sizeof(dump), NULL));
   PetscCheck(!strcmp(products, "ap") || !strcmp(products, "ptap") || !strcmp(products, "both"), PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-products ap, ptap or both");
@@ -215,7 +226,7 @@ int main(int argc, char **argv)
     PetscCall(PetscLogStageRegister(name, &stage[0]));
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s aijrusparse", ptap ? "PtAP" : "AP"));
     PetscCall(PetscLogStageRegister(name, &stage[1]));
-    PetscCall(Time(rusparse_only ? NULL : A, P, Ars, Prs, (PetscBool)ptap, repeat, stage, plain, rs));
+    PetscCall(Time(rusparse_only ? NULL : A, P, Ars, Prs, (PetscBool)ptap, repeat, all_times, stage, plain, rs));
     for (int phase = 0; phase < PHASES; phase++) {
       if (phase == 2) continue; /* the third reuse stands for the later ones */
       PetscCall(PetscPrintf(PETSC_COMM_WORLD, "| %s | %s | %.4f | %.4f | %.2f |\n", names[ptap], phases[phase], plain[phase], rs[phase], plain[phase] / rs[phase]));

@@ -110,6 +110,11 @@ pub(crate) struct CpuPlan<I, J> {
     /// ([`CpuPlan::expect_structure_first`], which adds them to the peak
     /// bound).
     record_positions: bool,
+    /// Tests: keep lane masks where they pay though the machine cannot sum
+    /// them in registers (they are then walked in scalar code), so that
+    /// the plan's course with them runs on every machine.
+    #[cfg(test)]
+    lanes_anywhere: bool,
     /// The positions recorded, with the structure of C they hold for, or
     /// the structure a numeric phase computed on without them.
     positions: Mutex<Positions>,
@@ -420,6 +425,21 @@ enum Positions {
     Kept(Arc<KeptPositions>),
 }
 
+/// What a plan holds for one structure of C ([`CpuPlan::positions_now`]).
+struct PositionsNow {
+    /// Positions or lane masks kept for that structure.
+    kept: Option<Arc<KeptPositions>>,
+    /// A numeric phase computed C's values on it without positions.
+    computed: bool,
+}
+
+impl PositionsNow {
+    /// Whether no numeric phase has computed on the structure yet.
+    fn first(&self) -> bool {
+        self.kept.is_none() && !self.computed
+    }
+}
+
 /// See [`CpuPlan::lanes_pay`].
 const LANES_MIN_PRODUCTS_PER_ENTRY: f64 = 1.5;
 
@@ -659,6 +679,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 values_with_structure: false,
                 value_bytes: std::mem::size_of::<T>() as u64,
                 record_positions: false,
+                #[cfg(test)]
+                lanes_anywhere: false,
                 positions: Mutex::new(Positions::None),
                 written: Mutex::new(None),
                 pattern_check: PatternCheck::Hash,
@@ -1114,15 +1136,16 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         direct: bool,
     ) -> Result<Option<NumericOutput<'o, T, J>>> {
         let work = &self.work;
+        let now = self.positions_now(c_print);
         // Lane masks: replayed when kept for this structure, else found by
         // the first numeric phase on it where they pay.
-        let (kept_lanes, first) = self.lanes_state(c_print);
-        let kept_lanes = match (kept_lanes, out.pattern) {
-            (None, Some(pattern)) if first && self.lanes_pay::<T>(ra) => {
+        let kept_lanes = match (&now.kept, out.pattern) {
+            (Some(kept), _) if kept.lanes() => Some(kept.clone()),
+            (None, Some(pattern)) if now.first() && self.lanes_pay::<T>(ra) => {
                 let structure = (out.offsets, pattern, out.base);
                 self.keep_lanes(backend, (ra, rb), structure, c_print)?
             }
-            (kept, _) => kept,
+            _ => None,
         };
         if let Some(kept) = kept_lanes {
             let replay = KnownPositions::Replay(&kept.chunks);
@@ -1138,16 +1161,8 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         let nnz = out.offsets.last().copied().unwrap_or(0);
         let a_entries = ra.cols.len();
         let entry_bytes = self.value_bytes + std::mem::size_of::<J>() as u64;
-        let (kept, computed) = match &*self
-            .positions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-        {
-            Positions::Kept(k) if k.c_print == c_print => (Some(k.clone()), false),
-            Positions::Computed(print) => (None, *print == c_print),
-            _ => (None, false),
-        };
-        if let Some(kept) = kept {
+        // Positions (lane masks were replayed above).
+        if let Some(kept) = now.kept {
             if !worth_recording(
                 (work.total(), a_entries, nnz, kept.max_row),
                 entry_bytes,
@@ -1161,7 +1176,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
         }
         // Recorded by the second numeric phase on the structure: a caller
         // that computes C's values once more only does not pay for it.
-        if !computed {
+        if !now.computed {
             *self
                 .positions
                 .lock()
@@ -1201,24 +1216,35 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
     /// smoothed P 55-65 ms against 43-44), so the first phase on a
     /// structure would be slower.
     fn lanes_pay<T: Scalar>(&self, a: &RowPattern<'_, I, J>) -> bool {
+        let machine = lanes_in_registers::<T>();
+        #[cfg(test)]
+        let machine = machine || self.lanes_anywhere;
         self.record_positions
             && self.a.op().transposes()
             && self.work.total() as f64 >= LANES_MIN_PRODUCTS_PER_ENTRY * a.cols.len() as f64
-            && lanes_in_registers::<T>()
+            && machine
     }
 
-    /// The lane masks kept for C's structure `c_print`, if any, and
-    /// whether no numeric phase has computed on that structure yet.
-    fn lanes_state(&self, c_print: u64) -> (Option<Arc<KeptPositions>>, bool) {
+    /// What the plan holds for C's structure `c_print`, read under one
+    /// lock.
+    fn positions_now(&self, c_print: u64) -> PositionsNow {
         match &*self
             .positions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
         {
-            Positions::Kept(k) if k.c_print == c_print && k.lanes() => (Some(k.clone()), false),
-            Positions::Computed(print) => (None, *print != c_print),
-            Positions::Kept(k) => (None, k.c_print != c_print),
-            Positions::None => (None, true),
+            Positions::Kept(k) if k.c_print == c_print => PositionsNow {
+                kept: Some(k.clone()),
+                computed: false,
+            },
+            Positions::Computed(print) => PositionsNow {
+                kept: None,
+                computed: *print == c_print,
+            },
+            Positions::Kept(_) | Positions::None => PositionsNow {
+                kept: None,
+                computed: false,
+            },
         }
     }
 
@@ -1539,7 +1565,7 @@ impl<I: Index, J: Index> CpuPlan<I, J> {
                 let c_print = c_checked.flatten().filter(|_| pattern_checked);
                 if let (Some(c_print), Some(pattern)) = (c_print, pattern) {
                     let (ra, rb) = (self.a.rows(a), self.b.rows(b));
-                    if self.lanes_state(c_print).1 && self.lanes_pay::<T>(&ra) {
+                    if self.positions_now(c_print).first() && self.lanes_pay::<T>(&ra) {
                         let structure = (offsets, pattern, base.offset());
                         self.keep_lanes(&backend, (&ra, &rb), structure, c_print)?;
                     }
@@ -2841,13 +2867,19 @@ mod tests {
         let parts = (&x_off[..], &x_cols[..]);
         let x = x_of(parts, &x_vals);
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        let registers = crate::backend::cpu::lanes_in_registers::<f64>();
-        for threads in [1, 3] {
-            let at = format!("{threads} threads, registers {registers}");
+        let in_registers = crate::backend::cpu::lanes_in_registers::<f64>();
+        // Also with the masks kept where AVX-512 is missing (walked in
+        // scalar code), so that the plan's course with them runs on every
+        // machine.
+        for (threads, anywhere) in [(1, false), (3, false), (1, true), (3, true)] {
+            let registers = in_registers || anywhere;
+            let at =
+                format!("{threads} threads, registers {in_registers}, masks anywhere {anywhere}");
             let mut ctx = Context::cpu().unwrap();
             ctx.set_num_threads(threads).unwrap();
             let plan_for = |keep: bool| {
                 let mut plan = CpuPlan::new(&ctx, &p, Op::T, &x, Op::N, Algorithm::Dense).unwrap();
+                plan.lanes_anywhere = anywhere;
                 if keep {
                     plan.expect_structure_first();
                     assert!(plan.record_positions, "{at}");
