@@ -2872,7 +2872,7 @@ mod tests {
         // scalar code), so that the plan's course with them runs on every
         // machine.
         for (threads, anywhere) in [(1, false), (3, false), (1, true), (3, true)] {
-            let registers = in_registers || anywhere;
+            let masks_kept = in_registers || anywhere;
             let at =
                 format!("{threads} threads, registers {in_registers}, masks anywhere {anywhere}");
             let mut ctx = Context::cpu().unwrap();
@@ -2927,13 +2927,13 @@ mod tests {
                 let got = values(&kept, &cols, &x_vals, (1.0, 0.0));
                 assert_eq!(bits(&got), bits(&want), "{at}, round {round}");
                 let held = lanes_kept(&kept);
-                assert_eq!(held, registers.then_some(8 * n), "{at}, round {round}");
+                assert_eq!(held, masks_kept.then_some(8 * n), "{at}, round {round}");
             }
             let got = values(&kept, &cols, &other, (1.0, 0.0));
             assert_eq!(bits(&got), bits(&want_other), "{at}");
             let got = values(&kept, &cols, &x_vals, (2.0, 0.5));
             assert_eq!(bits(&got), bits(&want_scaled), "{at}");
-            if registers {
+            if masks_kept {
                 assert!(kept.memory_bytes() >= plain.memory_bytes() + 8 * n, "{at}");
             }
         }
