@@ -278,14 +278,9 @@ fn add_entries<T: Scalar, I: Index, J: Index>(
     }
     let _ = registers;
     for ((&k, &f), &mask) in a_cols.iter().zip(a_vals).zip(masks) {
-        let r = k.as_usize() - a_base;
-        let (s, e) = (
-            b.offsets[r].as_usize() - b.base,
-            b.offsets[r + 1].as_usize() - b.base,
-        );
-        if mask.count_ones() as usize != e - s || mask & beyond != 0 || e > b_vals.len() {
+        let Some((s, e)) = masked_row(k, mask, (a_base, b, b_vals.len()), beyond) else {
             return false;
-        }
+        };
         let mut m = mask;
         for &v in &b_vals[s..e] {
             sums[m.trailing_zeros() as usize] += f * v;
@@ -295,9 +290,28 @@ fn add_entries<T: Scalar, I: Index, J: Index>(
     true
 }
 
+/// The entries `s..e` of op(B)'s row that A's entry of column `k` (A's
+/// index base `a_base`) names, when its lane mask `mask` fits them: as
+/// many lanes as the row has values, none of `beyond` (past C's row), the
+/// row within op(B)'s `b_len` values; `None` otherwise.
+#[inline(always)]
+fn masked_row<I: Index, J: Index>(
+    k: J,
+    mask: u64,
+    (a_base, b, b_len): (usize, &RowPattern<'_, I, J>, usize),
+    beyond: u64,
+) -> Option<(usize, usize)> {
+    let r = k.as_usize() - a_base;
+    let (s, e) = (
+        b.offsets[r].as_usize() - b.base,
+        b.offsets[r + 1].as_usize() - b.base,
+    );
+    (mask.count_ones() as usize == e - s && mask & beyond == 0 && e <= b_len).then_some((s, e))
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::LANES_MAX_ROW;
+    use super::{masked_row, LANES_MAX_ROW};
     use crate::plan::RowPattern;
     use crate::types::Index;
     use std::arch::x86_64::*;
@@ -349,14 +363,9 @@ mod avx512 {
             *acc = _mm512_loadu_pd(p.add(8 * q));
         }
         for ((&k, &f), &mask) in a_cols.iter().zip(a_vals).zip(masks) {
-            let r = k.as_usize() - a_base;
-            let (s, e) = (
-                b.offsets[r].as_usize() - b.base,
-                b.offsets[r + 1].as_usize() - b.base,
-            );
-            if mask.count_ones() as usize != e - s || mask & beyond != 0 || e > b_vals.len() {
+            let Some((s, _)) = masked_row(k, mask, (a_base, b, b_vals.len()), beyond) else {
                 return false;
-            }
+            };
             let f = _mm512_set1_pd(f);
             let mut from = b_vals.as_ptr().add(s);
             for (q, acc) in acc.iter_mut().enumerate() {
