@@ -505,6 +505,63 @@ unsafe fn lane_masks_cmp(
     Some(m)
 }
 
+/// The OR of the 8 lanes of `bits` (each lane one bit of a lane mask).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn or_of_lanes(bits: std::arch::x86_64::__m256i) -> u32 {
+    use std::arch::x86_64::*;
+    let x = _mm_or_si128(
+        _mm256_castsi256_si128(bits),
+        _mm256_extracti128_si256::<1>(bits),
+    );
+    let x = _mm_or_si128(x, _mm_unpackhi_epi64(x, x));
+    let x = _mm_or_si128(x, _mm_srli_si128::<4>(x));
+    _mm_cvtsi128_si32(x) as u32
+}
+
+/// Adds op(B)'s row at `p` times `f` into the lanes of `acc` that `m`
+/// names (8 a register, in order): each register takes as many of the
+/// row's next values as its byte of `m` has bits, expanded into them.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn add_expanded<const R: usize>(
+    acc: &mut [std::arch::x86_64::__m512d; R],
+    m: u32,
+    f: f64,
+    mut p: *const f64,
+) {
+    use std::arch::x86_64::*;
+    let f = _mm512_set1_pd(f);
+    for (q, acc) in acc.iter_mut().enumerate() {
+        let mq = (m >> (8 * q)) as u8;
+        let v = _mm512_maskz_expand_pd(mq, _mm512_loadu_pd(p));
+        *acc = _mm512_mask_add_pd(*acc, mq, *acc, _mm512_mul_pd(f, v));
+        p = p.add(mq.count_ones() as usize);
+    }
+}
+
+/// Stores the first `len` lanes of `acc` (at most 32) at `out`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn store_lanes<const R: usize>(
+    acc: &[std::arch::x86_64::__m512d; R],
+    out: *mut f64,
+    len: usize,
+) {
+    use std::arch::x86_64::*;
+    let all = if len >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << len) - 1
+    };
+    for (q, acc) in acc.iter().enumerate() {
+        _mm512_mask_storeu_pd(out.add(8 * q), (all >> (8 * q)) as u8, *acc);
+    }
+}
+
 /// The lane mask of op(B)'s row `s..e` from the table of lanes
 /// `lane_of`: 8 lanes gathered at a time (AVX-512 masked gather), shifted
 /// into bits and OR-reduced, the rest of a longer row one at a time.
@@ -527,13 +584,7 @@ unsafe fn gathered_mask(b: &Csr, (s, e): (usize, usize), lane_of: &[u32]) -> u32
         lane_of.as_ptr() as *const i32,
     );
     let bits = _mm256_maskz_sllv_epi32(keep, _mm256_set1_epi32(1), lanes);
-    let x = _mm_or_si128(
-        _mm256_castsi256_si128(bits),
-        _mm256_extracti128_si256::<1>(bits),
-    );
-    let x = _mm_or_si128(x, _mm_unpackhi_epi64(x, x));
-    let x = _mm_or_si128(x, _mm_srli_si128::<4>(x));
-    let mut bits = _mm_cvtsi128_si32(x) as u32;
+    let mut bits = or_of_lanes(bits);
     for e in s + 8..e {
         bits |= 1 << (lane_of[b.1[e] as usize] & 31);
     }
@@ -592,24 +643,10 @@ unsafe fn lanes_row<const R: usize>(
     use std::arch::x86_64::*;
     let mut acc = [_mm512_setzero_pd(); R];
     for k in a.0[i] as usize..a.0[i + 1] as usize {
-        let (r, f) = (a.1[k] as usize, _mm512_set1_pd(a.2[k]));
-        let mut p = bv.as_ptr().add(b.0[r] as usize);
-        let m = lanes[k];
-        for (q, acc) in acc.iter_mut().enumerate() {
-            let mq = (m >> (8 * q)) as u8;
-            let v = _mm512_maskz_expand_pd(mq, _mm512_loadu_pd(p));
-            *acc = _mm512_mask_add_pd(*acc, mq, *acc, _mm512_mul_pd(f, v));
-            p = p.add(mq.count_ones() as usize);
-        }
+        let r = a.1[k] as usize;
+        add_expanded(&mut acc, lanes[k], a.2[k], bv.as_ptr().add(b.0[r] as usize));
     }
-    let all = if len >= 32 {
-        u32::MAX
-    } else {
-        (1u32 << len) - 1
-    };
-    for (q, acc) in acc.iter().enumerate() {
-        _mm512_mask_storeu_pd(out.add(8 * q), (all >> (8 * q)) as u8, *acc);
-    }
+    store_lanes(&acc, out, len);
 }
 
 /// [`lanes_all`] and [`lane_masks_gather`] in one pass: each entry's lanes
@@ -646,25 +683,11 @@ unsafe fn lanes_record(
             let (s, e) = (b.0[r] as usize, b.0[r + 1] as usize);
             let bits = gathered_mask(b, (s, e), lane_of);
             m[k] = bits;
-            let f = _mm512_set1_pd(a.2[k]);
-            let mut p = bv.as_ptr().add(s);
-            for (q, acc) in acc.iter_mut().enumerate() {
-                let mq = (bits >> (8 * q)) as u8;
-                let v = _mm512_maskz_expand_pd(mq, _mm512_loadu_pd(p));
-                *acc = _mm512_mask_add_pd(*acc, mq, *acc, _mm512_mul_pd(f, v));
-                p = p.add(mq.count_ones() as usize);
-            }
+            add_expanded(&mut acc, bits, a.2[k], bv.as_ptr().add(s));
         }
         let len = row.len();
         let out = cv.as_mut_ptr().add(co[i] as usize);
-        let all = if len >= 32 {
-            u32::MAX
-        } else {
-            (1u32 << len) - 1
-        };
-        for (q, acc) in acc.iter().enumerate() {
-            _mm512_mask_storeu_pd(out.add(8 * q), (all >> (8 * q)) as u8, *acc);
-        }
+        store_lanes(&acc, out, len);
     }
 }
 
@@ -724,35 +747,15 @@ unsafe fn lanes_hashed(
             let lanes =
                 _mm512_castsi512_si128(_mm512_permutexvar_epi8(_mm512_castsi128_si512(h), table));
             let bits = _mm256_maskz_sllv_epi32(keep, one, _mm256_cvtepu8_epi32(lanes));
-            let x = _mm_or_si128(
-                _mm256_castsi256_si128(bits),
-                _mm256_extracti128_si256::<1>(bits),
-            );
-            let x = _mm_or_si128(x, _mm_unpackhi_epi64(x, x));
-            let x = _mm_or_si128(x, _mm_srli_si128::<4>(x));
-            let mut m = _mm_cvtsi128_si32(x) as u32;
+            let mut m = or_of_lanes(bits);
             let tab: [u8; 64] = std::mem::transmute(table);
             for e in s + 8..e {
                 m |= 1 << tab[(bc[e] & 63) as usize];
             }
-            let f = _mm512_set1_pd(a.2[k]);
-            let mut p = bv.as_ptr().add(s);
-            for (q, acc) in acc.iter_mut().enumerate() {
-                let mq = (m >> (8 * q)) as u8;
-                let v = _mm512_maskz_expand_pd(mq, _mm512_loadu_pd(p));
-                *acc = _mm512_mask_add_pd(*acc, mq, *acc, _mm512_mul_pd(f, v));
-                p = p.add(mq.count_ones() as usize);
-            }
+            add_expanded(&mut acc, m, a.2[k], bv.as_ptr().add(s));
         }
         let out = cv.as_mut_ptr().add(s0);
-        let all = if len >= 32 {
-            u32::MAX
-        } else {
-            (1u32 << len) - 1
-        };
-        for (q, acc) in acc.iter().enumerate() {
-            _mm512_mask_storeu_pd(out.add(8 * q), (all >> (8 * q)) as u8, *acc);
-        }
+        store_lanes(&acc, out, len);
     }
     scalar_rows
 }
