@@ -16,8 +16,9 @@
 #                           --message-format=json` (scripts/test.sh writes
 #                           target/test-binaries.json), with the benchmark
 #                           RUSPARSE_BUNDLE_BENCH (CI: that build's) and the
-#                           library RUSPARSE_BUNDLE_LIBRARY (CI: the C
-#                           tests' debug build), building none: CI checks
+#                           library RUSPARSE_BUNDLE_LIBRARY (CI: the
+#                           CMake Release build the C tests use),
+#                           building none: CI checks
 #                           this script and gpu-check.sh, not a release
 #                           build of the benchmark (5 minutes on 2 cores)
 # all stripped and packed into gpu-bin/executables.tar.gz (gpu-check.sh
