@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-#   scripts/test.sh            the whole suite, as CI runs it (about 35 minutes on
+#   scripts/test.sh            the whole suite, as CI runs it (about 30 minutes on
 #                              2 cores from a clean clone; docs/testing.md,
 #                              "Where the time goes")
 #   scripts/test.sh --quick    the checks to run while working (under 8 minutes
