@@ -150,6 +150,7 @@ if [ $quick -eq 1 ]; then
     cargo test -p rusparse
     # A debug build of the C library, copied to target/c-abi/ so that later
     # cargo runs without the feature do not replace it.
+    step "the C library, a debug build (--features c-allocator-hooks)"
     cargo build -p rusparse --lib --features c-allocator-hooks
     mkdir -p "$root/target/c-abi"
     cp "$root/target/debug/librusparse.so" "$root/target/c-abi/librusparse.so"
