@@ -12,6 +12,7 @@
 use rusparse::backend::hip::compile::{compile_hiprtc, wavefront_of_arch, HipKernelOptions};
 use rusparse::backend::hip::loader;
 use rusparse::backend::kernel_source::{kernel_source, KernelTypes};
+use std::sync::Mutex;
 use std::time::Instant;
 
 mod support;
@@ -120,26 +121,40 @@ fn every_instantiation_compiles_for(arch: &str, rtc_path: &str) {
         })
         .collect();
     let started = Instant::now();
-    let failures: Vec<String> = jobs
-        .iter()
-        .filter_map(|opts| match compile_hiprtc(source, opts, true) {
-            Ok(c) => {
-                let missing: Vec<&String> = kernels
-                    .iter()
-                    .filter(|n| !contains(&c.code, n.as_bytes()))
-                    .collect();
-                (c.code.len() < 1024 || !missing.is_empty()).then(|| {
-                    format!(
-                        "{} ({}): {} bytes, missing kernels {missing:?}",
-                        opts.arch,
-                        opts.types,
-                        c.code.len()
-                    )
-                })
-            }
-            Err(e) => Some(e.to_string()),
-        })
-        .collect();
+    let failures = Mutex::new(Vec::new());
+    let next = Mutex::new(0usize);
+    // Two threads, though `compile_hiprtc` serialises them: calling it from
+    // several threads at once must be safe.
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let k = {
+                    let mut n = next.lock().unwrap();
+                    *n += 1;
+                    *n - 1
+                };
+                let Some(opts) = jobs.get(k) else { break };
+                match compile_hiprtc(source, opts, true) {
+                    Ok(c) => {
+                        let missing: Vec<&String> = kernels
+                            .iter()
+                            .filter(|n| !contains(&c.code, n.as_bytes()))
+                            .collect();
+                        if c.code.len() < 1024 || !missing.is_empty() {
+                            failures.lock().unwrap().push(format!(
+                                "{} ({}): {} bytes, missing kernels {missing:?}",
+                                opts.arch,
+                                opts.types,
+                                c.code.len()
+                            ));
+                        }
+                    }
+                    Err(e) => failures.lock().unwrap().push(e.to_string()),
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     eprintln!(
         "hiprtc ({rtc_path}): {} instantiations × {} kernels for {arch} in {:.1} s",
